@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+//
+// PayPipe: a Swift-on-Linux worker pipeline that turns Apple Pay payment jobs into authorised payments.
+// Layout, bottom to top:
+//   system libraries (C)  →  CPayPipeShim (variadic/macro forwarders only)
+//   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
+//   pure domain modules   →  ApplePay, JWT
+//   runtime               →  Pipeline
+//   thin executables      →  paypipe (operator CLI), paypipe-<stage> workers
+// Nothing outside the toolchain is fetched: every dependency is a Debian C library.
+import PackageDescription
+
+let package = Package(
+    name: "PayPipe",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "paypipe", targets: ["paypipe"]),
+        .executable(name: "paypipe-decrypt", targets: ["paypipe-decrypt"]),
+    ],
+    targets: [
+        // MARK: C libraries from Debian
+        .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .target(
+            name: "CPayPipeShim",
+            dependencies: ["CRabbitMQ", "COpenSSL", "CCurl", "CMicroHTTPD"]
+        ),
+
+        // MARK: IO modules
+        .target(name: "AMQP", dependencies: ["CRabbitMQ", "CPayPipeShim"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CPayPipeShim"]),
+        .target(name: "HTTP", dependencies: ["CCurl", "CMicroHTTPD", "CPayPipeShim"]),
+
+        // MARK: Pure domain modules
+        .target(name: "ApplePay", dependencies: ["Crypto"]),
+        .target(name: "JWT", dependencies: ["Crypto"]),
+
+        // MARK: Runtime
+        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto"]),
+
+        // MARK: Executables (thin mains)
+        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
+        .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "ApplePay"]),
+
+        // MARK: Tests
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
+        .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+    ]
+)

@@ -1,0 +1,2 @@
+/* Umbrella header for the CCurl system library module. */
+#include <curl/curl.h>

@@ -1,0 +1,2 @@
+/* Umbrella header for the CLibPQ system library module. */
+#include <libpq-fe.h>

@@ -1,0 +1,7 @@
+/* Umbrella header for the CMicroHTTPD system library module. */
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <microhttpd.h>

@@ -1,0 +1,20 @@
+/* Umbrella header for the COpenSSL system library module. */
+#include <openssl/ssl.h>
+#include <openssl/evp.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <openssl/cms.h>
+#include <openssl/pkcs7.h>
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <openssl/asn1.h>
+#include <openssl/objects.h>

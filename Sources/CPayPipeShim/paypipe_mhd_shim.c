@@ -1,0 +1,24 @@
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include "paypipe_mhd_shim.h"
+
+struct MHD_Daemon *paypipe_mhd_start(uint16_t port, const char *bind_address,
+                                     unsigned int thread_pool_size, unsigned int connection_timeout,
+                                     MHD_AccessHandlerCallback handler, void *handler_context,
+                                     MHD_RequestCompletedCallback completed, void *completed_context) {
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof(address));
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    if (bind_address == NULL || inet_pton(AF_INET, bind_address, &address.sin_addr) != 1) {
+        address.sin_addr.s_addr = htonl(INADDR_ANY);
+    }
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+                            port, NULL, NULL, handler, handler_context,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+                            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
+                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_END);
+}
