@@ -42,15 +42,19 @@ let package = Package(
         // MARK: Runtime
         .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto"]),
 
+        // MARK: Stage implementations (domain work of each stage, on the runtime)
+        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP"]),
+
         // MARK: Executables (thin mains)
-        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
-        .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "ApplePay"]),
+        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
+        .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
     ]
 )

@@ -1,1 +1,8 @@
-print("decrypt")
+import PaymentStages
+import Pipeline
+
+// paypipe-decrypt: consumes paypipe.decrypt (fed by paypipe.jobs / payment.requested), verifies and
+// decrypts Apple Pay tokens, stores card data encrypted, hands off to paypipe.authorize.
+WorkerLauncher.run(stage: .decrypt) { configuration, logger in
+    try DecryptStage.fromEnvironment(configuration, logger: logger)
+}

@@ -1,1 +1,10 @@
-print("paypipe")
+import Foundation
+
+// `paypipe`: the operator CLI. Each subcommand lives in its own file; this is only the dispatcher.
+let commands: [any CLICommand.Type] = [
+    MigrateCommand.self,
+    HealthcheckCommand.self,
+    ReconcileCommand.self,
+    TokenCommand.self,
+]
+exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))

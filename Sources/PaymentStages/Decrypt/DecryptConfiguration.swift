@@ -1,0 +1,34 @@
+import ApplePay
+import Foundation
+import Pipeline
+
+/// Settings of the decrypt worker beyond the shared ``WorkerConfiguration``.
+public struct DecryptConfiguration: Sendable {
+    public var verifier: ApplePayVerifierConfiguration
+    /// Whether a trust root other than Apple Root CA - G3 is in use (logged loudly at start-up).
+    public var trustRootOverridden: Bool
+    public var merchantCacheSeconds: Double
+
+    /// Reads `PAYPIPE_APPLEPAY_TRUST_ROOT` (PEM file; default the pinned Apple Root CA - G3),
+    /// `PAYPIPE_APPLEPAY_MAX_AGE` (5m), `PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW` (1m), `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
+    public init(environment: EnvironmentReader) throws(ConfigurationError) {
+        var trustRoot = TrustRoot.appleRootCAG3
+        trustRootOverridden = false
+        if let path = environment.raw("PAYPIPE_APPLEPAY_TRUST_ROOT") {
+            guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigurationError(variable: "PAYPIPE_APPLEPAY_TRUST_ROOT", problem: "cannot read \(path)")
+            }
+            do {
+                trustRoot = try TrustRoot(pem: pem)
+            } catch {
+                throw ConfigurationError(variable: "PAYPIPE_APPLEPAY_TRUST_ROOT", problem: "not a usable root certificate: \(error)")
+            }
+            trustRootOverridden = true
+        }
+        verifier = ApplePayVerifierConfiguration(
+            trustRoot: trustRoot,
+            signingTimeMaxAge: try environment.seconds("PAYPIPE_APPLEPAY_MAX_AGE", default: 300, range: 1...86_400),
+            signingTimeMaxFutureSkew: try environment.seconds("PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW", default: 60, range: 0...3600))
+        merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+    }
+}

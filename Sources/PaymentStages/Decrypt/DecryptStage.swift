@@ -1,0 +1,156 @@
+import AMQP
+import ApplePay
+import Foundation
+import Pipeline
+import Postgres
+
+/// Stage 1: job → verified (and, for merchant-decrypts merchants, decrypted) payment data.
+///
+/// Per job, inside the batch transaction: find the merchant; create or locate the payment by
+/// (merchant, job id) — a reused job id with other content is an `idempotency_conflict` dead letter —;
+/// verify and decrypt the token with the clock at the payment's first-received time; check amount and
+/// currency against the job; reject a reused token `transactionId`; store the card data encrypted;
+/// advance `received → decrypted`; hand off to authorize.
+public struct DecryptStage: TransactionalStageHandler {
+    public let stage = Stage.decrypt
+    private let directory: MerchantDirectory
+    private let cardData: CardDataStore
+    private let decryptor: ApplePayDecryptor
+    private let payments = PaymentStore()
+
+    public init(directory: MerchantDirectory, cardData: CardDataStore, decryptor: ApplePayDecryptor) {
+        self.directory = directory
+        self.cardData = cardData
+        self.decryptor = decryptor
+    }
+
+    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> DecryptInput {
+        do {
+            return .job(try PaymentJob.decode(delivery.body))
+        } catch .unaddressed(let reason) {
+            throw .unattributable(code: "malformed_job", reason: reason)
+        } catch .invalid(let merchantId, let jobId, let hash, let reason) {
+            return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
+        }
+    }
+
+    public func handle(_ input: DecryptInput, transaction: PostgresConnection) throws -> StageOutcome {
+        let merchantId: String
+        switch input {
+        case .job(let job): merchantId = job.merchantId
+        case .invalid(let id, _, _, _): merchantId = id
+        }
+        guard let merchant = try directory.entry(merchantId, on: transaction) else {
+            throw StageFailure.unattributable(code: "unknown_merchant", reason: "merchant '\(merchantId)' is not configured")
+        }
+        let payment: PaymentRecord
+        switch try locateOrCreate(input, on: transaction) {
+        case .existing(let existing) where existing.status == .received:
+            payment = existing  // never committed in this status by this stage, but harmless to finish
+        case .existing(let existing):
+            // A duplicate or a redelivery: the work is done; hand off to wherever the payment is now.
+            return .handOff(to: existing.status.stage, existing.message)
+        case .created(let created):
+            payment = created
+        }
+        guard case .job(let job) = input else {
+            guard case .invalid(_, _, _, let reason) = input else { preconditionFailure() }
+            return .failed(PaymentFailure(paymentId: payment.id, code: "invalid_job", reason: reason))
+        }
+        do {
+            try process(job, payment: payment, merchant: merchant, on: transaction)
+        } catch let failure as TokenFailure {
+            return .failed(PaymentFailure(paymentId: payment.id, code: failure.code, reason: failure.reason))
+        }
+        try payments.transition(payment.id, from: .received, to: .decrypted, actor: "decrypt", on: transaction)
+        return .handOff(to: .authorize, payment.message)
+    }
+
+    /// A permanent, payment-attributable failure of the token checks.
+    struct TokenFailure: Error {
+        let code: String
+        let reason: String
+    }
+
+    private func process(_ job: PaymentJob, payment: PaymentRecord, merchant: MerchantDirectory.Entry, on transaction: PostgresConnection) throws {
+        let clock = payment.firstReceivedAt
+        let token: ApplePayToken
+        var decrypted: DecryptedPaymentData?
+        do {
+            token = try ApplePayToken.parse(job.applePayToken)
+            if merchant.merchant.config.gateway?.mode == .gatewayDecrypts {
+                try decryptor.verify(token, now: clock)
+            } else {
+                decrypted = try decryptor.decrypt(token, keyring: merchant.keyring, now: clock)
+            }
+        } catch let error as ApplePayError {
+            throw TokenFailure(code: error.code, reason: error.description)
+        }
+        if let decrypted {
+            guard decrypted.transactionAmount == job.amount.value else {
+                throw TokenFailure(code: "amount_mismatch", reason: "token amount \(decrypted.transactionAmount) differs from the job amount \(job.amount.value)")
+            }
+            guard Currency.numeric(decrypted.currencyCode) == job.amount.currency else {
+                throw TokenFailure(code: "amount_mismatch", reason: "token currency \(decrypted.currencyCode) differs from the job currency \(job.amount.currency.code)")
+            }
+        }
+        let replayed = try transaction.query(
+            "SELECT 1 FROM payments WHERE token_transaction_id = $1 AND id <> $2", [token.transactionId, payment.id])
+        guard replayed.isEmpty else {
+            throw TokenFailure(code: "token_replayed", reason: "token transactionId was already used by another payment")
+        }
+        // Unique constraint: a concurrent replay loses here and is retried, then caught by the check above.
+        try transaction.query("UPDATE payments SET token_transaction_id = $2 WHERE id = $1", [payment.id, token.transactionId])
+        let stored = StoredPaymentData(
+            decrypted: decrypted,
+            walletToken: decrypted == nil ? String(decoding: job.applePayToken, as: UTF8.self) : nil,
+            paymentMethodDisplayName: token.paymentMethod?.displayName, paymentMethodNetwork: token.paymentMethod?.network,
+            billingContact: job.billingContact, shippingContact: job.shippingContact)
+        try cardData.save(stored, for: payment.id, on: transaction)
+    }
+
+    enum Located {
+        case created(PaymentRecord)
+        case existing(PaymentRecord)
+    }
+
+    /// The idempotency step: (merchant_id, job_id) is unique; the content hash tells a duplicate of the
+    /// same job from a reuse of its id for different content.
+    private func locateOrCreate(_ input: DecryptInput, on transaction: PostgresConnection) throws -> Located {
+        let merchantId: String, jobId: String, hash: [UInt8]
+        var orderReference: String?, amount: Int64?, currency: String?, notifyURL: String?, metadata = "{}"
+        switch input {
+        case .job(let job):
+            (merchantId, jobId, hash) = (job.merchantId, job.jobId, job.contentHash)
+            (orderReference, amount, currency, notifyURL) = (job.orderReference, job.amount.value, job.amount.currency.code, job.notifyURL)
+            metadata = String(decoding: try JSONEncoder().encode(job.metadata), as: UTF8.self)
+        case .invalid(let merchant, let job, let contentHash, _):
+            (merchantId, jobId, hash) = (merchant, job, contentHash)
+        }
+        let inserted = try transaction.query(
+            """
+            INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                                  status, stage, notify_url, metadata, first_received_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', 'decrypt', $8, $9::jsonb, now())
+            ON CONFLICT (merchant_id, job_id) DO NOTHING
+            RETURNING \(PaymentRecord.columns)
+            """,
+            [UUID(), merchantId, jobId, hash, orderReference, amount, currency, notifyURL, metadata])
+        if let row = inserted.first {
+            let created = try PaymentRecord(row: row)
+            try payments.appendEvent(created.id, from: nil, to: .received, stage: Stage.decrypt.rawValue, actor: "decrypt", on: transaction)
+            return .created(created)
+        }
+        let existing = try transaction.query(
+            "SELECT job_hash, \(PaymentRecord.columns) FROM payments WHERE merchant_id = $1 AND job_id = $2", [merchantId, jobId])
+        guard let row = existing.first else {
+            throw StageFailure.transient(code: "database_conflict", reason: "payment vanished during idempotency check")
+        }
+        guard try row.decode("job_hash", as: [UInt8].self) == hash else {
+            throw StageFailure.unattributable(
+                code: "idempotency_conflict",
+                reason: "job id '\(jobId)' of merchant '\(merchantId)' was already used for a job with different content")
+        }
+        return .existing(try PaymentRecord(row: row))
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// The merchant configuration document applied with `paypipe merchant apply --file merchant.json`
+/// (documented in docs/merchant-config.md). Secrets in it (JWT secret, webhook secret, private keys)
+/// are stored encrypted under the data key and never printed back.
+public struct MerchantDocument: Codable, Sendable, Equatable {
+    public var id: String
+    public var appleMerchantIdentifier: String?
+    public var identities: [Identity]
+    public var gateway: Gateway?
+    public var webhook: Webhook?
+
+    /// A payment-processing identity: certificate + private key, from files or inline PEM.
+    public struct Identity: Codable, Sendable, Equatable {
+        public var certificateFile: String?
+        public var privateKeyFile: String?
+        public var certificatePem: String?
+        public var privateKeyPem: String?
+
+        public init(certificateFile: String? = nil, privateKeyFile: String? = nil, certificatePem: String? = nil, privateKeyPem: String? = nil) {
+            self.certificateFile = certificateFile
+            self.privateKeyFile = privateKeyFile
+            self.certificatePem = certificatePem
+            self.privateKeyPem = privateKeyPem
+        }
+    }
+
+    public struct Gateway: Codable, Sendable, Equatable {
+        public enum Mode: String, Codable, Sendable {
+            case merchantDecrypts = "merchant-decrypts"
+            case gatewayDecrypts = "gateway-decrypts"
+        }
+
+        public var type: String
+        public var baseUrl: String
+        public var siteReference: String
+        public var jwtUsername: String
+        public var jwtSecret: String?
+        public var mode: Mode
+        public var requestTypes: [String]?
+    }
+
+    public struct Webhook: Codable, Sendable, Equatable {
+        public var url: String
+        public var secret: String?
+    }
+
+    public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?) {
+        self.id = id
+        self.appleMerchantIdentifier = appleMerchantIdentifier
+        self.identities = identities
+        self.gateway = gateway
+        self.webhook = webhook
+    }
+}

@@ -1,0 +1,124 @@
+import ApplePay
+import Foundation
+import Pipeline
+import Postgres
+
+/// Reads and writes merchants. The document is split on write: non-secret settings go to
+/// `merchants.config` (jsonb), secrets to one AES-256-GCM blob under the data key (AAD = merchant id).
+public struct MerchantStore: Sendable {
+    public let vault: DataVault
+
+    public init(vault: DataVault) {
+        self.vault = vault
+    }
+
+    public enum MerchantError: Error, Equatable, CustomStringConvertible {
+        case invalidDocument(String)
+
+        public var description: String {
+            switch self {
+            case .invalidDocument(let reason): "invalid merchant document: \(reason)"
+            }
+        }
+    }
+
+    /// A merchant as loaded by workers: configuration plus decrypted secrets.
+    public struct Merchant: Sendable {
+        public let id: String
+        public let appleMerchantIdentifier: String?
+        public let config: MerchantConfig
+        public let secrets: MerchantSecrets
+        public let updatedAt: Date
+    }
+
+    /// Validates and upserts a document. Identities are parsed here (certificate, key, their match),
+    /// so a broken document is refused at apply time rather than failing payments later.
+    @discardableResult
+    public func apply(_ document: MerchantDocument, baseDirectory: URL?, on connection: PostgresConnection) throws -> Merchant {
+        guard document.id.wholeMatch(of: /[A-Za-z0-9._-]{1,64}/) != nil else {
+            throw MerchantError.invalidDocument("id must be 1-64 characters [A-Za-z0-9._-]")
+        }
+        var summaries: [MerchantConfig.IdentitySummary] = []
+        var privateKeys: [String] = []
+        for (index, identity) in document.identities.enumerated() {
+            let certificate = try Self.pem(identity.certificatePem, file: identity.certificateFile, base: baseDirectory, what: "identities[\(index)] certificate")
+            let key = try Self.pem(identity.privateKeyPem, file: identity.privateKeyFile, base: baseDirectory, what: "identities[\(index)] private key")
+            let parsed: MerchantIdentity
+            do {
+                parsed = try MerchantIdentity(certificatePEM: certificate, privateKeyPEM: key)
+            } catch {
+                throw MerchantError.invalidDocument("identities[\(index)]: \(error)")
+            }
+            summaries.append(MerchantConfig.IdentitySummary(
+                certificatePem: certificate, publicKeyHash: Data(parsed.publicKeyHash).base64EncodedString(),
+                keyType: "\(parsed.keyType)", notAfter: nil))
+            privateKeys.append(key)
+        }
+        let gateway = document.gateway.map { gateway in
+            MerchantConfig.Gateway(
+                type: gateway.type, baseUrl: gateway.baseUrl, siteReference: gateway.siteReference,
+                jwtUsername: gateway.jwtUsername, mode: gateway.mode, requestTypes: gateway.requestTypes ?? ["AUTH"])
+        }
+        if let gateway, gateway.mode == .merchantDecrypts, summaries.isEmpty {
+            throw MerchantError.invalidDocument("merchant-decrypts mode needs at least one identity")
+        }
+        let config = MerchantConfig(
+            identities: summaries, gateway: gateway,
+            webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true) })
+        let secrets = MerchantSecrets(
+            privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
+            webhookSecrets: document.webhook?.secret.map { [$0] } ?? [])
+        let sealed = try vault.seal(Array(try JSONEncoder().encode(secrets)), aad: Array(document.id.utf8))
+        let configJSON = String(decoding: try JSONEncoder().encode(config), as: UTF8.self)
+        try connection.query(
+            """
+            INSERT INTO merchants (id, apple_merchant_identifier, config, secrets_ciphertext, secrets_nonce, secrets_key_id)
+            VALUES ($1, $2, $3::jsonb, $4, $5, $6)
+            ON CONFLICT (id) DO UPDATE SET apple_merchant_identifier = EXCLUDED.apple_merchant_identifier,
+                config = EXCLUDED.config, secrets_ciphertext = EXCLUDED.secrets_ciphertext,
+                secrets_nonce = EXCLUDED.secrets_nonce, secrets_key_id = EXCLUDED.secrets_key_id, updated_at = clock_timestamp()
+            """,
+            [document.id, document.appleMerchantIdentifier, configJSON, sealed.ciphertext, sealed.nonce, sealed.keyId])
+        return try load(document.id, on: connection)!
+    }
+
+    public func load(_ id: String, on connection: PostgresConnection) throws -> Merchant? {
+        let rows = try connection.query(
+            """
+            SELECT id, apple_merchant_identifier, config::text AS config, secrets_ciphertext, secrets_nonce,
+                   secrets_key_id, updated_at
+            FROM merchants WHERE id = $1
+            """, [id])
+        guard let row = rows.first else { return nil }
+        let config = try JSONDecoder().decode(MerchantConfig.self, from: Data(try row.decode("config", as: String.self).utf8))
+        var secrets = MerchantSecrets(privateKeys: [], jwtSecret: nil, webhookSecrets: [])
+        if let ciphertext = try row.decode("secrets_ciphertext", as: [UInt8]?.self),
+           let nonce = try row.decode("secrets_nonce", as: [UInt8]?.self),
+           let keyId = try row.decode("secrets_key_id", as: String?.self) {
+            let plaintext = try vault.open(.init(keyId: keyId, nonce: nonce, ciphertext: ciphertext), aad: Array(id.utf8))
+            secrets = try JSONDecoder().decode(MerchantSecrets.self, from: Data(plaintext))
+        }
+        return Merchant(
+            id: id, appleMerchantIdentifier: try row.decode("apple_merchant_identifier", as: String?.self),
+            config: config, secrets: secrets, updatedAt: try row.decode("updated_at", as: Date.self))
+    }
+
+    public func listIds(on connection: PostgresConnection) throws -> [String] {
+        try connection.query("SELECT id FROM merchants ORDER BY id").map { try $0.decode("id", as: String.self) }
+    }
+
+    /// Last change of a merchant, for cheap cache revalidation.
+    public func updatedAt(_ id: String, on connection: PostgresConnection) throws -> Date? {
+        try connection.query("SELECT updated_at FROM merchants WHERE id = $1", [id]).first?.decode("updated_at", as: Date.self)
+    }
+
+    private static func pem(_ inline: String?, file: String?, base: URL?, what: String) throws -> String {
+        if let inline { return inline }
+        guard let file else { throw MerchantError.invalidDocument("\(what): give a PEM inline or a file") }
+        let url = file.hasPrefix("/") ? URL(fileURLWithPath: file) : (base ?? URL(fileURLWithPath: ".")).appendingPathComponent(file)
+        guard let text = try? String(contentsOf: url, encoding: .utf8) else {
+            throw MerchantError.invalidDocument("\(what): cannot read \(url.path)")
+        }
+        return text
+    }
+}

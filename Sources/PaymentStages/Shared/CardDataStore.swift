@@ -1,0 +1,42 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// The `card_data` table: one encrypted ``StoredPaymentData`` per payment (AAD = payment id),
+/// purged (ciphertext and nonce nulled: crypto-shredding) once the payment is terminal.
+public struct CardDataStore: Sendable {
+    public let vault: DataVault
+
+    public init(vault: DataVault) {
+        self.vault = vault
+    }
+
+    public func save(_ data: StoredPaymentData, for paymentId: UUID, on connection: PostgresConnection) throws {
+        let sealed = try vault.seal(Array(try JSONEncoder().encode(data)), aad: Self.aad(paymentId))
+        try connection.query(
+            """
+            INSERT INTO card_data (payment_id, key_id, nonce, ciphertext) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (payment_id) DO UPDATE SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
+                ciphertext = EXCLUDED.ciphertext, purged_at = NULL
+            """,
+            [paymentId, sealed.keyId, sealed.nonce, sealed.ciphertext])
+    }
+
+    /// The stored data, or `nil` if none was stored or it was already purged.
+    public func load(_ paymentId: UUID, on connection: PostgresConnection) throws -> StoredPaymentData? {
+        let rows = try connection.query("SELECT key_id, nonce, ciphertext FROM card_data WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
+        guard let row = rows.first else { return nil }
+        let box = DataVault.SealedBox(
+            keyId: try row.decode("key_id", as: String.self), nonce: try row.decode("nonce", as: [UInt8].self),
+            ciphertext: try row.decode("ciphertext", as: [UInt8].self))
+        return try JSONDecoder().decode(StoredPaymentData.self, from: Data(try vault.open(box, aad: Self.aad(paymentId))))
+    }
+
+    /// Crypto-shreds the payment's card data (and stored gateway request). Idempotent.
+    public func purge(_ paymentId: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE card_data SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
+        try connection.query("UPDATE gateway_requests SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
+    }
+
+    static func aad(_ paymentId: UUID) -> [UInt8] { Array(paymentId.uuidString.lowercased().utf8) }
+}

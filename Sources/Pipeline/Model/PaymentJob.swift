@@ -1,0 +1,136 @@
+import Crypto
+import Foundation
+
+/// A payment job as backend teams publish it to `paypipe.jobs` / `payment.requested`
+/// (contract: docs/asyncapi.yaml, docs/schemas/job.schema.json). Unknown fields are ignored.
+public struct PaymentJob: Sendable, Equatable {
+    public struct Amount: Sendable, Equatable {
+        /// Integer minor units (pence, cents, yen).
+        public let value: Int64
+        public let currency: Currency
+    }
+
+    public let jobId: String
+    public let merchantId: String
+    public let orderReference: String
+    public let amount: Amount
+    /// The Apple Pay token in any accepted form, as canonical JSON bytes (a JSON string is unwrapped).
+    public let applePayToken: [UInt8]
+    public let billingContact: [String: String]?
+    public let shippingContact: [String: String]?
+    public let notifyURL: String?
+    public let metadata: [String: String]
+    /// SHA-256 of the contract fields in canonical form: the same job id with another hash is an
+    /// `idempotency_conflict`, while re-serialising the same job (key order, spacing) is not.
+    public let contentHash: [UInt8]
+
+    /// Why a job could not be used. `addressed` errors name a merchant and job id, so the payment can be
+    /// recorded as failed and notified; `unaddressed` ones cannot be attributed and are dead-lettered.
+    public enum DecodingError: Error, Equatable, CustomStringConvertible {
+        case unaddressed(reason: String)
+        case invalid(merchantId: String, jobId: String, contentHash: [UInt8], reason: String)
+
+        public var description: String {
+            switch self {
+            case .unaddressed(let reason): "malformed job: \(reason)"
+            case .invalid(_, let jobId, _, let reason): "invalid job \(jobId): \(reason)"
+            }
+        }
+    }
+
+    static let identifierPattern = /^[A-Za-z0-9._:\-]{1,128}$/
+
+    public static func decode(_ body: [UInt8]) throws(DecodingError) -> PaymentJob {
+        guard let text = String(validating: body, as: UTF8.self) else {
+            throw .unaddressed(reason: "body is not valid UTF-8")
+        }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) as? [String: Any] else {
+            throw .unaddressed(reason: "body is not a JSON object")
+        }
+        guard let merchantId = object["merchantId"] as? String, merchantId.wholeMatch(of: identifierPattern) != nil else {
+            throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
+        }
+        guard let jobId = object["jobId"] as? String, jobId.wholeMatch(of: identifierPattern) != nil else {
+            throw .unaddressed(reason: "jobId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
+        }
+        let hash = contentHash(object)
+        func invalid(_ reason: String) -> DecodingError {
+            .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
+        }
+        guard let orderReference = object["orderReference"] as? String, (1...64).contains(orderReference.count) else {
+            throw invalid("orderReference must be a string of 1-64 characters")
+        }
+        guard let amountObject = object["amount"] as? [String: Any] else {
+            throw invalid("amount must be an object {value, currency}")
+        }
+        guard let number = amountObject["value"] as? NSNumber, !isBoolean(number),
+              let value = Int64(exactly: number.doubleValue), number.doubleValue == number.doubleValue.rounded() else {
+            throw invalid("amount.value must be an integer number of minor units")
+        }
+        guard value > 0, value <= 99_999_999_999 else {
+            throw invalid("amount.value must be between 1 and 99999999999 minor units")
+        }
+        guard let code = amountObject["currency"] as? String, let currency = Currency.alpha3(code) else {
+            throw invalid("amount.currency must be an ISO 4217 alpha-3 code")
+        }
+        let token: [UInt8]
+        switch object["applePayToken"] {
+        case let string as String:
+            token = Array(string.utf8)
+        case let tokenObject as [String: Any]:
+            token = canonicalJSON(tokenObject)
+        default:
+            throw invalid("applePayToken must be a token object or a JSON string of one")
+        }
+        let notifyURL = object["notifyUrl"] as? String
+        if object["notifyUrl"] != nil, notifyURL.flatMap(URL.init(string:))?.scheme.map({ ["http", "https"].contains($0) }) != true {
+            throw invalid("notifyUrl must be an http(s) URL")
+        }
+        let metadata: [String: String]
+        switch object["metadata"] {
+        case nil, is NSNull: metadata = [:]
+        case let map as [String: String] where map.count <= 50: metadata = map
+        default: throw invalid("metadata must be an object of at most 50 string values")
+        }
+        return PaymentJob(
+            jobId: jobId, merchantId: merchantId, orderReference: orderReference,
+            amount: Amount(value: value, currency: currency), applePayToken: token,
+            billingContact: contact(object["billingContact"]), shippingContact: contact(object["shippingContact"]),
+            notifyURL: notifyURL, metadata: metadata, contentHash: hash)
+    }
+
+    /// The contract fields, canonically serialised (sorted keys), hashed.
+    static func contentHash(_ object: [String: Any]) -> [UInt8] {
+        let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
+                      "billingContact", "shippingContact", "notifyUrl", "metadata"]
+        var contract: [String: Any] = [:]
+        for field in fields { contract[field] = object[field] }
+        return SHA256.hash(canonicalJSON(contract))
+    }
+
+    static func canonicalJSON(_ object: Any) -> [UInt8] {
+        Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+    }
+
+    /// PKContact-like objects flattened to strings (name parts, address lines, email, phone); other
+    /// shapes are ignored rather than failing the payment, since contacts are optional enrichment.
+    static func contact(_ value: Any?) -> [String: String]? {
+        guard let object = value as? [String: Any] else { return nil }
+        var flat: [String: String] = [:]
+        for (key, value) in object {
+            switch value {
+            case let string as String: flat[key] = string
+            case let lines as [String]: flat[key] = lines.joined(separator: "\n")
+            case let nested as [String: Any]:
+                for (innerKey, inner) in nested { if let string = inner as? String { flat[innerKey] = string } }
+            default: continue
+            }
+        }
+        return flat.isEmpty ? nil : flat
+    }
+
+    /// JSONSerialization hands booleans over as NSNumber too; they report the `char` type encoding.
+    private static func isBoolean(_ number: NSNumber) -> Bool {
+        String(cString: number.objCType) == "c"
+    }
+}

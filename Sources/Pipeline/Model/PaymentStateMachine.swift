@@ -1,0 +1,34 @@
+/// The one place that says which status changes are legal.
+///
+/// Every write of `payments.status` goes through ``PaymentStore/transition(_:from:to:reason:on:)``, which asks
+/// this type first and then guards the same change in SQL (`UPDATE … WHERE status = $expected`), so a
+/// redelivered or racing message can never move a payment backwards or sideways.
+public enum PaymentStateMachine {
+    /// Raised when code asks for a change the state machine forbids; that is a bug, never bad input.
+    public struct IllegalTransition: Error, Equatable, CustomStringConvertible {
+        public let from: PaymentStatus
+        public let to: PaymentStatus
+        public var description: String { "illegal payment transition \(from.rawValue) → \(to.rawValue)" }
+    }
+
+    /// Statuses reachable in one step from `status`.
+    public static func successors(of status: PaymentStatus) -> Set<PaymentStatus> {
+        switch status {
+        case .received: [.decrypted, .failed]
+        case .decrypted: [.prepared, .failed]
+        case .prepared: [.submitting, .declined, .failed, .needsReview]
+        case .submitting: [.prepared, .authorized, .declined, .failed, .needsReview]
+        // An operator closes a review by hand (`paypipe payment resolve`).
+        case .needsReview: [.authorized, .declined, .failed]
+        case .authorized, .declined, .failed: []
+        }
+    }
+
+    public static func canTransition(from: PaymentStatus, to: PaymentStatus) -> Bool {
+        successors(of: from).contains(to)
+    }
+
+    public static func validate(from: PaymentStatus, to: PaymentStatus) throws(IllegalTransition) {
+        guard canTransition(from: from, to: to) else { throw IllegalTransition(from: from, to: to) }
+    }
+}

@@ -1,0 +1,62 @@
+import AMQP
+
+/// Every exchange, queue and binding of the pipeline, declared (idempotently) by each worker on every
+/// (re)connect, so a fresh broker or a deleted queue heals itself.
+///
+/// RabbitMQ 3.10 (Debian's) specifics are explicit here: quorum queues get `x-delivery-limit` (3.10 has no
+/// default) with a dead-letter target as the crash-loop safety net, and queues that dead-letter use
+/// `x-dead-letter-strategy=at-least-once` + `x-overflow=reject-publish` so that dead letters are confirmed
+/// by the broker and expiring retries are never lost.
+public enum PipelineTopology {
+    /// Ingress exchange backends publish jobs to.
+    public static let jobsExchange = "paypipe.jobs"
+    public static let jobRoutingKey = "payment.requested"
+    /// Internal direct exchange for stage hand-offs; routing key = stage name.
+    public static let stagesExchange = "paypipe.stages"
+    /// Topic exchange of payment results, routing key = event type (`payment.authorized`, …).
+    public static let resultsExchange = "paypipe.results"
+    /// Broker-side safety net: a message redelivered this often (e.g. it crashes its worker) is
+    /// dead-lettered by RabbitMQ itself. The runtime dead-letters earlier, with reasons, at
+    /// ``runtimeRedeliveryLimit``.
+    public static let deliveryLimit: Int64 = 25
+    public static let runtimeRedeliveryLimit = 20
+
+    public static func topology(retrySchedule: RetrySchedule) -> AMQPTopology {
+        var queues: [AMQPQueue] = []
+        var bindings: [AMQPBinding] = []
+        for stage in Stage.allCases {
+            queues.append(AMQPQueue(name: stage.queueName, durable: true, arguments: quorum.merging([
+                "x-delivery-limit": .int(deliveryLimit),
+                "x-dead-letter-exchange": .string(""),
+                "x-dead-letter-routing-key": .string(stage.deadLetterQueueName),
+            ], uniquingKeysWith: { $1 })))
+            queues.append(AMQPQueue(name: stage.deadLetterQueueName, durable: true, arguments: ["x-queue-type": .string("quorum")]))
+            for tier in retrySchedule.delays.indices {
+                queues.append(AMQPQueue(
+                    name: retrySchedule.queueName(stage: stage, tier: tier), durable: true,
+                    arguments: quorum.merging([
+                        "x-message-ttl": .int(Int64(retrySchedule.delays[tier] * 1000)),
+                        "x-dead-letter-exchange": .string(stagesExchange),
+                        "x-dead-letter-routing-key": .string(stage.rawValue),
+                    ], uniquingKeysWith: { $1 })))
+            }
+            bindings.append(AMQPBinding(queue: stage.queueName, exchange: stagesExchange, routingKey: stage.rawValue))
+        }
+        bindings.append(AMQPBinding(queue: Stage.decrypt.queueName, exchange: jobsExchange, routingKey: jobRoutingKey))
+        return AMQPTopology(
+            exchanges: [
+                AMQPExchange(name: jobsExchange, kind: .direct, durable: true),
+                AMQPExchange(name: stagesExchange, kind: .direct, durable: true),
+                AMQPExchange(name: resultsExchange, kind: .topic, durable: true),
+            ],
+            queues: queues,
+            bindings: bindings)
+    }
+
+    /// Arguments shared by every queue that dead-letters.
+    private static let quorum: [String: AMQPFieldValue] = [
+        "x-queue-type": .string("quorum"),
+        "x-dead-letter-strategy": .string("at-least-once"),
+        "x-overflow": .string("reject-publish"),
+    ]
+}

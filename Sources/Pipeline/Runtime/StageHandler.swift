@@ -1,0 +1,80 @@
+import AMQP
+import Postgres
+
+/// A stage's domain logic, free of queue mechanics.
+///
+/// The runtime owns consuming, batching, transactions, hand-off publishing, acking, retries and
+/// dead-lettering; a handler only turns one decoded message into a database change and an outcome.
+public protocol StageHandler: Sendable {
+    associatedtype Message: Sendable
+
+    /// The stage this handler serves: decides the queue consumed and the labels of logs and metrics.
+    var stage: Stage { get }
+
+    /// Pure decoding of a delivery. Throwing `.unattributable` dead-letters the message unread.
+    func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> Message
+
+    /// Handles a batch of decoded messages and returns one result per message, in order.
+    ///
+    /// Implementations must be idempotent: a message redelivered after a crash must find its effect
+    /// already applied and return the same hand-off again (so the runtime re-publishes it).
+    func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>]
+}
+
+/// A stage whose whole effect is a database change (no network call-out).
+///
+/// The runtime-provided ``process(_:database:)`` handles the batch in **one** transaction with a savepoint per
+/// message: one bad message rolls back only its own savepoint, and the batch costs a single commit (fsync).
+/// Stages that call out (gateway, webhooks) implement `process` themselves, because a transaction must never
+/// be held open across network I/O.
+public protocol TransactionalStageHandler: StageHandler {
+    /// Does the message's work inside the batch transaction. Throw ``StageFailure`` (or any error, which
+    /// ``FailureClassifier`` classifies) to roll back this message's savepoint.
+    func handle(_ message: Message, transaction: PostgresConnection) throws -> StageOutcome
+}
+
+extension TransactionalStageHandler {
+    public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        do {
+            return try database.transaction { transaction in
+                batch.map { message in
+                    Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
+                }
+            }
+        } catch {
+            // The transaction itself failed (commit, connection): nothing of the batch was applied.
+            let failure = FailureClassifier.classify(error)
+            return Array(repeating: .failure(failure), count: batch.count)
+        }
+    }
+
+}
+
+extension StageHandler {
+    /// Runs one message's work in its own savepoint of an open transaction.
+    ///
+    /// A permanent failure — returned as `.failed` or thrown as `StageFailure.permanent` — is recorded against
+    /// its payment in a fresh savepoint of the same transaction (so one commit covers it) and becomes a
+    /// hand-off to notification: failures are notified like any terminal result.
+    public static func outcome(
+        of message: Message, in transaction: PostgresConnection,
+        _ body: (PostgresConnection) throws -> StageOutcome
+    ) -> Result<StageOutcome, StageFailure> {
+        let failure: PaymentFailure
+        do {
+            let outcome = try transaction.savepoint(body)
+            guard case .failed(let permanent) = outcome else { return .success(outcome) }
+            failure = permanent
+        } catch {
+            let classified = FailureClassifier.classify(error)
+            guard case .permanent(let permanent) = classified else { return .failure(classified) }
+            failure = permanent
+        }
+        do {
+            let handOff = try transaction.savepoint { try PaymentStore().recordFailure(failure, on: $0) }
+            return .success(.handOff(to: .notify, handOff))
+        } catch {
+            return .failure(FailureClassifier.classify(error))
+        }
+    }
+}

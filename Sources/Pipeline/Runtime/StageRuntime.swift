@@ -1,0 +1,374 @@
+import AMQP
+import Dispatch
+import Foundation
+import Postgres
+import Synchronization
+
+/// The loop every stage worker runs, written once:
+/// consume → decode → handle (one transaction per batch) → commit → publish hand-offs with confirm → ack.
+///
+/// Threads, not tasks: rabbitmq-c and libpq are blocking C libraries. The consumer and the publisher each
+/// own one AMQP connection on their own thread (a rabbitmq-c connection is not thread-safe, and broker flow
+/// control blocks publishers, so they never share one). Each of `concurrency` lanes owns one PostgreSQL
+/// connection and pulls batches from the consumer.
+///
+/// Crash safety: a delivery is acked only after its database effect committed *and* every message it
+/// caused was confirmed by the broker. A crash anywhere before the ack redelivers the message; handlers are
+/// idempotent and return the same hand-off for an already-advanced payment, so the next stage is still fed.
+public final class StageRuntime<Handler: StageHandler>: Sendable {
+    public let handler: Handler
+    public let configuration: WorkerConfiguration
+    public let logger: Logger
+    public let metrics: StageMetrics
+    private let databaseConfiguration: PostgresConfiguration
+    private let consumer: AMQPConsumer
+    private let publisher: AMQPPublisher
+    private let router: DeliveryRouter
+    private let hooks: RuntimeHooks
+    private let lanesDone = DispatchGroup()
+    private let state = Mutex(State())
+
+    struct State {
+        var started = false
+        var stopRequested = false
+        var databaseHealthy = true
+        var observability: ObservabilityServer?
+    }
+
+    public init(
+        handler: Handler, configuration: WorkerConfiguration, logger: Logger,
+        registry: MetricsRegistry = MetricsRegistry(), hooks: RuntimeHooks = .none
+    ) throws {
+        self.handler = handler
+        self.configuration = configuration
+        self.logger = logger
+        self.hooks = hooks
+        let stage = handler.stage
+        let metrics = StageMetrics(registry: registry, stage: stage)
+        self.metrics = metrics
+        databaseConfiguration = try PostgresConfiguration(url: configuration.databaseURL)
+        var amqp = try AMQPConfiguration(url: configuration.amqpURL)
+        amqp.heartbeatSeconds = configuration.heartbeatSeconds
+        amqp.connectionName = "paypipe-\(stage.rawValue)"
+        let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule)
+        let onEvent: @Sendable (String, AMQPEvent) -> Void = { role, event in
+            switch event {
+            case .connected(let generation):
+                logger.info("amqp_connected", [("role", .string(role)), ("generation", .int(Int(generation)))])
+                if generation > 1 { metrics.reconnected("amqp") }
+                if role == "consumer" { metrics.brokerUp(true) }
+            case .disconnected(let reason):
+                logger.warning("amqp_disconnected", [("role", .string(role)), ("reason", .string(reason))])
+                if role == "consumer" { metrics.brokerUp(false) }
+            case .reconnectScheduled(let attempt, let delay):
+                logger.info("amqp_reconnect_scheduled", [("role", .string(role)), ("attempt", .int(attempt)), ("delaySeconds", .double(delay))])
+            }
+        }
+        consumer = AMQPConsumer(
+            configuration: amqp, topology: topology, queue: stage.queueName,
+            prefetch: configuration.prefetch, onEvent: { onEvent("consumer", $0) })
+        var publishing = amqp
+        publishing.connectionName = "paypipe-\(stage.rawValue)-publisher"
+        publisher = AMQPPublisher(configuration: publishing, topology: topology, onEvent: { onEvent("publisher", $0) })
+        router = DeliveryRouter(stage: stage, retrySchedule: configuration.retrySchedule)
+    }
+
+    /// Starts consuming, the lanes and the health/metrics server. Returns immediately.
+    public func start() throws {
+        let alreadyStarted = state.withLock { state -> Bool in
+            defer { state.started = true }
+            return state.started
+        }
+        guard !alreadyStarted else { return }
+        let server = try ObservabilityServer(
+            host: configuration.metricsHost, port: configuration.metricsPort, registry: metrics.registry,
+            health: { [weak self] in self?.health() ?? HealthReport(checks: ["runtime": false]) })
+        state.withLock { $0.observability = server }
+        publisher.start()
+        consumer.start()
+        metrics.databaseUp(true)
+        logger.info("worker_started", [
+            ("queue", .string(handler.stage.queueName)), ("concurrency", .int(configuration.concurrency)),
+            ("prefetch", .int(Int(configuration.prefetch))), ("batchSize", .int(configuration.batchSize)),
+            ("metricsPort", .int(Int(server.port))),
+        ])
+        for lane in 0..<configuration.concurrency {
+            lanesDone.enter()
+            let thread = Thread { [self] in
+                runLane(lane)
+                lanesDone.leave()
+            }
+            thread.name = "paypipe-\(handler.stage.rawValue)-lane-\(lane)"
+            thread.start()
+        }
+        if configuration.reconcileIntervalSeconds > 0, handler.stage != .decrypt {
+            lanesDone.enter()
+            let thread = Thread { [self] in
+                runReconciler()
+                lanesDone.leave()
+            }
+            thread.name = "paypipe-\(handler.stage.rawValue)-reconciler"
+            thread.start()
+        }
+    }
+
+    /// The port `/healthz` and `/metrics` listen on (useful when configured as 0).
+    public var observabilityPort: UInt16? { state.withLock { $0.observability?.port } }
+
+    /// Begins a graceful stop (SIGTERM): no new deliveries are taken; lanes finish what was already
+    /// delivered to this worker, commit, publish and ack it, then exit.
+    public func requestStop() {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopRequested = true }
+            return !state.stopRequested
+        }
+        guard first else { return }
+        logger.info("worker_stopping")
+        consumer.stopConsuming()
+    }
+
+    /// Blocks until every lane finished (or the shutdown timeout passed), then closes connections.
+    /// Returns `true` when all in-flight work drained in time.
+    @discardableResult
+    public func waitUntilStopped() -> Bool {
+        let drained = lanesDone.wait(timeout: .now() + configuration.shutdownTimeoutSeconds) == .success
+        if !drained {
+            logger.warning("shutdown_timeout", [("timeoutSeconds", .double(configuration.shutdownTimeoutSeconds))])
+        }
+        consumer.close()
+        publisher.close()
+        state.withLock { $0.observability }?.stop()
+        logger.info("worker_stopped", [("drained", .bool(drained))])
+        return drained
+    }
+
+    public func health() -> HealthReport {
+        let (stopping, database) = state.withLock { ($0.stopRequested, $0.databaseHealthy) }
+        return HealthReport(checks: ["broker": consumer.isConnected, "database": database, "accepting": !stopping])
+    }
+
+    private var isStopRequested: Bool { state.withLock { $0.stopRequested } }
+
+    // MARK: - Lanes
+
+    private func runLane(_ lane: Int) {
+        var database: PostgresConnection?
+        while true {
+            let deliveries = consumer.receive(maxCount: configuration.batchSize, timeout: 0.2)
+            if deliveries.isEmpty {
+                if isStopRequested { break }
+                continue
+            }
+            handleBatch(deliveries, database: &database)
+        }
+        database?.close()
+    }
+
+    private func handleBatch(_ deliveries: [AMQPDelivery], database: inout PostgresConnection?) {
+        let started = DispatchTime.now()
+        metrics.consumed(deliveries.count)
+        metrics.inFlight(deliveries.count)
+        defer { metrics.inFlight(-deliveries.count) }
+
+        var outbound: [AMQPOutboundMessage] = []
+        var decoded: [(delivery: AMQPDelivery, message: Handler.Message)] = []
+        for delivery in deliveries {
+            switch admit(delivery) {
+            case .success(let message): decoded.append((delivery, message))
+            case .failure(let failure): outbound.append(deadLetter(delivery, failure))
+            }
+        }
+
+        if !decoded.isEmpty {
+            guard let results = process(decoded.map(\.message), database: &database) else {
+                return  // stopping while the database is down: leave unacked, the broker redelivers
+            }
+            do {
+                try hooks.afterCommit()
+            } catch {
+                logger.warning("batch_abandoned_after_commit", [("messages", .int(decoded.count))])
+                return
+            }
+            for (index, result) in results.enumerated() {
+                outbound.append(contentsOf: route(result, for: decoded[index].delivery))
+            }
+        }
+
+        guard publishConfirmed(outbound) else { return }
+        for delivery in deliveries { consumer.ack(delivery) }
+        metrics.acked(deliveries.count)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+        metrics.handled(batch: deliveries.count, seconds: seconds)
+    }
+
+    /// Size limit, crash-loop guard and decoding: everything decided before touching the database.
+    private func admit(_ delivery: AMQPDelivery) -> Result<Handler.Message, StageFailure> {
+        if delivery.body.count > configuration.maxMessageBytes {
+            return .failure(.unattributable(
+                code: "message_too_large",
+                reason: "message of \(delivery.body.count) bytes exceeds the limit of \(configuration.maxMessageBytes) bytes"))
+        }
+        if delivery.deliveryCount >= PipelineTopology.runtimeRedeliveryLimit {
+            return .failure(.unattributable(
+                code: "redelivery_limit",
+                reason: "delivered \(delivery.deliveryCount) times without being acknowledged (crash loop?)"))
+        }
+        do {
+            return .success(try handler.decode(delivery))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Runs the handler, holding the batch across database outages: reconnects with backoff and retries
+    /// the messages whose result was `databaseUnavailable`. Returns `nil` if asked to stop meanwhile.
+    private func process(_ messages: [Handler.Message], database: inout PostgresConnection?) -> [Result<StageOutcome, StageFailure>]? {
+        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: messages.count)
+        var attempt = 0
+        while true {
+            let pending = results.indices.filter { index in
+                guard let result = results[index] else { return true }
+                if case .failure(.databaseUnavailable) = result { return true }
+                return false
+            }
+            if pending.isEmpty { return results.map { $0! } }
+            if attempt > 0 {
+                if isStopRequested { return nil }
+                let delay = Backoff(base: 0.2, cap: 5).delay(attempt: attempt - 1)
+                Thread.sleep(forTimeInterval: delay)
+            }
+            attempt += 1
+            guard let connection = connectedDatabase(&database) else { continue }
+            let batch = pending.map { messages[$0] }
+            for (offset, result) in handler.process(batch, database: connection).enumerated() {
+                results[pending[offset]] = result
+            }
+            if case .failure(.databaseUnavailable(let reason))? = pending.first.flatMap({ results[$0] }) {
+                setDatabaseHealthy(false, reason: reason)
+                if !connection.isConnected { database = nil }
+            } else {
+                setDatabaseHealthy(true, reason: nil)
+            }
+        }
+    }
+
+    private func connectedDatabase(_ database: inout PostgresConnection?) -> PostgresConnection? {
+        if let connection = database, connection.isConnected { return connection }
+        database?.close()
+        database = nil
+        do {
+            let connection = try PostgresConnection(configuration: databaseConfiguration)
+            database = connection
+            if !state.withLock({ $0.databaseHealthy }) { metrics.reconnected("postgres") }
+            return connection
+        } catch {
+            setDatabaseHealthy(false, reason: String(describing: error))
+            return nil
+        }
+    }
+
+    private func setDatabaseHealthy(_ healthy: Bool, reason: String?) {
+        let changed = state.withLock { state -> Bool in
+            defer { state.databaseHealthy = healthy }
+            return state.databaseHealthy != healthy
+        }
+        metrics.databaseUp(healthy)
+        guard changed else { return }
+        if healthy {
+            logger.info("database_recovered")
+        } else {
+            logger.error("database_unavailable", [("reason", .string(reason ?? "unknown"))])
+        }
+    }
+
+    // MARK: - Reconciler
+
+    /// Periodically re-drives payments stuck in this worker's stage (see ``Reconciler``).
+    private func runReconciler() {
+        let reconciler = Reconciler(stage: handler.stage, stuckAfterSeconds: configuration.stuckAfterSeconds)
+        var database: PostgresConnection?
+        var nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
+        while !isStopRequested {
+            guard Date() >= nextRun else {
+                Thread.sleep(forTimeInterval: min(0.25, configuration.reconcileIntervalSeconds))
+                continue
+            }
+            nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
+            guard let connection = connectedDatabase(&database) else { continue }
+            do {
+                let stuck = try reconciler.claimStuck(on: connection)
+                guard !stuck.isEmpty else { continue }
+                if publishConfirmed(stuck.map { router.handOff($0, to: handler.stage) }) {
+                    metrics.redriven(stuck.count)
+                    logger.warning("payments_redriven", [("count", .int(stuck.count))])
+                }
+            } catch {
+                logger.error("reconcile_failed", [("error", .string(String(describing: error)))])
+            }
+        }
+        database?.close()
+    }
+
+    /// Turns one handler result into the messages to publish before acking.
+    private func route(_ result: Result<StageOutcome, StageFailure>, for delivery: AMQPDelivery) -> [AMQPOutboundMessage] {
+        switch result {
+        case .success(.handOff(let target, let message)):
+            return [router.handOff(message, to: target)]
+        case .success(.completed):
+            return []
+        case .success(.failed(let failure)):
+            // `StageHandler.outcome(of:in:_:)` turns `.failed` into a notify hand-off; reaching here is a handler bug.
+            return [retryOrDeadLetter(delivery, .transient(code: "internal_error", reason: "unrecorded failure \(failure.code)"))]
+        case .failure(let failure):
+            switch failure {
+            case .unattributable, .permanent:
+                return [deadLetter(delivery, failure)]
+            case .transient, .databaseUnavailable:
+                return [retryOrDeadLetter(delivery, failure)]
+            }
+        }
+    }
+
+    private func retryOrDeadLetter(_ delivery: AMQPDelivery, _ failure: StageFailure) -> AMQPOutboundMessage {
+        let (message, exhausted) = router.retry(delivery, after: failure)
+        if exhausted {
+            metrics.deadLettered(code: "retries_exhausted")
+            logger.error("retries_exhausted", fields(of: delivery) + [("code", .string(failure.code)), ("reason", .string(failure.reason))])
+        } else {
+            metrics.retried(code: failure.code)
+            logger.warning("retry_scheduled", fields(of: delivery) + [("code", .string(failure.code)), ("reason", .string(failure.reason)), ("queue", .string(message.routingKey))])
+        }
+        return message
+    }
+
+    private func deadLetter(_ delivery: AMQPDelivery, _ failure: StageFailure) -> AMQPOutboundMessage {
+        metrics.deadLettered(code: failure.code)
+        logger.error("dead_lettered", fields(of: delivery) + [("code", .string(failure.code)), ("reason", .string(failure.reason))])
+        return router.deadLetter(delivery, code: failure.code, reason: failure.reason)
+    }
+
+    private func fields(of delivery: AMQPDelivery) -> [(String, LogValue)] {
+        var fields: [(String, LogValue)] = [("deliveryTag", .int(Int(delivery.deliveryTag)))]
+        if let messageId = delivery.properties.messageId { fields.append(("messageId", .string(String(messageId.prefix(128))))) }
+        return fields
+    }
+
+    /// Publishes with confirms, retrying through broker outages (the publisher reconnects by itself).
+    /// Returns `false` only when stopping before the broker confirmed: the deliveries then stay unacked
+    /// and are redelivered, which idempotent handlers turn into the same publishes again.
+    private func publishConfirmed(_ messages: [AMQPOutboundMessage]) -> Bool {
+        guard !messages.isEmpty else { return true }
+        var attempt = 0
+        while true {
+            do {
+                try publisher.publish(messages, timeout: 30)
+                return true
+            } catch {
+                logger.error("publish_failed", [("messages", .int(messages.count)), ("error", .string(String(describing: error))), ("attempt", .int(attempt))])
+                if isStopRequested { return false }
+                Thread.sleep(forTimeInterval: Backoff(base: 0.5, cap: 10).delay(attempt: attempt))
+                attempt += 1
+            }
+        }
+    }
+}

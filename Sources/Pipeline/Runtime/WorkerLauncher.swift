@@ -1,0 +1,35 @@
+import Foundation
+
+/// What every `paypipe-<stage>` executable's `main` does: read configuration, start the runtime,
+/// wait for SIGTERM/SIGINT, drain, exit. Keeps the executables a few lines long.
+public enum WorkerLauncher {
+    /// Runs a worker until signalled. Exit codes: 0 clean stop, 1 in-flight work did not drain in time,
+    /// 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start.
+    public static func run<Handler: StageHandler>(
+        stage: Stage, environment: EnvironmentReader = EnvironmentReader(),
+        makeHandler: (WorkerConfiguration, Logger) throws -> Handler
+    ) -> Never {
+        let configuration: WorkerConfiguration
+        do {
+            configuration = try WorkerConfiguration(stage: stage, environment: environment)
+        } catch {
+            Logger(component: stage.rawValue, threshold: .info).error("configuration_invalid", [("error", .string(error.description))])
+            exit(78)
+        }
+        let logger = Logger(component: stage.rawValue, threshold: configuration.logLevel)
+            .with([("pid", .int(Int(ProcessInfo.processInfo.processIdentifier)))])
+        let signals = ShutdownSignal()
+        let runtime: StageRuntime<Handler>
+        do {
+            let handler = try makeHandler(configuration, logger)
+            runtime = try StageRuntime(handler: handler, configuration: configuration, logger: logger)
+            try runtime.start()
+        } catch {
+            logger.error("startup_failed", [("error", .string(String(describing: error)))])
+            exit(69)
+        }
+        signals.wait()
+        runtime.requestStop()
+        exit(runtime.waitUntilStopped() ? 0 : 1)
+    }
+}

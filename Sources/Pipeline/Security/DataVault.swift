@@ -1,0 +1,58 @@
+import Crypto
+import Foundation
+
+/// Encrypts data at rest with AES-256-GCM under the data keyring.
+///
+/// The AAD binds a ciphertext to its row (e.g. the payment id), so a blob copied to another payment's
+/// row fails to open instead of silently decrypting. A fresh random 96-bit nonce per seal.
+public struct DataVault: Sendable {
+    public let keyring: DataKeyring
+
+    public init(keyring: DataKeyring) {
+        self.keyring = keyring
+    }
+
+    /// A sealed value as stored: key id, nonce, ciphertext with the 16-byte tag appended.
+    public struct SealedBox: Sendable, Equatable {
+        public let keyId: String
+        public let nonce: [UInt8]
+        public let ciphertext: [UInt8]
+
+        public init(keyId: String, nonce: [UInt8], ciphertext: [UInt8]) {
+            self.keyId = keyId
+            self.nonce = nonce
+            self.ciphertext = ciphertext
+        }
+    }
+
+    public enum VaultError: Error, Equatable, CustomStringConvertible {
+        case unknownKey(String)
+        case authenticationFailed
+
+        public var description: String {
+            switch self {
+            case .unknownKey(let id): "data sealed under key \(id), which is not configured (PAYPIPE_DATA_KEY / PAYPIPE_DATA_KEY_PREVIOUS)"
+            case .authenticationFailed: "sealed data failed authentication (wrong key, row or tampering)"
+            }
+        }
+    }
+
+    public func seal(_ plaintext: [UInt8], aad: [UInt8]) throws -> SealedBox {
+        let key = keyring.current
+        let nonce = try SecureRandom.bytes(12)
+        let sealed = try AESGCM.seal(key: key.bytes, nonce: nonce, plaintext: plaintext, aad: aad)
+        return SealedBox(keyId: key.id, nonce: nonce, ciphertext: sealed.ciphertext + sealed.tag)
+    }
+
+    public func open(_ box: SealedBox, aad: [UInt8]) throws -> [UInt8] {
+        guard let key = keyring.key(id: box.keyId) else { throw VaultError.unknownKey(box.keyId) }
+        guard box.ciphertext.count >= 16 else { throw VaultError.authenticationFailed }
+        do {
+            return try AESGCM.open(
+                key: key.bytes, nonce: box.nonce, ciphertext: Array(box.ciphertext.dropLast(16)),
+                tag: Array(box.ciphertext.suffix(16)), aad: aad)
+        } catch {
+            throw VaultError.authenticationFailed
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Postgres
+
+/// SQL for the `payments` table and its audit trail. Stateless: every method takes the connection
+/// (usually inside a transaction) so callers decide transaction boundaries.
+///
+/// All status changes go through ``transition(_:from:to:actor:errorCode:detail:on:)``, which checks
+/// ``PaymentStateMachine`` and then guards the same change in SQL with `WHERE status = $expected`.
+public struct PaymentStore: Sendable {
+    public init() {}
+
+    /// Outcome of a guarded transition.
+    public enum TransitionResult: Sendable, Equatable {
+        case applied
+        /// The payment was not in the expected status (a redelivery or a race): nothing changed.
+        case statusWas(PaymentStatus)
+    }
+
+    public func load(_ paymentId: UUID, forUpdate: Bool = false, on connection: PostgresConnection) throws -> PaymentRecord? {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        let rows = try connection.query("SELECT \(PaymentRecord.columns) FROM payments WHERE id = $1\(lock)", [paymentId])
+        return try rows.first.map(PaymentRecord.init(row:))
+    }
+
+    public func load(merchantId: String, jobId: String, on connection: PostgresConnection) throws -> PaymentRecord? {
+        let rows = try connection.query(
+            "SELECT \(PaymentRecord.columns) FROM payments WHERE merchant_id = $1 AND job_id = $2", [merchantId, jobId])
+        return try rows.first.map(PaymentRecord.init(row:))
+    }
+
+    /// Moves a payment from `from` to `to`, recording an audit event, or reports the status it had instead.
+    /// The stage follows from the new status (terminal statuses queue for notification).
+    @discardableResult
+    public func transition(
+        _ paymentId: UUID, from: PaymentStatus, to: PaymentStatus, actor: String,
+        errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
+    ) throws -> TransitionResult {
+        try PaymentStateMachine.validate(from: from, to: to)
+        let updated = try connection.query(
+            """
+            UPDATE payments SET status = $3, stage = $4, updated_at = now(),
+                   error_code = COALESCE($5, error_code), error_message = COALESCE($6, error_message)
+            WHERE id = $1 AND status = $2
+            """,
+            [paymentId, from.rawValue, to.rawValue, to.stage.rawValue, errorCode, errorCode == nil ? nil : detail])
+        guard updated.affectedRows == 1 else {
+            guard let current = try load(paymentId, on: connection) else {
+                throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
+            }
+            return .statusWas(current.status)
+        }
+        try appendEvent(paymentId, from: from, to: to, stage: to.stage.rawValue, actor: actor,
+                        errorCode: errorCode, detail: detail, on: connection)
+        return .applied
+    }
+
+    /// Ends a payment `failed` with the failure's code and reason, unless it is already terminal (a
+    /// redelivery), and returns the hand-off to notification either way.
+    public func recordFailure(_ failure: PaymentFailure, on connection: PostgresConnection) throws -> StageMessage {
+        guard let payment = try load(failure.paymentId, forUpdate: true, on: connection) else {
+            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(failure.paymentId) does not exist")
+        }
+        if !payment.status.isTerminal {
+            try transition(payment.id, from: payment.status, to: .failed, actor: "pipeline",
+                           errorCode: failure.code, detail: failure.reason, on: connection)
+        }
+        return payment.message
+    }
+
+    /// Marks a terminal payment as fully handled (notification done): it leaves every queue for good.
+    public func markDone(_ paymentId: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE payments SET stage = 'done', updated_at = now() WHERE id = $1 AND stage = 'notify'", [paymentId])
+    }
+
+    public func appendEvent(
+        _ paymentId: UUID, from: PaymentStatus?, to: PaymentStatus, stage: String, actor: String,
+        errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
+    ) throws {
+        try connection.query(
+            """
+            INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """,
+            [paymentId, from?.rawValue, to.rawValue, stage, actor, errorCode, detail])
+    }
+}

@@ -1,0 +1,32 @@
+import AMQP
+import Foundation
+import Pipeline
+import Postgres
+
+/// Connections and error reporting shared by the operator commands.
+enum OperatorContext {
+    static func database(_ environment: EnvironmentReader = EnvironmentReader()) throws -> PostgresConnection {
+        let url = environment.string("PAYPIPE_DATABASE_URL", default: WorkerConfiguration.defaultDatabaseURL)
+        return try PostgresConnection(configuration: try PostgresConfiguration(url: url))
+    }
+
+    static func publisher(_ configuration: WorkerConfiguration) throws -> AMQPPublisher {
+        var amqp = try AMQPConfiguration(url: configuration.amqpURL)
+        amqp.connectionName = "paypipe-cli"
+        let publisher = AMQPPublisher(configuration: amqp, topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
+        publisher.start()
+        return publisher
+    }
+
+    /// Prints an error on stderr and maps it to an exit code.
+    static func report(_ error: any Error) -> Int32 {
+        printError("paypipe: \(error)")
+        switch error {
+        case is ConfigurationError: return ExitCode.configuration
+        case is CommandArguments.UsageError: return ExitCode.usage
+        case let postgres as PostgresError where postgres.isConnectionProblem: return ExitCode.unavailable
+        case is AMQPError: return ExitCode.unavailable
+        default: return ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import AMQP
+import Foundation
+import Pipeline
+import Postgres
+import Synchronization
+
+/// A minimal real stage for runtime tests: moves a payment `decrypted → prepared` through
+/// ``PaymentStore`` and hands off to `submit`, exactly like a production stage, with knobs to fail.
+final class AdvanceStage: TransactionalStageHandler {
+    struct Controls {
+        /// Payments whose handling throws a transient failure this many more times.
+        var transientFailures: [UUID: Int] = [:]
+        /// Seconds each message's handling sleeps (to keep work in flight).
+        var delay: Double = 0
+        var handled = 0
+    }
+
+    let stage = Stage.authorize
+    let controls = Mutex(Controls())
+
+    func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
+        try StageMessage.decode(delivery.body)
+    }
+
+    func handle(_ message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome {
+        let (fail, delay) = controls.withLock { controls -> (Bool, Double) in
+            controls.handled += 1
+            let remaining = controls.transientFailures[message.paymentId] ?? 0
+            if remaining > 0 { controls.transientFailures[message.paymentId] = remaining - 1 }
+            return (remaining > 0, controls.delay)
+        }
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+        if fail { throw StageFailure.transient(code: "test_transient", reason: "injected transient failure") }
+        let store = PaymentStore()
+        switch try store.transition(message.paymentId, from: .decrypted, to: .prepared, actor: "test", on: transaction) {
+        case .applied, .statusWas(.prepared), .statusWas(.submitting):
+            return .handOff(to: .submit, message)
+        case .statusWas(let other) where other.isTerminal:
+            return .handOff(to: .notify, message)
+        case .statusWas(let other):
+            throw StageFailure.permanent(PaymentFailure(paymentId: message.paymentId, code: "unexpected_status", reason: "payment is \(other.rawValue)"))
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import AMQP
+import Foundation
+import Pipeline
+import Postgres
+
+/// Sets up a clean broker and database with payments waiting in the authorize stage, and runs
+/// ``StageRuntime`` over ``AdvanceStage`` against them.
+struct RuntimeHarness {
+    static let retrySchedule = RetrySchedule(delays: [0.3], maxRetries: 2)
+    let configuration: WorkerConfiguration
+    let logSink = LogSink(capturing: ())
+    let stage = AdvanceStage()
+
+    init(extra: [String: String] = [:]) throws {
+        configuration = try WorkerConfiguration(stage: .authorize, environment: EnvironmentReader([
+            "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
+            "PAYPIPE_MAX_RETRIES": "2", "PAYPIPE_PREFETCH": "50", "PAYPIPE_BATCH_SIZE": "20",
+            "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
+        ].merging(extra) { $1 }))
+        try TestServices.resetDatabase()
+        try TestServices.resetBroker(retrySchedule: configuration.retrySchedule)
+        let database = try TestServices.database()
+        defer { database.close() }
+        try database.query("INSERT INTO merchants (id) VALUES ('m1')")
+    }
+
+    func makeRuntime(hooks: RuntimeHooks = .none) throws -> StageRuntime<AdvanceStage> {
+        try StageRuntime(handler: stage, configuration: configuration,
+                         logger: Logger(component: "authorize", threshold: .debug, sink: logSink), hooks: hooks)
+    }
+
+    /// Inserts `count` payments in status `decrypted` and returns their hand-off messages.
+    func makePayments(_ count: Int) throws -> [StageMessage] {
+        let database = try TestServices.database()
+        defer { database.close() }
+        return try (0..<count).map { index in
+            let id = UUID()
+            let jobId = "job-\(index)-\(id.uuidString.prefix(8))"
+            try database.query(
+                """
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at, amount_minor, currency)
+                VALUES ($1, 'm1', $2, $3, 'decrypted', 'authorize', now(), 1000, 'GBP')
+                """, [id, jobId, Array(jobId.utf8)])
+            return StageMessage(paymentId: id, merchantId: "m1", jobId: jobId)
+        }
+    }
+
+    /// Publishes raw bodies to the authorize stage, as an upstream stage would.
+    func publish(_ bodies: [[UInt8]]) throws {
+        let publisher = AMQPPublisher(configuration: try AMQPConfiguration(url: TestServices.amqpURL),
+                                      topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
+        publisher.start()
+        defer { publisher.close() }
+        var properties = AMQPProperties()
+        properties.contentType = "application/json"
+        try publisher.publish(bodies.map {
+            AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: "authorize", body: $0, properties: properties, mandatory: true)
+        }, timeout: 30)
+    }
+
+    func publish(_ messages: [StageMessage]) throws {
+        try publish(messages.map { $0.encoded() })
+    }
+
+    func statuses() throws -> [String: Int] {
+        let database = try TestServices.database()
+        defer { database.close() }
+        var counts: [String: Int] = [:]
+        for row in try database.query("SELECT status, count(*)::bigint AS n FROM payments GROUP BY status") {
+            counts[try row.decode("status", as: String.self)] = Int(try row.decode("n", as: Int64.self))
+        }
+        return counts
+    }
+
+    /// Audit events of the `decrypted → prepared` transition: exactly one per payment means no double effect.
+    func advanceEvents() throws -> Int {
+        let database = try TestServices.database()
+        defer { database.close() }
+        let row = try database.query("SELECT count(*)::bigint AS n FROM payment_events WHERE from_status = 'decrypted' AND to_status = 'prepared'")
+        return Int(try row[0].decode("n", as: Int64.self))
+    }
+
+    /// Drains `queue` with basic.get and returns the messages.
+    func drain(_ queue: String) throws -> [AMQPDelivery] {
+        let connection = try TestServices.amqp()
+        defer { connection.close() }
+        var deliveries: [AMQPDelivery] = []
+        while let delivery = try connection.get(queue: queue) {
+            try connection.ack(deliveryTag: delivery.deliveryTag)
+            deliveries.append(delivery)
+        }
+        return deliveries
+    }
+
+    func depth(_ queue: String) throws -> Int {
+        let connection = try TestServices.amqp()
+        defer { connection.close() }
+        return Int(try connection.queueDeclarePassive(queue).messages)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+@testable import Pipeline
+
+@Suite struct PaymentJobTests {
+    static let token = #"{"paymentData":{"version":"EC_v1","data":"AA==","signature":"AA==","header":{"transactionId":"ab"}}}"#
+
+    /// The sample job with `overrides` (a JSON object; `null` removes a field) merged in.
+    static func body(json overrides: String) -> [UInt8] {
+        let object = try! JSONSerialization.jsonObject(with: Data(overrides.utf8)) as! [String: Any]
+        return body(object.mapValues { $0 is NSNull ? nil : $0 })
+    }
+
+    static func body(_ overrides: [String: Any?] = [:]) -> [UInt8] {
+        var object: [String: Any] = [
+            "jobId": "job-1", "merchantId": "m1", "orderReference": "order-1",
+            "amount": ["value": 1099, "currency": "GBP"],
+            "applePayToken": try! JSONSerialization.jsonObject(with: Data(token.utf8)),
+            "somethingNew": ["ignored": true],
+        ]
+        for (key, value) in overrides { object[key] = value }
+        return Array(try! JSONSerialization.data(withJSONObject: object))
+    }
+
+    @Test func decodesTheContractAndIgnoresUnknownFields() throws {
+        let job = try PaymentJob.decode(Self.body(["metadata": ["cart": "42"], "notifyUrl": "https://shop.example/hook"]))
+        #expect(job.jobId == "job-1")
+        #expect(job.merchantId == "m1")
+        #expect(job.amount == .init(value: 1099, currency: Currency.alpha3("GBP")!))
+        #expect(job.metadata == ["cart": "42"])
+        #expect(job.notifyURL == "https://shop.example/hook")
+        #expect(String(decoding: job.applePayToken, as: UTF8.self).contains("EC_v1"))
+    }
+
+    @Test func tokenMayBeAJSONString() throws {
+        let job = try PaymentJob.decode(Self.body(["applePayToken": Self.token]))
+        #expect(job.applePayToken == Array(Self.token.utf8))
+    }
+
+    @Test func hashIgnoresKeyOrderAndUnknownFieldsButNotContent() throws {
+        let a = try PaymentJob.decode(Self.body())
+        let b = try PaymentJob.decode(Self.body(["somethingNew": "changed"]))
+        let reordered = try PaymentJob.decode(Array(#"{"amount":{"currency":"GBP","value":1099},"orderReference":"order-1","merchantId":"m1","jobId":"job-1","applePayToken":\#(Self.token)}"#.utf8))
+        let different = try PaymentJob.decode(Self.body(["amount": ["value": 1100, "currency": "GBP"]]))
+        #expect(a.contentHash == b.contentHash)
+        #expect(a.contentHash == reordered.contentHash)
+        #expect(a.contentHash != different.contentHash)
+    }
+
+    @Test(arguments: [
+        ([UInt8](arrayLiteral: 0xFF, 0xFE, 0x7B), "UTF-8"),
+        (Array("{\"jobId\": ".utf8), "JSON object"),
+        (Array("[1,2]".utf8), "JSON object"),
+        (Array(#"{"jobId":"j","merchantId":7}"#.utf8), "merchantId"),
+        (Array(#"{"merchantId":"m1"}"#.utf8), "jobId"),
+        (Array(#"{"merchantId":"m1","jobId":"has space"}"#.utf8), "jobId"),
+    ])
+    func unaddressedJobsCannotBeAttributed(body: [UInt8], mentions: String) {
+        #expect {
+            try PaymentJob.decode(body)
+        } throws: { error in
+            guard case .unaddressed(let reason) = error as? PaymentJob.DecodingError else { return false }
+            return reason.contains(mentions)
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"amount": {"value": "10", "currency": "GBP"}}"#, "amount.value"),
+        (#"{"amount": {"value": 10.5, "currency": "GBP"}}"#, "amount.value"),
+        (#"{"amount": {"value": true, "currency": "GBP"}}"#, "amount.value"),
+        (#"{"amount": {"value": 0, "currency": "GBP"}}"#, "between"),
+        (#"{"amount": {"value": 10, "currency": "XXX"}}"#, "ISO 4217"),
+        (#"{"amount": null}"#, "amount"),
+        (#"{"orderReference": null}"#, "orderReference"),
+        (#"{"applePayToken": 5}"#, "applePayToken"),
+        (#"{"notifyUrl": "ftp://x"}"#, "notifyUrl"),
+        (#"{"metadata": {"n": 1}}"#, "metadata"),
+    ])
+    func invalidJobsOfAKnownSenderAreAttributed(overrides: String, mentions: String) {
+        #expect {
+            try PaymentJob.decode(Self.body(json: overrides))
+        } throws: { error in
+            guard case .invalid(let merchant, let job, _, let reason) = error as? PaymentJob.DecodingError else { return false }
+            return merchant == "m1" && job == "job-1" && reason.contains(mentions)
+        }
+    }
+
+    @Test func currencyTable() {
+        #expect(Currency.alpha3("JPY")?.minorUnits == 0)
+        #expect(Currency.alpha3("BHD")?.minorUnits == 3)
+        #expect(Currency.numeric("826")?.code == "GBP")
+        #expect(Currency.numeric("036")?.code == "AUD")
+        #expect(Currency.numeric("36")?.code == "AUD")
+        #expect(Currency.numeric("999") == nil)
+    }
+}

@@ -1,0 +1,56 @@
+import Testing
+@testable import Pipeline
+
+@Suite struct PaymentStateMachineTests {
+    @Test func happyPathIsLegal() throws {
+        let path: [PaymentStatus] = [.received, .decrypted, .prepared, .submitting, .authorized]
+        for (from, to) in zip(path, path.dropFirst()) {
+            try PaymentStateMachine.validate(from: from, to: to)
+        }
+    }
+
+    @Test(arguments: [PaymentStatus.authorized, .declined, .failed])
+    func finalStatusesHaveNoSuccessors(status: PaymentStatus) {
+        #expect(PaymentStateMachine.successors(of: status).isEmpty)
+        #expect(status.isTerminal)
+    }
+
+    @Test func needsReviewIsTerminalButResolvableByAnOperator() {
+        #expect(PaymentStatus.needsReview.isTerminal)
+        #expect(PaymentStateMachine.successors(of: .needsReview) == [.authorized, .declined, .failed])
+    }
+
+    @Test func noStatusGoesBackwardsExceptAnUnsentRetry() {
+        // The only backward edge: a submission the gateway confirmed it never received may be prepared again.
+        let order = PaymentStatus.allCases
+        var backwards: [(PaymentStatus, PaymentStatus)] = []
+        for from in order {
+            for to in PaymentStateMachine.successors(of: from) where order.firstIndex(of: to)! < order.firstIndex(of: from)! {
+                backwards.append((from, to))
+            }
+        }
+        #expect(backwards.count == 1)
+        #expect(backwards.first?.0 == .submitting && backwards.first?.1 == .prepared)
+    }
+
+    @Test func illegalTransitionNamesBothStatuses() {
+        #expect(throws: PaymentStateMachine.IllegalTransition(from: .authorized, to: .failed)) {
+            try PaymentStateMachine.validate(from: .authorized, to: .failed)
+        }
+        #expect(PaymentStateMachine.IllegalTransition(from: .received, to: .authorized).description.contains("received → authorized"))
+    }
+
+    @Test func everyNonTerminalStatusCanFail() {
+        for status in PaymentStatus.allCases where !status.isTerminal {
+            #expect(PaymentStateMachine.canTransition(from: status, to: .failed), "\(status) cannot fail")
+        }
+    }
+
+    @Test func statusDeterminesStage() {
+        #expect(PaymentStatus.received.stage == .decrypt)
+        #expect(PaymentStatus.decrypted.stage == .authorize)
+        #expect(PaymentStatus.submitting.stage == .submit)
+        #expect(PaymentStatus.needsReview.stage == .notify)
+        #expect(PaymentStatus.needsReview.rawValue == "needs_review")
+    }
+}

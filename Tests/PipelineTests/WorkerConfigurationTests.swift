@@ -1,0 +1,66 @@
+import Testing
+@testable import Pipeline
+
+@Suite struct WorkerConfigurationTests {
+    @Test func defaultsAreDocumented() throws {
+        let configuration = try WorkerConfiguration(stage: .authorize, environment: EnvironmentReader([:]))
+        #expect(configuration.amqpURL == "amqp://guest:guest@127.0.0.1:5672/%2f")
+        #expect(configuration.databaseURL == "postgresql://postgres@127.0.0.1:5432/paypipe")
+        #expect(configuration.environment == .production)
+        #expect(configuration.logLevel == .info)
+        #expect(configuration.prefetch == 100)
+        #expect(configuration.metricsPort == 9102)
+        #expect(configuration.heartbeatSeconds == 10)
+        #expect(configuration.retrySchedule == RetrySchedule.standard)
+    }
+
+    @Test func readsOverrides() throws {
+        let configuration = try WorkerConfiguration(stage: .decrypt, environment: EnvironmentReader([
+            "PAYPIPE_ENV": "sandbox", "PAYPIPE_PREFETCH": "300", "PAYPIPE_LOG_LEVEL": "DEBUG",
+            "PAYPIPE_RETRY_DELAYS": "100ms,1s", "PAYPIPE_MAX_RETRIES": "3", "PAYPIPE_SHUTDOWN_TIMEOUT": "2m",
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_AMQP_URL": "amqps://u:p@broker:5671/prod",
+        ]))
+        #expect(configuration.environment == .sandbox)
+        #expect(configuration.prefetch == 300)
+        #expect(configuration.logLevel == .debug)
+        #expect(configuration.retrySchedule == RetrySchedule(delays: [0.1, 1], maxRetries: 3))
+        #expect(configuration.shutdownTimeoutSeconds == 120)
+        #expect(configuration.metricsPort == 0)
+    }
+
+    @Test(arguments: [
+        ("PAYPIPE_PREFETCH", "lots"), ("PAYPIPE_PREFETCH", "0"), ("PAYPIPE_ENV", "staging"),
+        ("PAYPIPE_LOG_LEVEL", "loud"), ("PAYPIPE_RETRY_DELAYS", "1s,never"), ("PAYPIPE_METRICS_PORT", "70000"),
+        ("PAYPIPE_AMQP_URL", "http://broker"), ("PAYPIPE_DATABASE_URL", "mysql://db"), ("PAYPIPE_SHUTDOWN_TIMEOUT", "-1s"),
+    ])
+    func invalidValuesNameTheVariable(variable: String, value: String) {
+        #expect {
+            try WorkerConfiguration(stage: .submit, environment: EnvironmentReader([variable: value]))
+        } throws: { error in
+            (error as? ConfigurationError)?.variable == variable
+        }
+    }
+
+    @Test func secretURLsAreNotEchoed() {
+        do {
+            _ = try WorkerConfiguration(stage: .submit, environment: EnvironmentReader(["PAYPIPE_DATABASE_URL": "mysql://user:hunter2@db"]))
+            Issue.record("expected an error")
+        } catch {
+            #expect(!error.description.contains("hunter2"))
+        }
+    }
+
+    @Test func batchMustFitPrefetch() {
+        #expect(throws: ConfigurationError.self) {
+            try WorkerConfiguration(stage: .submit, environment: EnvironmentReader(["PAYPIPE_PREFETCH": "10", "PAYPIPE_BATCH_SIZE": "50"]))
+        }
+    }
+
+    @Test func durations() {
+        #expect(DurationParser.seconds("250ms") == 0.25)
+        #expect(DurationParser.seconds("2m") == 120)
+        #expect(DurationParser.seconds("1.5") == 1.5)
+        #expect(DurationParser.seconds("1h") == 3600)
+        #expect(DurationParser.seconds("soon") == nil)
+    }
+}
