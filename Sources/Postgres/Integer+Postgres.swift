@@ -1,5 +1,7 @@
 /// `Int` and `Int64` bind as int8, `Int32` as int4; all three decode from any integer column, range-checked, so
 /// an `int8` column read as `Int32` works until a value would not fit, and then fails naming the column.
+/// `numeric` is accepted too when the value is integral, because `sum(int8)` and `count`-style aggregates over
+/// bigint return numeric; a fractional value fails rather than being truncated.
 extension Int: PostgresBindable, PostgresDecodable {
     public static var postgresDataType: PostgresDataType { .int8 }
 }
@@ -21,7 +23,7 @@ extension PostgresBindable where Self: FixedWidthInteger {
 
 extension PostgresDecodable where Self: FixedWidthInteger & SignedInteger {
     public static func decode(from cell: PostgresCell) throws(PostgresError) -> Self {
-        let bytes = try cell.value(as: Self.self, accepting: [.int2, .int4, .int8, .oidType])
+        let bytes = try cell.value(as: Self.self, accepting: [.int2, .int4, .int8, .oidType, .numeric])
         var index = bytes.startIndex
         let negative = index < bytes.endIndex && bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }

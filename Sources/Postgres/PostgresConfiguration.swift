@@ -34,8 +34,10 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     ///
     /// Components are percent-decoded (`%2F` in the host for a socket directory, `%40` for `@` in a password).
     /// Recognised query keys: `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, `application_name`,
-    /// `connect_timeout`, `host`, `port`, `user`, `password`, `dbname`, and the pass-through keys in
-    /// `PostgresURLParser.passThroughKeys`. Unknown keys are rejected, as libpq would.
+    /// `connect_timeout`, `host`, `port`, `user`, `password`, `dbname`, and the libpq keys passed through unchanged:
+    /// `options`, `sslcrl`, `sslsni`, `sslcompression`, `keepalives`, `keepalives_idle`, `keepalives_interval`,
+    /// `keepalives_count`, `tcp_user_timeout`, `target_session_attrs`, `channel_binding`, `gssencmode`.
+    /// Unknown keys are rejected, as libpq would; `client_encoding` is rejected because PayPipe fixes it.
     public init(url: String) throws(PostgresError) {
         self = try PostgresURLParser.parse(url)
     }

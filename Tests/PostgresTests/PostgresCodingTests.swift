@@ -147,6 +147,10 @@ struct PostgresCodingTests {
         #expect(try row.decode("small", as: Int32.self) == 7)
         #expect(try row.decode("big", as: Int.self) == 2_147_483_648)
         #expect(try row.decode("min", as: Int64.self) == Int64.min)
+        let sums = try connection.query("SELECT sum(x) AS total, 2.5::numeric AS half FROM (VALUES (4000000000::int8), (5)) v(x)")[0]
+        #expect(sums.columns.first?.dataType == .numeric)
+        #expect(try sums.decode("total", as: Int.self) == 4_000_000_005)
+        #expect(throws: PostgresError.self) { try sums.decode("half", as: Int.self) }
         let error = #expect(throws: PostgresError.self) { try row.decode("big", as: Int32.self) }
         guard case .decoding(let column, let expected, let reason) = error else {
             Issue.record("expected .decoding, got \(String(describing: error))")
