@@ -58,14 +58,9 @@ public final class PostgresConnection {
                 try? discardResult(of: PQexec(handle, "DEALLOCATE \(name)"), on: handle)
             }
         }
-        guard let name = statements.reserveName() else {
+        guard let name = try prepareIfRoom(sql, key: key, parameters: parameters, on: handle) else {
             return try execute(unprepared: sql, parameters, on: handle)
         }
-        let prepared = parameters.withCArrays { types, _, _, _ in
-            PQprepare(handle, name, sql, parameters.count, types)
-        }
-        try discardResult(of: prepared, on: handle)
-        statements.insert(name, for: key)
         return try execute(prepared: name, parameters, on: handle)
     }
 
@@ -167,13 +162,37 @@ public final class PostgresConnection {
     /// Notices are informational and may quote data; they are dropped rather than written to stderr.
     private static let discardNotice: PQnoticeProcessor = { _, _ in }
 
-    private func openHandle() throws(PostgresError) -> OpaquePointer {
+    /// The cached statement for `key`, or a newly prepared one; nil when the cache is full (run it unprepared).
+    func preparedStatement(_ sql: String, key: PostgresPreparedStatementCache.Key, parameters: PostgresParameterList,
+                           on handle: OpaquePointer) throws(PostgresError) -> String?
+    {
+        if let name = statements[key] { return name }
+        return try prepareIfRoom(sql, key: key, parameters: parameters, on: handle)
+    }
+
+    func forgetPreparedStatement(_ key: PostgresPreparedStatementCache.Key) {
+        statements.remove(key)
+    }
+
+    private func prepareIfRoom(_ sql: String, key: PostgresPreparedStatementCache.Key,
+                               parameters: PostgresParameterList, on handle: OpaquePointer) throws(PostgresError) -> String?
+    {
+        guard let name = statements.reserveName() else { return nil }
+        let prepared = parameters.withCArrays { types, _, _, _ in
+            PQprepare(handle, name, sql, parameters.count, types)
+        }
+        try discardResult(of: prepared, on: handle)
+        statements.insert(name, for: key)
+        return name
+    }
+
+    func openHandle() throws(PostgresError) -> OpaquePointer {
         guard let handle else { throw .connectionLost("the connection was closed") }
         guard PQstatus(handle) == CONNECTION_OK else { throw .connectionLost(Self.errorMessage(of: handle)) }
         return handle
     }
 
-    private static func checkStatementText(_ sql: String) throws(PostgresError) {
+    static func checkStatementText(_ sql: String) throws(PostgresError) {
         guard !sql.utf8.contains(0) else { throw .invalidUsage("SQL text must not contain a NUL character") }
     }
 
@@ -224,7 +243,7 @@ public final class PostgresConnection {
         }
     }
 
-    private func error(of result: OpaquePointer, on handle: OpaquePointer) -> PostgresError {
+    func error(of result: OpaquePointer, on handle: OpaquePointer) -> PostgresError {
         guard PQstatus(handle) == CONNECTION_OK else {
             return .connectionLost(Self.errorMessage(of: handle))
         }
@@ -260,7 +279,7 @@ public final class PostgresConnection {
         }
     }
 
-    private static func errorMessage(of handle: OpaquePointer) -> String {
+    static func errorMessage(of handle: OpaquePointer) -> String {
         clean(PQerrorMessage(handle).map { String(cString: $0) } ?? "")
     }
 
@@ -273,7 +292,7 @@ public final class PostgresConnection {
 
 extension PostgresError {
     /// The server refuses to run a cached plan whose result columns changed (table altered since PREPARE).
-    fileprivate var isStalePreparedStatement: Bool {
+    var isStalePreparedStatement: Bool {
         guard case .server(let sqlState, let message, _, _) = self else { return false }
         return sqlState == "0A000" && message.contains("cached plan must not change result type")
     }

@@ -43,6 +43,11 @@ struct PostgresParameterList {
 
     var count: Int32 { Int32(types.count) }
 
+    /// Same parameter types and formats, so both lists can execute the same prepared statement.
+    func hasSameLayout(as other: PostgresParameterList) -> Bool {
+        types == other.types && formats == other.formats
+    }
+
     /// Calls `body` with the C arrays; the pointers are valid only during the call.
     func withCArrays<R>(
         _ body: (

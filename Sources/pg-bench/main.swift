@@ -1,7 +1,8 @@
 // pg-bench: single-connection PostgreSQL throughput through the Postgres module.
 //
-// Measures (1) one transaction per unit of work — BEGIN, INSERT, UPDATE, COMMIT — and (2) batched inserts,
-// 100 per transaction, against PAYPIPE_TEST_DATABASE_URL (default: the local test database), and prints JSON.
+// Measures (1) one transaction per unit of work — BEGIN, INSERT, UPDATE, COMMIT — (2) batched inserts, 100 per
+// transaction, one statement at a time, and (3) the same batches sent with `executeBatch` (pipelined), against
+// PAYPIPE_TEST_DATABASE_URL (default: the local test database), and prints JSON.
 // Usage: pg-bench [seconds-per-phase]   (default 3)
 import Foundation
 import Postgres
@@ -20,6 +21,8 @@ struct Report: Encodable {
     let batchSize: Int
     let batchedRows: Int
     let batchedRowsPerSecond: Double
+    let pipelinedRows: Int
+    let pipelinedRowsPerSecond: Double
 }
 
 /// Runs `work` repeatedly for `seconds` after a short warm-up; returns (iterations, elapsed seconds).
@@ -59,6 +62,12 @@ do {
             }
         }
     }
+    let (pipelinedBatches, pipelinedElapsed) = try measure(for: seconds) {
+        try connection.transaction { connection in
+            let now = Date()
+            try connection.executeBatch(insert, (0..<batchSize).map { _ in [UUID(), 1_299, "received", now] })
+        }
+    }
     let settings = try connection.query(
         "SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync")[0]
     let report = Report(
@@ -69,7 +78,9 @@ do {
         singleTransactionsPerSecond: (Double(transactions) / singleElapsed).rounded(),
         batchSize: batchSize,
         batchedRows: batches * batchSize,
-        batchedRowsPerSecond: (Double(batches * batchSize) / batchElapsed).rounded()
+        batchedRowsPerSecond: (Double(batches * batchSize) / batchElapsed).rounded(),
+        pipelinedRows: pipelinedBatches * batchSize,
+        pipelinedRowsPerSecond: (Double(pipelinedBatches * batchSize) / pipelinedElapsed).rounded()
     )
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
