@@ -48,6 +48,7 @@ let package = Package(
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
@@ -56,5 +57,6 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
     ]
 )
