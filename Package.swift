@@ -45,12 +45,14 @@ let package = Package(
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "ApplePay"]),
+        .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
     ]
 )
