@@ -4,7 +4,8 @@
 public enum AMQPEvent: Sendable {
     /// A connection is up and the topology is declared (and, for consumers, consuming).
     case connected(generation: UInt64)
-    /// The connection was lost; `reason` is an `AMQPError` description (no secrets).
+    /// The connection was lost, or a connect attempt failed (reason "connect attempt N failed: ...").
+    /// `reason` is an `AMQPError` description (no secrets).
     case disconnected(reason: String)
     /// The next connect attempt happens after `delaySeconds`; `attempt` counts failures since the last success.
     case reconnectScheduled(attempt: Int, delaySeconds: Double)

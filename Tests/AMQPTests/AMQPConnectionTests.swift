@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import AMQP
 
@@ -94,6 +95,25 @@ struct AMQPConnectionTests {
             }
             #expect(!reason.contains(configuration.password))
         }
+    }
+
+    /// No TLS broker is available; this only drives the rabbitmq-c OpenSSL socket path (CA loading,
+    /// verification settings, handshake) into a failure that must surface as connectionFailed.
+    @Test func amqpsAgainstAPlainListenerFailsCleanly() throws {
+        var configuration = try TestBroker.configuration()
+        configuration.tls = AMQPTLSOptions()
+        configuration.connectTimeoutSeconds = 3
+        let started = Date()
+        do {
+            _ = try AMQPConnection(configuration: configuration)
+            Issue.record("a TLS handshake with a plain AMQP listener cannot succeed")
+        } catch {
+            guard case .connectionFailed = error else {
+                Issue.record("expected connectionFailed, got \(error)")
+                return
+            }
+        }
+        #expect(Date().timeIntervalSince(started) < 5)
     }
 
     @Test func closedConnectionReportsClosed() throws {
