@@ -32,6 +32,9 @@ struct AMQPConnectionTests {
             let classic = AMQPQueue(name: queue, arguments: ["x-queue-type": "classic"])
             #expect(channelErrorCode { _ = try connection.declareQueue(classic) } == 406)
 
+            let otherLimit = AMQPQueue.quorum(name: queue, deliveryLimit: 6, deadLetterExchange: deadLetters)
+            #expect(channelErrorCode { _ = try connection.declareQueue(otherLimit) } == 406)
+
             var otherDLX = AMQPQueue.quorum(name: queue, deliveryLimit: 5, deadLetterExchange: "elsewhere")
             #expect(channelErrorCode { _ = try connection.declareQueue(otherDLX) } == 406)
             otherDLX = .quorum(name: queue, deliveryLimit: 5, deadLetterExchange: deadLetters)
