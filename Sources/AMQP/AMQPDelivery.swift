@@ -1,0 +1,28 @@
+/// A message received from a queue (by `basic.deliver` or `basic.get`).
+public struct AMQPDelivery: Sendable, Equatable {
+    public var body: [UInt8]
+    public var properties: AMQPProperties
+    public var exchange: String
+    public var routingKey: String
+    /// False guarantees the message was not delivered before; true only means it may have been.
+    public var redelivered: Bool
+    /// Channel-scoped tag used to ack this delivery.
+    public var deliveryTag: UInt64
+    /// Which connection of the owning consumer received it. Delivery tags are only valid on their
+    /// connection, so acks for an older generation are ignored (the broker has requeued those messages).
+    public var generation: UInt64
+    /// Quorum queues' `x-delivery-count` header (failed delivery attempts so far), 0 if absent.
+    public var deliveryCount: Int
+
+    public init(body: [UInt8], properties: AMQPProperties, exchange: String, routingKey: String,
+                redelivered: Bool, deliveryTag: UInt64, generation: UInt64) {
+        self.body = body
+        self.properties = properties
+        self.exchange = exchange
+        self.routingKey = routingKey
+        self.redelivered = redelivered
+        self.deliveryTag = deliveryTag
+        self.generation = generation
+        self.deliveryCount = Int(clamping: properties.headers["x-delivery-count"]?.intValue ?? 0)
+    }
+}

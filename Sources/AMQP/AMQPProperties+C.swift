@@ -1,0 +1,61 @@
+import CRabbitMQ
+import Foundation
+
+extension AMQPProperties {
+    /// Copies the properties of a received message.
+    init(_ properties: amqp_basic_properties_t) {
+        let flags = properties._flags
+        func text(_ flag: amqp_flags_t, _ bytes: amqp_bytes_t) -> String? {
+            flags & flag != 0 ? AMQPTableCodec.string(bytes) : nil
+        }
+        self.init(
+            contentType: text(AMQPPropertyFlag.contentType, properties.content_type),
+            contentEncoding: text(AMQPPropertyFlag.contentEncoding, properties.content_encoding),
+            messageId: text(AMQPPropertyFlag.messageId, properties.message_id),
+            correlationId: text(AMQPPropertyFlag.correlationId, properties.correlation_id),
+            replyTo: text(AMQPPropertyFlag.replyTo, properties.reply_to),
+            type: text(AMQPPropertyFlag.type, properties.type),
+            appId: text(AMQPPropertyFlag.appId, properties.app_id),
+            persistent: flags & AMQPPropertyFlag.deliveryMode != 0 && properties.delivery_mode == 2,
+            priority: flags & AMQPPropertyFlag.priority != 0 ? properties.priority : nil,
+            headers: flags & AMQPPropertyFlag.headers != 0 ? AMQPTableCodec.decode(properties.headers) : [:],
+            timestamp: flags & AMQPPropertyFlag.timestamp != 0
+                ? Date(timeIntervalSince1970: Double(properties.timestamp)) : nil,
+            expiration: text(AMQPPropertyFlag.expiration, properties.expiration)
+        )
+    }
+
+    /// Encodes into `arena`-owned C memory, valid until the arena is reset.
+    func encode(into arena: AMQPCArena) -> amqp_basic_properties_t {
+        var result = amqp_basic_properties_t()
+        var flags: amqp_flags_t = AMQPPropertyFlag.deliveryMode
+        result.delivery_mode = persistent ? 2 : 1
+        func set(_ value: String?, _ flag: amqp_flags_t, _ field: inout amqp_bytes_t) {
+            guard let value else { return }
+            field = arena.bytes(value)
+            flags |= flag
+        }
+        set(contentType, AMQPPropertyFlag.contentType, &result.content_type)
+        set(contentEncoding, AMQPPropertyFlag.contentEncoding, &result.content_encoding)
+        set(messageId, AMQPPropertyFlag.messageId, &result.message_id)
+        set(correlationId, AMQPPropertyFlag.correlationId, &result.correlation_id)
+        set(replyTo, AMQPPropertyFlag.replyTo, &result.reply_to)
+        set(type, AMQPPropertyFlag.type, &result.type)
+        set(appId, AMQPPropertyFlag.appId, &result.app_id)
+        set(expiration, AMQPPropertyFlag.expiration, &result.expiration)
+        if let priority {
+            result.priority = priority
+            flags |= AMQPPropertyFlag.priority
+        }
+        if !headers.isEmpty {
+            result.headers = arena.table(headers)
+            flags |= AMQPPropertyFlag.headers
+        }
+        if let timestamp {
+            result.timestamp = UInt64(max(0, timestamp.timeIntervalSince1970.rounded(.down)))
+            flags |= AMQPPropertyFlag.timestamp
+        }
+        result._flags = flags
+        return result
+    }
+}
