@@ -14,7 +14,6 @@ enum OperatorContext {
         var amqp = try AMQPConfiguration(url: configuration.amqpURL)
         amqp.connectionName = "paypipe-cli"
         let publisher = AMQPPublisher(configuration: amqp, topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
-        publisher.start()
         return publisher
     }
 

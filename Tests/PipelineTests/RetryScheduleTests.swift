@@ -29,13 +29,4 @@ import Testing
         #expect(RetrySchedule.parseDelays("1s,abc") == nil)
     }
 
-    @Test func backoffIsCappedAndJittered() {
-        let backoff = Backoff(base: 0.2, cap: 10)
-        #expect(backoff.ceiling(attempt: 0) == 0.2)
-        #expect(backoff.ceiling(attempt: 3) == 1.6)
-        #expect(backoff.ceiling(attempt: 40) == 10)
-        let delays = (0..<200).map { _ in backoff.delay(attempt: 10) }
-        #expect(delays.allSatisfy { $0 >= 0 && $0 <= 10 })
-        #expect(Set(delays).count > 100, "full jitter spreads delays")
-    }
 }

@@ -84,7 +84,6 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             host: configuration.metricsHost, port: configuration.metricsPort, registry: metrics.registry,
             health: { [weak self] in self?.health() ?? HealthReport(checks: ["runtime": false]) })
         state.withLock { $0.observability = server }
-        publisher.start()
         consumer.start()
         metrics.databaseUp(true)
         logger.info("worker_started", [
@@ -234,7 +233,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             if pending.isEmpty { return results.map { $0! } }
             if attempt > 0 {
                 if isStopRequested { return nil }
-                let delay = Backoff(base: 0.2, cap: 5).delay(attempt: attempt - 1)
+                let delay = AMQPBackoff(baseSeconds: 0.2, capSeconds: 5).delay(forAttempt: attempt)
                 Thread.sleep(forTimeInterval: delay)
             }
             attempt += 1
@@ -366,8 +365,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             } catch {
                 logger.error("publish_failed", [("messages", .int(messages.count)), ("error", .string(String(describing: error))), ("attempt", .int(attempt))])
                 if isStopRequested { return false }
-                Thread.sleep(forTimeInterval: Backoff(base: 0.5, cap: 10).delay(attempt: attempt))
                 attempt += 1
+                Thread.sleep(forTimeInterval: AMQPBackoff(baseSeconds: 0.5, capSeconds: 10).delay(forAttempt: attempt))
             }
         }
     }

@@ -50,7 +50,6 @@ struct RuntimeHarness {
     func publish(_ bodies: [[UInt8]]) throws {
         let publisher = AMQPPublisher(configuration: try AMQPConfiguration(url: TestServices.amqpURL),
                                       topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
-        publisher.start()
         defer { publisher.close() }
         var properties = AMQPProperties()
         properties.contentType = "application/json"
