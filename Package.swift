@@ -45,11 +45,14 @@ let package = Package(
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "ApplePay"]),
+        .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
+        .executableTarget(name: "jwt-bench", dependencies: ["JWT"]),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
     ]
