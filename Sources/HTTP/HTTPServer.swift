@@ -1,6 +1,9 @@
 import CMicroHTTPD
 import CPayPipeShim
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An HTTP/1.1 server on libmicrohttpd: an internal pool of epoll threads, each calling `handler` synchronously.
 ///
@@ -54,10 +57,8 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts serving; returns once the socket is listening.
     public func start() throws(HTTPServerError) {
-        guard host.utf8.allSatisfy({ $0 == UInt8(ascii: ".") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
-        else {
-            throw .invalidHost(host)
-        }
+        var parsed = in_addr()
+        guard inet_pton(AF_INET, host, &parsed) == 1 else { throw .invalidHost(host) }
         let result: Result<Void, HTTPServerError> = daemon.withLock { running in
             guard running == nil else { return .failure(.alreadyStarted) }
             guard
@@ -76,11 +77,14 @@ public final class HTTPServer: Sendable {
 
     /// Stops listening, closes connections and waits for in-flight handlers to return. Idempotent.
     public func stop() {
-        daemon.withLock { running in
-            if let pointer = running?.pointer {
-                MHD_stop_daemon(pointer)
-            }
+        // Stop outside the lock: MHD_stop_daemon waits for running handlers, which may read `boundPort`.
+        let stopping = daemon.withLock { running -> OpaquePointer? in
+            let pointer = running?.pointer
             running = nil
+            return pointer
+        }
+        if let stopping {
+            MHD_stop_daemon(stopping)
         }
     }
 }

@@ -76,27 +76,34 @@ struct JSONParser {
         guard depth <= maxDepth else { throw .nestingTooDeep(offset: index) }
     }
 
-    /// Parses a string starting at the opening quote; leaves `index` after the closing quote.
+    /// Parses a string starting at the opening quote; leaves `index` after the closing quote. Runs of plain bytes
+    /// are copied in bulk, and a string without escapes is validated straight from the input.
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = index
         index += 1
         var decoded: [UInt8] = []
+        var runStart = index
         while true {
             guard index < bytes.count else { throw .unexpectedEnd }
             let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
-                index += 1
-                guard let string = String(validating: decoded, as: UTF8.self) else {
-                    throw .invalidString(offset: start)
+            if byte == UInt8(ascii: "\"") {
+                let string: String?
+                if decoded.isEmpty {
+                    string = String(validating: bytes[runStart..<index], as: UTF8.self)
+                } else {
+                    decoded.append(contentsOf: bytes[runStart..<index])
+                    string = String(validating: decoded, as: UTF8.self)
                 }
+                index += 1
+                guard let string else { throw .invalidString(offset: start) }
                 return string
-            case UInt8(ascii: "\\"):
+            } else if byte == UInt8(ascii: "\\") {
+                decoded.append(contentsOf: bytes[runStart..<index])
                 try parseEscape(into: &decoded)
-            case 0x00..<0x20:
+                runStart = index
+            } else if byte < 0x20 {
                 throw .invalidString(offset: index)
-            default:
-                decoded.append(byte)
+            } else {
                 index += 1
             }
         }
