@@ -1,7 +1,7 @@
 /// A complete request as seen by an `HTTPServer` handler (the body is fully buffered before the handler runs).
 public struct HTTPServerRequest: Sendable {
     public var method: String
-    /// Percent-decoded path, without the query string.
+    /// Percent-decoded path, without the query string (`%2F` decodes to `/`, so it cannot be told apart).
     public var path: String
     /// Percent-decoded query arguments. For a repeated key the first occurrence wins; `?flag` maps to "".
     public var query: [String: String]

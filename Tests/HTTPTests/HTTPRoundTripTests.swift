@@ -108,6 +108,26 @@ import Testing
         }
     }
 
+    @Test func oversizedBodyBelowExpectThresholdGets413() throws {
+        // No Expect header under 1 MiB: the server answers 413 without reading the upload and closes.
+        try withServer(maxBodyBytes: 1000, handler: { _ in .text("ok") }) { base in
+            let client = HTTPClient()
+            for size in [1001, 100_000, 900_000] {
+                let response = try client.send(HTTPRequest(
+                    method: "POST", url: base + "/small-limit", body: [UInt8](repeating: 1, count: size)))
+                #expect(response.status == 413, "body of \(size) bytes")
+            }
+            #expect(try client.send(HTTPRequest(method: "POST", url: base + "/ok", body: [1])).status == 200)
+        }
+    }
+
+    @Test func pathIsPercentDecoded() throws {
+        try withServer(handler: { .text($0.path) }) { base in
+            let response = try HTTPClient().send(HTTPRequest(url: base + "/a%20b%2Fc?x=1"))
+            #expect(String(decoding: response.body, as: UTF8.self) == "/a b/c")
+        }
+    }
+
     @Test func oversizedChunkedBodyGets413AfterDiscarding() throws {
         try withServer(maxBodyBytes: 1000, handler: { _ in .text("ok") }) { base in
             // A chunked upload declares no length, so the server reads and drops it, then answers 413.
