@@ -50,11 +50,14 @@ let package = Package(
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
+        .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
+        .executableTarget(name: "jwt-bench", dependencies: ["JWT"]),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
         .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),

@@ -15,6 +15,9 @@ CURLcode paypipe_curl_setopt_write_function(CURL *handle, size_t (*fn)(char *, s
 CURLcode paypipe_curl_setopt_header_function(CURL *handle, size_t (*fn)(char *, size_t, size_t, void *)) {
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, fn);
 }
+CURLcode paypipe_curl_setopt_prereq_function(CURL *handle, int (*fn)(void *, char *, char *, int, int)) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, fn);
+}
 CURLcode paypipe_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -1,0 +1,135 @@
+import CCurl
+import CPayPipeShim
+
+/// Per-transfer state shared with libcurl's callbacks through an unretained pointer (CURLOPT_WRITEDATA,
+/// CURLOPT_HEADERDATA, CURLOPT_PREREQDATA). It lives on the stack frame of `HTTPClient.send`, which keeps it alive
+/// for the whole `curl_easy_perform`; only the calling thread touches it.
+final class CurlTransfer {
+    private let handle: UnsafeMutableRawPointer
+    private let maxResponseBytes: Int
+    private let blocksResend: Bool
+
+    private(set) var body: [UInt8] = []
+    private(set) var headers: [HTTPHeader] = []
+    /// Set when the write callback refused data because of `maxResponseBytes`.
+    private(set) var exceededResponseLimit = false
+    /// Set when libcurl wanted to resend an already-sent request on a new connection and we refused.
+    private(set) var refusedResend = false
+
+    private var attempts = 0
+    private var redirectsAtLastAttempt = 0
+    private var requestBytesAtLastAttempt = 0
+
+    /// - Parameter blocksResend: refuse libcurl's silent resend of a request that was already written to a reused
+    ///   connection (see `allowsAttempt()`); set for non-idempotent methods.
+    init(handle: UnsafeMutableRawPointer, maxResponseBytes: Int, blocksResend: Bool) {
+        self.handle = handle
+        self.maxResponseBytes = maxResponseBytes
+        self.blocksResend = blocksResend
+    }
+
+    /// Points libcurl's body, header and pre-request callbacks at this object.
+    func install() -> CURLcode {
+        let context = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        for code in [
+            paypipe_curl_setopt_write_function(handle, Self.writeBody),
+            paypipe_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context),
+            paypipe_curl_setopt_header_function(handle, Self.writeHeader),
+            paypipe_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context),
+            paypipe_curl_setopt_prereq_function(handle, Self.beforeRequest),
+            paypipe_curl_setopt_pointer(handle, CURLOPT_PREREQDATA, context),
+        ] where code != CURLE_OK {
+            return code
+        }
+        return CURLE_OK
+    }
+
+    /// Decides whether libcurl may send the request (again).
+    ///
+    /// libcurl silently resends a request when a *reused* keep-alive connection dies before any response byte
+    /// arrives (`Curl_retry_request`, up to 5 times, for every method). That is right when the old connection was
+    /// already dead, but if the request had been written the server may have processed it (a gateway that crashed
+    /// or a proxy that reset the connection mid-request): resending a payment then risks charging twice. So for
+    /// non-idempotent requests a second attempt of the same hop is allowed only when the first one wrote no
+    /// request bytes; otherwise the transfer aborts and `send` reports `connectionReset(afterSending: true)`.
+    private func allowsAttempt() -> Bool {
+        attempts += 1
+        let redirects = longInfo(CURLINFO_REDIRECT_COUNT)
+        let requestBytes = longInfo(CURLINFO_REQUEST_SIZE)
+        defer {
+            redirectsAtLastAttempt = redirects
+            requestBytesAtLastAttempt = requestBytes
+        }
+        let isRetryOfSameHop = attempts > 1 && redirects == redirectsAtLastAttempt
+        guard blocksResend, isRetryOfSameHop, requestBytes > requestBytesAtLastAttempt else {
+            return true
+        }
+        refusedResend = true
+        return false
+    }
+
+    private func longInfo(_ info: CURLINFO) -> Int {
+        var value = 0
+        return paypipe_curl_getinfo_long(handle, info, &value) == CURLE_OK ? value : 0
+    }
+
+    private func appendBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard body.count + bytes.count <= maxResponseBytes else {
+            exceededResponseLimit = true
+            return false
+        }
+        body.append(contentsOf: bytes)
+        return true
+    }
+
+    /// Parses one raw header line. A status line starts a new response (interim 1xx, or the next redirect hop), so
+    /// only the final response's fields are kept.
+    private func appendHeaderLine(_ line: UnsafeRawBufferPointer) {
+        var bytes = line[...]
+        while let last = bytes.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: "\n") {
+            bytes = bytes.dropLast()
+        }
+        if bytes.starts(with: "HTTP/".utf8) {
+            headers.removeAll(keepingCapacity: true)
+            return
+        }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = String(decoding: bytes[..<colon], as: UTF8.self)
+        let value = String(decoding: Self.trimmingWhitespace(bytes[(colon + 1)...]), as: UTF8.self)
+        headers.append(HTTPHeader(name: name, value: value))
+    }
+
+    private static func trimmingWhitespace(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var trimmed = bytes
+        while let first = trimmed.first, isSpace(first) { trimmed = trimmed.dropFirst() }
+        while let last = trimmed.last, isSpace(last) { trimmed = trimmed.dropLast() }
+        return trimmed
+    }
+
+    private static func transfer(_ context: UnsafeMutableRawPointer?) -> CurlTransfer {
+        Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    // MARK: C callbacks (static, non-isolated: libcurl calls them on the thread running curl_easy_perform)
+
+    static let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        data, size, count, context in
+        let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+        // Returning less than the chunk size makes libcurl abort with CURLE_WRITE_ERROR.
+        return transfer(context).appendBody(bytes) ? bytes.count : 0
+    }
+
+    static let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        data, size, count, context in
+        let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+        transfer(context).appendHeaderLine(bytes)
+        return bytes.count
+    }
+
+    static let beforeRequest: @convention(c) (
+        UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
+    ) -> Int32 = { context, _, _, _, _ in
+        transfer(context).allowsAttempt() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+    }
+}

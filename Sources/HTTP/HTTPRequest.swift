@@ -1,0 +1,27 @@
+/// A request for `HTTPClient`.
+///
+/// The body is raw bytes so callers control serialisation exactly (signed JSON, form bodies).
+public struct HTTPRequest: Sendable {
+    /// An RFC 9110 method token, e.g. `GET`, `POST`.
+    public var method: String
+    /// An absolute `http` or `https` URL.
+    public var url: String
+    /// Sent in order. A field with an empty value is sent as `Name:` with no value.
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+
+    public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+extension HTTPRequest: CustomStringConvertible {
+    /// Method and URL without the query, plus sizes: headers (Authorization) and bodies (card data) never appear.
+    public var description: String {
+        let path = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return "\(method) \(path) (\(headers.count) headers, \(body.count)-byte body)"
+    }
+}
