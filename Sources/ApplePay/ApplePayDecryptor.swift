@@ -81,8 +81,13 @@ public final class ApplePayDecryptor: Sendable {
         } catch {
             throw .decryptionFailed("ECDH key agreement failed")
         }
-        let key = SHA256.hash(parts: [[0, 0, 0, 1], sharedSecret, kdfAlgorithmAndPartyU, identity.merchantIdentifierHash])
-        return try open(token, key: key)
+        return try open(token, key: derivedKey(sharedSecret: sharedSecret, merchantIdentifierHash: identity.merchantIdentifierHash))
+    }
+
+    /// `SHA256(00000001 || Z || 0x0D "id-aes256-GCM" || "Apple" || SHA256(merchantId))`: one round of the
+    /// concatenation KDF yields the whole 32-byte AES-256 key.
+    static func derivedKey(sharedSecret: [UInt8], merchantIdentifierHash: [UInt8]) -> [UInt8] {
+        SHA256.hash(parts: [[0, 0, 0, 1], sharedSecret, kdfAlgorithmAndPartyU, merchantIdentifierHash])
     }
 
     /// §4: RSA-OAEP unwrap → AES-GCM with the unwrapped key's length.

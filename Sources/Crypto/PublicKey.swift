@@ -45,9 +45,9 @@ public final class PublicKey: Sendable {
             point.withUnsafeBytes { raw in
                 var params = [
                     OSSL_PARAM_construct_utf8_string(
-                        OSSL_PKEY_PARAM_GROUP_NAME, UnsafeMutablePointer(mutating: group.baseAddress), 0),
+                        Self.cString("group"), UnsafeMutablePointer(mutating: group.baseAddress), 0),
                     OSSL_PARAM_construct_octet_string(
-                        OSSL_PKEY_PARAM_PUB_KEY, UnsafeMutableRawPointer(mutating: raw.baseAddress), raw.count),
+                        Self.cString("pub"), UnsafeMutableRawPointer(mutating: raw.baseAddress), raw.count),
                     OSSL_PARAM_construct_end(),
                 ]
                 return EVP_PKEY_fromdata_init(context) == 1
@@ -64,6 +64,12 @@ public final class PublicKey: Sendable {
     }
 
     private static let groupName: [CChar] = Array("prime256v1".utf8CString)
+
+    /// A C string with static storage: OSSL_PARAM keeps the key pointer, so a bridged temporary would dangle
+    /// (OSSL_PKEY_PARAM_GROUP_NAME = "group", OSSL_PKEY_PARAM_PUB_KEY = "pub").
+    private static func cString(_ string: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
 
     public var type: KeyType { key.type }
     public var bits: Int { key.bits }
