@@ -15,6 +15,9 @@ public final class ApplePayDecryptor: Sendable {
         self.chainCache = ChainCache(capacity: configuration.chainCacheCapacity)
     }
 
+    /// How many certificate sets the chain cache holds (diagnostics and tests).
+    public var cachedChainCount: Int { chainCache.count }
+
     /// Verifies signature, chain and signing time only (for gateway-decrypts mode, where PayPipe passes the token on).
     ///
     /// - Parameter now: the verification clock (in the worker: the job's first-received time).
