@@ -17,8 +17,6 @@ public struct ApplePayToken: Sendable {
     public var paymentMethod: PaymentMethod?
     /// `PKPaymentToken.transactionIdentifier`, when the caller sent it.
     public var transactionIdentifier: String?
-    /// The `paymentData` object re-serialised (sorted keys), for passing the token on unchanged in meaning.
-    public var paymentDataJSON: [UInt8]
 
     /// `data`: ciphertext followed by the 16-byte GCM tag.
     public var encryptedData: [UInt8]
@@ -33,6 +31,30 @@ public struct ApplePayToken: Sendable {
     /// `header.applicationData` decoded (SHA-256 of the app's applicationData), when present.
     public var applicationData: [UInt8]?
 
+    /// The `paymentData` object re-serialised from the decoded fields (sorted keys, canonical base64/hex), for
+    /// passing the token on in gateway-decrypts mode. Built on demand: JSON writing would otherwise cost as much as
+    /// a third of a decryption.
+    public var paymentDataJSON: [UInt8] {
+        var header: [(String, String)] = [
+            ("publicKeyHash", Data(publicKeyHash).base64EncodedString()), ("transactionId", transactionId),
+        ]
+        if let ephemeralPublicKey { header.append(("ephemeralPublicKey", Data(ephemeralPublicKey).base64EncodedString())) }
+        if let wrappedKey { header.append(("wrappedKey", Data(wrappedKey).base64EncodedString())) }
+        if let applicationData { header.append(("applicationData", Hex.encode(applicationData))) }
+        func object(_ members: [(String, String)]) -> String {
+            // Keys and values are fixed names, base64 and hex: nothing needs escaping.
+            "{" + members.sorted { $0.0 < $1.0 }.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+        }
+        func string(_ value: String) -> String { "\"\(value)\"" }
+        let text = object([
+            ("data", string(Data(encryptedData).base64EncodedString())),
+            ("header", object(header.map { ($0.0, string($0.1)) })),
+            ("signature", string(Data(signature).base64EncodedString())),
+            ("version", string(version.rawValue)),
+        ])
+        return Array(text.utf8)
+    }
+
     /// The bytes the CMS `messageDigest` covers (applepay-token.md §2.3).
     public var signedBytes: [UInt8] {
         (wrappedKey ?? ephemeralPublicKey ?? []) + encryptedData + transactionIdBytes + (applicationData ?? [])
@@ -40,71 +62,63 @@ public struct ApplePayToken: Sendable {
 
     /// Parses a token from JSON bytes in any supported form.
     public static func parse(_ bytes: [UInt8]) throws(ApplePayError) -> ApplePayToken {
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
-        } catch {
-            throw .malformedToken("token is not valid JSON")
-        }
-        return try parse(object: object, nesting: 0)
+        try parse(value: jsonValue(bytes, "token"), nesting: 0)
     }
 
     public static func parse(_ string: String) throws(ApplePayError) -> ApplePayToken {
         try parse(Array(string.utf8))
     }
 
-    /// Unwraps string/wallet/PKPaymentToken layers (bounded, so a self-nesting input cannot recurse forever).
-    private static func parse(object: Any, nesting: Int) throws(ApplePayError) -> ApplePayToken {
-        guard nesting < 4 else { throw .malformedToken("token nested too deeply") }
-        if let string = object as? String {
-            return try parse(object: try jsonObject(string), nesting: nesting + 1)
+    private static func jsonValue(_ bytes: [UInt8], _ what: String) throws(ApplePayError) -> JSONValue {
+        do {
+            return try JSONReader.parse(bytes)
+        } catch {
+            throw .malformedToken("\(what) is not valid JSON (\(error))")
         }
-        guard let dictionary = object as? [String: Any] else { throw .malformedToken("token is not a JSON object") }
-        if let inner = dictionary["token"] {
-            return try parse(object: inner, nesting: nesting + 1)
-        }
-        guard let paymentDataValue = dictionary["paymentData"] else {
-            return try decodePaymentData(dictionary, paymentMethod: nil, transactionIdentifier: nil)
-        }
-        let paymentData = try (paymentDataValue as? String).map(jsonObject) ?? paymentDataValue
-        guard let paymentDataObject = paymentData as? [String: Any] else { throw .malformedToken("paymentData is not an object") }
-        var method: PaymentMethod?
-        if let raw = dictionary["paymentMethod"] as? [String: Any] {
-            method = PaymentMethod(
-                displayName: raw["displayName"] as? String, network: raw["network"] as? String, type: raw["type"] as? String)
-        }
-        return try decodePaymentData(
-            paymentDataObject, paymentMethod: method, transactionIdentifier: dictionary["transactionIdentifier"] as? String)
     }
 
-    private static func jsonObject(_ string: String) throws(ApplePayError) -> Any {
-        do {
-            return try JSONSerialization.jsonObject(with: Data(string.utf8), options: [.fragmentsAllowed])
-        } catch {
-            throw .malformedToken("embedded token string is not valid JSON")
+    /// Unwraps string/wallet/PKPaymentToken layers (bounded, so a self-nesting input cannot recurse forever).
+    private static func parse(value: JSONValue, nesting: Int) throws(ApplePayError) -> ApplePayToken {
+        guard nesting < 4 else { throw .malformedToken("token nested too deeply") }
+        if let string = value.stringValue {
+            return try parse(value: jsonValue(Array(string.utf8), "embedded token string"), nesting: nesting + 1)
         }
+        guard let object = value.objectValue else { throw .malformedToken("token is not a JSON object") }
+        if let inner = object["token"] {
+            return try parse(value: inner, nesting: nesting + 1)
+        }
+        guard var paymentData = object["paymentData"] else {
+            return try decodePaymentData(object, paymentMethod: nil, transactionIdentifier: nil)
+        }
+        if let string = paymentData.stringValue { paymentData = try jsonValue(Array(string.utf8), "paymentData string") }
+        guard let paymentDataObject = paymentData.objectValue else { throw .malformedToken("paymentData is not an object") }
+        let method = object["paymentMethod"]?.objectValue.map {
+            PaymentMethod(displayName: $0["displayName"]?.stringValue, network: $0["network"]?.stringValue, type: $0["type"]?.stringValue)
+        }
+        return try decodePaymentData(
+            paymentDataObject, paymentMethod: method, transactionIdentifier: object["transactionIdentifier"]?.stringValue)
     }
 
     private static func decodePaymentData(
-        _ object: [String: Any], paymentMethod: PaymentMethod?, transactionIdentifier: String?
+        _ object: [String: JSONValue], paymentMethod: PaymentMethod?, transactionIdentifier: String?
     ) throws(ApplePayError) -> ApplePayToken {
-        guard let versionString = object["version"] as? String else { throw .malformedToken("paymentData.version missing") }
+        guard let versionString = object["version"]?.stringValue else { throw .malformedToken("paymentData.version missing") }
         guard let version = Version(rawValue: versionString) else {
             let shown = versionString.prefix(16).filter { $0.isLetter || $0.isNumber || $0 == "_" }
             throw .unsupportedVersion("unsupported token version \"\(shown)\"")
         }
-        guard let header = object["header"] as? [String: Any] else { throw .malformedToken("paymentData.header missing") }
+        guard let header = object["header"]?.objectValue else { throw .malformedToken("paymentData.header missing") }
         let data = try base64(object["data"], "data")
         guard data.count > AESGCM.tagLength else { throw .malformedToken("data too short") }
         let signature = try base64(object["signature"], "signature")
         let publicKeyHash = try base64(header["publicKeyHash"], "header.publicKeyHash")
         guard publicKeyHash.count == 32 else { throw .malformedToken("header.publicKeyHash must be 32 bytes") }
-        guard let transactionIdHex = header["transactionId"] as? String, let transactionIdBytes = Hex.decode(transactionIdHex),
+        guard let transactionIdHex = header["transactionId"]?.stringValue, let transactionIdBytes = Hex.decode(transactionIdHex),
             !transactionIdBytes.isEmpty
         else { throw .malformedToken("header.transactionId missing or not hex") }
         var applicationData: [UInt8]?
-        if let value = header["applicationData"], !(value is NSNull) {
-            guard let hex = value as? String, let bytes = Hex.decode(hex) else {
+        if let value = header["applicationData"], !value.isNull {
+            guard let hex = value.stringValue, let bytes = Hex.decode(hex) else {
                 throw .malformedToken("header.applicationData is not hex")
             }
             applicationData = bytes
@@ -115,21 +129,15 @@ public struct ApplePayToken: Sendable {
         case .ecV1: ephemeralPublicKey = try base64(header["ephemeralPublicKey"], "header.ephemeralPublicKey")
         case .rsaV1: wrappedKey = try base64(header["wrappedKey"], "header.wrappedKey")
         }
-        let reserialized: Data
-        do {
-            reserialized = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        } catch {
-            throw .malformedToken("paymentData cannot be re-serialised")
-        }
         return ApplePayToken(
             version: version, transactionId: Hex.encode(transactionIdBytes), publicKeyHash: publicKeyHash,
-            paymentMethod: paymentMethod, transactionIdentifier: transactionIdentifier, paymentDataJSON: Array(reserialized),
+            paymentMethod: paymentMethod, transactionIdentifier: transactionIdentifier,
             encryptedData: data, signature: signature, ephemeralPublicKey: ephemeralPublicKey, wrappedKey: wrappedKey,
             transactionIdBytes: transactionIdBytes, applicationData: applicationData)
     }
 
-    private static func base64(_ value: Any?, _ field: String) throws(ApplePayError) -> [UInt8] {
-        guard let string = value as? String else { throw .malformedToken("\(field) missing") }
+    private static func base64(_ value: JSONValue?, _ field: String) throws(ApplePayError) -> [UInt8] {
+        guard let string = value?.stringValue else { throw .malformedToken("\(field) missing") }
         guard let data = Data(base64Encoded: string), !data.isEmpty else { throw .malformedToken("\(field) is not valid base64") }
         return Array(data)
     }

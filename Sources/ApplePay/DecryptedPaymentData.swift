@@ -45,17 +45,53 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
     }
 
     /// Decodes and sanity-checks a decrypted plaintext.
+    ///
+    /// Reads the fields from `JSONReader`'s tree rather than through `JSONDecoder`, which alone cost ~7% of a
+    /// token's processing; `Codable` stays available for storing and printing the value.
     public static func decode(_ plaintext: [UInt8]) throws(ApplePayError) -> DecryptedPaymentData {
-        let value: DecryptedPaymentData
+        let root: [String: JSONValue]
         do {
-            value = try JSONDecoder().decode(DecryptedPaymentData.self, from: Data(plaintext))
-        } catch DecodingError.keyNotFound(let key, _) {
-            throw .payloadInvalid("decrypted payload lacks \(key.stringValue)")
-        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
-            throw .payloadInvalid("decrypted payload has a wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
+            guard let object = try JSONReader.parse(plaintext).objectValue else {
+                throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object")
+            }
+            root = object
+        } catch let error as ApplePayError {
+            throw error
         } catch {
             throw .payloadInvalid("decrypted payload is not valid JSON")
         }
+        let fields = PayloadFields(root, path: "")
+        let paymentData = try fields.object("paymentData")
+        let value = DecryptedPaymentData(
+            applicationPrimaryAccountNumber: try fields.string("applicationPrimaryAccountNumber"),
+            applicationExpirationDate: try fields.string("applicationExpirationDate"),
+            currencyCode: try fields.string("currencyCode"),
+            transactionAmount: try fields.integer("transactionAmount"),
+            cardholderName: try fields.optionalString("cardholderName"),
+            deviceManufacturerIdentifier: try fields.string("deviceManufacturerIdentifier"),
+            paymentDataType: try fields.string("paymentDataType"),
+            paymentData: PaymentData(
+                onlinePaymentCryptogram: try paymentData.optionalString("onlinePaymentCryptogram"),
+                eciIndicator: try paymentData.optionalString("eciIndicator"),
+                emvData: try paymentData.optionalString("emvData"),
+                encryptedPINData: try paymentData.optionalString("encryptedPINData")),
+            authenticationResponses: try fields.optionalArray("authenticationResponses")?.map { (entry) throws(ApplePayError) in
+                AuthenticationResponse(
+                    merchantIdentifier: try entry.optionalString("merchantIdentifier"),
+                    authenticationData: try entry.optionalString("authenticationData"),
+                    transactionAmount: try entry.optionalInteger("transactionAmount"))
+            },
+            merchantTokenIdentifier: try fields.optionalString("merchantTokenIdentifier"),
+            merchantTokenMetadata: try fields.optionalObject("merchantTokenMetadata").map { (metadata) throws(ApplePayError) in
+                MerchantTokenMetadata(
+                    cardArt: try metadata.optionalArray("cardArt")?.map { (art) throws(ApplePayError) in
+                        CardArt(url: try art.optionalString("url"), width: try art.optionalInteger("width").map { Int($0) },
+                                height: try art.optionalInteger("height").map { Int($0) })
+                    },
+                    cardMetadata: try metadata.optionalObject("cardMetadata").map { (card) throws(ApplePayError) in
+                        CardMetadata(expirationDate: try card.optionalString("expirationDate"), fpanSuffix: try card.optionalString("fpanSuffix"))
+                    })
+            })
         try value.validate()
         return value
     }

@@ -79,11 +79,16 @@ public final class PrivateKey: Sendable {
     ///
     /// Leading zero bytes are kept (left-padded if a provider ever returned a short value): dropping them breaks
     /// about one token in 256.
+    ///
+    /// The peer is not re-validated here (`EVP_PKEY_derive_set_peer_ex(…, 0)`): every `PublicKey` constructor
+    /// decodes its point with `EC_POINT_oct2point`, which rejects points off the curve, and on prime-order curves
+    /// such as P-256 (cofactor 1) that is the complete check. The default full validation repeats a scalar
+    /// multiplication and would make ECDH ~2× slower.
     public func sharedSecret(with peer: PublicKey) throws(CryptoError) -> [UInt8] {
         guard key.type == .ec, peer.type == .ec else { throw .invalidInput("ECDH needs EC keys") }
         let fieldLength = (key.bits + 7) / 8
         return try key.withContext("ECDH") { context throws(CryptoError) in
-            guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.key.pointer) == 1 else {
+            guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer_ex(context, peer.key.pointer, 0) == 1 else {
                 throw OpenSSLErrorQueue.failure("ECDH init")
             }
             var length = fieldLength

@@ -1,5 +1,4 @@
 import COpenSSL
-import CPayPipeShim
 
 /// An EC or RSA public key (OpenSSL `EVP_PKEY`), immutable and shareable across threads.
 public final class PublicKey: Sendable {
@@ -34,42 +33,30 @@ public final class PublicKey: Sendable {
 
     /// Builds a P-256 key from an uncompressed SEC1 point (0x04 || X || Y). OpenSSL rejects points not on the curve.
     ///
-    /// Cheaper than `init(subjectPublicKeyInfoDER:)` (no decoder lookup), which matters because every Apple Pay token
-    /// carries a fresh ephemeral key.
+    /// Copies the group from a template key and sets the point, which costs a few microseconds, where
+    /// `init(subjectPublicKeyInfoDER:)` (decoder lookup) costs ~200 µs and `EVP_PKEY_fromdata` (group built by
+    /// name) ~30 µs: every Apple Pay token carries a fresh ephemeral key, so this is on the hot path.
     public convenience init(p256UncompressedPoint point: ArraySlice<UInt8>) throws(CryptoError) {
         guard point.count == 65, point.first == 0x04 else { throw .decodingFailed("P-256 point must be 65 bytes, uncompressed") }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw OpenSSLErrorQueue.failure("EVP_PKEY_CTX_new_from_name") }
-        defer { EVP_PKEY_CTX_free(context) }
-        var result: OpaquePointer? = nil
-        let ok: Bool = Self.groupName.withUnsafeBufferPointer { group in
-            point.withUnsafeBytes { raw in
-                var params = [
-                    OSSL_PARAM_construct_utf8_string(
-                        Self.cString("group"), UnsafeMutablePointer(mutating: group.baseAddress), 0),
-                    OSSL_PARAM_construct_octet_string(
-                        Self.cString("pub"), UnsafeMutableRawPointer(mutating: raw.baseAddress), raw.count),
-                    OSSL_PARAM_construct_end(),
-                ]
-                return EVP_PKEY_fromdata_init(context) == 1
-                    && params.withUnsafeMutableBufferPointer {
-                        EVP_PKEY_fromdata(context, &result, paypipe_evp_pkey_public_key_selection(), $0.baseAddress) == 1
-                    }
-            }
-        }
-        guard ok, let result else {
+        guard let pkey = EVP_PKEY_new() else { throw OpenSSLErrorQueue.failure("EVP_PKEY_new") }
+        let ok = EVP_PKEY_copy_parameters(pkey, Self.p256Template.key.pointer) == 1
+            && point.withUnsafeBufferPointer { EVP_PKEY_set1_encoded_public_key(pkey, $0.baseAddress, $0.count) } == 1
+        guard ok else {
+            EVP_PKEY_free(pkey)
             OpenSSLErrorQueue.clear()
             throw .decodingFailed("P-256 public point")
         }
-        self.init(key: try EVPKey(taking: result))
+        self.init(key: try EVPKey(taking: pkey))
     }
 
-    private static let groupName: [CChar] = Array("prime256v1".utf8CString)
-
-    /// A C string with static storage: OSSL_PARAM keeps the key pointer, so a bridged temporary would dangle
-    /// (OSSL_PKEY_PARAM_GROUP_NAME = "group", OSSL_PKEY_PARAM_PUB_KEY = "pub").
-    private static func cString(_ string: StaticString) -> UnsafePointer<CChar> {
-        UnsafeRawPointer(string.utf8Start).assumingMemoryBound(to: CChar.self)
-    }
+    /// Source of the P-256 group parameters for `init(p256UncompressedPoint:)`.
+    private static let p256Template: PrivateKey = {
+        do {
+            return try PrivateKey.generateP256()
+        } catch {
+            fatalError("cannot create a P-256 key: \(error)")
+        }
+    }()
 
     public var type: KeyType { key.type }
     public var bits: Int { key.bits }
