@@ -100,7 +100,7 @@ public struct ApplePayToken: Sendable {
     }
 
     private static func decodePaymentData(
-        _ object: [String: JSONValue], paymentMethod: PaymentMethod?, transactionIdentifier: String?
+        _ object: JSONObject, paymentMethod: PaymentMethod?, transactionIdentifier: String?
     ) throws(ApplePayError) -> ApplePayToken {
         guard let versionString = object["version"]?.stringValue else { throw .malformedToken("paymentData.version missing") }
         guard let version = Version(rawValue: versionString) else {

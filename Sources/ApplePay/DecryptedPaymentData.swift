@@ -49,7 +49,7 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
     /// Reads the fields from `JSONReader`'s tree rather than through `JSONDecoder`, which alone cost ~7% of a
     /// token's processing; `Codable` stays available for storing and printing the value.
     public static func decode(_ plaintext: [UInt8]) throws(ApplePayError) -> DecryptedPaymentData {
-        let root: [String: JSONValue]
+        let root: JSONObject
         do {
             guard let object = try JSONReader.parse(plaintext).objectValue else {
                 throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object")

@@ -73,11 +73,12 @@ struct JSONReader {
     private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= Self.maximumDepth else { throw failure("nesting too deep") }
         index += 1
-        var members: [String: JSONValue] = [:]
+        var members: [(key: String, value: JSONValue)] = []
+        var keys: Set<String>? = nil  // built only for large objects; small ones are checked linearly
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object(JSONObject(members: members))
         }
         while true {
             skipWhitespace()
@@ -88,14 +89,20 @@ struct JSONReader {
             index += 1
             skipWhitespace()
             let value = try parseValue(depth: depth)
-            guard members.updateValue(value, forKey: key) == nil else { throw failure("duplicate key") }
+            if members.count == 16 { keys = Set(members.map(\.key)) }
+            if keys != nil {
+                guard keys!.insert(key).inserted else { throw failure("duplicate key") }
+            } else {
+                guard !members.contains(where: { $0.key == key }) else { throw failure("duplicate key") }
+            }
+            members.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw failure("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(members)
+                return .object(JSONObject(members: members))
             } else {
                 throw failure("expected ',' or '}'")
             }

@@ -1,10 +1,10 @@
 /// Typed access to one object of the decrypted payload, with `payload_invalid` errors naming the field path
 /// (never its value).
 struct PayloadFields {
-    private let object: [String: JSONValue]
+    private let object: JSONObject
     private let path: String
 
-    init(_ object: [String: JSONValue], path: String) {
+    init(_ object: JSONObject, path: String) {
         self.object = object
         self.path = path
     }

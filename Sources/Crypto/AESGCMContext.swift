@@ -8,9 +8,9 @@ final class AESGCMContext {
     init(key: [UInt8], nonce: [UInt8], encrypt: Bool) throws(CryptoError) {
         let cipher: OpaquePointer?
         switch key.count {
-        case 16: cipher = EVP_aes_128_gcm()
-        case 24: cipher = EVP_aes_192_gcm()
-        case 32: cipher = EVP_aes_256_gcm()
+        case 16: cipher = FetchedAlgorithms.shared.aes128GCM
+        case 24: cipher = FetchedAlgorithms.shared.aes192GCM
+        case 32: cipher = FetchedAlgorithms.shared.aes256GCM
         default: throw .invalidInput("AES key must be 16, 24 or 32 bytes")
         }
         guard !nonce.isEmpty else { throw .invalidInput("GCM nonce must not be empty") }

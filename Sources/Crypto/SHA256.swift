@@ -14,7 +14,7 @@ public enum SHA256 {
         guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
         defer { EVP_MD_CTX_free(context) }
         var digest = [UInt8](repeating: 0, count: digestLength)
-        var ok = EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1
+        var ok = EVP_DigestInit_ex(context, FetchedAlgorithms.shared.sha256, nil) == 1
         for part in parts where ok {
             ok = part.withBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) } == 1
         }
