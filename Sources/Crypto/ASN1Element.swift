@@ -1,0 +1,61 @@
+/// One BER/DER TLV, referencing the bytes it was read from.
+///
+/// Kept as slices of the input so that callers can hash or re-tag exact encodings (CMS signs the DER of the signed
+/// attributes, certificates are compared by their encoding) without re-serialising anything.
+public struct ASN1Element: Sendable {
+    /// The identifier octet (class, constructed bit and tag number < 31).
+    public let tag: UInt8
+    /// The whole TLV, including the end-of-contents octets of an indefinite-length encoding.
+    public let encoded: ArraySlice<UInt8>
+    /// The contents octets (for indefinite lengths: everything between the header and the end-of-contents marker).
+    public let content: ArraySlice<UInt8>
+    /// Whether the element used BER's indefinite-length form.
+    public let isIndefiniteLength: Bool
+
+    public var isConstructed: Bool { tag & 0x20 != 0 }
+
+    /// The nested elements of a constructed element.
+    public func children() throws(CryptoError) -> [ASN1Element] {
+        guard isConstructed else { throw .decodingFailed("primitive ASN.1 element has no children") }
+        var reader = DERReader(content)
+        var result: [ASN1Element] = []
+        while !reader.isAtEnd { result.append(try reader.read()) }
+        return result
+    }
+
+    /// Throws unless the tag is `expected`.
+    @discardableResult
+    public func expecting(tag expected: UInt8, _ what: String) throws(CryptoError) -> ASN1Element {
+        guard tag == expected else { throw .decodingFailed("\(what): expected tag 0x\(String(expected, radix: 16)), got 0x\(String(tag, radix: 16))") }
+        return self
+    }
+
+    /// The value of an OBJECT IDENTIFIER.
+    public func objectIdentifier() throws(CryptoError) -> ASN1ObjectIdentifier {
+        try expecting(tag: ASN1Tag.objectIdentifier, "OBJECT IDENTIFIER")
+        guard !content.isEmpty, content.last! & 0x80 == 0 else { throw .decodingFailed("malformed OBJECT IDENTIFIER") }
+        return ASN1ObjectIdentifier(contentBytes: Array(content))
+    }
+
+    /// The contents of a primitive OCTET STRING.
+    public func octetString() throws(CryptoError) -> ArraySlice<UInt8> {
+        try expecting(tag: ASN1Tag.octetString, "OCTET STRING")
+        return content
+    }
+
+    /// A small non-negative INTEGER.
+    public func smallInteger() throws(CryptoError) -> Int {
+        try expecting(tag: ASN1Tag.integer, "INTEGER")
+        guard !content.isEmpty, content.count <= 4, content.first! & 0x80 == 0 else { throw .decodingFailed("INTEGER out of range") }
+        return content.reduce(0) { ($0 << 8) | Int($1) }
+    }
+
+    /// A UTCTime or GeneralizedTime as seconds since 1970.
+    public func time() throws(CryptoError) -> ASN1Time {
+        switch tag {
+        case ASN1Tag.utcTime: return try ASN1Time(utcTime: content)
+        case ASN1Tag.generalizedTime: return try ASN1Time(generalizedTime: content)
+        default: throw .decodingFailed("expected a time, got tag 0x\(String(tag, radix: 16))")
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import ApplePay
+import Crypto
+import Dispatch
+import Foundation
+import Synchronization
+
+/// `paypipe token decrypt|mint|bench`: operator tools around the ApplePay module.
+///
+/// Kept independent of `main.swift`: the dispatcher only calls `run(arguments:)` with the words after `token`.
+/// Every outcome is one JSON object on stdout; failures are `{"error":{"code":…,"message":…}}` with exit status 65
+/// for rejected tokens (64 usage, 66 unreadable file, 78 configuration).
+enum TokenCommand {
+    static let usage = """
+        usage: paypipe token decrypt --token FILE --merchant-cert PEM --merchant-key PEM [--merchant-cert PEM --merchant-key PEM …]
+                                     [--trust-root PEM] [--now ISO8601] [--reveal]
+               paypipe token mint --pki-dir DIR --merchant-id ID --amount MINOR --currency NUMERIC [--version EC_v1|RSA_v1]
+                                  [--pan PAN] [--expiry YYMMDD] [--cryptogram B64] [--eci ECI] [--signing-time ISO8601]
+                                  [--application-data TEXT] [--out FILE]
+               paypipe token bench --token FILE [--token FILE …] --merchant-cert PEM --merchant-key PEM […]
+                                   [--trust-root PEM] [--now ISO8601] [--seconds N] [--threads N]
+        Without --trust-root, PAYPIPE_APPLEPAY_TRUST_ROOT (a PEM path) is used if set, else the pinned Apple Root CA - G3.
+        """
+
+    static func run(arguments: [String]) -> Int32 {
+        do {
+            guard let subcommand = arguments.first else { throw TokenCommandError.usage("missing subcommand") }
+            let rest = arguments.dropFirst()
+            switch subcommand {
+            case "decrypt": try decrypt(rest)
+            case "mint": try mint(rest)
+            case "bench": try bench(rest)
+            case "help", "--help", "-h":
+                print(usage)
+            default: throw TokenCommandError.usage("unknown subcommand \(subcommand)")
+            }
+            return 0
+        } catch let error as TokenCommandError {
+            emit(["error": ["code": error.code, "message": error.message]])
+            if case .usage = error { FileHandle.standardError.write(Data((usage + "\n").utf8)) }
+            return error.exitStatus
+        } catch {
+            emit(["error": ["code": "internal", "message": "\(error)"]])
+            return 70
+        }
+    }
+
+    // MARK: decrypt
+
+    private static func decrypt(_ arguments: ArraySlice<String>) throws {
+        let options = try TokenCommandOptions(
+            arguments, flagNames: ["reveal"], valueNames: ["token", "merchant-cert", "merchant-key", "trust-root", "now"])
+        let token = try parseToken(readFile(try options.required("token")))
+        let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
+        let now = try clock(options)
+        let keyring = try keyring(options)
+        let data: DecryptedPaymentData
+        do {
+            data = try decryptor.decrypt(token, keyring: keyring, now: now)
+        } catch {
+            throw TokenCommandError.token(error)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let output = try encoder.encode(options.has("reveal") ? data : data.masked)
+        print(String(decoding: output, as: UTF8.self))
+    }
+
+    // MARK: mint
+
+    private static func mint(_ arguments: ArraySlice<String>) throws {
+        let options = try TokenCommandOptions(
+            arguments, flagNames: [],
+            valueNames: ["pki-dir", "merchant-id", "amount", "currency", "version", "pan", "expiry", "cryptogram", "eci",
+                         "signing-time", "application-data", "out"])
+        let versionName = try options.optional("version") ?? "EC_v1"
+        guard let version = ApplePayToken.Version(rawValue: versionName) else { throw TokenCommandError.usage("--version must be EC_v1 or RSA_v1") }
+        guard let amount = Int64(try options.required("amount")), amount >= 0 else { throw TokenCommandError.usage("--amount must be a non-negative integer (minor units)") }
+        let currency = try options.required("currency")
+        guard currency.count == 3, currency.allSatisfy(\.isNumber) else { throw TokenCommandError.usage("--currency must be ISO 4217 numeric, e.g. 978") }
+        let merchantIdentifier = try options.required("merchant-id")
+        let directory = try options.required("pki-dir")
+        let pki: SandboxPKI
+        let merchant: (merchant: SandboxMerchant, created: Bool)
+        do {
+            pki = try SandboxPKI.loadOrCreate(directory: directory)
+            merchant = try pki.merchantCreatingIfNeeded(merchantIdentifier, keyType: version == .ecV1 ? .ec : .rsa)
+        } catch {
+            throw TokenCommandError.configuration(code: "sandbox_pki_invalid", message: "\(error)")
+        }
+        var request = SandboxMintRequest(
+            version: version, merchantIdentifier: merchantIdentifier, amount: amount, currencyNumeric: currency)
+        if let pan = try options.optional("pan") { request.pan = pan }
+        if let expiry = try options.optional("expiry") { request.expiry = expiry }
+        if let cryptogram = try options.optional("cryptogram") { request.cryptogram = cryptogram }
+        if let eci = try options.optional("eci") { request.eci = eci }
+        if let time = try options.optional("signing-time") { request.signingTime = try date(time, option: "signing-time") }
+        if let applicationData = try options.optional("application-data") { request.applicationData = Array(applicationData.utf8) }
+        let token = try pki.mintToken(request)
+        if !pki.createdFiles.isEmpty || merchant.created {
+            // First use: tell the operator which files to configure (stderr, so stdout stays the token).
+            let info: [String: Any] = [
+                "created": pki.createdFiles + (merchant.created ? [merchant.merchant.certificatePath, merchant.merchant.privateKeyPath].compactMap { $0 } : []),
+                "trustRoot": "\(directory)/root.cert.pem",
+                "merchantCertificate": merchant.merchant.certificatePath ?? "",
+                "merchantKey": merchant.merchant.privateKeyPath ?? "",
+            ]
+            FileHandle.standardError.write(json(info) + Data("\n".utf8))
+        }
+        if let out = try options.optional("out") {
+            guard FileManager.default.createFile(atPath: out, contents: Data(token)) else { throw TokenCommandError.file("cannot write \(out)") }
+            emit(["token": out])
+        } else {
+            print(String(decoding: token, as: UTF8.self))
+        }
+    }
+
+    // MARK: bench
+
+    private static func bench(_ arguments: ArraySlice<String>) throws {
+        let options = try TokenCommandOptions(
+            arguments, flagNames: [],
+            valueNames: ["token", "merchant-cert", "merchant-key", "trust-root", "now", "seconds", "threads"])
+        let files = options.all("token")
+        guard !files.isEmpty else { throw TokenCommandError.usage("--token is required") }
+        let tokens = try files.map(readFile)
+        let seconds = Double(try options.optional("seconds") ?? "3") ?? 0
+        let threads = Int(try options.optional("threads") ?? "1") ?? 0
+        guard seconds > 0, threads > 0 else { throw TokenCommandError.usage("--seconds and --threads must be positive") }
+        let keyring = try keyring(options)
+        let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
+        let fixedNow = try options.optional("now").map { try date($0, option: "now") }
+        // Validate every token once (and warm the chain cache) so the loop measures the steady state.
+        for token in tokens {
+            do {
+                _ = try decryptor.decrypt(ApplePayToken.parse(token), keyring: keyring, now: fixedNow ?? Date())
+            } catch {
+                throw TokenCommandError.token(error)
+            }
+        }
+        let total = Atomic<Int>(0)
+        let failures = Atomic<Int>(0)
+        let cpuStart = processCPUSeconds()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let deadline = start + UInt64(seconds * 1e9)
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var count = 0
+            var index = thread
+            while DispatchTime.now().uptimeNanoseconds < deadline {
+                for _ in 0..<16 {
+                    let token = tokens[index % tokens.count]
+                    index += 1
+                    do {
+                        _ = try decryptor.decrypt(ApplePayToken.parse(token), keyring: keyring, now: fixedNow ?? Date())
+                        count += 1
+                    } catch {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            total.add(count, ordering: .relaxed)
+        }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let cpu = processCPUSeconds() - cpuStart
+        let decrypted = total.load(ordering: .relaxed)
+        // tokensPerCPUSecond divides by the CPU time the process used, like `openssl speed` (which divides by user
+        // CPU time): on a shared machine it is the comparable per-core figure; tokensPerSecond is wall-clock.
+        emit([
+            "tokensPerSecond": (Double(decrypted) / elapsed).rounded(), "tokensPerCPUSecond": (Double(decrypted) / cpu).rounded(),
+            "cpuSeconds": (cpu * 100).rounded() / 100, "threads": threads, "seconds": (elapsed * 100).rounded() / 100,
+            "tokens": decrypted, "failures": failures.load(ordering: .relaxed),
+        ])
+    }
+
+    // MARK: shared helpers
+
+    /// User + system CPU time of the whole process.
+    private static func processCPUSeconds() -> Double {
+        var usage = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &usage)
+        return Double(usage.tv_sec) + Double(usage.tv_nsec) / 1e9
+    }
+
+    private static func readFile(_ path: String) throws(TokenCommandError) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .file("cannot read \(path)") }
+        return Array(data)
+    }
+
+    private static func parseToken(_ bytes: [UInt8]) throws(TokenCommandError) -> ApplePayToken {
+        do {
+            return try ApplePayToken.parse(bytes)
+        } catch {
+            throw .token(error)
+        }
+    }
+
+    private static func keyring(_ options: TokenCommandOptions) throws(TokenCommandError) -> MerchantKeyring {
+        let certificates = options.all("merchant-cert")
+        let keys = options.all("merchant-key")
+        guard !certificates.isEmpty, certificates.count == keys.count else {
+            throw .usage("give --merchant-cert and --merchant-key in pairs (at least one pair)")
+        }
+        var identities: [MerchantIdentity] = []
+        for (certificate, key) in zip(certificates, keys) {
+            let certificatePEM = String(decoding: try readFile(certificate), as: UTF8.self)
+            let keyPEM = String(decoding: try readFile(key), as: UTF8.self)
+            do {
+                identities.append(try MerchantIdentity(certificatePEM: certificatePEM, privateKeyPEM: keyPEM))
+            } catch {
+                throw .configuration(code: error.code, message: "\(certificate): \(error.message)")
+            }
+        }
+        return MerchantKeyring(identities: identities)
+    }
+
+    private static func trustRoot(_ options: TokenCommandOptions) throws(TokenCommandError) -> TrustRoot {
+        guard let path = try options.optional("trust-root") ?? ProcessInfo.processInfo.environment["PAYPIPE_APPLEPAY_TRUST_ROOT"] else {
+            return .appleRootCAG3
+        }
+        do {
+            return try TrustRoot(pem: String(decoding: try readFile(path), as: UTF8.self))
+        } catch let error as TokenCommandError {
+            throw error
+        } catch {
+            throw .configuration(code: "trust_root_invalid", message: "\(path) is not a PEM certificate")
+        }
+    }
+
+    private static func clock(_ options: TokenCommandOptions) throws(TokenCommandError) -> Date {
+        try options.optional("now").map { (value) throws(TokenCommandError) in try date(value, option: "now") } ?? Date()
+    }
+
+    private static func date(_ text: String, option: String) throws(TokenCommandError) -> Date {
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        throw .usage("--\(option) must be an ISO 8601 time such as 2021-09-01T19:03:06Z")
+    }
+
+    private static func json(_ object: [String: Any]) -> Data {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    }
+
+    private static func emit(_ object: [String: Any]) {
+        print(String(decoding: json(object), as: UTF8.self))
+    }
+}
