@@ -38,7 +38,13 @@ public struct PaymentJob: Sendable, Equatable {
         }
     }
 
-    static let identifierPattern = /^[A-Za-z0-9._:\-]{1,128}$/
+    /// Identifiers (job and merchant ids) are 1-128 characters of `[A-Za-z0-9._:-]`: safe in logs,
+    /// headers and URLs without escaping.
+    static func isIdentifier(_ text: String) -> Bool {
+        (1...128).contains(text.unicodeScalars.count) && text.unicodeScalars.allSatisfy {
+            $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._:-".unicodeScalars.contains($0))
+        }
+    }
 
     public static func decode(_ body: [UInt8]) throws(DecodingError) -> PaymentJob {
         guard let text = String(validating: body, as: UTF8.self) else {
@@ -47,10 +53,10 @@ public struct PaymentJob: Sendable, Equatable {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) as? [String: Any] else {
             throw .unaddressed(reason: "body is not a JSON object")
         }
-        guard let merchantId = object["merchantId"] as? String, merchantId.wholeMatch(of: identifierPattern) != nil else {
+        guard let merchantId = object["merchantId"] as? String, isIdentifier(merchantId) else {
             throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
-        guard let jobId = object["jobId"] as? String, jobId.wholeMatch(of: identifierPattern) != nil else {
+        guard let jobId = object["jobId"] as? String, isIdentifier(jobId) else {
             throw .unaddressed(reason: "jobId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
         let hash = contentHash(object)

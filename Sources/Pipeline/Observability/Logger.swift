@@ -87,28 +87,29 @@ public enum LogValue: Sendable, Equatable, ExpressibleByStringLiteral, Expressib
 /// Where log lines go. Lines are written whole under a lock so concurrent lanes never interleave.
 public final class LogSink: Sendable {
     private let handle: Mutex<FileHandle>
-    private let captured: Mutex<[String]>?
+    private let captured = Mutex<[String]>([])
+    private let capturing: Bool
 
     public static let standardOutput = LogSink(handle: .standardOutput)
 
     public init(handle: FileHandle) {
         self.handle = Mutex(handle)
-        self.captured = nil
+        capturing = false
     }
 
     /// A sink that keeps lines in memory (tests assert on what was logged).
     public init(capturing: Void) {
-        self.handle = Mutex(FileHandle.nullDevice)
-        self.captured = Mutex([])
+        handle = Mutex(FileHandle.nullDevice)
+        self.capturing = true
     }
 
-    public var lines: [String] { captured?.withLock { $0 } ?? [] }
+    public var lines: [String] { captured.withLock { $0 } }
 
     func write(_ line: String) {
-        if let captured {
+        if capturing {
             captured.withLock { $0.append(line) }
-            return
+        } else {
+            handle.withLock { $0.write(Data(line.utf8)) }
         }
-        handle.withLock { $0.write(Data(line.utf8)) }
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 /// Waits for SIGTERM or SIGINT without a process-global handler function: the signals are ignored at
 /// the C level and observed through Dispatch sources, so the handler code runs on a normal queue and
 /// may do anything (log, stop the runtime) instead of being limited to async-signal-safe calls.
-public final class ShutdownSignal: Sendable {
+public final class ShutdownSignal {
     private let sources: [any DispatchSourceSignal]
     private let received = DispatchSemaphore(value: 0)
 

@@ -39,7 +39,7 @@ public struct DataVault: Sendable {
 
     public func seal(_ plaintext: [UInt8], aad: [UInt8]) throws -> SealedBox {
         let key = keyring.current
-        let nonce = try SecureRandom.bytes(12)
+        let nonce = SecureRandom.bytes(count: 12)
         let sealed = try AESGCM.seal(key: key.bytes, nonce: nonce, plaintext: plaintext, aad: aad)
         return SealedBox(keyId: key.id, nonce: nonce, ciphertext: sealed.ciphertext + sealed.tag)
     }
