@@ -7,7 +7,7 @@ protocol CLICommand {
     /// Full `--help` text.
     static var usage: String { get }
     /// Runs with the arguments after the subcommand name; returns the process exit code.
-    static func run(_ arguments: CommandArguments) -> Int32
+    static func run(arguments: [String]) -> Int32
 }
 
 /// Exit codes, from BSD sysexits so scripts can tell usage, data and availability errors apart.
@@ -36,17 +36,24 @@ enum CLI {
             print(command.usage)
             return ExitCode.ok
         }
+        return command.run(arguments: rest)
+    }
+
+    /// Parses a command's arguments, printing the usage on error.
+    static func parse(_ arguments: [String], usage: String) -> CommandArguments? {
         do {
-            return command.run(try CommandArguments(rest))
+            return try CommandArguments(arguments)
         } catch {
-            printError("\(error)\n\n\(command.usage)")
-            return ExitCode.usage
+            printError("\(error)\n\n\(usage)")
+            return nil
         }
     }
 
     static func overview(_ commands: [any CLICommand.Type]) -> String {
-        let width = commands.map(\.name.count).max() ?? 0
-        let lines = commands.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)" }
+        let width = commands.map { $0.name.count }.max() ?? 0
+        let lines = commands.map { command in
+            "  " + command.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary
+        }
         return """
             usage: paypipe <command> [options]   (paypipe <command> --help for details)
 

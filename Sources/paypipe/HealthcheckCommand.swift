@@ -9,7 +9,8 @@ enum HealthcheckCommand: CLICommand {
           GETs URL (e.g. http://127.0.0.1:9101/healthz) and exits 0 on a 2xx answer, 1 otherwise.
         """
 
-    static func run(_ arguments: CommandArguments) -> Int32 {
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
         guard let url = arguments.positionals.first else {
             printError(usage)
             return ExitCode.usage

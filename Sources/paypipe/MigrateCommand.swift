@@ -12,7 +12,8 @@ enum MigrateCommand: CLICommand {
           --status   list migrations and when each was applied, change nothing
         """
 
-    static func run(_ arguments: CommandArguments) -> Int32 {
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
         do {
             let connection = try OperatorContext.database()
             defer { connection.close() }

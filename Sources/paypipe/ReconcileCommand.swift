@@ -13,7 +13,8 @@ enum ReconcileCommand: CLICommand {
           stage is idempotent. Prints one JSON line per stage with the number re-driven.
         """
 
-    static func run(_ arguments: CommandArguments) -> Int32 {
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
         do {
             let configuration = try WorkerConfiguration(stage: nil)
             let stuckAfter = try arguments.value("--stuck-after").map { text throws(CommandArguments.UsageError) in

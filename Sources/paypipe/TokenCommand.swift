@@ -9,7 +9,9 @@ import Synchronization
 /// Kept independent of `main.swift`: the dispatcher only calls `run(arguments:)` with the words after `token`.
 /// Every outcome is one JSON object on stdout; failures are `{"error":{"code":…,"message":…}}` with exit status 65
 /// for rejected tokens (64 usage, 66 unreadable file, 78 configuration).
-enum TokenCommand {
+enum TokenCommand: CLICommand {
+    static let name = "token"
+    static let summary = "decrypt, mint or benchmark Apple Pay tokens"
     static let usage = """
         usage: paypipe token decrypt --token FILE --merchant-cert PEM --merchant-key PEM [--merchant-cert PEM --merchant-key PEM …]
                                      [--trust-root PEM] [--now ISO8601] [--reveal]

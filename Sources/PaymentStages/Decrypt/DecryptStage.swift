@@ -27,10 +27,13 @@ public struct DecryptStage: TransactionalStageHandler {
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> DecryptInput {
         do {
             return .job(try PaymentJob.decode(delivery.body))
-        } catch .unaddressed(let reason) {
-            throw .unattributable(code: "malformed_job", reason: reason)
-        } catch .invalid(let merchantId, let jobId, let hash, let reason) {
-            return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
+        } catch {
+            switch error {
+            case .unaddressed(let reason):
+                throw .unattributable(code: "malformed_job", reason: reason)
+            case .invalid(let merchantId, let jobId, let hash, let reason):
+                return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
+            }
         }
     }
 
@@ -83,7 +86,7 @@ public struct DecryptStage: TransactionalStageHandler {
             } else {
                 decrypted = try decryptor.decrypt(token, keyring: merchant.keyring, now: clock)
             }
-        } catch let error as ApplePayError {
+        } catch {
             throw TokenFailure(code: error.code, reason: error.description)
         }
         if let decrypted {

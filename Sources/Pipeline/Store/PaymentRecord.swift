@@ -19,12 +19,13 @@ public struct PaymentRecord: Sendable, Equatable {
     /// The hand-off message that addresses this payment.
     public var message: StageMessage { StageMessage(paymentId: id, merchantId: merchantId, jobId: jobId) }
 
-    static let columns = """
+    /// The column list matching ``init(row:)``, for `SELECT`/`RETURNING` clauses.
+    public static let columns = """
         id, merchant_id, job_id, order_reference, amount_minor, currency, status, stage,
         error_code, error_message, first_received_at, updated_at
         """
 
-    init(row: PostgresRow) throws {
+    public init(row: PostgresRow) throws {
         id = try row.decode("id", as: UUID.self)
         merchantId = try row.decode("merchant_id", as: String.self)
         jobId = try row.decode("job_id", as: String.self)
