@@ -30,7 +30,11 @@ public final class ApplePayDecryptor: Sendable {
         let chain = try chainCache.chain(for: cms, trustRoot: configuration.trustRoot)
         guard signer.contentType == .pkcs7Data else { throw .signatureInvalid("contentType attribute missing or not id-data") }
         guard let signingTime = signer.signingTime else { throw .signatureInvalid("signingTime attribute missing") }
-        guard let messageDigest = signer.messageDigest, messageDigest.elementsEqual(SHA256.hash(token.signedBytes)) else {
+        let signedDigest = SHA256.hash(parts: [
+            (token.wrappedKey ?? token.ephemeralPublicKey ?? [])[...], token.encryptedData[...], token.transactionIdBytes[...],
+            (token.applicationData ?? [])[...],
+        ])
+        guard let messageDigest = signer.messageDigest, messageDigest.elementsEqual(signedDigest) else {
             throw .signatureInvalid("messageDigest does not match the token data")
         }
         // The scheme follows the leaf's key, never the token version (RSA_v1 tokens are signed by an RSA leaf).
@@ -115,20 +119,16 @@ public final class ApplePayDecryptor: Sendable {
         }
     }
 
+    /// The DER prefix of every id-ecPublicKey/prime256v1 SubjectPublicKeyInfo with an uncompressed point
+    /// (SEQUENCE { SEQUENCE { ecPublicKey, prime256v1 }, BIT STRING 00 04… }). DER is canonical, so this fixed
+    /// prefix followed by the 65-byte point is the only valid encoding; checking it avoids a generic ASN.1 walk per token.
+    private static let p256SPKIPrefix: [UInt8] = Hex.decode("3059301306072a8648ce3d020106082a8648ce3d030107034200")!
+
     /// Accepts only an id-ecPublicKey/prime256v1 SubjectPublicKeyInfo with an uncompressed point.
     static func ephemeralKey(_ spki: [UInt8]) throws(ApplePayError) -> PublicKey {
-        do {
-            let parts = try DERReader.parse(spki).expecting(tag: ASN1Tag.sequence, "SubjectPublicKeyInfo").children()
-            guard parts.count == 2 else { throw CryptoError.decodingFailed("SubjectPublicKeyInfo") }
-            let algorithm = try parts[0].expecting(tag: ASN1Tag.sequence, "AlgorithmIdentifier").children()
-            guard algorithm.count == 2, try algorithm[0].objectIdentifier() == .ecPublicKey,
-                try algorithm[1].objectIdentifier() == .prime256v1
-            else { throw CryptoError.decodingFailed("not a P-256 key") }
-            let bits = try parts[1].expecting(tag: ASN1Tag.bitString, "subjectPublicKey").content
-            guard bits.first == 0 else { throw CryptoError.decodingFailed("BIT STRING padding") }
-            return try PublicKey(p256UncompressedPoint: bits.dropFirst())
-        } catch {
-            throw .malformedToken("header.ephemeralPublicKey is not a valid P-256 public key")
-        }
+        guard spki.count == p256SPKIPrefix.count + 65, spki.starts(with: p256SPKIPrefix),
+            let key = try? PublicKey(p256UncompressedPoint: spki[p256SPKIPrefix.count...])
+        else { throw .malformedToken("header.ephemeralPublicKey is not a valid P-256 public key") }
+        return key
     }
 }

@@ -97,13 +97,13 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
     }
 
     private func validate() throws(ApplePayError) {
-        guard !applicationPrimaryAccountNumber.isEmpty, applicationPrimaryAccountNumber.allSatisfy(\.isASCIIDigit) else {
+        guard applicationPrimaryAccountNumber.isASCIIDigits else {
             throw .payloadInvalid("applicationPrimaryAccountNumber is not numeric")
         }
-        guard applicationExpirationDate.count == 6, applicationExpirationDate.allSatisfy(\.isASCIIDigit) else {
+        guard applicationExpirationDate.utf8.count == 6, applicationExpirationDate.isASCIIDigits else {
             throw .payloadInvalid("applicationExpirationDate is not YYMMDD")
         }
-        guard currencyCode.count == 3, currencyCode.allSatisfy(\.isASCIIDigit) else {
+        guard currencyCode.utf8.count == 3, currencyCode.isASCIIDigits else {
             throw .payloadInvalid("currencyCode is not ISO 4217 numeric")
         }
         guard transactionAmount >= 0 else { throw .payloadInvalid("transactionAmount is negative") }
@@ -143,6 +143,7 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
     }
 }
 
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+extension String {
+    /// Non-empty and only ASCII digits (checked on UTF-8, which is much cheaper than Character iteration).
+    fileprivate var isASCIIDigits: Bool { !isEmpty && utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
 }

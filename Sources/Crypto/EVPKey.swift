@@ -1,15 +1,28 @@
 import COpenSSL
+import Synchronization
 
 /// Owner of one `EVP_PKEY` reference, shared by `PublicKey` and `PrivateKey`.
 ///
 /// `@unchecked Sendable` because the key is never mutated after construction and OpenSSL 3 supports concurrent
 /// read-only use of one `EVP_PKEY` from many threads: every operation here creates its own `EVP_PKEY_CTX`/`EVP_MD_CTX`
 /// (see openssl-threads(7), "Objects": EVP_PKEY is safe once fully set up). The reference is freed on deinit.
+/// The context pools are behind a `Mutex`; a pooled context is used by one thread at a time.
 final class EVPKey: @unchecked Sendable {
     let pointer: OpaquePointer
     let type: KeyType
     /// Key size in bits (256 for P-256, the modulus size for RSA).
     let bits: Int
+    /// Initialised ECDSA-verify and ECDH-derive contexts, reused across operations: creating and initialising a
+    /// context fetches the algorithm from the provider each time (~3–6 µs, several percent of a token).
+    private let verifyContexts = Mutex<[PooledContext]>([])
+    private let deriveContexts = Mutex<[PooledContext]>([])
+    private static let poolLimit = 16
+
+    /// An idle `EVP_PKEY_CTX` owned by a pool. `@unchecked Sendable`: a context is only ever touched by the one
+    /// thread that took it out of the pool (under the pool's lock) until it puts it back.
+    private struct PooledContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
 
     /// Takes ownership of `pointer`.
     init(taking pointer: OpaquePointer) throws(CryptoError) {
@@ -24,7 +37,57 @@ final class EVPKey: @unchecked Sendable {
         }
     }
 
-    deinit { EVP_PKEY_free(pointer) }
+    deinit {
+        verifyContexts.withLock { $0.forEach { EVP_PKEY_CTX_free($0.pointer) } }
+        deriveContexts.withLock { $0.forEach { EVP_PKEY_CTX_free($0.pointer) } }
+        EVP_PKEY_free(pointer)
+    }
+
+    enum PooledOperation {
+        case ecdsaVerify
+        case ecdhDerive
+    }
+
+    private func withPool<R: Sendable>(_ operation: PooledOperation, _ body: (inout [PooledContext]) -> R) -> R {
+        switch operation {
+        case .ecdsaVerify: verifyContexts.withLock { body(&$0) }
+        case .ecdhDerive: deriveContexts.withLock { body(&$0) }
+        }
+    }
+
+    /// Runs `body` with an initialised context from the pool for `operation` (creating one if the pool is empty)
+    /// and returns the context afterwards, unless `body` failed (a context in an unknown state is freed instead).
+    func withPooledContext<R>(
+        _ operation: PooledOperation, _ body: (OpaquePointer) throws(CryptoError) -> R
+    ) throws(CryptoError) -> R {
+        let context: OpaquePointer
+        if let pooled = withPool(operation, { $0.popLast() }) {
+            context = pooled.pointer
+        } else {
+            guard let fresh = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw OpenSSLErrorQueue.failure("EVP_PKEY_CTX_new") }
+            let initialised = operation == .ecdsaVerify ? EVP_PKEY_verify_init(fresh) == 1 : EVP_PKEY_derive_init(fresh) == 1
+            guard initialised else {
+                EVP_PKEY_CTX_free(fresh)
+                throw OpenSSLErrorQueue.failure(operation == .ecdsaVerify ? "verify init" : "derive init")
+            }
+            context = fresh
+        }
+        let result: R
+        do {
+            result = try body(context)
+        } catch {
+            EVP_PKEY_CTX_free(context)
+            throw error
+        }
+        let returned = PooledContext(pointer: context)
+        let kept = withPool(operation) { contexts in
+            guard contexts.count < Self.poolLimit else { return false }
+            contexts.append(returned)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context) }
+        return result
+    }
 
     /// The curve name of an EC key ("prime256v1"), nil for RSA.
     var curveName: String? {

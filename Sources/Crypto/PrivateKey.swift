@@ -87,9 +87,9 @@ public final class PrivateKey: Sendable {
     public func sharedSecret(with peer: PublicKey) throws(CryptoError) -> [UInt8] {
         guard key.type == .ec, peer.type == .ec else { throw .invalidInput("ECDH needs EC keys") }
         let fieldLength = (key.bits + 7) / 8
-        return try key.withContext("ECDH") { context throws(CryptoError) in
-            guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer_ex(context, peer.key.pointer, 0) == 1 else {
-                throw OpenSSLErrorQueue.failure("ECDH init")
+        return try key.withPooledContext(.ecdhDerive) { context throws(CryptoError) in
+            guard EVP_PKEY_derive_set_peer_ex(context, peer.key.pointer, 0) == 1 else {
+                throw OpenSSLErrorQueue.failure("ECDH peer")
             }
             var length = fieldLength
             var secret = [UInt8](repeating: 0, count: fieldLength)

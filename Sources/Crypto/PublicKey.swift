@@ -71,15 +71,25 @@ public final class PublicKey: Sendable {
     /// Verifies `signature` over a precomputed SHA-256 `digest`. Returns false for any invalid signature.
     public func verify(signature: some ContiguousBytesSource, digest: [UInt8], algorithm: SignatureAlgorithm) -> Bool {
         guard algorithm.keyType == key.type, digest.count == SHA256.digestLength else { return false }
-        let result: Int32? = try? key.withContext("verify") { context throws(CryptoError) in
-            guard EVP_PKEY_verify_init(context) == 1, EVPKey.configure(context, for: algorithm) else {
-                throw OpenSSLErrorQueue.failure("verify init")
-            }
-            return signature.withBytes { raw in
+        let verifyOnce = { (context: OpaquePointer) -> Int32 in
+            signature.withBytes { raw in
                 EVP_PKEY_verify(context, raw.bindMemory(to: UInt8.self).baseAddress, raw.count, digest, digest.count)
             }
         }
-        OpenSSLErrorQueue.clear()
+        let result: Int32?
+        switch algorithm {
+        case .ecdsaSHA256:
+            // A bad signature leaves the context reusable (EVP_PKEY_verify has no state between calls).
+            result = try? key.withPooledContext(.ecdsaVerify) { context throws(CryptoError) in verifyOnce(context) }
+        case .rsaPKCS1SHA256:
+            result = try? key.withContext("verify") { context throws(CryptoError) in
+                guard EVP_PKEY_verify_init(context) == 1, EVPKey.configure(context, for: algorithm) else {
+                    throw OpenSSLErrorQueue.failure("verify init")
+                }
+                return verifyOnce(context)
+            }
+        }
+        if result != 1 { OpenSSLErrorQueue.clear() }
         return result == 1
     }
 
