@@ -6,5 +6,9 @@ let commands: [any CLICommand.Type] = [
     HealthcheckCommand.self,
     ReconcileCommand.self,
     TokenCommand.self,
+    SandboxCommand.self,
+    MerchantCommand.self,
+    JobCommand.self,
+    PaymentCommand.self,
 ]
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))
