@@ -44,7 +44,7 @@ public struct SandboxEnvironment: Sendable {
         MerchantDocument(
             id: Self.merchantId, appleMerchantIdentifier: Self.appleMerchantIdentifier,
             identities: [ecMerchant, rsaMerchant].map {
-                MerchantDocument.Identity(certificateFile: $0.certificatePath, privateKeyFile: $0.privateKeyPath)
+                MerchantDocument.Identity(certificateFile: $0.certificatePath.map(relative), privateKeyFile: $0.privateKeyPath.map(relative))
             },
             gateway: MerchantDocument.Gateway(
                 type: "trustpayments", baseUrl: "http://127.0.0.1:9180", siteReference: "test_paypipe00001",
@@ -52,6 +52,12 @@ public struct SandboxEnvironment: Sendable {
                 mode: .merchantDecrypts, requestTypes: ["AUTH"]),
             webhook: MerchantDocument.Webhook(
                 url: "http://127.0.0.1:9190/webhooks", secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()))
+    }
+
+    /// Paths in the document are relative to its own folder, so the sandbox directory can move (or be a
+    /// container volume) without rewriting it.
+    private func relative(_ path: String) -> String {
+        path.hasPrefix(directory + "/") ? String(path.dropFirst(directory.count + 1)) : path
     }
 
     private func writeMerchantDocumentIfMissing() throws {
