@@ -10,5 +10,6 @@ let commands: [any CLICommand.Type] = [
     MerchantCommand.self,
     JobCommand.self,
     PaymentCommand.self,
+    StatsCommand.self,
 ]
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))
