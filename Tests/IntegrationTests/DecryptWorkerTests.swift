@@ -12,9 +12,8 @@ extension Integration {
 @Suite struct DecryptWorkerTests {
     @Test func validJobsAdvanceWithCardDataEncrypted() throws {
         let harness = try DecryptHarness()
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         var rsa = SandboxMintRequest(merchantIdentifier: harness.sandbox.rsaMerchant.merchantIdentifier, amount: 500, currencyNumeric: "392")
         rsa.version = .rsaV1
         rsa.merchant = harness.sandbox.rsaMerchant
@@ -55,9 +54,8 @@ extension Integration {
             ("amount", "amount_mismatch", try harness.token(amount: 1000)),
             ("currency", "amount_mismatch", try harness.token(currencyNumeric: "978")),
         ]
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publishJobs(try cases.map { try harness.job($0.jobId, token: $0.token) } + [try harness.job("still-fine", token: harness.token())])
         try TestServices.eventually("the worker kept going") { try harness.outcome("still-fine")?.status == "decrypted" }
         for testCase in cases {
@@ -71,9 +69,8 @@ extension Integration {
     @Test func replayedTokenIsRejectedAndTheFirstPaymentKept() throws {
         let harness = try DecryptHarness()
         let token = try harness.token()
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publishJobs([try harness.job("first", token: token)])
         try TestServices.eventually("first decrypted") { try harness.outcome("first")?.status == "decrypted" }
         try harness.publishJobs([try harness.job("second", token: token)])
@@ -84,9 +81,8 @@ extension Integration {
 
     @Test func unattributableJobsAreDeadLetteredWithTheirReasons() throws {
         let harness = try DecryptHarness()
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         let original = try harness.job("job-1", token: harness.token())
         try harness.publishJobs([original, original])   // a plain duplicate: one payment, no dead letter
         try TestServices.eventually("decrypted") { try harness.outcome("job-1")?.status == "decrypted" }
@@ -110,9 +106,8 @@ extension Integration {
         let harness = try DecryptHarness()
         let pans = ["4111111111111111", "5500005555555559", "4000056655665556"]
         let cryptograms = ["AOOkA5VbH8mMAAKhnQNnAoABFA==", "BwABBJQ1AgAAAAAgJDUCAAAAAAA=", "AgAAAAAABk4DWZ4C28yUQAAAAAA="]
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publishJobs(try (0..<3).map { try harness.job("dump-\($0)", token: harness.token(pan: pans[$0], cryptogram: cryptograms[$0])) })
         try TestServices.eventually("decrypted") { try (0..<3).allSatisfy { try harness.outcome("dump-\($0)")?.status == "decrypted" } }
         let dumpPath = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-dump-\(UUID()).sql").path

@@ -37,6 +37,12 @@ struct DecryptHarness {
                                 logger: Logger(component: "decrypt", threshold: .debug, sink: logSink))
     }
 
+    func startedRuntime() throws -> StageRuntime<DecryptStage> {
+        let runtime = try makeRuntime()
+        try runtime.start()
+        return runtime
+    }
+
     /// A minted EC_v1 (or RSA_v1) token for the sandbox merchant, optionally with defects.
     func token(amount: Int64 = 1099, currencyNumeric: String = "826", pan: String = "4111111111111111",
                cryptogram: String = "AOOkA5VbH8mMAAKhnQNnAoABFA==", _ customize: (inout SandboxMintRequest) -> Void = { _ in }) throws -> [UInt8] {
