@@ -11,5 +11,6 @@ let commands: [any CLICommand.Type] = [
     JobCommand.self,
     PaymentCommand.self,
     StatsCommand.self,
+    JWTCommand.self,
 ]
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))
