@@ -42,9 +42,8 @@ extension Integration {
         let direct = try harness.insertPayment(merchantId: "authz-md", amount: 2000, currency: "GBP", orderReference: "ORDER-0002", data: Self.stored())
         let viaGateway = try harness.insertPayment(
             merchantId: "authz-gd", amount: 1500, currency: "EUR", orderReference: nil, data: Self.stored(nil, walletToken: Self.walletToken))
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish([direct, viaGateway])
 
         let handedOff = try harness.handOffs(in: Stage.submit.queueName, for: [direct.paymentId, viaGateway.paymentId])
@@ -92,9 +91,8 @@ extension Integration {
         defer { harness.tearDown() }
         try Self.applyStandardMerchants(harness)
         let message = try harness.insertPayment(merchantId: "authz-md", amount: 2000, currency: "GBP", orderReference: "ORDER-0003", data: Self.stored())
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish([message])
         _ = try harness.handOffs(in: Stage.submit.queueName, for: [message.paymentId])
         let first = try #require(try harness.requestRow(message.paymentId))
@@ -151,9 +149,8 @@ extension Integration {
             expectedCodes[message.paymentId] = invalid.code
             messages.append(message)
         }
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish(messages)
 
         let notified = try harness.handOffs(in: Stage.notify.queueName, for: Set(expectedCodes.keys))
@@ -167,6 +164,44 @@ extension Integration {
             #expect(payment.errorMessage?.contains(Self.pan) == false)
             #expect(try harness.requestRow(id) == nil, "\(code): nothing is stored for a failed payment")
             #expect(try harness.events(id) == ["decrypted→failed by pipeline"])
+        }
+    }
+
+    /// The two workers chained: a minted token decrypted by the decrypt worker is prepared by the authorize worker
+    /// from exactly what decrypt stored (the sandbox merchant, as `scripts/demo` configures it).
+    @Test func aJobDecryptedUpstreamIsPreparedFromWhatDecryptStored() throws {
+        let decrypt = try DecryptHarness()  // resets paypipe_test and the broker, applies the sandbox merchant
+        let decryptRuntime = try decrypt.startedRuntime()
+        defer { decryptRuntime.stopAndWait() }
+        let stage = AuthorizeStage(
+            directory: MerchantDirectory(store: MerchantStore(vault: decrypt.vault), ttl: 0),
+            cardData: CardDataStore(vault: decrypt.vault), requests: GatewayRequestStore(vault: decrypt.vault))
+        let authorizeRuntime = try StageRuntime(
+            handler: stage, configuration: decrypt.base.configuration,
+            logger: Logger(component: "authorize", threshold: .debug, sink: decrypt.base.logSink))
+        try authorizeRuntime.start()
+        defer { authorizeRuntime.stopAndWait() }
+
+        try decrypt.publishJobs([try decrypt.job("chain-1", token: decrypt.token())])
+        try TestServices.eventually("prepared") { try decrypt.outcome("chain-1")?.status == "prepared" }
+        try TestServices.eventually("hand-off to submit") { try decrypt.base.depth(Stage.submit.queueName) == 1 }
+        let database = try TestServices.database()
+        defer { database.close() }
+        let id = try database.query("SELECT id FROM payments WHERE job_id = 'chain-1'")[0].decode("id", as: UUID.self)
+        let request = try #require(try GatewayRequestStore(vault: decrypt.vault).load(id, on: database))
+        #expect(request.orderReference == "order-chain-1")
+        let payload = try #require(request.claims["payload"])
+        #expect(payload["sitereference"]?.stringValue == "test_paypipe00001")
+        #expect(payload["baseamount"]?.stringValue == "1099")
+        #expect(payload["currencyiso3a"]?.stringValue == "GBP")
+        #expect(payload["pan"]?.stringValue == "4111111111111111")
+        #expect(payload["expirydate"]?.stringValue == "12/2029")
+        #expect(payload["tavv"]?.stringValue == "AOOkA5VbH8mMAAKhnQNnAoABFA==")
+        #expect(payload["eci"]?.stringValue == "7")
+        #expect(payload["walletdisplayname"]?.stringValue == "Visa 1111")
+        #expect(request.claims["iss"]?.stringValue == "jwt@paypipe.sandbox")
+        for line in decrypt.base.logSink.lines {
+            #expect(!line.contains("4111111111111111") && !line.contains("AOOkA5VbH8mMAAKhnQNnAoABFA=="))
         }
     }
 }

@@ -71,9 +71,11 @@ struct AuthorizeHarness {
             clock: { Self.issuedAt })
     }
 
-    func makeRuntime() throws -> StageRuntime<AuthorizeStage> {
-        try StageRuntime(handler: makeStage(), configuration: configuration,
-                         logger: Logger(component: "authorize", threshold: .debug, sink: logSink))
+    func startedRuntime() throws -> StageRuntime<AuthorizeStage> {
+        let runtime = try StageRuntime(handler: makeStage(), configuration: configuration,
+                                       logger: Logger(component: "authorize", threshold: .debug, sink: logSink))
+        try runtime.start()
+        return runtime
     }
 
     // MARK: Merchants
