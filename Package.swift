@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "paypipe", targets: ["paypipe"]),
         .executable(name: "paypipe-decrypt", targets: ["paypipe-decrypt"]),
         .executable(name: "paypipe-authorize", targets: ["paypipe-authorize"]),
+        .executable(name: "paypipe-notify", targets: ["paypipe-notify"]),
+        .executable(name: "paypipe-webhook-receiver", targets: ["paypipe-webhook-receiver"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -50,6 +52,8 @@ let package = Package(
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-authorize", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PaymentStages", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),

@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+
+/// Per-endpoint concurrency limit and circuit breaker, shared by all lanes of one notify worker, so one slow or
+/// failing merchant endpoint cannot occupy every lane and hold up deliveries to the others.
+///
+/// * At most `maxConcurrent` requests to one endpoint (`scheme://host:port`) at a time; a lane waits up to
+///   `maxWait` seconds for a slot, then gives up with `endpoint_busy` (a transient failure: the message moves to
+///   the next retry tier and the lane serves other endpoints).
+/// * After `failureThreshold` consecutive failures the circuit opens for `openSeconds`: attempts fail at once with
+///   `circuit_open` (no request is sent). Then one probe is let through (half-open); its success closes the circuit.
+public final class EndpointGate: Sendable {
+    public let maxConcurrent: Int
+    public let failureThreshold: Int
+    public let openSeconds: Double
+    public let maxWait: Double
+    private let endpoints = Mutex<[String: EndpointState]>([:])
+    private let clock: @Sendable () -> Date
+
+    private struct EndpointState {
+        var inFlight = 0
+        var consecutiveFailures = 0
+        var openUntil: Date?
+    }
+
+    public enum Acquisition: Sendable, Equatable {
+        /// A slot is held: call ``release(_:succeeded:)`` with this endpoint key.
+        case acquired(String)
+        /// `circuit_open` or `endpoint_busy`.
+        case rejected(String)
+    }
+
+    public init(maxConcurrent: Int = 4, failureThreshold: Int = 5, openSeconds: Double = 30, maxWait: Double = 15,
+                clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.maxConcurrent = max(1, maxConcurrent)
+        self.failureThreshold = max(1, failureThreshold)
+        self.openSeconds = openSeconds
+        self.maxWait = maxWait
+        self.clock = clock
+    }
+
+    public func acquire(endpoint: String) -> Acquisition {
+        let deadline = Date().addingTimeInterval(maxWait)
+        while true {
+            let now = clock()
+            let verdict: Acquisition? = endpoints.withLock { states in
+                var state = states[endpoint] ?? EndpointState()
+                defer { states[endpoint] = state }
+                if let openUntil = state.openUntil {
+                    if now < openUntil { return .rejected("circuit_open") }
+                    // Half-open: a single probe at a time.
+                    guard state.inFlight == 0 else { return .rejected("circuit_open") }
+                }
+                guard state.inFlight < maxConcurrent else { return nil }
+                state.inFlight += 1
+                return .acquired(endpoint)
+            }
+            if let verdict { return verdict }
+            if Date() >= deadline { return .rejected("endpoint_busy") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    public func release(_ endpoint: String, succeeded: Bool) {
+        let now = clock()
+        endpoints.withLock { states in
+            var state = states[endpoint] ?? EndpointState()
+            state.inFlight = max(0, state.inFlight - 1)
+            if succeeded {
+                state.consecutiveFailures = 0
+                state.openUntil = nil
+            } else {
+                state.consecutiveFailures += 1
+                if state.consecutiveFailures >= failureThreshold { state.openUntil = now.addingTimeInterval(openSeconds) }
+            }
+            states[endpoint] = state
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A resolved IP address, reduced to what the SSRF guard needs: its family and raw bytes.
+public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
+    case v4([UInt8])
+    case v6([UInt8])
+
+    /// Parses a numeric address (`10.0.0.1`, `::1`, `fe80::1`); `nil` for anything else (host names).
+    public init?(_ text: String) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            self = .v4(withUnsafeBytes(of: &v4) { Array($0) })
+            return
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            self = .v6(withUnsafeBytes(of: &v6) { Array($0) })
+            return
+        }
+        return nil
+    }
+
+    /// Addresses a webhook must not reach from production: loopback, RFC 1918 private, carrier-grade NAT, link-local
+    /// (169.254/16 holds cloud metadata endpoints), unspecified, benchmarking, multicast and reserved ranges, and
+    /// their IPv6 counterparts (`::1`, `fc00::/7`, `fe80::/10`, `ff00::/8`). IPv4-mapped / NAT64 addresses are judged
+    /// by the IPv4 address they embed, so `::ffff:127.0.0.1` cannot slip through.
+    public var isInternal: Bool {
+        switch self {
+        case .v4(let b):
+            guard b.count == 4 else { return true }
+            switch (b[0], b[1]) {
+            case (0, _), (10, _), (127, _): return true
+            case (100, 64...127): return true        // 100.64.0.0/10 carrier-grade NAT
+            case (169, 254): return true             // link-local, cloud metadata
+            case (172, 16...31): return true
+            case (192, 168): return true
+            case (192, 0) where b[2] == 0: return true  // 192.0.0.0/24 IETF protocol assignments
+            case (198, 18...19): return true         // benchmarking
+            case (224...255, _): return true         // multicast, reserved, broadcast
+            default: return false
+            }
+        case .v6(let b):
+            guard b.count == 16 else { return true }
+            if b.allSatisfy({ $0 == 0 }) { return true }                               // ::
+            if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }          // ::1
+            if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff {    // ::ffff:a.b.c.d
+                return IPAddress.v4(Array(b[12..<16])).isInternal
+            }
+            if b[0..<12] == [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] {           // 64:ff9b::/96 NAT64
+                return IPAddress.v4(Array(b[12..<16])).isInternal
+            }
+            if b[0] & 0xfe == 0xfc { return true }                                      // fc00::/7 unique local
+            if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return true }                      // fe80::/10 link-local
+            if b[0] == 0xfe && b[1] & 0xc0 == 0xc0 { return true }                      // fec0::/10 site-local (deprecated)
+            if b[0] == 0xff { return true }                                             // multicast
+            return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .v4(let b): return b.map(String.init).joined(separator: ".")
+        case .v6(var b):
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            let text = b.withUnsafeMutableBytes { raw in inet_ntop(AF_INET6, raw.baseAddress, &buffer, socklen_t(buffer.count)) }
+            return text == nil ? "invalid" : String(cString: buffer)
+        }
+    }
+}

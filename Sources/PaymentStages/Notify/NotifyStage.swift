@@ -1,0 +1,206 @@
+import AMQP
+import Dispatch
+import Foundation
+import HTTP
+import Pipeline
+import Postgres
+
+/// Stage 4: a terminal payment → a signed Standard Webhooks POST to the merchant, and the same event on
+/// `paypipe.results` (topic, routing key = event type).
+///
+/// Per message, **without** a transaction (a transaction must never be held across the HTTP call): load the payment;
+/// if its stage is already `done` the event went out before (a redelivery) → `.completed`. Otherwise build the event,
+/// serialise it once, sign that exact body with a fresh `webhook-timestamp` and POST it (15 s, no redirects) to the
+/// job's `notify_url` or the merchant's webhook URL. Every attempt is written to `webhook_deliveries`.
+///
+/// * 2xx → mark done, publish the results event (`.publish`, confirmed by the runtime before the ack).
+/// * 410 → the merchant's webhook is disabled (`config.webhook.enabled=false`), mark done, publish.
+/// * anything else → ``Pipeline/StageFailure/transient(code:reason:)``: the runtime moves the message to the next
+///   retry tier (`paypipe.notify.retry.<delay>`); `Retry-After` is recorded with the attempt, and the tier schedule
+///   decides the actual wait (see ``RetryAfter``).
+/// * the last allowed attempt failing → the attempt is recorded `failed`, the payment is marked done, and the
+///   stage returns the results event together with the runtime's own dead-letter copy (`retries_exhausted`, built by
+///   ``Pipeline/DeliveryRouter``), so the DLQ and the results exchange both get exactly one message.
+/// * no webhook configured, webhook disabled, no usable secret, or a target refused by the SSRF guard → no POST
+///   (a `failed` record with the reason when a URL was given), mark done, publish.
+///
+/// Receivers must dedupe on `webhook-id` (the event id): delivery is at-least-once.
+public struct NotifyStage: StageHandler {
+    public let stage = Stage.notify
+    private let directory: MerchantDirectory
+    private let events: PaymentEventLoader
+    private let urlGuard: WebhookURLGuard
+    private let router: DeliveryRouter
+    private let httpConfiguration: HTTPClientConfiguration
+    private let gate: EndpointGate
+    private let clock: @Sendable () -> Date
+    private let payments = PaymentStore()
+    private let deliveries = WebhookDeliveryStore()
+
+    public static let userAgent = "PayPipe-Webhooks/1"
+
+    public init(
+        directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
+        httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
+        gate: EndpointGate = EndpointGate(), clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.directory = directory
+        self.events = PaymentEventLoader(cardData: cardData)
+        self.urlGuard = urlGuard
+        self.router = DeliveryRouter(stage: .notify, retrySchedule: retrySchedule)
+        var http = httpConfiguration
+        http.followRedirects = false
+        self.httpConfiguration = http
+        self.gate = gate
+        self.clock = clock
+    }
+
+    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> NotifyMessage {
+        NotifyMessage(message: try StageMessage.decode(delivery.body), previousRetries: router.previousRetries(of: delivery), delivery: delivery)
+    }
+
+    public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        // One client per batch: libcurl handles are single-threaded, and reuse keeps connections to an endpoint alive.
+        let client = HTTPClient(configuration: httpConfiguration)
+        return batch.map { message in
+            do {
+                return .success(try handle(message, client: client, database: database))
+            } catch {
+                return .failure(FailureClassifier.classify(error))
+            }
+        }
+    }
+
+    /// Where and how to deliver one event.
+    private struct Target {
+        let url: String
+        let secrets: [String]
+        /// The URL came from the merchant's configuration (a 410 disables it), not from the job's `notify_url`.
+        let isMerchantWebhook: Bool
+    }
+
+    private func handle(_ message: NotifyMessage, client: HTTPClient, database: PostgresConnection) throws -> StageOutcome {
+        guard let payment = try payments.load(message.message.paymentId, on: database) else {
+            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
+        }
+        if payment.stage == "done" { return .completed }
+        guard let loaded = try events.load(payment, on: database) else {
+            // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
+            throw StageFailure.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)")
+        }
+        let event = loaded.event
+        guard let target = try target(for: payment, notifyURL: loaded.notifyURL, on: database) else {
+            return try finish(event, on: database)
+        }
+        let number = message.previousRetries + 1
+        let signer: WebhookSigner
+        do {
+            signer = try WebhookSigner(secrets: target.secrets)
+        } catch {
+            let code = error == .noSecret ? "no_webhook_secret" : "invalid_webhook_secret"
+            try deliveries.record(WebhookAttempt(url: target.url, number: number, error: code, outcome: .failed), event: event, on: database)
+            return try finish(event, on: database)
+        }
+        if case .refused(let reason) = urlGuard.check(target.url) {
+            try deliveries.record(WebhookAttempt(url: target.url, number: number, error: "ssrf_refused: \(reason)", outcome: .failed), event: event, on: database)
+            return try finish(event, on: database)
+        }
+
+        var attempt = WebhookAttempt(url: target.url, number: number, outcome: .retrying)
+        let classification: WebhookResponseClass
+        switch gate.acquire(endpoint: Self.endpointKey(target.url)) {
+        case .rejected(let reason):
+            classification = .retry(error: reason)
+        case .acquired(let endpoint):
+            classification = post(event, to: target.url, signer: signer, client: client, attempt: &attempt)
+            gate.release(endpoint, succeeded: !Self.isRetry(classification))
+        }
+        switch classification {
+        case .delivered:
+            attempt.outcome = .delivered
+            try deliveries.record(attempt, event: event, on: database)
+            return try finish(event, on: database)
+        case .gone:
+            attempt.outcome = .disabled
+            attempt.error = "endpoint_gone"
+            try deliveries.record(attempt, event: event, on: database)
+            if target.isMerchantWebhook {
+                try deliveries.disableMerchantWebhook(payment.merchantId, url: target.url, on: database)
+            }
+            return try finish(event, on: database)
+        case .retry(let error):
+            attempt.error = error
+            let decision = router.retrySchedule.decision(previousRetries: message.previousRetries)
+            guard case .retry(_, let delay) = decision else {
+                attempt.outcome = .failed
+                try deliveries.record(attempt, event: event, on: database)
+                let reason = "webhook retries exhausted after \(number) attempt(s); last error \(error)"
+                return try finish(event, on: database, also: [router.deadLetter(message.delivery, code: "retries_exhausted", reason: reason)])
+            }
+            try deliveries.record(attempt, event: event, on: database)
+            try deliveries.holdForRetry(payment.id, seconds: delay, on: database)
+            throw StageFailure.transient(code: "webhook_failed", reason: "webhook attempt \(number) to \(Self.endpointKey(target.url)) failed: \(error)")
+        }
+    }
+
+    private static func isRetry(_ classification: WebhookResponseClass) -> Bool {
+        if case .retry = classification { return true }
+        return false
+    }
+
+    /// One signed POST; fills the attempt's status code and latency.
+    private func post(_ event: PaymentEvent, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt) -> WebhookResponseClass {
+        let body = event.body
+        let timestamp = Int64(clock().timeIntervalSince1970)
+        var headers = [HTTPHeader("content-type", "application/json"), HTTPHeader("user-agent", Self.userAgent)]
+        headers += signer.headers(id: event.id, timestamp: timestamp, body: body).map { HTTPHeader($0.name, $0.value) }
+        let started = DispatchTime.now()
+        defer { attempt.latencyMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
+        do {
+            let response = try client.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body))
+            attempt.statusCode = response.status
+            return WebhookResponseClass.classify(status: response.status, retryAfter: response.header("retry-after"))
+        } catch {
+            return WebhookResponseClass.classify(error)
+        }
+    }
+
+    /// The job's `notify_url` wins; else the merchant's webhook while enabled; else nothing to deliver.
+    private func target(for payment: PaymentRecord, notifyURL: String?, on database: PostgresConnection) throws -> Target? {
+        let merchant = try directory.entry(payment.merchantId, on: database)?.merchant
+        let secrets = merchant?.secrets.webhookSecrets ?? []
+        if let notifyURL, !notifyURL.isEmpty {
+            return Target(url: notifyURL, secrets: secrets, isMerchantWebhook: false)
+        }
+        guard let webhook = merchant?.config.webhook, webhook.enabled, !webhook.url.isEmpty else { return nil }
+        return Target(url: webhook.url, secrets: secrets, isMerchantWebhook: true)
+    }
+
+    /// Marks the payment done and publishes the results event (plus `also`, e.g. a dead letter).
+    private func finish(_ event: PaymentEvent, on database: PostgresConnection, also: [AMQPOutboundMessage] = []) throws -> StageOutcome {
+        try payments.markDone(event.paymentId, on: database)
+        return .publish([Self.resultMessage(event)] + also)
+    }
+
+    /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
+    /// it like on `webhook-id`). Not mandatory: a results exchange nobody binds to is a valid deployment.
+    public static func resultMessage(_ event: PaymentEvent) -> AMQPOutboundMessage {
+        var properties = AMQPProperties()
+        properties.contentType = "application/json"
+        properties.messageId = event.id
+        properties.type = event.type.rawValue
+        properties.persistent = true
+        properties.appId = "paypipe-notify"
+        properties.timestamp = event.occurredAt
+        return AMQPOutboundMessage(
+            exchange: PipelineTopology.resultsExchange, routingKey: event.type.rawValue, body: event.body,
+            properties: properties, mandatory: false)
+    }
+
+    /// `scheme://host:port` of a URL: the unit of the per-endpoint concurrency limit and circuit breaker.
+    static func endpointKey(_ url: String) -> String {
+        guard let components = URLComponents(string: url), let host = components.host else { return url }
+        let scheme = components.scheme?.lowercased() ?? "http"
+        return "\(scheme)://\(host.lowercased()):\(components.port ?? (scheme == "https" ? 443 : 80))"
+    }
+}

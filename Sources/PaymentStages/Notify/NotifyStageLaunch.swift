@@ -1,0 +1,44 @@
+import Pipeline
+
+extension NotifyStage {
+    /// The Standard Webhooks retry schedule (delay after each failure): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h; with the
+    /// default `PAYPIPE_MAX_RETRIES` (8) the last tier repeats, giving 9 attempts over about 1.5 days.
+    public static let webhookRetryDelays = "5s,5m,30m,2h,5h,10h"
+
+    /// The environment `paypipe-notify` runs with: the process environment, plus `PAYPIPE_RETRY_DELAYS` defaulting to
+    /// the webhook schedule instead of the pipeline's short one (``Pipeline/RetrySchedule/standard``) — merchants'
+    /// endpoints are down for minutes or hours, not seconds. An explicit `PAYPIPE_RETRY_DELAYS` still wins (tests).
+    public static func workerEnvironment(_ base: EnvironmentReader = EnvironmentReader()) -> EnvironmentReader {
+        var values = base.values
+        if values["PAYPIPE_RETRY_DELAYS"] == nil { values["PAYPIPE_RETRY_DELAYS"] = webhookRetryDelays }
+        return EnvironmentReader(values)
+    }
+
+    /// Builds the stage for `paypipe-notify`. Reads `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`: merchant
+    /// webhook secrets and card data are sealed with it), `PAYPIPE_MERCHANT_CACHE_TTL` (5s),
+    /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE` (default on in sandbox, off in production), `PAYPIPE_WEBHOOK_TIMEOUT` (15s),
+    /// `PAYPIPE_WEBHOOK_MAX_CONCURRENCY` (4 per endpoint), `PAYPIPE_WEBHOOK_BREAKER_FAILURES` (5) and
+    /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s).
+    public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> NotifyStage {
+        let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
+        let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+        let allowPrivate = try environment.flag("PAYPIPE_WEBHOOK_ALLOW_PRIVATE", default: configuration.environment == .sandbox)
+        let timeout = try environment.seconds("PAYPIPE_WEBHOOK_TIMEOUT", default: 15, range: 1...120)
+        let maxConcurrent = try environment.integer("PAYPIPE_WEBHOOK_MAX_CONCURRENCY", default: 4, range: 1...256)
+        let breakerFailures = try environment.integer("PAYPIPE_WEBHOOK_BREAKER_FAILURES", default: 5, range: 1...1000)
+        let breakerOpen = try environment.seconds("PAYPIPE_WEBHOOK_BREAKER_OPEN", default: 30, range: 0...3600)
+        let vault = DataVault(keyring: keyring)
+        logger.info("notify_configured", [
+            ("allowPrivateTargets", .bool(allowPrivate)), ("timeoutSeconds", .double(timeout)),
+            ("retryDelays", .string(configuration.retrySchedule.delays.map { String($0) }.joined(separator: ","))),
+            ("maxRetries", .int(configuration.retrySchedule.maxRetries)),
+        ])
+        return NotifyStage(
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
+            cardData: CardDataStore(vault: vault),
+            urlGuard: WebhookURLGuard(allowPrivate: allowPrivate),
+            retrySchedule: configuration.retrySchedule,
+            httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
+            gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout))
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import JWT
+import Pipeline
+import Postgres
+
+/// Builds a payment's ``PaymentEvent`` from the database: the payment row, its latest gateway attempt, its card
+/// data (only while not yet purged) and the time it reached its terminal status.
+///
+/// Reads defensively: gateway attempts are written by the submit stage and every column but the state may be
+/// empty; a payment that failed before submit has no attempt at all; card data is crypto-shredded once the payment
+/// is terminal, in which case the event carries no card summary rather than a guess.
+public struct PaymentEventLoader: Sendable {
+    let cardData: CardDataStore
+
+    public init(cardData: CardDataStore) {
+        self.cardData = cardData
+    }
+
+    /// The event and the job-level webhook URL override (`payments.notify_url`), read together.
+    public struct Loaded: Sendable {
+        public let event: PaymentEvent
+        public let notifyURL: String?
+    }
+
+    /// `nil` if the payment is not terminal (there is nothing to notify yet).
+    public func load(_ payment: PaymentRecord, on connection: PostgresConnection) throws -> Loaded? {
+        guard let type = PaymentEventType(status: payment.status) else { return nil }
+        let extra = try connection.query(
+            """
+            SELECT metadata::text AS metadata, notify_url,
+                   (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at
+            FROM payments p WHERE id = $1
+            """, [payment.id])
+        let row = extra.first
+        let metadataText = try row?.decode("metadata", as: String?.self) ?? "{}"
+        let metadata = (try? JSONValue.parse(metadataText)) ?? .object([])
+        let gateway = try latestGatewayAttempt(payment.id, on: connection)
+        let event = PaymentEvent(
+            type: type, paymentId: payment.id, jobId: payment.jobId, merchantId: payment.merchantId,
+            orderReference: payment.orderReference,
+            amount: zip(payment.amountMinor, payment.currency).map { PaymentEvent.Amount(value: $0, currency: $1) },
+            gateway: gateway?.result, card: try cardSummary(payment.id, maskedPan: gateway?.maskedPan, on: connection),
+            errorCode: payment.errorCode, errorReason: payment.errorMessage, metadata: metadata,
+            receivedAt: payment.firstReceivedAt,
+            occurredAt: try row?.decode("terminal_at", as: Date?.self) ?? payment.updatedAt)
+        return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self))
+    }
+
+    private func latestGatewayAttempt(_ paymentId: UUID, on connection: PostgresConnection) throws -> (result: PaymentEvent.GatewayResult, maskedPan: String?)? {
+        // The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
+        let rows = try connection.query(
+            """
+            SELECT transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
+            FROM gateway_attempts WHERE payment_id = $1
+            ORDER BY (state = 'completed') DESC, id DESC LIMIT 1
+            """, [paymentId])
+        guard let row = rows.first else { return nil }
+        func text(_ column: String) throws -> String? {
+            guard let value = try row.decode(column, as: String?.self), !value.isEmpty else { return nil }
+            return value
+        }
+        let result = PaymentEvent.GatewayResult(
+            transactionReference: try text("transaction_reference"), errorCode: try text("error_code"),
+            errorMessage: try text("error_message"), settleStatus: try text("settle_status"), authCode: try text("auth_code"))
+        return (result, try text("masked_pan"))
+    }
+
+    /// Network and last four digits of the device account number while the card data is stored; otherwise the last
+    /// four digits of the gateway's masked PAN (which masks that same number), without network; otherwise none.
+    private func cardSummary(_ paymentId: UUID, maskedPan: String?, on connection: PostgresConnection) throws -> PaymentEvent.CardSummary? {
+        if let stored = try? cardData.load(paymentId, on: connection), let decrypted = stored.decrypted {
+            let digits = decrypted.applicationPrimaryAccountNumber.filter(\.isNumber)
+            if digits.count >= 4 {
+                return PaymentEvent.CardSummary(network: stored.paymentMethodNetwork, last4: String(digits.suffix(4)))
+            }
+        }
+        if let maskedPan, maskedPan.count >= 4, maskedPan.suffix(4).allSatisfy(\.isNumber) {
+            return PaymentEvent.CardSummary(network: nil, last4: String(maskedPan.suffix(4)))
+        }
+        return nil
+    }
+}
+
+private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
+}

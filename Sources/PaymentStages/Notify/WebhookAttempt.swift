@@ -1,0 +1,20 @@
+/// What one delivery attempt produced, before it is recorded in `webhook_deliveries`.
+public struct WebhookAttempt: Sendable, Equatable {
+    public var url: String
+    /// 1-based: the delivery's retry count + 1.
+    public var number: Int
+    public var statusCode: Int?
+    public var latencyMs: Int?
+    /// Short machine-readable reason (`http_503`, `timeout`, `ssrf_refused: …`); never the response body.
+    public var error: String?
+    public var outcome: WebhookDeliveryOutcome
+
+    public init(url: String, number: Int, statusCode: Int? = nil, latencyMs: Int? = nil, error: String? = nil, outcome: WebhookDeliveryOutcome) {
+        self.url = url
+        self.number = number
+        self.statusCode = statusCode
+        self.latencyMs = latencyMs
+        self.error = error
+        self.outcome = outcome
+    }
+}

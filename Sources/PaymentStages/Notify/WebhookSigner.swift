@@ -1,0 +1,47 @@
+import Crypto
+import Foundation
+
+/// Standard Webhooks symmetric signatures (spec v1.0.0 §"Signature scheme"): `v1,<base64(HMAC-SHA256(key,
+/// "{id}.{timestamp}.{body}"))>`, the key being the base64-decoded part of a `whsec_…` secret.
+///
+/// Pure and cheap, so the stage signs each attempt with a fresh timestamp. With several secrets (a rotation in
+/// progress) the header carries one space-separated signature per secret, so receivers holding either secret verify.
+public struct WebhookSigner: Sendable {
+    public static let secretPrefix = "whsec_"
+    let keys: [[UInt8]]
+
+    /// - Parameter secrets: `whsec_<base64>` secrets, newest first. At least one is required.
+    public init(secrets: [String]) throws(WebhookSignerError) {
+        guard !secrets.isEmpty else { throw .noSecret }
+        var keys: [[UInt8]] = []
+        for (index, secret) in secrets.enumerated() {
+            keys.append(try Self.key(of: secret, index: index))
+        }
+        self.keys = keys
+    }
+
+    /// The HMAC key of one `whsec_` secret. The prefix is optional on input, as in the reference libraries.
+    static func key(of secret: String, index: Int) throws(WebhookSignerError) -> [UInt8] {
+        let encoded = secret.hasPrefix(secretPrefix) ? String(secret.dropFirst(secretPrefix.count)) : secret
+        guard let key = Data(base64Encoded: encoded), !key.isEmpty else { throw .invalidSecret(index: index) }
+        return Array(key)
+    }
+
+    /// The bytes that are signed: `{id}.{timestamp}.{body}`.
+    static func signedContent(id: String, timestamp: Int64, body: [UInt8]) -> [UInt8] {
+        Array("\(id).\(timestamp).".utf8) + body
+    }
+
+    /// The `webhook-signature` header value: `v1,<sig>` per secret, space-separated.
+    public func signature(id: String, timestamp: Int64, body: [UInt8]) -> String {
+        let content = Self.signedContent(id: id, timestamp: timestamp, body: body)
+        return keys.map { key in
+            "v1," + Data(HMAC.authenticationCode(.sha256, key: key, message: content)).base64EncodedString()
+        }.joined(separator: " ")
+    }
+
+    /// The three Standard Webhooks headers for one attempt, as (name, value) pairs.
+    public func headers(id: String, timestamp: Int64, body: [UInt8]) -> [(name: String, value: String)] {
+        [("webhook-id", id), ("webhook-timestamp", String(timestamp)), ("webhook-signature", signature(id: id, timestamp: timestamp, body: body))]
+    }
+}
