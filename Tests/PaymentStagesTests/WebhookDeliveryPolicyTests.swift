@@ -1,0 +1,96 @@
+import Foundation
+import HTTP
+import PaymentStages
+import Pipeline
+import Testing
+
+@Suite struct WebhookDeliveryPolicyTests {
+    @Test(arguments: [
+        ("127.0.0.1", true), ("127.8.9.10", true), ("10.1.2.3", true), ("172.16.0.1", true), ("172.31.255.255", true),
+        ("172.32.0.1", false), ("192.168.1.1", true), ("169.254.169.254", true), ("169.254.0.1", true), ("169.253.0.1", false),
+        ("100.64.0.1", true), ("100.128.0.1", false), ("0.0.0.0", true), ("224.0.0.1", true), ("255.255.255.255", true),
+        ("8.8.8.8", false), ("93.184.216.34", false),
+        ("::1", true), ("::", true), ("fe80::1", true), ("febf::1", true), ("fc00::1", true), ("fd12:3456::1", true),
+        ("ff02::1", true), ("::ffff:127.0.0.1", true), ("::ffff:10.0.0.1", true), ("::ffff:8.8.8.8", false),
+        ("64:ff9b::a9fe:a9fe", true), ("2001:4860:4860::8888", false), ("2606:4700::1111", false),
+    ])
+    func classifiesAddresses(address: String, isInternal: Bool) throws {
+        let parsed = try #require(IPAddress(address))
+        #expect(parsed.isInternal == isInternal, "\(address)")
+    }
+
+    @Test func guardRefusesInternalTargetsUnlessAllowed() {
+        let resolver: @Sendable (String) -> [IPAddress] = { host in
+            switch host {
+            case "public.example": [IPAddress("93.184.216.34")!, IPAddress("2606:4700::1111")!]
+            case "rebind.example": [IPAddress("93.184.216.34")!, IPAddress("10.0.0.5")!]
+            default: []
+            }
+        }
+        let strict = WebhookURLGuard(allowPrivate: false, resolve: resolver)
+        #expect(strict.check("https://public.example/hooks") == .allowed)
+        #expect(strict.check("https://rebind.example/hooks") == .refused("host resolves to internal address 10.0.0.5"))
+        #expect(strict.check("http://127.0.0.1:9190/webhooks") == .refused("host resolves to internal address 127.0.0.1"))
+        #expect(strict.check("http://[::1]:9190/webhooks") == .refused("host resolves to internal address ::1"))
+        #expect(strict.check("http://169.254.169.254/latest/meta-data") != .allowed)
+        #expect(strict.check("https://nowhere.example/") == .refused("host does not resolve"))
+        #expect(strict.check("ftp://public.example/") == .refused("not an http(s) URL"))
+        let lax = WebhookURLGuard(allowPrivate: true, resolve: resolver)
+        #expect(lax.check("http://127.0.0.1:9190/webhooks") == .allowed)
+        #expect(lax.check("file:///etc/passwd") == .refused("not an http(s) URL"))
+    }
+
+    @Test func resolvesLocalhostToLoopback() {
+        let addresses = WebhookURLGuard.resolve("localhost")
+        #expect(!addresses.isEmpty)
+        #expect(addresses.allSatisfy { $0.isInternal })
+    }
+
+    @Test func parsesRetryAfter() {
+        let now = Date(timeIntervalSince1970: 1_767_225_600)  // Thu, 01 Jan 2026 00:00:00 GMT
+        #expect(RetryAfter.seconds("120", now: now) == 120)
+        #expect(RetryAfter.seconds(" 0 ", now: now) == 0)
+        #expect(RetryAfter.seconds("-5", now: now) == 0)
+        #expect(RetryAfter.seconds("Thu, 01 Jan 2026 00:01:30 GMT", now: now) == 90)
+        #expect(RetryAfter.seconds("Wed, 31 Dec 2025 23:00:00 GMT", now: now) == 0)
+        #expect(RetryAfter.seconds("soon", now: now) == nil)
+        #expect(RetryAfter.seconds(nil, now: now) == nil)
+    }
+
+    @Test func classifiesResponses() {
+        #expect(WebhookResponseClass.classify(status: 200, retryAfter: nil) == .delivered)
+        #expect(WebhookResponseClass.classify(status: 204, retryAfter: nil) == .delivered)
+        #expect(WebhookResponseClass.classify(status: 410, retryAfter: nil) == .gone)
+        #expect(WebhookResponseClass.classify(status: 301, retryAfter: nil) == .retry(error: "http_301"))
+        #expect(WebhookResponseClass.classify(status: 429, retryAfter: "30") == .retry(error: "http_429 retry-after=30s"))
+        #expect(WebhookResponseClass.classify(status: 503, retryAfter: "bogus") == .retry(error: "http_503"))
+        #expect(WebhookResponseClass.classify(.timedOut(afterSending: true)) == .retry(error: "timeout"))
+    }
+
+    @Test func circuitOpensAfterConsecutiveFailuresAndProbesAfterCooldown() {
+        let clock = TestClock()
+        let gate = EndpointGate(maxConcurrent: 2, failureThreshold: 2, openSeconds: 10, maxWait: 0.05, clock: { clock.now })
+        let key = "https://a.example:443"
+        for _ in 0..<2 {
+            #expect(gate.acquire(endpoint: key) == .acquired(key))
+            gate.release(key, succeeded: false)
+        }
+        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))
+        #expect(gate.acquire(endpoint: "https://b.example:443") == .acquired("https://b.example:443"))
+        clock.advance(11)
+        #expect(gate.acquire(endpoint: key) == .acquired(key))       // half-open probe
+        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))  // only one probe at a time
+        gate.release(key, succeeded: true)
+        #expect(gate.acquire(endpoint: key) == .acquired(key))
+        #expect(gate.acquire(endpoint: key) == .acquired(key))
+        #expect(gate.acquire(endpoint: key) == .rejected("endpoint_busy"))  // concurrency limit 2
+    }
+
+    @Test func notifyWorkerDefaultsToTheWebhookSchedule() throws {
+        let defaulted = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader([:])))
+        #expect(defaulted.retrySchedule.delays == [5, 300, 1800, 7200, 18000, 36000])
+        #expect(defaulted.retrySchedule.queueName(stage: .notify, tier: 0) == "paypipe.notify.retry.5s")
+        let explicit = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader(["PAYPIPE_RETRY_DELAYS": "300ms"])))
+        #expect(explicit.retrySchedule.delays == [0.3])
+    }
+}
