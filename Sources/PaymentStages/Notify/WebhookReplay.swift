@@ -1,0 +1,48 @@
+import AMQP
+import Foundation
+import Pipeline
+import Postgres
+
+/// Manual re-delivery (`paypipe webhooks replay`): puts terminal payments back into the notify stage
+/// (`stage done → notify`) and returns their hand-offs to publish to `paypipe.notify`. The event id derives from the
+/// payment and its status, so the replayed request carries the **same** `webhook-id` and receivers dedupe it.
+public struct WebhookReplay: Sendable {
+    public init() {}
+
+    /// Which payments to replay.
+    public enum Selection: Sendable, Equatable {
+        case payment(UUID)
+        /// Payments with a `failed` or `disabled` delivery attempt at or after the date (Svix-style "recover").
+        case failedSince(Date)
+    }
+
+    /// Resets the selected terminal payments to stage `notify` (one statement) and returns their hand-offs.
+    public func reset(_ selection: Selection, on connection: PostgresConnection) throws -> [StageMessage] {
+        let paymentId: UUID?
+        let since: Date?
+        switch selection {
+        case .payment(let id): (paymentId, since) = (id, nil)
+        case .failedSince(let date): (paymentId, since) = (nil, date)
+        }
+        let rows = try connection.query(
+            """
+            UPDATE payments SET stage = 'notify', updated_at = clock_timestamp(), redriven_at = NULL
+            WHERE stage IN ('done', 'notify') AND status IN ('authorized', 'declined', 'failed', 'needs_review')
+              AND (($1::uuid IS NOT NULL AND id = $1::uuid)
+                   OR ($1::uuid IS NULL AND id IN (SELECT payment_id FROM webhook_deliveries
+                                                   WHERE outcome IN ('failed', 'disabled') AND attempted_at >= $2)))
+            RETURNING id, merchant_id, job_id
+            """, [paymentId, since])
+        return try rows.map { row in
+            StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                         jobId: try row.decode("job_id", as: String.self))
+        }
+    }
+
+    /// The persistent hand-off to `paypipe.notify` for one replayed payment.
+    public func handOff(_ message: StageMessage) -> AMQPOutboundMessage {
+        var outbound = DeliveryRouter(stage: .notify, retrySchedule: .standard).handOff(message, to: .notify)
+        outbound.properties.appId = "paypipe-cli"
+        return outbound
+    }
+}

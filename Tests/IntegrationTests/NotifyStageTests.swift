@@ -1,0 +1,206 @@
+import AMQP
+import Foundation
+import JWT
+import PaymentStages
+import Pipeline
+import Testing
+
+extension Integration {
+    /// The notify stage end to end: real RabbitMQ (own vhost) and PostgreSQL (own database), a real HTTP receiver that
+    /// verifies every signature, the runtime's retry tiers (300 ms) and dead-letter queue.
+    @Suite struct NotifyStageTests {
+        /// Runs `body` with a harness, a receiver and a started runtime, and tears all of them down.
+        func withNotify(maxRetries: Int = 3, allowPrivate: Bool = true, webhook: Bool = true,
+                        _ body: (NotifyHarness, WebhookTestReceiver) throws -> Void) throws {
+            let harness = try NotifyHarness(maxRetries: maxRetries)
+            defer { harness.tearDown() }
+            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { receiver.stop() }
+            try harness.applyMerchant(webhookURL: webhook ? receiver.url : nil)
+            let runtime = try harness.startedRuntime(allowPrivate: allowPrivate)
+            defer { runtime.stopAndWait() }
+            try body(harness, receiver)
+        }
+
+        @Test func deliversOnceSignedAndPublishesOneResultEvent() throws {
+            try withNotify { harness, receiver in
+                let message = try harness.insertPayment(status: .authorized)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+
+                let requests = receiver.requests
+                #expect(requests.count == 1)
+                let request = try #require(requests.first)
+                #expect(request.verified)
+                let eventId = PaymentEvent.id(paymentId: message.paymentId, type: .authorized)
+                #expect(request.header("webhook-id") == eventId)
+                #expect(request.header("content-type") == "application/json")
+                let json = try JSONValue.parse(request.body)
+                #expect(json["type"]?.stringValue == "payment.authorized")
+                #expect(json["data"]?["paymentId"]?.stringValue == message.paymentId.uuidString.lowercased())
+                #expect(json["data"]?["amount"]?["value"]?.int64Value == 1050)
+                #expect(json["data"]?["gateway"]?["transactionReference"]?.stringValue == "1-2-346")
+                #expect(json["data"]?["card"]?["last4"]?.stringValue == "4242")
+                #expect(json["data"]?["metadata"]?["cart"]?.stringValue == "c-1")
+
+                let results = try harness.drain(harness.resultsQueue)
+                #expect(results.count == 1)
+                #expect(results.first?.routingKey == "payment.authorized")
+                #expect(results.first?.properties.messageId == eventId)
+                #expect(results.first?.body == request.body)
+                #expect(try harness.deliveries(message.paymentId).map(\.outcome) == ["delivered"])
+                #expect(try harness.deliveries(message.paymentId).first?.statusCode == 204)
+
+                // A redelivered hand-off finds the payment done: no second request, no second event.
+                try harness.publish([message])
+                Thread.sleep(forTimeInterval: 1)
+                #expect(receiver.requests.count == 1)
+                #expect(try harness.drain(harness.resultsQueue).isEmpty)
+            }
+        }
+
+        @Test func retriesWithTheSameWebhookIdUntilTheReceiverRecovers() throws {
+            try withNotify(maxRetries: 5) { harness, receiver in
+                receiver.script([503, 502, 429])
+                let message = try harness.insertPayment(status: .declined)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+
+                let requests = receiver.requests
+                #expect(requests.count == 4)
+                #expect(requests.allSatisfy { $0.verified })
+                #expect(Set(requests.compactMap { $0.header("webhook-id") }) == [PaymentEvent.id(paymentId: message.paymentId, type: .declined)])
+                let deliveries = try harness.deliveries(message.paymentId)
+                #expect(deliveries.map(\.outcome) == ["retrying", "retrying", "retrying", "delivered"])
+                #expect(deliveries.map(\.attempt) == [1, 2, 3, 4])
+                #expect(deliveries.map(\.statusCode) == [503, 502, 429, 204])
+                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.declined"])
+                #expect(try harness.drain(Stage.notify.deadLetterQueueName).isEmpty)
+            }
+        }
+
+        @Test func exhaustedRetriesDeadLetterAndRecordFailure() throws {
+            try withNotify(maxRetries: 2) { harness, receiver in
+                receiver.script([], then: 500)
+                let message = try harness.insertPayment(status: .failed)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+
+                #expect(receiver.requests.count == 3)
+                let deliveries = try harness.deliveries(message.paymentId)
+                #expect(deliveries.map(\.outcome) == ["retrying", "retrying", "failed"])
+                #expect(deliveries.last?.error == "http_500")
+                var dead: [AMQPDelivery] = []
+                try TestServices.eventually("dead letter") {
+                    dead += try harness.drain(Stage.notify.deadLetterQueueName)
+                    return !dead.isEmpty
+                }
+                #expect(dead.count == 1)
+                #expect(dead.first?.properties.headers[DeliveryRouter.Header.errorCode] == .string("retries_exhausted"))
+                #expect((try? StageMessage.decode(dead.first?.body ?? [])) == message)
+                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed"])
+            }
+        }
+
+        @Test func goneDisablesTheEndpoint() throws {
+            try withNotify { harness, receiver in
+                receiver.script([410])
+                let first = try harness.insertPayment(status: .authorized)
+                try harness.publish([first])
+                try harness.waitDone(first.paymentId)
+                #expect(try harness.deliveries(first.paymentId).map(\.outcome) == ["disabled"])
+                #expect(try harness.merchant()?.config.webhook?.enabled == false)
+
+                // Disabled: the next payment is not POSTed, yet still gets its results event.
+                let second = try harness.insertPayment(status: .needsReview)
+                try harness.publish([second])
+                try harness.waitDone(second.paymentId)
+                #expect(receiver.requests.count == 1)
+                #expect(try harness.deliveries(second.paymentId).isEmpty)
+                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey).sorted() == ["payment.authorized", "payment.needs_review"])
+            }
+        }
+
+        @Test func ssrfGuardRefusesPrivateTargetsInProduction() throws {
+            try withNotify(allowPrivate: false) { harness, receiver in
+                let message = try harness.insertPayment(status: .authorized)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+                #expect(receiver.requests.isEmpty)
+                let deliveries = try harness.deliveries(message.paymentId)
+                #expect(deliveries.map(\.outcome) == ["failed"])
+                #expect(deliveries.first?.error?.hasPrefix("ssrf_refused") == true)
+                #expect(try harness.drain(harness.resultsQueue).count == 1)
+            }
+        }
+
+        @Test func jobNotifyURLOverridesTheMerchantWebhook() throws {
+            let other = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { other.stop() }
+            try withNotify { harness, receiver in
+                let message = try harness.insertPayment(status: .authorized, notifyURL: other.url)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+                #expect(receiver.requests.isEmpty)
+                #expect(other.requests.count == 1)
+                #expect(other.requests.first?.verified == true)
+            }
+        }
+
+        @Test func replayResendsWithTheSameWebhookId() throws {
+            try withNotify { harness, receiver in
+                let message = try harness.insertPayment(status: .authorized)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+                let database = try harness.database()
+                defer { database.close() }
+                let replayed = try WebhookReplay().reset(.payment(message.paymentId), on: database)
+                #expect(replayed == [message])
+                try harness.publish(replayed)
+                try TestServices.eventually("second delivery") { receiver.requests.count == 2 }
+                try harness.waitDone(message.paymentId)
+                let ids = receiver.requests.map { $0.header("webhook-id") }
+                #expect(ids[0] == ids[1])
+                #expect(receiver.requests.allSatisfy { $0.verified })
+                #expect(try harness.deliveries(message.paymentId).map(\.outcome) == ["delivered", "delivered"])
+            }
+        }
+
+        @Test func noWebhookConfiguredStillPublishesTheResult() throws {
+            try withNotify(webhook: false) { harness, receiver in
+                let message = try harness.insertPayment(status: .declined)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+                #expect(try harness.deliveries(message.paymentId).isEmpty)
+                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.declined"])
+            }
+        }
+
+        /// The `standardwebhooks` PyPI reference verifier accepts PayPipe's requests (skipped without it).
+        @Test func referenceVerifierAcceptsOurSignatures() throws {
+            guard (try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import standardwebhooks"])) == 0 else { return }
+            try withNotify { harness, receiver in
+                let message = try harness.insertPayment(status: .authorized)
+                try harness.publish([message])
+                try harness.waitDone(message.paymentId)
+                let request = try #require(receiver.requests.first)
+                let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent().appendingPathComponent("scripts/verify-webhooks.py").path
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                func capture(_ name: String, body: [UInt8]) throws -> String {
+                    let headers = ["webhook-id", "webhook-timestamp", "webhook-signature"].reduce(into: [String: String]()) {
+                        $0[$1] = request.header($1)
+                    }
+                    let json: [String: Any] = ["secret": NotifyHarness.secret, "headers": headers, "body_base64": Data(body).base64EncodedString()]
+                    let path = directory.appendingPathComponent(name).path
+                    try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path))
+                    return path
+                }
+                #expect(try ChildProcess.run("/usr/bin/env", ["python3", script, try capture("good.json", body: request.body)]) == 0)
+                #expect(try ChildProcess.run("/usr/bin/env", ["python3", script, try capture("tampered.json", body: request.body + [0x20])]) == 1)
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import AMQP
+import Crypto
+import Foundation
+import PaymentStages
+import Pipeline
+import Postgres
+
+/// The real notify stage on the real services, isolated from other suites: its own freshly migrated database and its
+/// own RabbitMQ virtual host (`paypipe_notify_test`), because the pipeline's queue names are fixed and other suites
+/// (and other helpers' test runs) use `paypipe.notify` on `/`. The vhost is created once with
+/// `scripts/services rabbitmqctl add_vhost` (no restart) if it does not exist.
+struct NotifyHarness {
+    static let vhost = "paypipe_notify_test"
+    static let secret = "whsec_" + Data((1...32).map { UInt8($0) }).base64EncodedString()
+
+    let databaseName = "paypipe_notify_\(UUID().uuidString.prefix(8).lowercased())"
+    let databaseURL: String
+    let amqpURL: String
+    let configuration: WorkerConfiguration
+    let logSink = LogSink(capturing: ())
+    let vault: DataVault
+    let resultsQueue = "notify-test-results-\(UUID().uuidString.prefix(8).lowercased())"
+
+    init(maxRetries: Int = 3) throws {
+        guard var database = URLComponents(string: TestServices.databaseURL), var broker = URLComponents(string: TestServices.amqpURL) else {
+            throw TestFailure("test service URLs are not URLs")
+        }
+        database.path = "/" + databaseName
+        databaseURL = database.string!
+        broker.percentEncodedPath = "/" + Self.vhost
+        amqpURL = broker.string!
+        let admin = try TestServices.database()
+        defer { admin.close() }
+        try admin.simpleQuery("CREATE DATABASE \(databaseName)")
+        let connection = try PostgresConnection(configuration: try PostgresConfiguration(url: databaseURL))
+        defer { connection.close() }
+        _ = try Migrator(migrations: PayPipeSchema.migrations, lockKey: PayPipeSchema.migrationLockKey).apply(on: connection)
+
+        configuration = try WorkerConfiguration(stage: .notify, environment: EnvironmentReader([
+            "PAYPIPE_AMQP_URL": amqpURL, "PAYPIPE_DATABASE_URL": databaseURL,
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
+            "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_BATCH_SIZE": "5",
+            "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
+        ]))
+        vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: SecureRandom.bytes(count: 32))))
+        let amqp = try Self.connectVhost(amqpURL)
+        defer { amqp.close() }
+        let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule)
+        for queue in topology.queues where queue.name.hasPrefix("paypipe.notify") {
+            _ = try amqp.deleteQueue(queue.name)
+        }
+        try amqp.declare(topology)
+        try amqp.declare(AMQPTopology(
+            queues: [AMQPQueue(name: resultsQueue, durable: false)],
+            bindings: [AMQPBinding(queue: resultsQueue, exchange: PipelineTopology.resultsExchange, routingKey: "#")]))
+    }
+
+    private static func connectVhost(_ url: String) throws -> AMQPConnection {
+        if let connection = try? AMQPConnection(configuration: try AMQPConfiguration(url: url)) { return connection }
+        try TestServices.services("rabbitmqctl", "add_vhost", vhost)
+        try TestServices.services("rabbitmqctl", "set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        return try AMQPConnection(configuration: try AMQPConfiguration(url: url))
+    }
+
+    func amqp() throws -> AMQPConnection {
+        try AMQPConnection(configuration: try AMQPConfiguration(url: amqpURL))
+    }
+
+    func tearDown() {
+        if let amqp = try? amqp() {
+            _ = try? amqp.deleteQueue(resultsQueue)
+            amqp.close()
+        }
+        guard let admin = try? TestServices.database() else { return }
+        defer { admin.close() }
+        try? admin.simpleQuery("DROP DATABASE IF EXISTS \(databaseName) WITH (FORCE)")
+    }
+
+    func database() throws -> PostgresConnection {
+        try PostgresConnection(configuration: try PostgresConfiguration(url: databaseURL))
+    }
+
+    func makeStage(allowPrivate: Bool = true) -> NotifyStage {
+        NotifyStage(
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
+            urlGuard: WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
+            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5))
+    }
+
+    func startedRuntime(allowPrivate: Bool = true) throws -> StageRuntime<NotifyStage> {
+        let runtime = try StageRuntime(handler: makeStage(allowPrivate: allowPrivate), configuration: configuration,
+                                       logger: Logger(component: "notify", threshold: .debug, sink: logSink))
+        try runtime.start()
+        return runtime
+    }
+
+    // MARK: Data
+
+    /// Applies the merchant as an operator would: the sandbox document's shape with `webhookURL` and the test secret.
+    func applyMerchant(_ id: String = "m-notify", webhookURL: String?) throws {
+        var json: [String: Any] = ["id": id, "identities": [Any]()]
+        json["webhook"] = webhookURL.map { ["url": $0, "secret": Self.secret] }
+        let document = try JSONDecoder().decode(MerchantDocument.self, from: try JSONSerialization.data(withJSONObject: json))
+        let database = try database()
+        defer { database.close() }
+        try MerchantStore(vault: vault).apply(document, baseDirectory: nil, on: database)
+    }
+
+    /// Inserts a payment already in a terminal status, queued for notification, with a completed gateway attempt.
+    func insertPayment(merchantId: String = "m-notify", status: PaymentStatus = .authorized, notifyURL: String? = nil) throws -> StageMessage {
+        let id = UUID()
+        let jobId = "job-\(id.uuidString.prefix(8))"
+        let database = try database()
+        defer { database.close() }
+        try database.query(
+            """
+            INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency, status, stage,
+                                  first_received_at, notify_url, metadata)
+            VALUES ($1, $2, $3, $4, 'ORDER-1', 1050, 'GBP', $5, 'notify', now(), $6, '{"cart":"c-1"}'::jsonb)
+            """, [id, merchantId, jobId, Array(jobId.utf8), status.rawValue, notifyURL])
+        try PaymentStore().appendEvent(id, from: .submitting, to: status, stage: "notify", actor: "test", on: database)
+        try database.query(
+            """
+            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, error_code, error_message,
+                                          transaction_reference, settle_status, masked_pan)
+            VALUES ($1, 'ORDER-1', 'AUTH', 'completed', 'authorized', '0', 'Ok', '1-2-346', '0', '411111######4242')
+            """, [id])
+        return StageMessage(paymentId: id, merchantId: merchantId, jobId: jobId)
+    }
+
+    func publish(_ messages: [StageMessage]) throws {
+        let publisher = AMQPPublisher(configuration: try AMQPConfiguration(url: amqpURL),
+                                      topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
+        defer { publisher.close() }
+        try publisher.publish(messages.map { WebhookReplay().handOff($0) }, timeout: 30)
+    }
+
+    func stage(of id: UUID) throws -> String? {
+        let database = try database()
+        defer { database.close() }
+        return try PaymentStore().load(id, on: database)?.stage
+    }
+
+    func deliveries(_ id: UUID) throws -> [WebhookDeliveryRecord] {
+        let database = try database()
+        defer { database.close() }
+        return try WebhookDeliveryStore().list(paymentId: id, on: database).reversed()
+    }
+
+    func merchant(_ id: String = "m-notify") throws -> MerchantStore.Merchant? {
+        let database = try database()
+        defer { database.close() }
+        return try MerchantStore(vault: vault).load(id, on: database)
+    }
+
+    /// Drains `queue` (acking) and returns its messages.
+    func drain(_ queue: String) throws -> [AMQPDelivery] {
+        let connection = try amqp()
+        defer { connection.close() }
+        var deliveries: [AMQPDelivery] = []
+        while let delivery = try connection.get(queue: queue) {
+            try connection.ack(deliveryTag: delivery.deliveryTag)
+            deliveries.append(delivery)
+        }
+        return deliveries
+    }
+
+    /// Waits until the payment's stage is `done`.
+    func waitDone(_ id: UUID, timeout: Double = 20) throws {
+        try TestServices.eventually(timeout: timeout, "payment \(id) done") { try stage(of: id) == "done" }
+    }
+}
