@@ -12,5 +12,6 @@ let commands: [any CLICommand.Type] = [
     PaymentCommand.self,
     StatsCommand.self,
     JWTCommand.self,
+    WebhooksCommand.self,
 ]
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))

@@ -1,0 +1,108 @@
+import Foundation
+import PaymentStages
+import Pipeline
+import Postgres
+
+/// `paypipe webhooks`: the webhook delivery log and manual re-delivery (Standard Webhooks recommends both: a failure
+/// log and replay/recovery for merchants whose endpoint was down).
+enum WebhooksCommand: CLICommand {
+    static let name = "webhooks"
+    static let summary = "list webhook delivery attempts, replay webhooks"
+    static let usage = """
+        usage: paypipe webhooks list [--failed] [--payment ID] [--limit N]
+          Prints delivery attempts, newest first, one JSON object per line (payment, event id and type, URL, attempt,
+          status code, latency, error, outcome). --failed keeps attempts that failed for good or disabled the endpoint.
+
+               paypipe webhooks replay --payment ID
+               paypipe webhooks replay --since TIME
+          Re-delivers with the SAME webhook-id (receivers dedupe on it): puts the payment(s) back in the notify stage
+          (stage done → notify) and publishes their hand-offs to paypipe.notify; the paypipe-notify worker then signs
+          and POSTs afresh and publishes the results event again. --since replays every payment with a failed or
+          disabled attempt since TIME (ISO 8601, e.g. 2026-01-01T00:00:00Z, or a duration ago such as 2h).
+          A merchant endpoint disabled by a 410 must be re-enabled first (paypipe merchant apply).
+          Exit 65 if nothing matched.
+        """
+
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage), let action = arguments.positionals.first else {
+            printError(usage)
+            return ExitCode.usage
+        }
+        do {
+            switch action {
+            case "list": return try list(arguments)
+            case "replay": return try replay(arguments)
+            default:
+                printError(usage)
+                return ExitCode.usage
+            }
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+
+    private static func list(_ arguments: CommandArguments) throws -> Int32 {
+        let paymentId = try arguments.value("--payment").map(paymentID)
+        guard let limit = Int(arguments.value("--limit") ?? "100"), limit > 0 else {
+            throw CommandArguments.UsageError(description: "--limit must be a positive integer")
+        }
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let records = try WebhookDeliveryStore().list(paymentId: paymentId, failedOnly: arguments.flag("--failed"), limit: limit, on: connection)
+        for record in records {
+            var object: [String: Any] = [
+                "id": record.id, "paymentId": record.paymentId.uuidString.lowercased(), "eventId": record.eventId,
+                "eventType": record.eventType, "url": record.url, "attempt": record.attempt, "outcome": record.outcome,
+                "attemptedAt": Logger.timestamp(record.attemptedAt),
+            ]
+            object["statusCode"] = record.statusCode
+            object["latencyMs"] = record.latencyMs
+            object["error"] = record.error
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            print(String(decoding: data, as: UTF8.self))
+        }
+        return ExitCode.ok
+    }
+
+    private static func replay(_ arguments: CommandArguments) throws -> Int32 {
+        let selection: WebhookReplay.Selection
+        switch (arguments.value("--payment"), arguments.value("--since")) {
+        case (let id?, nil): selection = .payment(try paymentID(id))
+        case (nil, let since?): selection = .failedSince(try time(since))
+        default: throw CommandArguments.UsageError(description: "give exactly one of --payment ID or --since TIME")
+        }
+        let configuration = try WorkerConfiguration(stage: nil)
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let replay = WebhookReplay()
+        // Reset first, then publish: if publishing fails the payments sit in the notify stage, where the reconciler
+        // re-drives them; the other order could lose a replay.
+        let messages = try replay.reset(selection, on: connection)
+        guard !messages.isEmpty else {
+            printError("paypipe: no terminal payment matched")
+            return ExitCode.dataError
+        }
+        let publisher = try OperatorContext.publisher(configuration)
+        defer { publisher.close() }
+        try publisher.publish(messages.map(replay.handOff), timeout: 60)
+        for message in messages {
+            print("replaying \(message.paymentId.uuidString.lowercased()) (merchant \(message.merchantId), job \(message.jobId))")
+        }
+        return ExitCode.ok
+    }
+
+    private static func paymentID(_ text: String) throws -> UUID {
+        guard let id = UUID(uuidString: text) else { throw CommandArguments.UsageError(description: "payment ID must be a UUID") }
+        return id
+    }
+
+    /// ISO 8601 (with or without fractional seconds) or a duration ago (`90s`, `2h`).
+    static func time(_ text: String, now: Date = Date()) throws -> Date {
+        if let seconds = DurationParser.seconds(text) { return now.addingTimeInterval(-seconds) }
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        throw CommandArguments.UsageError(description: "--since must be ISO 8601 (2026-01-01T00:00:00Z) or a duration such as 2h")
+    }
+}
