@@ -199,6 +199,12 @@ extension Integration {
                     return path
                 }
                 #expect(try ChildProcess.run("/usr/bin/env", ["python3", script, try capture("good.json", body: request.body)]) == 0)
+                // With jsonschema available, the body also matches docs/schemas/event.schema.json.
+                if (try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import jsonschema"])) == 0 {
+                    let schema = URL(fileURLWithPath: script).deletingLastPathComponent().deletingLastPathComponent()
+                        .appendingPathComponent("docs/schemas/event.schema.json").path
+                    #expect(try ChildProcess.run("/usr/bin/env", ["python3", script, "--schema", schema, try capture("schema.json", body: request.body)]) == 0)
+                }
                 #expect(try ChildProcess.run("/usr/bin/env", ["python3", script, try capture("tampered.json", body: request.body + [0x20])]) == 1)
             }
         }
