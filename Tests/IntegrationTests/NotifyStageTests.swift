@@ -10,9 +10,9 @@ extension Integration {
     /// verifies every signature, the runtime's retry tiers (300 ms) and dead-letter queue.
     @Suite struct NotifyStageTests {
         /// Runs `body` with a harness, a receiver and a started runtime, and tears all of them down.
-        func withNotify(maxRetries: Int = 3, allowPrivate: Bool = true, webhook: Bool = true,
+        func withNotify(maxRetries: Int = 3, concurrency: Int = 2, allowPrivate: Bool = true, webhook: Bool = true,
                         _ body: (NotifyHarness, WebhookTestReceiver) throws -> Void) throws {
-            let harness = try NotifyHarness(maxRetries: maxRetries)
+            let harness = try NotifyHarness(maxRetries: maxRetries, concurrency: concurrency)
             defer { harness.tearDown() }
             let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
             defer { receiver.stop() }
@@ -144,6 +144,28 @@ extension Integration {
                 #expect(receiver.requests.isEmpty)
                 #expect(other.requests.count == 1)
                 #expect(other.requests.first?.verified == true)
+            }
+        }
+
+        /// Deliveries of one batch run concurrently: a slow endpoint does not hold up another endpoint's request.
+        /// (The batch's acks and results events still wait for its slowest request: the runtime settles batches whole.)
+        @Test func aSlowEndpointDoesNotHoldUpOthers() throws {
+            let slow = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { slow.stop() }
+            slow.respond(after: 3)
+            // One lane, so both events share a batch: only concurrency inside the batch can keep the quick one quick.
+            try withNotify(concurrency: 1) { harness, receiver in
+                let held = try harness.insertPayment(status: .authorized, notifyURL: slow.url)
+                let quick = try harness.insertPayment(status: .authorized)
+                let started = Date()
+                try harness.publish([held, quick])
+                try TestServices.eventually("quick endpoint's request") { receiver.requests.count == 1 }
+                let quickSeconds = Date().timeIntervalSince(started)
+                try harness.waitDone(quick.paymentId)
+                try harness.waitDone(held.paymentId)
+                #expect(quickSeconds < 2.5, "quick endpoint waited \(quickSeconds)s behind the slow one")
+                #expect(receiver.requests.count == 1)
+                #expect(slow.requests.count == 1)
             }
         }
 

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import Pipeline
 import Postgres
+import Synchronization
 
 /// Stage 4: a terminal payment → a signed Standard Webhooks POST to the merchant, and the same event on
 /// `paypipe.results` (topic, routing key = event type).
@@ -59,16 +60,32 @@ public struct NotifyStage: StageHandler {
         NotifyMessage(message: try StageMessage.decode(delivery.body), previousRetries: router.previousRetries(of: delivery), delivery: delivery)
     }
 
+    /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
+    /// the decisions that need no request, one message after the other on the lane's connection; (2) the POSTs, all
+    /// at once on Dispatch's pool (each with its own libcurl handle; ``EndpointGate`` caps the requests per endpoint);
+    /// (3) recording the attempts and the outcomes on the connection again. No transaction spans phase 2.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        // One client per batch: libcurl handles are single-threaded, and reuse keeps connections to an endpoint alive.
-        let client = HTTPClient(configuration: httpConfiguration)
-        return batch.map { message in
+        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
+        var pending: [(index: Int, delivery: PendingDelivery)] = []
+        for (index, message) in batch.enumerated() {
             do {
-                return .success(try handle(message, client: client, database: database))
+                switch try prepare(message, database: database) {
+                case .decided(let outcome): results[index] = .success(outcome)
+                case .deliver(let delivery): pending.append((index, delivery))
+                }
             } catch {
-                return .failure(FailureClassifier.classify(error))
+                results[index] = .failure(FailureClassifier.classify(error))
             }
         }
+        let sent = send(pending.map(\.delivery))
+        for (offset, item) in pending.enumerated() {
+            do {
+                results[item.index] = .success(try complete(item.delivery, sent[offset].classification, sent[offset].attempt, database: database))
+            } catch {
+                results[item.index] = .failure(FailureClassifier.classify(error))
+            }
+        }
+        return results.map { $0! }
     }
 
     /// Where and how to deliver one event.
@@ -79,18 +96,35 @@ public struct NotifyStage: StageHandler {
         let isMerchantWebhook: Bool
     }
 
-    private func handle(_ message: NotifyMessage, client: HTTPClient, database: PostgresConnection) throws -> StageOutcome {
+    /// An event that needs a POST.
+    private struct PendingDelivery: Sendable {
+        let message: NotifyMessage
+        let payment: PaymentRecord
+        let event: PaymentEvent
+        let url: String
+        let isMerchantWebhook: Bool
+        let signer: WebhookSigner
+        var number: Int { message.previousRetries + 1 }
+    }
+
+    private enum Preparation {
+        case decided(StageOutcome)
+        case deliver(PendingDelivery)
+    }
+
+    /// Phase 1: everything up to the POST.
+    private func prepare(_ message: NotifyMessage, database: PostgresConnection) throws -> Preparation {
         guard let payment = try payments.load(message.message.paymentId, on: database) else {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
         }
-        if payment.stage == "done" { return .completed }
+        if payment.stage == "done" { return .decided(.completed) }
         guard let loaded = try events.load(payment, on: database) else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
             throw StageFailure.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)")
         }
         let event = loaded.event
         guard let target = try target(for: payment, notifyURL: loaded.notifyURL, on: database) else {
-            return try finish(event, on: database)
+            return .decided(try finish(event, on: database))
         }
         let number = message.previousRetries + 1
         let signer: WebhookSigner
@@ -99,22 +133,49 @@ public struct NotifyStage: StageHandler {
         } catch {
             let code = error == .noSecret ? "no_webhook_secret" : "invalid_webhook_secret"
             try deliveries.record(WebhookAttempt(url: target.url, number: number, error: code, outcome: .failed), event: event, on: database)
-            return try finish(event, on: database)
+            return .decided(try finish(event, on: database))
         }
         if case .refused(let reason) = urlGuard.check(target.url) {
             try deliveries.record(WebhookAttempt(url: target.url, number: number, error: "ssrf_refused: \(reason)", outcome: .failed), event: event, on: database)
-            return try finish(event, on: database)
+            return .decided(try finish(event, on: database))
         }
+        return .deliver(PendingDelivery(
+            message: message, payment: payment, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer))
+    }
 
-        var attempt = WebhookAttempt(url: target.url, number: number, outcome: .retrying)
-        let classification: WebhookResponseClass
-        switch gate.acquire(endpoint: Self.endpointKey(target.url)) {
-        case .rejected(let reason):
-            classification = .retry(error: reason)
-        case .acquired(let endpoint):
-            classification = post(event, to: target.url, signer: signer, client: client, attempt: &attempt)
-            gate.release(endpoint, succeeded: !Self.isRetry(classification))
+    /// Phase 2: all POSTs of the batch concurrently; results in the order of `pending`.
+    private func send(_ pending: [PendingDelivery]) -> [(classification: WebhookResponseClass, attempt: WebhookAttempt)] {
+        let slots = Mutex<[Int: (WebhookResponseClass, WebhookAttempt)]>([:])
+        let group = DispatchGroup()
+        for (index, delivery) in pending.enumerated() {
+            DispatchQueue.global().async(group: group) {
+                let result = self.post(delivery)
+                slots.withLock { $0[index] = result }
+            }
         }
+        group.wait()
+        return slots.withLock { slots in pending.indices.map { (slots[$0]!.0, slots[$0]!.1) } }
+    }
+
+    /// One POST through the endpoint gate.
+    private func post(_ delivery: PendingDelivery) -> (WebhookResponseClass, WebhookAttempt) {
+        var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
+        switch gate.acquire(endpoint: Self.endpointKey(delivery.url)) {
+        case .rejected(let reason):
+            return (.retry(error: reason), attempt)
+        case .acquired(let endpoint):
+            // libcurl handles are single-threaded: one client per request on this pool thread.
+            let client = HTTPClient(configuration: httpConfiguration)
+            let classification = post(delivery.event, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
+            gate.release(endpoint, succeeded: !Self.isRetry(classification))
+            return (classification, attempt)
+        }
+    }
+
+    /// Phase 3: record the attempt and decide the outcome.
+    private func complete(_ delivery: PendingDelivery, _ classification: WebhookResponseClass, _ sent: WebhookAttempt, database: PostgresConnection) throws -> StageOutcome {
+        var attempt = sent
+        let event = delivery.event
         switch classification {
         case .delivered:
             attempt.outcome = .delivered
@@ -124,22 +185,22 @@ public struct NotifyStage: StageHandler {
             attempt.outcome = .disabled
             attempt.error = "endpoint_gone"
             try deliveries.record(attempt, event: event, on: database)
-            if target.isMerchantWebhook {
-                try deliveries.disableMerchantWebhook(payment.merchantId, url: target.url, on: database)
+            if delivery.isMerchantWebhook {
+                try deliveries.disableMerchantWebhook(delivery.payment.merchantId, url: delivery.url, on: database)
             }
             return try finish(event, on: database)
         case .retry(let error):
             attempt.error = error
-            let decision = router.retrySchedule.decision(previousRetries: message.previousRetries)
-            guard case .retry(_, let delay) = decision else {
+            guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
                 attempt.outcome = .failed
                 try deliveries.record(attempt, event: event, on: database)
-                let reason = "webhook retries exhausted after \(number) attempt(s); last error \(error)"
-                return try finish(event, on: database, also: [router.deadLetter(message.delivery, code: "retries_exhausted", reason: reason)])
+                let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
+                return try finish(event, on: database, also: [router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason)])
             }
             try deliveries.record(attempt, event: event, on: database)
-            try deliveries.holdForRetry(payment.id, seconds: delay, on: database)
-            throw StageFailure.transient(code: "webhook_failed", reason: "webhook attempt \(number) to \(Self.endpointKey(target.url)) failed: \(error)")
+            try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
+            throw StageFailure.transient(
+                code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(Self.endpointKey(delivery.url)) failed: \(error)")
         }
     }
 

@@ -21,7 +21,7 @@ struct NotifyHarness {
     let vault: DataVault
     let resultsQueue = "notify-test-results-\(UUID().uuidString.prefix(8).lowercased())"
 
-    init(maxRetries: Int = 3) throws {
+    init(maxRetries: Int = 3, concurrency: Int = 2) throws {
         guard var database = URLComponents(string: TestServices.databaseURL), var broker = URLComponents(string: TestServices.amqpURL) else {
             throw TestFailure("test service URLs are not URLs")
         }
@@ -39,7 +39,7 @@ struct NotifyHarness {
         configuration = try WorkerConfiguration(stage: .notify, environment: EnvironmentReader([
             "PAYPIPE_AMQP_URL": amqpURL, "PAYPIPE_DATABASE_URL": databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
-            "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_BATCH_SIZE": "5",
+            "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_CONCURRENCY": String(concurrency), "PAYPIPE_BATCH_SIZE": "5",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
         ]))
         vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: SecureRandom.bytes(count: 32))))

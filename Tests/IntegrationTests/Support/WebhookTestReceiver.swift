@@ -20,6 +20,8 @@ final class WebhookTestReceiver: Sendable {
         let requests = Mutex<[Request]>([])
         /// Statuses for the next requests, in order; once used up, `fallback`.
         let script = Mutex<(next: [Int], fallback: Int)>(([], 204))
+        /// Seconds each response is held back (a slow endpoint).
+        let delay = Mutex<Double>(0)
     }
 
     init(secret: String) throws {
@@ -29,6 +31,8 @@ final class WebhookTestReceiver: Sendable {
         server = HTTPServer(host: "127.0.0.1", port: 0, threads: 2) { request in
             let verified = (try? verifier.verify(body: request.body) { request.header($0) }) != nil
             state.requests.withLock { $0.append(Request(headers: request.headers, body: request.body, verified: verified)) }
+            let delay = state.delay.withLock { $0 }
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             let status = state.script.withLock { script in script.next.isEmpty ? script.fallback : script.next.removeFirst() }
             return HTTPServerResponse(status: verified ? status : 401)
         }
@@ -40,6 +44,11 @@ final class WebhookTestReceiver: Sendable {
     /// Answer `statuses` to the next requests, then `fallback`.
     func script(_ statuses: [Int], then fallback: Int = 204) {
         state.script.withLock { $0 = (statuses, fallback) }
+    }
+
+    /// Hold every response back by `seconds`.
+    func respond(after seconds: Double) {
+        state.delay.withLock { $0 = seconds }
     }
 
     var requests: [Request] { state.requests.withLock { $0 } }
