@@ -19,6 +19,8 @@ struct NotifyHarness {
     let configuration: WorkerConfiguration
     let logSink = LogSink(capturing: ())
     let vault: DataVault
+    /// The data key behind `vault`, base64, for worker processes (`PAYPIPE_DATA_KEY`).
+    let dataKeyBase64: String
     let resultsQueue = "notify-test-results-\(UUID().uuidString.prefix(8).lowercased())"
 
     init(maxRetries: Int = 3, concurrency: Int = 2) throws {
@@ -42,7 +44,9 @@ struct NotifyHarness {
             "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_CONCURRENCY": String(concurrency), "PAYPIPE_BATCH_SIZE": "5",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
         ]))
-        vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: SecureRandom.bytes(count: 32))))
+        let keyBytes = SecureRandom.bytes(count: 32)
+        dataKeyBase64 = Data(keyBytes).base64EncodedString()
+        vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: keyBytes)))
         let amqp = try Self.connectVhost(amqpURL)
         defer { amqp.close() }
         let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule)
