@@ -188,6 +188,30 @@ extension Integration {
             }
         }
 
+        @Test func replaySinceSelectsPaymentsWithFailedDeliveries() throws {
+            try withNotify(maxRetries: 0) { harness, receiver in
+                receiver.script([], then: 500)
+                let failing = try harness.insertPayment(status: .authorized)
+                try harness.publish([failing])
+                try harness.waitDone(failing.paymentId)
+                #expect(try harness.deliveries(failing.paymentId).map(\.outcome) == ["failed"])
+                receiver.script([], then: 204)
+                let fine = try harness.insertPayment(status: .declined)
+                try harness.publish([fine])
+                try harness.waitDone(fine.paymentId)
+
+                let database = try harness.database()
+                defer { database.close() }
+                #expect(try WebhookReplay().reset(.failedSince(Date().addingTimeInterval(60)), on: database).isEmpty)
+                let replayed = try WebhookReplay().reset(.failedSince(Date().addingTimeInterval(-60)), on: database)
+                #expect(replayed == [failing])
+                try harness.publish(replayed)
+                try harness.waitDone(failing.paymentId)
+                #expect(try harness.deliveries(failing.paymentId).map(\.outcome) == ["failed", "delivered"])
+                #expect(try harness.deliveries(fine.paymentId).map(\.outcome) == ["delivered"])
+            }
+        }
+
         @Test func noWebhookConfiguredStillPublishesTheResult() throws {
             try withNotify(webhook: false) { harness, receiver in
                 let message = try harness.insertPayment(status: .declined)
