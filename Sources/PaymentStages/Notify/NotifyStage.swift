@@ -104,6 +104,8 @@ public struct NotifyStage: StageHandler {
         let url: String
         let isMerchantWebhook: Bool
         let signer: WebhookSigner
+        /// The event serialised once: the exact bytes signed, POSTed and published to `paypipe.results`.
+        let body: [UInt8]
         var number: Int { message.previousRetries + 1 }
     }
 
@@ -140,7 +142,8 @@ public struct NotifyStage: StageHandler {
             return .decided(try finish(event, on: database))
         }
         return .deliver(PendingDelivery(
-            message: message, payment: payment, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer))
+            message: message, payment: payment, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer,
+            body: event.body))
     }
 
     /// Phase 2: all POSTs of the batch concurrently; results in the order of `pending`.
@@ -166,7 +169,7 @@ public struct NotifyStage: StageHandler {
         case .acquired(let endpoint):
             // libcurl handles are single-threaded: one client per request on this pool thread.
             let client = HTTPClient(configuration: httpConfiguration)
-            let classification = post(delivery.event, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
+            let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
             gate.release(endpoint, succeeded: !Self.isRetry(classification))
             return (classification, attempt)
         }
@@ -180,7 +183,7 @@ public struct NotifyStage: StageHandler {
         case .delivered:
             attempt.outcome = .delivered
             try deliveries.record(attempt, event: event, on: database)
-            return try finish(event, on: database)
+            return try finish(event, body: delivery.body, on: database)
         case .gone:
             attempt.outcome = .disabled
             attempt.error = "endpoint_gone"
@@ -188,14 +191,14 @@ public struct NotifyStage: StageHandler {
             if delivery.isMerchantWebhook {
                 try deliveries.disableMerchantWebhook(delivery.payment.merchantId, url: delivery.url, on: database)
             }
-            return try finish(event, on: database)
+            return try finish(event, body: delivery.body, on: database)
         case .retry(let error):
             attempt.error = error
             guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
                 attempt.outcome = .failed
                 try deliveries.record(attempt, event: event, on: database)
                 let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
-                return try finish(event, on: database, also: [router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason)])
+                return try finish(event, body: delivery.body, on: database, also: [router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason)])
             }
             try deliveries.record(attempt, event: event, on: database)
             try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
@@ -210,11 +213,10 @@ public struct NotifyStage: StageHandler {
     }
 
     /// One signed POST; fills the attempt's status code and latency.
-    private func post(_ event: PaymentEvent, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt) -> WebhookResponseClass {
-        let body = event.body
+    private func post(_ body: [UInt8], id: String, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt) -> WebhookResponseClass {
         let timestamp = Int64(clock().timeIntervalSince1970)
         var headers = [HTTPHeader("content-type", "application/json"), HTTPHeader("user-agent", Self.userAgent)]
-        headers += signer.headers(id: event.id, timestamp: timestamp, body: body).map { HTTPHeader($0.name, $0.value) }
+        headers += signer.headers(id: id, timestamp: timestamp, body: body).map { HTTPHeader($0.name, $0.value) }
         let started = DispatchTime.now()
         defer { attempt.latencyMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
         do {
@@ -238,14 +240,14 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Marks the payment done and publishes the results event (plus `also`, e.g. a dead letter).
-    private func finish(_ event: PaymentEvent, on database: PostgresConnection, also: [AMQPOutboundMessage] = []) throws -> StageOutcome {
+    private func finish(_ event: PaymentEvent, body: [UInt8]? = nil, on database: PostgresConnection, also: [AMQPOutboundMessage] = []) throws -> StageOutcome {
         try payments.markDone(event.paymentId, on: database)
-        return .publish([Self.resultMessage(event)] + also)
+        return .publish([Self.resultMessage(event, body: body ?? event.body)] + also)
     }
 
     /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
     /// it like on `webhook-id`). Not mandatory: a results exchange nobody binds to is a valid deployment.
-    public static func resultMessage(_ event: PaymentEvent) -> AMQPOutboundMessage {
+    public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> AMQPOutboundMessage {
         var properties = AMQPProperties()
         properties.contentType = "application/json"
         properties.messageId = event.id
@@ -254,7 +256,7 @@ public struct NotifyStage: StageHandler {
         properties.appId = "paypipe-notify"
         properties.timestamp = event.occurredAt
         return AMQPOutboundMessage(
-            exchange: PipelineTopology.resultsExchange, routingKey: event.type.rawValue, body: event.body,
+            exchange: PipelineTopology.resultsExchange, routingKey: event.type.rawValue, body: body,
             properties: properties, mandatory: false)
     }
 
