@@ -63,10 +63,11 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .v4(let b): return b.map(String.init).joined(separator: ".")
-        case .v6(var b):
+        case .v6(let b):
             var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            let text = b.withUnsafeMutableBytes { raw in inet_ntop(AF_INET6, raw.baseAddress, &buffer, socklen_t(buffer.count)) }
-            return text == nil ? "invalid" : String(cString: buffer)
+            let text = b.withUnsafeBytes { raw in inet_ntop(AF_INET6, raw.baseAddress, &buffer, socklen_t(buffer.count)) }
+            guard text != nil else { return "invalid" }
+            return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 }
