@@ -40,6 +40,13 @@ import Testing
         #expect(lax.check("file:///etc/passwd") == .refused("not an http(s) URL"))
     }
 
+    /// Obfuscated spellings of internal addresses resolve (as libcurl would resolve them) to what they hide.
+    @Test(arguments: ["http://localhost:9190/", "http://0x7f000001/", "http://2130706433/", "http://0177.0.0.1/",
+                      "http://[::ffff:169.254.169.254]/", "http://127.1/"])
+    func guardSeesThroughObfuscatedInternalHosts(url: String) {
+        #expect(WebhookURLGuard(allowPrivate: false).check(url) != .allowed, "\(url)")
+    }
+
     @Test func resolvesLocalhostToLoopback() {
         let addresses = WebhookURLGuard.resolve("localhost")
         #expect(!addresses.isEmpty)
