@@ -169,6 +169,27 @@ extension Integration {
             }
         }
 
+        /// Requests of a batch are truly concurrent (not capped at the core count): four endpoints that each take 2 s
+        /// all receive their request within the first second.
+        @Test func slowEndpointsAreCalledConcurrently() throws {
+            let slow = try (0..<4).map { _ in try WebhookTestReceiver(secret: NotifyHarness.secret) }
+            defer { slow.forEach { $0.stop() } }
+            slow.forEach { $0.respond(after: 2) }
+            let harness = try NotifyHarness(concurrency: 1)
+            defer { harness.tearDown() }
+            try harness.applyMerchant(webhookURL: slow[0].url)  // the secret; each job's notify_url picks its endpoint
+            let messages = try slow.map { try harness.insertPayment(status: .authorized, notifyURL: $0.url) }
+            // Queued before the runtime starts, so one lane takes all four in one batch.
+            try harness.publish(messages)
+            let started = Date()
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+            try TestServices.eventually("all four requests") { slow.allSatisfy { $0.requests.count == 1 } }
+            let seconds = Date().timeIntervalSince(started)
+            #expect(seconds < 1.5, "requests were serialised: \(seconds)s")
+            for message in messages { try harness.waitDone(message.paymentId) }
+        }
+
         @Test func replayResendsWithTheSameWebhookId() throws {
             try withNotify { harness, receiver in
                 let message = try harness.insertPayment(status: .authorized)

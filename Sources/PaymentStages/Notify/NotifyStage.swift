@@ -146,15 +146,27 @@ public struct NotifyStage: StageHandler {
             body: event.body))
     }
 
-    /// Phase 2: all POSTs of the batch concurrently; results in the order of `pending`.
+    /// Phase 2: all POSTs of the batch concurrently, one thread each; results in the order of `pending`.
+    ///
+    /// Threads rather than Dispatch: the requests block in libcurl, and libdispatch on Linux caps blocking work items
+    /// at about the core count, which would serialise a batch behind its slowest endpoints. A batch is bounded by
+    /// `PAYPIPE_BATCH_SIZE`, and a lone delivery (the common case) runs on the lane's own thread.
     private func send(_ pending: [PendingDelivery]) -> [(classification: WebhookResponseClass, attempt: WebhookAttempt)] {
+        if pending.count == 1 {
+            let (classification, attempt) = post(pending[0])
+            return [(classification, attempt)]
+        }
         let slots = Mutex<[Int: (WebhookResponseClass, WebhookAttempt)]>([:])
         let group = DispatchGroup()
         for (index, delivery) in pending.enumerated() {
-            DispatchQueue.global().async(group: group) {
+            group.enter()
+            let thread = Thread {
                 let result = self.post(delivery)
                 slots.withLock { $0[index] = result }
+                group.leave()
             }
+            thread.name = "paypipe-notify-send"
+            thread.start()
         }
         group.wait()
         return slots.withLock { slots in pending.indices.map { (slots[$0]!.0, slots[$0]!.1) } }
