@@ -93,6 +93,22 @@ import Testing
         #expect(gate.acquire(endpoint: key) == .rejected("endpoint_busy"))  // concurrency limit 2
     }
 
+    @Test func retryAfterPausesTheEndpoint() {
+        let clock = TestClock()
+        let gate = EndpointGate(failureThreshold: 5, openSeconds: 10, maxWait: 0.05, maxPauseSeconds: 60, clock: { clock.now })
+        let key = "https://a.example:443"
+        #expect(gate.acquire(endpoint: key) == .acquired(key))
+        gate.release(key, succeeded: false, pause: 30)
+        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))
+        clock.advance(29)
+        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))
+        clock.advance(2)
+        #expect(gate.acquire(endpoint: key) == .acquired(key))
+        gate.release(key, succeeded: false, pause: 3600)  // capped at maxPauseSeconds
+        clock.advance(61)
+        #expect(gate.acquire(endpoint: key) == .acquired(key))
+    }
+
     @Test func notifyWorkerDefaultsToTheWebhookSchedule() throws {
         let defaulted = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader([:])))
         #expect(defaulted.retrySchedule.delays == [5, 300, 1800, 7200, 18000, 36000])

@@ -9,11 +9,14 @@ import Synchronization
 ///   the next retry tier and the lane serves other endpoints).
 /// * After `failureThreshold` consecutive failures the circuit opens for `openSeconds`: attempts fail at once with
 ///   `circuit_open` (no request is sent). Then one probe is let through (half-open); its success closes the circuit.
+/// * A failed response with `Retry-After` (429/503 throttling) opens the circuit at once for that long, capped at
+///   `maxPauseSeconds`: the worker stops calling an endpoint that asked for a pause.
 public final class EndpointGate: Sendable {
     public let maxConcurrent: Int
     public let failureThreshold: Int
     public let openSeconds: Double
     public let maxWait: Double
+    public let maxPauseSeconds: Double
     private let endpoints = Mutex<[String: EndpointState]>([:])
     private let clock: @Sendable () -> Date
 
@@ -31,7 +34,8 @@ public final class EndpointGate: Sendable {
     }
 
     public init(maxConcurrent: Int = 4, failureThreshold: Int = 5, openSeconds: Double = 30, maxWait: Double = 15,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+                maxPauseSeconds: Double = 300, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.maxPauseSeconds = maxPauseSeconds
         self.maxConcurrent = max(1, maxConcurrent)
         self.failureThreshold = max(1, failureThreshold)
         self.openSeconds = openSeconds
@@ -61,7 +65,8 @@ public final class EndpointGate: Sendable {
         }
     }
 
-    public func release(_ endpoint: String, succeeded: Bool) {
+    /// - Parameter pause: the failed response's `Retry-After` in seconds, if any.
+    public func release(_ endpoint: String, succeeded: Bool, pause: Double? = nil) {
         let now = clock()
         endpoints.withLock { states in
             var state = states[endpoint] ?? EndpointState()
@@ -71,7 +76,9 @@ public final class EndpointGate: Sendable {
                 state.openUntil = nil
             } else {
                 state.consecutiveFailures += 1
-                if state.consecutiveFailures >= failureThreshold { state.openUntil = now.addingTimeInterval(openSeconds) }
+                var openFor: Double = state.consecutiveFailures >= failureThreshold ? openSeconds : 0
+                if let pause, pause > 0 { openFor = max(openFor, min(pause, maxPauseSeconds)) }
+                if openFor > 0 { state.openUntil = now.addingTimeInterval(openFor) }
             }
             states[endpoint] = state
         }

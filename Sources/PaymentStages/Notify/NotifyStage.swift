@@ -182,7 +182,7 @@ public struct NotifyStage: StageHandler {
             // libcurl handles are single-threaded: one client per request on this pool thread.
             let client = HTTPClient(configuration: httpConfiguration)
             let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
-            gate.release(endpoint, succeeded: !Self.isRetry(classification))
+            gate.release(endpoint, succeeded: !Self.isRetry(classification), pause: attempt.retryAfterSeconds)
             return (classification, attempt)
         }
     }
@@ -234,6 +234,7 @@ public struct NotifyStage: StageHandler {
         do {
             let response = try client.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body))
             attempt.statusCode = response.status
+            attempt.retryAfterSeconds = RetryAfter.seconds(response.header("retry-after"))
             return WebhookResponseClass.classify(status: response.status, retryAfter: response.header("retry-after"))
         } catch {
             return WebhookResponseClass.classify(error)

@@ -18,7 +18,8 @@ extension NotifyStage {
     /// webhook secrets and card data are sealed with it), `PAYPIPE_MERCHANT_CACHE_TTL` (5s),
     /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE` (default on in sandbox, off in production), `PAYPIPE_WEBHOOK_TIMEOUT` (15s),
     /// `PAYPIPE_WEBHOOK_MAX_CONCURRENCY` (4 per endpoint), `PAYPIPE_WEBHOOK_BREAKER_FAILURES` (5) and
-    /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s).
+    /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s) and `PAYPIPE_WEBHOOK_MAX_PAUSE` (5m: the longest `Retry-After` obeyed by
+    /// pausing the endpoint).
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> NotifyStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
@@ -27,6 +28,7 @@ extension NotifyStage {
         let maxConcurrent = try environment.integer("PAYPIPE_WEBHOOK_MAX_CONCURRENCY", default: 4, range: 1...256)
         let breakerFailures = try environment.integer("PAYPIPE_WEBHOOK_BREAKER_FAILURES", default: 5, range: 1...1000)
         let breakerOpen = try environment.seconds("PAYPIPE_WEBHOOK_BREAKER_OPEN", default: 30, range: 0...3600)
+        let maxPause = try environment.seconds("PAYPIPE_WEBHOOK_MAX_PAUSE", default: 300, range: 0...86_400)
         let vault = DataVault(keyring: keyring)
         logger.info("notify_configured", [
             ("allowPrivateTargets", .bool(allowPrivate)), ("timeoutSeconds", .double(timeout)),
@@ -39,6 +41,7 @@ extension NotifyStage {
             urlGuard: WebhookURLGuard(allowPrivate: allowPrivate),
             retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
-            gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout))
+            gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout,
+                               maxPauseSeconds: maxPause))
     }
 }

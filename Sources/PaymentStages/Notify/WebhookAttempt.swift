@@ -7,6 +7,8 @@ public struct WebhookAttempt: Sendable, Equatable {
     public var latencyMs: Int?
     /// Short machine-readable reason (`http_503`, `timeout`, `ssrf_refused: …`); never the response body.
     public var error: String?
+    /// The response's `Retry-After`, in seconds, when it sent one (the endpoint asked to be left alone that long).
+    public var retryAfterSeconds: Double?
     public var outcome: WebhookDeliveryOutcome
 
     public init(url: String, number: Int, statusCode: Int? = nil, latencyMs: Int? = nil, error: String? = nil, outcome: WebhookDeliveryOutcome) {
