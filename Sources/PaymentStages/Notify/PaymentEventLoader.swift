@@ -38,7 +38,7 @@ public struct PaymentEventLoader: Sendable {
         let event = PaymentEvent(
             type: type, paymentId: payment.id, jobId: payment.jobId, merchantId: payment.merchantId,
             orderReference: payment.orderReference,
-            amount: zip(payment.amountMinor, payment.currency).map { PaymentEvent.Amount(value: $0, currency: $1) },
+            amount: payment.amountMinor.flatMap { value in payment.currency.map { PaymentEvent.Amount(value: value, currency: $0) } },
             gateway: gateway?.result, card: try cardSummary(payment.id, maskedPan: gateway?.maskedPan, on: connection),
             errorCode: payment.errorCode, errorReason: payment.errorMessage, metadata: metadata,
             receivedAt: payment.firstReceivedAt,
@@ -79,9 +79,4 @@ public struct PaymentEventLoader: Sendable {
         }
         return nil
     }
-}
-
-private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
-    guard let a, let b else { return nil }
-    return (a, b)
 }
