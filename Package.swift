@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "paypipe", targets: ["paypipe"]),
         .executable(name: "paypipe-decrypt", targets: ["paypipe-decrypt"]),
         .executable(name: "paypipe-authorize", targets: ["paypipe-authorize"]),
+        .executable(name: "paypipe-submit", targets: ["paypipe-submit"]),
+        .executable(name: "paypipe-gateway-sim", targets: ["paypipe-gateway-sim"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -44,12 +46,14 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
-        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP"]),
+        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP"]),
 
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-authorize", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-submit", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PaymentStages", "Pipeline"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),

@@ -1,0 +1,16 @@
+/// Timing and bounds of the submit stage's exactly-once protocol.
+public struct SubmitSettings: Sendable, Equatable {
+    /// Added to the client's total timeout before an unanswered AUTH is queried: an AUTH may still be in flight
+    /// (in the gateway or at the acquirer) for a while after our side gave up.
+    public var reconcileGrace: Double
+    /// Inconclusive TRANSACTIONQUERY answers tolerated before the payment goes to `needs_review`.
+    public var maxInconclusiveQueries: Int
+    /// Seconds after the payment was first received after which no AUTH is sent any more (`deadline_exceeded`).
+    public var paymentDeadline: Double
+
+    public init(reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600) {
+        self.reconcileGrace = reconcileGrace
+        self.maxInconclusiveQueries = maxInconclusiveQueries
+        self.paymentDeadline = paymentDeadline
+    }
+}
