@@ -27,6 +27,7 @@ import Testing
         #expect(SimulatorBehaviour.forAmount(1094) == .manualReview)
         #expect(SimulatorBehaviour.forAmount(1093) == .locked)
         #expect(SimulatorBehaviour.forAmount(1092) == .forgedSignature)
+        #expect(SimulatorBehaviour.forAmount(1091) == .invalidField)
     }
 
     @Test func validatorNamesTheFirstBadField() {

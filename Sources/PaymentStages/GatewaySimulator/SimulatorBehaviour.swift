@@ -21,6 +21,8 @@ public enum SimulatorBehaviour: Sendable, Equatable {
     case locked
     /// `…92`: the AUTH is recorded (authorised) but the answer is signed with a wrong key.
     case forgedSignature
+    /// `…91`: refused as 30000 Invalid field naming `sitereference` (a configuration error); nothing recorded.
+    case invalidField
 
     public static func forAmount(_ baseAmount: Int64) -> SimulatorBehaviour {
         switch baseAmount % 100 {
@@ -33,6 +35,7 @@ public enum SimulatorBehaviour: Sendable, Equatable {
         case 94: .manualReview
         case 93: .locked
         case 92: .forgedSignature
+        case 91: .invalidField
         default: .authorize
         }
     }
@@ -41,7 +44,7 @@ public enum SimulatorBehaviour: Sendable, Equatable {
     public var recordsAuth: Bool {
         switch self {
         case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature: true
-        case .serverError, .challenge, .locked: false
+        case .serverError, .challenge, .locked, .invalidField: false
         }
     }
 

@@ -39,6 +39,10 @@ public struct SimulatorEngine: Sendable {
         switch behaviour {
         case .serverError:
             return SimulatorReply(items: [], delivery: .serverError)
+        case .invalidField:
+            return SimulatorReply(items: threeD + [Self.item("AUTH", code: "30000", message: "Invalid field", extra: [
+                ("errordata", ["sitereference"]), ("customeroutput", "RESULT"),
+            ])])
         case .locked:
             return SimulatorReply(items: threeD + [Self.item("AUTH", code: "79001", message: "Record temporarily locked", extra: [("customeroutput", "RESULT")])])
         case .challenge:
