@@ -193,8 +193,11 @@ extension Integration {
     @Test func withTheGatewayDownRetriesParkAndSucceedWhenItReturns() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }
-        try harness.useGateway(at: try Self.deadGatewayURL())
+        let deadURL = try Self.deadGatewayURL()
+        try harness.useGateway(at: deadURL)
         let (message, order) = try harness.preparedPayment(amount: 1000)
+        // Two refused connections open the circuit for 2 s: further retries park without calling.
+        let stage = harness.makeStage(circuitFailures: 2, circuitOpen: 2)
         let configuration = try WorkerConfiguration(stage: .submit, environment: EnvironmentReader([
             "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": harness.authorize.databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms,600ms",
@@ -204,7 +207,7 @@ extension Integration {
         let broker = try TestServices.amqp()
         try broker.declare(PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
         broker.close()
-        let runtime = try StageRuntime(handler: harness.makeStage(), configuration: configuration,
+        let runtime = try StageRuntime(handler: stage, configuration: configuration,
                                        logger: Logger(component: "submit", threshold: .debug, sink: harness.authorize.logSink))
         try runtime.start()
         defer {
@@ -222,7 +225,10 @@ extension Integration {
         try TestServices.eventually(timeout: 20, "refused attempts while the gateway is down") {
             try harness.attempts(message.paymentId).filter { $0.state == .notSent }.count >= 2
         }
+        #expect(!stage.breaker.permits(deadURL + "/jwt/"), "the circuit is open")
         #expect(try harness.payment(message.paymentId).status == .prepared)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try harness.attempts(message.paymentId).count == 2, "no call while the circuit is open")
         try harness.useGateway(at: harness.simulator.baseURL)
         try TestServices.eventually(timeout: 20, "authorised once the gateway is back") {
             try harness.payment(message.paymentId).status == .authorized

@@ -7,10 +7,22 @@ public struct SubmitSettings: Sendable, Equatable {
     public var maxInconclusiveQueries: Int
     /// Seconds after the payment was first received after which no AUTH is sent any more (`deadline_exceeded`).
     public var paymentDeadline: Double
+    /// Consecutive transport failures that open an endpoint's circuit.
+    public var circuitFailureThreshold: Int
+    /// Seconds an open circuit refuses requests.
+    public var circuitOpenSeconds: Double
+    /// Gateway calls one merchant may have in flight in one worker.
+    public var merchantConcurrency: Int
 
-    public init(reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600) {
+    public init(
+        reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600,
+        circuitFailureThreshold: Int = 5, circuitOpenSeconds: Double = 30, merchantConcurrency: Int = 4
+    ) {
         self.reconcileGrace = reconcileGrace
         self.maxInconclusiveQueries = maxInconclusiveQueries
         self.paymentDeadline = paymentDeadline
+        self.circuitFailureThreshold = circuitFailureThreshold
+        self.circuitOpenSeconds = circuitOpenSeconds
+        self.merchantConcurrency = merchantConcurrency
     }
 }

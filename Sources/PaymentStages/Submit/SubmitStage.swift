@@ -26,6 +26,9 @@ public struct SubmitStage: StageHandler {
     private let client: TrustPaymentsClient
     private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
+    /// Shared by every lane of the worker (reference types inside a value-type stage).
+    public let breaker: GatewayCircuitBreaker
+    public let limiter: MerchantConcurrencyLimiter
     private let payments = PaymentStore()
     private let attempts = GatewayAttemptStore()
 
@@ -39,6 +42,8 @@ public struct SubmitStage: StageHandler {
         self.client = client
         self.settings = settings
         self.clock = clock
+        breaker = GatewayCircuitBreaker(failureThreshold: settings.circuitFailureThreshold, openSeconds: settings.circuitOpenSeconds)
+        limiter = MerchantConcurrencyLimiter(limit: settings.merchantConcurrency)
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
@@ -74,6 +79,10 @@ public struct SubmitStage: StageHandler {
     }
 
     private func submit(_ message: StageMessage, database: PostgresConnection) throws -> StageOutcome {
+        guard limiter.tryAcquire(message.merchantId) else {
+            throw StageFailure.transient(code: "merchant_busy", reason: "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight")
+        }
+        defer { limiter.release(message.merchantId) }
         // At most: query (not found) → send. A third round would mean the gateway contradicts itself.
         for _ in 0..<3 {
             let next: Next
@@ -84,9 +93,15 @@ public struct SubmitStage: StageHandler {
                 let result = client.authorize(
                     claims: request.claims, requestTypes: request.requestTypes, endpoint: endpoint,
                     requestId: "A\(attemptId)", now: clock())
+                breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
                 next = try database.transaction { try recordSend(message, attemptId: attemptId, result: result, transaction: $0) }
             case .query(let attemptId, let orderReference, let endpoint):
                 let result = client.queryTransaction(orderReference: orderReference, endpoint: endpoint, requestId: "Q\(attemptId ?? 0)", now: clock())
+                if case .inconclusive(let code, _) = result {
+                    breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
+                } else {
+                    breaker.record(endpoint.jwtURL, healthy: true, now: clock())
+                }
                 next = try database.transaction {
                     try recordQuery(message, attemptId: attemptId, orderReference: orderReference, result: result, transaction: $0)
                 }
@@ -115,6 +130,7 @@ public struct SubmitStage: StageHandler {
                                             detail: "no AUTH sent: payment deadline of \(Int(settings.paymentDeadline))s passed", transaction: transaction))
             }
             let endpoint = try self.endpoint(for: payment, transaction: transaction)
+            try requireClosedCircuit(endpoint)
             guard let request = try requests.load(payment.id, on: transaction) else {
                 throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "missing_gateway_request", reason: "no stored gateway request"))
             }
@@ -135,6 +151,7 @@ public struct SubmitStage: StageHandler {
                 throw StageFailure.transient(code: "awaiting_reconciliation",
                                              reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(settleAfter)")
             }
+            try requireClosedCircuit(endpoint)
             return .query(attemptId: attempt.id, orderReference: attempt.orderReference, endpoint: endpoint)
         }
     }
@@ -185,6 +202,13 @@ public struct SubmitStage: StageHandler {
     }
 
     // MARK: Helpers
+
+    /// Parks the message (payment unchanged, nothing sent) while the endpoint's circuit is open.
+    private func requireClosedCircuit(_ endpoint: GatewayEndpoint) throws {
+        guard breaker.permits(endpoint.jwtURL, now: clock()) else {
+            throw StageFailure.transient(code: "circuit_open", reason: "gateway \(endpoint.jwtURL) is failing; requests paused")
+        }
+    }
 
     private func lockedPayment(_ message: StageMessage, transaction: PostgresConnection) throws -> PaymentRecord {
         guard let payment = try payments.load(message.paymentId, forUpdate: true, on: transaction) else {

@@ -49,13 +49,17 @@ struct SubmitHarness {
         return (message, stored?.orderReference ?? orderReference)
     }
 
-    func makeStage(timeout: Double = 1, grace: Double = 0.2, maxQueries: Int = 2, deadline: Double = 600) -> SubmitStage {
+    func makeStage(
+        timeout: Double = 1, grace: Double = 0.2, maxQueries: Int = 2, deadline: Double = 600,
+        circuitFailures: Int = 100, circuitOpen: Double = 0.5
+    ) -> SubmitStage {
         let vault = authorize.vault
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
             requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: timeout)),
-            settings: SubmitSettings(reconcileGrace: grace, maxInconclusiveQueries: maxQueries, paymentDeadline: deadline))
+            settings: SubmitSettings(reconcileGrace: grace, maxInconclusiveQueries: maxQueries, paymentDeadline: deadline,
+                                     circuitFailureThreshold: circuitFailures, circuitOpenSeconds: circuitOpen))
     }
 
     /// One message through the stage's own `process`, as the runtime calls it.
