@@ -166,6 +166,16 @@ extension Integration {
         #expect(payment.status == .needsReview)
         #expect(payment.errorCode == "reconciliation_inconclusive")
         #expect(try harness.isPurged(message.paymentId))
+
+        // An operator closes it (`paypipe payment resolve`): recorded in the audit trail, handed to notification.
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let resolution = try PaymentResolution(paymentId: message.paymentId, as: "declined", reason: "no AUTH in back office", actor: "alice")
+        #expect(try resolution.apply(on: database) == message)
+        #expect(try harness.payment(message.paymentId).status == .declined)
+        #expect(try harness.payment(message.paymentId).errorCode == PaymentResolution.errorCode)
+        #expect(try harness.authorize.events(message.paymentId).last == "needs_review→declined by operator:alice")
+        #expect(throws: PaymentResolution.ResolutionError.notInReview(message.paymentId, .declined)) { try resolution.apply(on: database) }
     }
 
     @Test func noAuthIsSentAfterThePaymentDeadline() throws {
