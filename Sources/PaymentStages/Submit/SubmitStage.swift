@@ -23,7 +23,7 @@ public struct SubmitStage: StageHandler {
     private let directory: MerchantDirectory
     private let cardData: CardDataStore
     private let requests: GatewayRequestStore
-    private let client: TrustPaymentsClient
+    private let client: any PaymentGateway
     private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
     /// Shared by every lane of the worker (reference types inside a value-type stage).
@@ -33,7 +33,7 @@ public struct SubmitStage: StageHandler {
     private let attempts = GatewayAttemptStore()
 
     public init(
-        directory: MerchantDirectory, cardData: CardDataStore, requests: GatewayRequestStore, client: TrustPaymentsClient,
+        directory: MerchantDirectory, cardData: CardDataStore, requests: GatewayRequestStore, client: any PaymentGateway,
         settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.directory = directory
@@ -146,7 +146,7 @@ public struct SubmitStage: StageHandler {
                 try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: "no attempt recorded", on: transaction)
                 throw StageFailure.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting without an attempt")
             }
-            let settleAfter = attempt.startedAt.addingTimeInterval(client.http.totalTimeout + settings.reconcileGrace)
+            let settleAfter = attempt.startedAt.addingTimeInterval(client.totalTimeout + settings.reconcileGrace)
             guard clock() >= settleAfter else {
                 throw StageFailure.transient(code: "awaiting_reconciliation",
                                              reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(settleAfter)")

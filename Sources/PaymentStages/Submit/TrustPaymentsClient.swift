@@ -9,10 +9,12 @@ import JWT
 ///
 /// A fresh ``HTTPClient`` (one libcurl handle) is made per call, because the stage's lanes call from several
 /// threads and a handle must stay on one; connection reuse matters little at one call per payment.
-public struct TrustPaymentsClient: Sendable {
+public struct TrustPaymentsClient: PaymentGateway {
     public let http: HTTPClientConfiguration
     /// Tolerated clock difference for the answer's `iat`.
     public let clockSkew: Int64
+
+    public var totalTimeout: Double { http.totalTimeout }
 
     public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), clockSkew: Int64 = 300) {
         self.http = http
