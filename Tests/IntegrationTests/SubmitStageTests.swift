@@ -178,6 +178,33 @@ extension Integration {
         #expect(throws: PaymentResolution.ResolutionError.notInReview(message.paymentId, .declined)) { try resolution.apply(on: database) }
     }
 
+    @Test func aMerchantUnconfiguredWhileAnAuthIsOutstandingGoesToReviewNotFailed() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let (message, _) = try Self.crashedAfterSending(harness, amount: 1000, sent: true)
+        var gateway = AuthorizeHarness.gateway(mode: "merchant-decrypts", secret: nil)
+        gateway["baseUrl"] = harness.simulator.baseURL
+        try harness.authorize.applyMerchant(SubmitHarness.merchantId, gateway: gateway, identity: true)
+        Self.expectHandOffToNotify(try harness.process(harness.makeStage(), message), message)
+        let payment = try harness.payment(message.paymentId)
+        #expect(payment.status == .needsReview)
+        #expect(payment.errorCode == "gateway_not_configured")
+    }
+
+    @Test func aPreparedPaymentOfAnUnconfiguredMerchantFailsWithoutSending() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let (message, order) = try harness.preparedPayment(amount: 1000)
+        var gateway = AuthorizeHarness.gateway(mode: "merchant-decrypts", secret: nil)
+        gateway["baseUrl"] = harness.simulator.baseURL
+        try harness.authorize.applyMerchant(SubmitHarness.merchantId, gateway: gateway, identity: true)
+        Self.expectHandOffToNotify(try harness.process(harness.makeStage(), message), message)
+        #expect(try harness.payment(message.paymentId).status == .failed)
+        #expect(try harness.payment(message.paymentId).errorCode == "gateway_not_configured")
+        #expect(try harness.authCount(order) == 0)
+        #expect(try harness.isPurged(message.paymentId))
+    }
+
     @Test func noAuthIsSentAfterThePaymentDeadline() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }

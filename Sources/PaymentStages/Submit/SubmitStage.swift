@@ -68,6 +68,8 @@ public struct SubmitStage: StageHandler {
         case finished(StageOutcome)
         case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint)
         case query(attemptId: Int64?, orderReference: String, endpoint: GatewayEndpoint)
+        /// Commit what was decided, then retry the message later.
+        case retryLater(StageFailure)
     }
 
     /// What the second transaction decided.
@@ -89,6 +91,8 @@ public struct SubmitStage: StageHandler {
             switch try database.transaction({ try plan(message, transaction: $0) }) {
             case .finished(let outcome):
                 return outcome
+            case .retryLater(let failure):
+                throw failure
             case .send(let attemptId, let request, let endpoint):
                 let result = client.authorize(
                     claims: request.claims, requestTypes: request.requestTypes, endpoint: endpoint,
@@ -140,11 +144,18 @@ public struct SubmitStage: StageHandler {
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: "submit", on: transaction)
             return .send(attemptId: attemptId, request: request, endpoint: endpoint)
         case .submitting:
-            let endpoint = try self.endpoint(for: payment, transaction: transaction)
             guard let attempt = try attempts.latestAuthorization(paymentId: payment.id, on: transaction) else {
                 // `submitting` is only ever entered with an attempt row; without one, nothing was sent.
                 try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: "no attempt recorded", on: transaction)
-                throw StageFailure.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting without an attempt")
+                return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting without an attempt"))
+            }
+            let endpoint: GatewayEndpoint
+            do {
+                endpoint = try self.endpoint(for: payment, transaction: transaction)
+            } catch StageFailure.permanent(let failure) {
+                // An AUTH may be outstanding: the payment cannot simply fail, a person must look.
+                return .finished(try finish(payment, as: .needsReview, code: failure.code,
+                                            detail: "\(failure.reason); AUTH attempt \(attempt.id) unresolved", transaction: transaction))
             }
             let settleAfter = attempt.startedAt.addingTimeInterval(client.totalTimeout + settings.reconcileGrace)
             guard clock() >= settleAfter else {
