@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// A parsed (not yet verified) Apple Pay payment token.
 ///
@@ -71,7 +72,7 @@ public struct ApplePayToken: Sendable {
 
     private static func jsonValue(_ bytes: [UInt8], _ what: String) throws(ApplePayError) -> JSONValue {
         do {
-            return try JSONReader.parse(bytes)
+            return try JSONValue.parse(bytes)
         } catch {
             throw .malformedToken("\(what) is not valid JSON (\(error))")
         }

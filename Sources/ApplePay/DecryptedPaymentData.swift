@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The decrypted `paymentData` (applepay-token.md §5), under Apple's field names. Unknown keys are ignored.
 ///
@@ -46,12 +47,12 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
 
     /// Decodes and sanity-checks a decrypted plaintext.
     ///
-    /// Reads the fields from `JSONReader`'s tree rather than through `JSONDecoder`, which alone cost ~7% of a
+    /// Reads the fields from a parsed `JSONValue` tree rather than through `JSONDecoder`, which alone cost ~7% of a
     /// token's processing; `Codable` stays available for storing and printing the value.
     public static func decode(_ plaintext: [UInt8]) throws(ApplePayError) -> DecryptedPaymentData {
         let root: JSONObject
         do {
-            guard let object = try JSONReader.parse(plaintext).objectValue else {
+            guard let object = try JSONValue.parse(plaintext).objectValue else {
                 throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object")
             }
             root = object

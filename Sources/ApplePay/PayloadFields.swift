@@ -1,3 +1,5 @@
+import JSON
+
 /// Typed access to one object of the decrypted payload, with `payload_invalid` errors naming the field path
 /// (never its value).
 struct PayloadFields {
