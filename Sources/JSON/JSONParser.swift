@@ -110,7 +110,7 @@ struct JSONParser {
             switch bytes[index] {
             case UInt8(ascii: "\""):
                 let string: String?
-                if decoded.isEmpty && runStart == start + 1 {
+                if decoded.isEmpty {  // no escape so far (an escape always appends): the input itself
                     string = Self.string(utf8: run, isASCII: isASCII)
                 } else {
                     decoded.append(contentsOf: run)
