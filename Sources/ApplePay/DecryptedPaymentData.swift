@@ -50,12 +50,10 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
     /// Reads the fields from a parsed `JSONValue` tree rather than through `JSONDecoder`, which alone cost ~7% of a
     /// token's processing; `Codable` stays available for storing and printing the value.
     public static func decode(_ plaintext: [UInt8]) throws(ApplePayError) -> DecryptedPaymentData {
-        let root: JSONObject
+        let root: JSONValue
         do {
-            guard let object = try JSONValue.parse(plaintext).objectValue else {
-                throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object")
-            }
-            root = object
+            root = try JSONValue.parse(plaintext)
+            guard root.isObject else { throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object") }
         } catch let error as ApplePayError {
             throw error
         } catch {

@@ -31,7 +31,7 @@ struct JSONParser {
         skipWhitespace()
         guard index < bytes.count else { throw .unexpectedEnd }
         switch bytes[index] {
-        case UInt8(ascii: "{"): return .object(try parseObject())
+        case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return .array(try parseArray())
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "t"): return try parseLiteral("true", .bool(true))
@@ -42,13 +42,13 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseObject() throws(JSONParseError) -> JSONObject {
+    private mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enterContainer()
         defer { depth -= 1 }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
         skipWhitespace()
-        if try consumeIf(UInt8(ascii: "}")) { return JSONObject(uniqueMembers: members) }
+        if try consumeIf(UInt8(ascii: "}")) { return .object(members) }
         members.reserveCapacity(8)
         var keys = Set<String>()  // filled only once an object outgrows the linear check
         while true {
@@ -67,7 +67,7 @@ struct JSONParser {
             try expect(UInt8(ascii: ":"))
             members.append((key, try parseValue()))
             skipWhitespace()
-            if try consumeIf(UInt8(ascii: "}")) { return JSONObject(uniqueMembers: members) }
+            if try consumeIf(UInt8(ascii: "}")) { return .object(members) }
             try expect(UInt8(ascii: ","))
         }
     }

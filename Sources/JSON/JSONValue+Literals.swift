@@ -10,6 +10,7 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
 
     /// Keeps the literal's order, which is what makes `["iss": …, "iat": …]` serialise deterministically.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        self = .object(JSONObject(members: elements.map { (key: $0.0, value: $0.1) }))
+        precondition(Set(elements.map(\.0)).count == elements.count, "duplicate key in JSON object literal")
+        self = .object(elements.map { (key: $0.0, value: $0.1) })
     }
 }

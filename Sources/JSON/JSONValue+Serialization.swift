@@ -36,9 +36,9 @@ extension JSONValue {
                 element.write(to: &output)
             }
             output.append(UInt8(ascii: "]"))
-        case .object(let object):
+        case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (index, member) in object.members.enumerated() {
+            for (index, member) in members.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 Self.writeString(member.key, to: &output)
                 output.append(UInt8(ascii: ":"))

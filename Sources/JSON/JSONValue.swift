@@ -7,7 +7,7 @@
 /// serialising the same value always gives the same bytes, a parsed document re-serialises in the order it was
 /// written, and parsing is strict. See `serialized()` for the output rules and `JSONValue.parse(_:maxDepth:)` for
 /// the accepted input.
-public enum JSONValue: Sendable, Equatable {
+public enum JSONValue: Sendable {
     case null
     case bool(Bool)
     /// An integer literal (no fraction, no exponent) that fits in 64 bits, kept exact: amounts never go through
@@ -17,18 +17,19 @@ public enum JSONValue: Sendable, Equatable {
     case double(Double)
     case string(String)
     case array([JSONValue])
-    /// Members in order, keys unique.
-    case object(JSONObject)
-
-    // Equality is the synthesised structural one: object member order is significant (it changes the serialised
-    // bytes), and `.integer(1)` differs from `.double(1)` for the same reason.
+    /// Members in document / insertion order. Keys are unique: the parser rejects duplicates, a literal with one
+    /// traps, and `set(_:forKey:)` replaces in place. An array rather than a dictionary: order is part of the
+    /// serialised bytes, and the objects PayPipe handles are small (a token has a handful of members), where a
+    /// linear scan beats hashing every key.
+    case object([(key: String, value: JSONValue)])
 
     // MARK: Reading
 
     /// The value of `key` when this is an object, else nil.
     public subscript(key: String) -> JSONValue? {
-        guard case .object(let object) = self else { return nil }
-        return object[key]
+        guard case .object(let members) = self else { return nil }
+        for member in members where member.key == key { return member.value }
+        return nil
     }
 
     /// The element at `index` when this is an array and the index is in range, else nil.
@@ -68,7 +69,7 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
-    public var objectValue: JSONObject? {
+    public var objectValue: [(key: String, value: JSONValue)]? {
         if case .object(let value) = self { return value }
         return nil
     }
@@ -83,11 +84,39 @@ public enum JSONValue: Sendable, Equatable {
     /// Sets `key` on an object: replaces the value in place if the key exists (keeping its position), otherwise
     /// appends. Precondition: `self` is an object.
     public mutating func set(_ value: JSONValue, forKey key: String) {
-        guard case .object(var object) = self else {
+        guard case .object(var members) = self else {
             preconditionFailure("JSONValue.set(_:forKey:) on a non-object")
         }
-        self = .null  // drop our reference so `object`'s members are uniquely referenced and mutate without a copy
-        object.set(value, forKey: key)
-        self = .object(object)
+        self = .null  // drop our reference so `members` is uniquely referenced and mutates without a copy
+        if let index = members.firstIndex(where: { $0.key == key }) {
+            members[index].value = value
+        } else {
+            members.append((key, value))
+        }
+        self = .object(members)
+    }
+
+    /// Whether this is an object: for callers that then read members through `subscript(key:)`.
+    public var isObject: Bool {
+        if case .object = self { return true }
+        return false
+    }
+}
+
+extension JSONValue: Equatable {
+    /// Structural equality. Object member order is significant (it changes the serialised bytes), and `.integer(1)`
+    /// differs from `.double(1)` for the same reason.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.integer(a), .integer(b)): return a == b
+        case let (.double(a), .double(b)): return a == b
+        case let (.string(a), .string(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case let (.object(a), .object(b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        default: return false
+        }
     }
 }

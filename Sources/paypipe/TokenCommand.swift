@@ -57,7 +57,8 @@ enum TokenCommand: CLICommand {
 
     private static func decrypt(_ arguments: [String]) throws {
         let options = try CommandArguments(
-            arguments, flags: ["--reveal"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now"])
+            arguments, flags: ["--reveal"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now"],
+            repeatable: ["--merchant-cert", "--merchant-key"])
         let token = try parseToken(readFile(try options.required("--token")))
         let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
         let now = try fixedNow(options) ?? Date()
@@ -81,7 +82,7 @@ enum TokenCommand: CLICommand {
             arguments, flags: [],
             options: ["--pki-dir", "--merchant-id", "--amount", "--currency", "--version", "--pan", "--expiry", "--cryptogram",
                       "--eci", "--signing-time", "--application-data", "--out"])
-        let versionName = try options.single("--version") ?? "EC_v1"
+        let versionName = options.value("--version") ?? "EC_v1"
         guard let version = ApplePayToken.Version(rawValue: versionName) else { throw TokenCommandError.usage("--version must be EC_v1 or RSA_v1") }
         guard let amount = Int64(try options.required("--amount")), amount >= 0 else { throw TokenCommandError.usage("--amount must be a non-negative integer (minor units)") }
         let currency = try options.required("--currency")
@@ -98,12 +99,12 @@ enum TokenCommand: CLICommand {
         }
         var request = SandboxMintRequest(
             version: version, merchantIdentifier: merchantIdentifier, amount: amount, currencyNumeric: currency)
-        if let pan = try options.single("--pan") { request.pan = pan }
-        if let expiry = try options.single("--expiry") { request.expiry = expiry }
-        if let cryptogram = try options.single("--cryptogram") { request.cryptogram = cryptogram }
-        if let eci = try options.single("--eci") { request.eci = eci }
-        if let time = try options.single("--signing-time") { request.signingTime = try date(time, option: "signing-time") }
-        if let applicationData = try options.single("--application-data") { request.applicationData = Array(applicationData.utf8) }
+        if let pan = options.value("--pan") { request.pan = pan }
+        if let expiry = options.value("--expiry") { request.expiry = expiry }
+        if let cryptogram = options.value("--cryptogram") { request.cryptogram = cryptogram }
+        if let eci = options.value("--eci") { request.eci = eci }
+        if let time = options.value("--signing-time") { request.signingTime = try date(time, option: "signing-time") }
+        if let applicationData = options.value("--application-data") { request.applicationData = Array(applicationData.utf8) }
         let token = try pki.mintToken(request)
         if !pki.createdFiles.isEmpty || merchant.created {
             // First use: tell the operator which files to configure (stderr, so stdout stays the token).
@@ -115,7 +116,7 @@ enum TokenCommand: CLICommand {
             ]
             FileHandle.standardError.write(json(info) + Data("\n".utf8))
         }
-        if let out = try options.single("--out") {
+        if let out = options.value("--out") {
             guard FileManager.default.createFile(atPath: out, contents: Data(token)) else { throw TokenCommandError.file("cannot write \(out)") }
             emit(["token": out])
         } else {
@@ -127,12 +128,13 @@ enum TokenCommand: CLICommand {
 
     private static func bench(_ arguments: [String]) throws {
         let options = try CommandArguments(
-            arguments, flags: [], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads"])
+            arguments, flags: [], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads"],
+            repeatable: ["--token", "--merchant-cert", "--merchant-key"])
         let files = options.values("--token")
         guard !files.isEmpty else { throw TokenCommandError.usage("--token is required") }
         let tokens = try files.map(readFile)
-        let seconds = Double(try options.single("--seconds") ?? "3") ?? 0
-        let threads = Int(try options.single("--threads") ?? "1") ?? 0
+        let seconds = Double(options.value("--seconds") ?? "3") ?? 0
+        let threads = Int(options.value("--threads") ?? "1") ?? 0
         guard seconds > 0, threads > 0 else { throw TokenCommandError.usage("--seconds and --threads must be positive") }
         let keyring = try keyring(options)
         let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
@@ -221,8 +223,8 @@ enum TokenCommand: CLICommand {
     }
 
     /// The `--trust-root` PEM, else the environment's, else Apple's pinned root.
-    private static func trustRoot(_ options: CommandArguments) throws -> TrustRoot {
-        guard let path = try options.single("--trust-root") ?? ProcessInfo.processInfo.environment["PAYPIPE_APPLEPAY_TRUST_ROOT"] else {
+    private static func trustRoot(_ options: CommandArguments) throws(TokenCommandError) -> TrustRoot {
+        guard let path = options.value("--trust-root") ?? ProcessInfo.processInfo.environment["PAYPIPE_APPLEPAY_TRUST_ROOT"] else {
             return .appleRootCAG3
         }
         do {
@@ -230,13 +232,13 @@ enum TokenCommand: CLICommand {
         } catch let error as TokenCommandError {
             throw error
         } catch {
-            throw TokenCommandError.configuration(code: "trust_root_invalid", message: "\(path) is not a PEM certificate")
+            throw .configuration(code: "trust_root_invalid", message: "\(path) is not a PEM certificate")
         }
     }
 
     /// `--now`, when the operator pins the clock (to replay an old token), else nil.
-    private static func fixedNow(_ options: CommandArguments) throws -> Date? {
-        try options.single("--now").map { try date($0, option: "now") }
+    private static func fixedNow(_ options: CommandArguments) throws(TokenCommandError) -> Date? {
+        try options.value("--now").map { (text) throws(TokenCommandError) in try date(text, option: "now") }
     }
 
     private static func date(_ text: String, option: String) throws(TokenCommandError) -> Date {
