@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .executable(name: "paypipe", targets: ["paypipe"]),
         .executable(name: "paypipe-decrypt", targets: ["paypipe-decrypt"]),
+        .executable(name: "paypipe-authorize", targets: ["paypipe-authorize"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -49,6 +50,7 @@ let package = Package(
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-authorize", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
@@ -61,7 +63,7 @@ let package = Package(
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),

@@ -15,10 +15,20 @@ struct MHD_Daemon *paypipe_mhd_start(uint16_t port, const char *bind_address,
     if (bind_address == NULL || inet_pton(AF_INET, bind_address, &address.sin_addr) != 1) {
         return NULL;
     }
+    /* MHD warns about a pool size of 0 or 1, so the option is only passed for a real pool. */
+    if (thread_pool_size > 1) {
+        return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+                                port, NULL, NULL, handler, handler_context,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+                                MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
+                                MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
+                                MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                                MHD_OPTION_END);
+    }
     return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
                             port, NULL, NULL, handler, handler_context,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
-                            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,

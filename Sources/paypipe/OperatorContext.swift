@@ -17,6 +17,15 @@ enum OperatorContext {
         return publisher
     }
 
+    static func dataKeyring(_ environment: EnvironmentReader = EnvironmentReader()) throws -> DataKeyring {
+        try DataKeyring.load(environment, deployment: try environment.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production))
+    }
+
+    /// Where `paypipe sandbox init` and sample jobs keep the sandbox PKI by default.
+    static var sandboxDirectory: String {
+        EnvironmentReader().string("PAYPIPE_SANDBOX_DIR", default: "var/sandbox")
+    }
+
     /// Prints an error on stderr and maps it to an exit code.
     static func report(_ error: any Error) -> Int32 {
         printError("paypipe: \(error)")

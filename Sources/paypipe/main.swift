@@ -6,5 +6,11 @@ let commands: [any CLICommand.Type] = [
     HealthcheckCommand.self,
     ReconcileCommand.self,
     TokenCommand.self,
+    SandboxCommand.self,
+    MerchantCommand.self,
+    JobCommand.self,
+    PaymentCommand.self,
+    StatsCommand.self,
+    JWTCommand.self,
 ]
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))

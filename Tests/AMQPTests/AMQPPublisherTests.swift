@@ -110,12 +110,13 @@ struct AMQPPublisherTests {
         #expect(events.disconnectReasons.count == 1)
         #expect(events.reconnectAttempts.first == 1)
 
-        // At-least-once: every message arrived, some possibly twice.
+        // At-least-once: every message arrived, some possibly twice. Count before consuming: a passive
+        // declare reports only ready messages, not those already prefetched by a consumer.
+        let stored = try TestBroker.withConnection { try $0.queueDeclarePassive(queue).messages }
         let consumer = AMQPConsumer(configuration: try TestBroker.configuration(), topology: topology,
                                     queue: queue, prefetch: 200)
         consumer.start()
         defer { consumer.close() }
-        let stored = try TestBroker.withConnection { try $0.queueDeclarePassive(queue).messages }
         let deliveries = TestBroker.receive(Int(stored), from: consumer, ack: true)
         #expect(stored >= 1000)
         #expect(deliveries.count == Int(stored))

@@ -28,9 +28,8 @@ extension Integration {
         let harness = try RuntimeHarness()
         let payment = try harness.makePayments(1)[0]
         harness.stage.controls.withLock { $0.transientFailures[payment.paymentId] = 1 }
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         let published = Date()
         try harness.publish([payment])
         try TestServices.eventually("payment prepared after one retry") { try harness.statuses()["prepared"] == 1 }
@@ -45,9 +44,8 @@ extension Integration {
         let harness = try RuntimeHarness()
         let payment = try harness.makePayments(1)[0]
         harness.stage.controls.withLock { $0.transientFailures[payment.paymentId] = 100 }
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish([payment])
         try TestServices.eventually("dead letter") { try harness.depth("paypipe.authorize.dlq") == 1 }
         let dead = try harness.drain("paypipe.authorize.dlq")[0]
@@ -59,9 +57,8 @@ extension Integration {
     @Test func duplicateMessageHasNoSecondEffect() throws {
         let harness = try RuntimeHarness()
         let payment = try harness.makePayments(1)[0]
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish([payment, payment])
         try TestServices.eventually("both deliveries handled") { try harness.depth("paypipe.submit") == 2 }
         #expect(try harness.advanceEvents() == 1)
@@ -80,9 +77,8 @@ extension Integration {
         crashing.requestStop()
         crashing.waitUntilStopped()
         // The unacked deliveries return to the queue; a healthy worker finds the payments advanced and re-publishes.
-        let healthy = try harness.makeRuntime()
-        try healthy.start()
-        defer { healthy.requestStop(); healthy.waitUntilStopped() }
+        let healthy = try harness.startedRuntime()
+        defer { healthy.stopAndWait() }
         try TestServices.eventually("hand-offs published on redelivery") { try harness.depth("paypipe.submit") == 5 }
         #expect(try harness.advanceEvents() == 5, "no second effect")
     }
@@ -90,9 +86,8 @@ extension Integration {
     @Test func unparsableMessageIsDeadLetteredAndTheNextOneProcessed() throws {
         let harness = try RuntimeHarness()
         let payment = try harness.makePayments(1)[0]
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish([Array("{not json".utf8), payment.encoded()])
         try TestServices.eventually("valid message processed") { try harness.statuses()["prepared"] == 1 }
         try TestServices.eventually("dead letter") { try harness.depth("paypipe.authorize.dlq") == 1 }
@@ -105,9 +100,8 @@ extension Integration {
 
     @Test func oversizedMessageIsDeadLetteredUnread() throws {
         let harness = try RuntimeHarness(extra: ["PAYPIPE_MAX_MESSAGE_BYTES": "1024"])
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish([Array(repeating: UInt8(ascii: "x"), count: 4096)])
         try TestServices.eventually("dead letter") { try harness.depth("paypipe.authorize.dlq") == 1 }
         #expect(try harness.drain("paypipe.authorize.dlq")[0].properties.headers[DeliveryRouter.Header.errorCode] == .string("message_too_large"))
@@ -133,9 +127,8 @@ extension Integration {
 
     @Test func healthAndMetricsAreServed() throws {
         let harness = try RuntimeHarness()
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         let port = try #require(runtime.observabilityPort)
         try TestServices.eventually("healthy") { runtime.health().isHealthy }
         let health = try HTTPProbe.get("http://127.0.0.1:\(port)/healthz")
@@ -148,9 +141,8 @@ extension Integration {
     @Test func survivesBrokerRestartWithoutLosingMessages() throws {
         let harness = try RuntimeHarness()
         let payments = try harness.makePayments(60)
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish(Array(payments.prefix(30)))
         try TestServices.services("restart", "rabbitmq")
         try harness.publish(Array(payments.suffix(30)))
@@ -166,9 +158,8 @@ extension Integration {
     @Test func survivesDatabaseRestartWithoutLosingMessages() throws {
         let harness = try RuntimeHarness()
         let payments = try harness.makePayments(60)
-        let runtime = try harness.makeRuntime()
-        try runtime.start()
-        defer { runtime.requestStop(); runtime.waitUntilStopped() }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
         try harness.publish(Array(payments.prefix(30)))
         try TestServices.eventually("first half prepared") { try harness.statuses()["prepared"] == 30 }
         try TestServices.services("stop", "postgres")

@@ -46,7 +46,8 @@ public struct Logger: Sendable {
         sink.write(line)
     }
 
-    static func timestamp(_ date: Date) -> String {
+    /// ISO 8601 UTC with milliseconds, as every PayPipe log line and CLI output writes times.
+    public static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true).timeSeparator(.colon).timeZone(separator: .omitted))
     }
 }

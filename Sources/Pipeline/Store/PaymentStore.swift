@@ -38,7 +38,7 @@ public struct PaymentStore: Sendable {
         try PaymentStateMachine.validate(from: from, to: to)
         let updated = try connection.query(
             """
-            UPDATE payments SET status = $3, stage = $4, updated_at = now(),
+            UPDATE payments SET status = $3, stage = $4, updated_at = clock_timestamp(),
                    error_code = COALESCE($5, error_code), error_message = COALESCE($6, error_message)
             WHERE id = $1 AND status = $2
             """,
@@ -69,7 +69,7 @@ public struct PaymentStore: Sendable {
 
     /// Marks a terminal payment as fully handled (notification done): it leaves every queue for good.
     public func markDone(_ paymentId: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE payments SET stage = 'done', updated_at = now() WHERE id = $1 AND stage = 'notify'", [paymentId])
+        try connection.query("UPDATE payments SET stage = 'done', updated_at = clock_timestamp() WHERE id = $1 AND stage = 'notify'", [paymentId])
     }
 
     public func appendEvent(

@@ -30,6 +30,12 @@ struct RuntimeHarness {
                          logger: Logger(component: "authorize", threshold: .debug, sink: logSink), hooks: hooks)
     }
 
+    func startedRuntime(hooks: RuntimeHooks = .none) throws -> StageRuntime<AdvanceStage> {
+        let runtime = try makeRuntime(hooks: hooks)
+        try runtime.start()
+        return runtime
+    }
+
     /// Inserts `count` payments in status `decrypted` and returns their hand-off messages.
     func makePayments(_ count: Int) throws -> [StageMessage] {
         let database = try TestServices.database()
@@ -96,5 +102,13 @@ struct RuntimeHarness {
         let connection = try TestServices.amqp()
         defer { connection.close() }
         return Int(try connection.queueDeclarePassive(queue).messages)
+    }
+}
+
+extension StageRuntime {
+    /// SIGTERM's path in tests: stop taking work, drain, close.
+    func stopAndWait() {
+        requestStop()
+        waitUntilStopped()
     }
 }

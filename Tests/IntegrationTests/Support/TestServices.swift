@@ -44,14 +44,9 @@ enum TestServices {
 
     /// Runs `scripts/services ARGS` (e.g. `restart rabbitmq`) and fails the test if it fails.
     static func services(_ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [servicesScript] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestFailure("scripts/services \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        let status = try ChildProcess.run("/bin/bash", [servicesScript] + arguments)
+        guard status == 0 else {
+            throw TestFailure("scripts/services \(arguments.joined(separator: " ")) exited \(status)")
         }
     }
 

@@ -1,0 +1,17 @@
+import Pipeline
+
+extension AuthorizeStage {
+    /// Builds the stage from the environment for `paypipe-authorize`: `PAYPIPE_DATA_KEY` (or `_FILE`, plus
+    /// `_PREVIOUS`) opens card data and seals the claims; `PAYPIPE_MERCHANT_CACHE_TTL` (5s) bounds how long a
+    /// merchant's gateway settings are cached.
+    public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> AuthorizeStage {
+        let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
+        let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+        let vault = DataVault(keyring: keyring)
+        logger.info("authorize_configured", [("merchantCacheSeconds", .double(merchantCacheSeconds))])
+        return AuthorizeStage(
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
+            cardData: CardDataStore(vault: vault),
+            requests: GatewayRequestStore(vault: vault))
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Pipeline
+
+/// The columns of a payment the gateway request is built from, separate from ``PaymentRecord`` so the claims
+/// builder stays a pure function that tests can call without a database row.
+public struct GatewayPaymentDetails: Sendable, Equatable {
+    public var paymentId: UUID
+    /// The job's order reference; `nil` when the job failed before it was known.
+    public var orderReference: String?
+    /// Minor units.
+    public var amountMinor: Int64?
+    /// ISO 4217 alpha-3, as the job gave it.
+    public var currency: String?
+
+    public init(paymentId: UUID, orderReference: String?, amountMinor: Int64?, currency: String?) {
+        self.paymentId = paymentId
+        self.orderReference = orderReference
+        self.amountMinor = amountMinor
+        self.currency = currency
+    }
+
+    public init(_ record: PaymentRecord) {
+        self.init(paymentId: record.id, orderReference: record.orderReference, amountMinor: record.amountMinor, currency: record.currency)
+    }
+
+    /// The `orderreference` sent to the gateway: the job's order reference, else the payment id.
+    ///
+    /// It must never change between attempts, because the submit stage finds an uncertain AUTH again by querying
+    /// the gateway for this reference; both sources are fixed when the payment row is created.
+    public var gatewayOrderReference: String {
+        if let orderReference, !orderReference.isEmpty { return orderReference }
+        return paymentId.uuidString.lowercased()
+    }
+}

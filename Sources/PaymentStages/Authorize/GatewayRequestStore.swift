@@ -1,0 +1,66 @@
+import Foundation
+import JWT
+import Pipeline
+import Postgres
+
+/// The `gateway_requests` table: one built request per payment, its claims sealed under the data key
+/// (AAD = payment id) because in merchant-decrypts mode they carry the PAN and cryptogram.
+///
+/// The row is written once and never replaced, so every attempt — a retry after an outage, a redelivered message,
+/// a re-drive by the reconciler — sends the same order reference and request content. `CardDataStore.purge`
+/// crypto-shreds it together with the card data once the payment is terminal.
+public struct GatewayRequestStore: Sendable {
+    public let vault: DataVault
+
+    public init(vault: DataVault) {
+        self.vault = vault
+    }
+
+    /// Why a stored request cannot be used; a bug or tampering, never bad input.
+    public enum StoreError: Error, Equatable, CustomStringConvertible {
+        case malformedClaims(paymentId: UUID)
+
+        public var description: String {
+            switch self {
+            case .malformedClaims(let id): "stored gateway request of payment \(id) is not a JSON claims object"
+            }
+        }
+    }
+
+    /// Stores `request` unless the payment already has one; returns whether it was inserted.
+    @discardableResult
+    public func save(_ request: GatewayRequest, for paymentId: UUID, on connection: PostgresConnection) throws -> Bool {
+        let sealed = try vault.seal(request.claims.serialized(), aad: CardDataStore.aad(paymentId))
+        // Request types are validated tokens (`AUTH`, `THREEDQUERY`): a comma list is a safe array transport,
+        // since the Postgres module binds scalars only.
+        let inserted = try connection.query(
+            """
+            INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext)
+            VALUES ($1, $2, string_to_array($3, ','), $4, $5, $6)
+            ON CONFLICT (payment_id) DO NOTHING
+            """,
+            [paymentId, request.orderReference, request.requestTypes.joined(separator: ","), sealed.keyId, sealed.nonce, sealed.ciphertext])
+        return inserted.affectedRows == 1
+    }
+
+    /// The stored request, or `nil` if none was built or it was purged.
+    public func load(_ paymentId: UUID, on connection: PostgresConnection) throws -> GatewayRequest? {
+        let rows = try connection.query(
+            """
+            SELECT order_reference, array_to_string(request_types, ',') AS request_types, key_id, nonce, ciphertext
+            FROM gateway_requests WHERE payment_id = $1 AND purged_at IS NULL AND ciphertext IS NOT NULL
+            """, [paymentId])
+        guard let row = rows.first else { return nil }
+        let box = DataVault.SealedBox(
+            keyId: try row.decode("key_id", as: String.self), nonce: try row.decode("nonce", as: [UInt8].self),
+            ciphertext: try row.decode("ciphertext", as: [UInt8].self))
+        let plaintext = try vault.open(box, aad: CardDataStore.aad(paymentId))
+        guard let claims = try? JSONValue.parse(plaintext), claims.objectValue != nil, claims["payload"]?.objectValue != nil else {
+            throw StoreError.malformedClaims(paymentId: paymentId)
+        }
+        return GatewayRequest(
+            orderReference: try row.decode("order_reference", as: String.self),
+            requestTypes: try row.decode("request_types", as: String.self).split(separator: ",").map(String.init),
+            claims: claims)
+    }
+}

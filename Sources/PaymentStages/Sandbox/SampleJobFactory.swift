@@ -1,0 +1,88 @@
+import ApplePay
+import Foundation
+import Pipeline
+
+/// Sample jobs for demos and tests: tokens minted with the sandbox PKI, in a deliberate mix of outcomes
+/// so a run shows the pipeline's success and failure paths side by side.
+public struct SampleJobFactory: Sendable {
+    /// What a sample job is meant to exercise, and where it should end up.
+    public enum Kind: String, Sendable, CaseIterable {
+        case valid               // decrypts and advances
+        case validRSA            // RSA_v1 token, advances
+        case amountMismatch      // payment failed: amount_mismatch
+        case invalidJob          // payment failed: invalid_job
+        case replayedToken       // payment failed: token_replayed
+        case unknownMerchant     // dead-lettered: unknown_merchant
+        case malformed           // dead-lettered: malformed_job
+    }
+
+    public struct Sample: Sendable {
+        public let kind: Kind
+        public let jobId: String
+        public let body: [UInt8]
+    }
+
+    public let environment: SandboxEnvironment
+    public let merchantId: String
+
+    public init(environment: SandboxEnvironment, merchantId: String = SandboxEnvironment.merchantId) {
+        self.environment = environment
+        self.merchantId = merchantId
+    }
+
+    /// The kind of the `index`-th job of a mixed run: mostly valid, one of each failure per ten jobs,
+    /// and (from 20 jobs on) one of each unattributable kind at the end.
+    public static func kind(at index: Int, of count: Int) -> Kind {
+        if count >= 20, index == count - 1 { return .malformed }
+        if count >= 20, index == count - 2 { return .unknownMerchant }
+        switch index % 10 {
+        case 6: return .validRSA
+        case 7: return .amountMismatch
+        case 8: return .invalidJob
+        case 9: return .replayedToken
+        default: return .valid
+        }
+    }
+
+    /// `count` jobs with ids `<prefix>-<n>`, tokens signed now.
+    public func makeJobs(count: Int, prefix: String, now: Date = Date()) throws -> [Sample] {
+        let currencies: [(String, String)] = [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]
+        // A replay re-sends an earlier valid job's token with the same amount, so only the replay check fails.
+        var lastValid: (token: Any, amount: Int64, currency: (String, String))?
+        return try (0..<count).map { index in
+            let kind = Self.kind(at: index, of: count)
+            let jobId = "\(prefix)-\(index)"
+            var (currency, numeric) = currencies[index % currencies.count]
+            var amount = Int64(100 + (index * 37) % 9_900)
+            if kind == .malformed {
+                return Sample(kind: kind, jobId: jobId, body: Array("{\"jobId\": \"\(jobId)\", \"merchantId\": ".utf8))
+            }
+            var token: Any
+            if kind == .replayedToken, let previous = lastValid {
+                token = previous.token
+                amount = previous.amount
+                (currency, numeric) = previous.currency
+            } else {
+                let merchant = kind == .validRSA ? environment.rsaMerchant : environment.ecMerchant
+                var request = SandboxMintRequest(
+                    version: kind == .validRSA ? .rsaV1 : .ecV1, merchantIdentifier: merchant.merchantIdentifier,
+                    amount: kind == .amountMismatch ? amount + 1 : amount, currencyNumeric: numeric,
+                    pan: "4" + String(format: "%015d", 111_111_111_111_111 + index), signingTime: now)
+                request.merchant = merchant
+                token = try JSONSerialization.jsonObject(with: Data(try environment.pki.mintToken(request)))
+                if kind == .valid { lastValid = (token, amount, (currency, numeric)) }
+            }
+            var job: [String: Any] = [
+                "jobId": jobId,
+                "merchantId": kind == .unknownMerchant ? "no-such-merchant" : merchantId,
+                "orderReference": "order-\(jobId)",
+                "amount": ["value": amount, "currency": currency],
+                "applePayToken": token,
+                "billingContact": ["givenName": "Ada", "familyName": "Lovelace", "postalCode": "EC1A 1BB", "countryCode": "GB"],
+                "metadata": ["sample": kind.rawValue],
+            ]
+            if kind == .invalidJob { job["orderReference"] = nil }
+            return Sample(kind: kind, jobId: jobId, body: Array(try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys])))
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import AMQP
+import Foundation
+import PaymentStages
+import Pipeline
+
+/// `paypipe job publish`: publishes jobs exactly as the contract says (docs/job-contract.md).
+enum JobCommand: CLICommand {
+    static let name = "job"
+    static let summary = "publish a job file or sandbox sample jobs"
+    static let usage = """
+        usage: paypipe job publish FILE
+               paypipe job publish --sample N [--merchant ID] [--prefix PREFIX] [--sandbox-dir DIR]
+          Publishes to exchange paypipe.jobs, routing key payment.requested, persistent, content_type
+          application/json, message_id = jobId, with publisher confirms. FILE holds one job object or an array.
+          --sample N mints N sandbox tokens (sandbox PKI in DIR, default var/sandbox) in a mix of outcomes:
+          mostly valid, plus per ten jobs one RSA_v1, one amount mismatch, one invalid job and one replayed
+          token; from 20 jobs on, also one unknown merchant and one malformed message (dead-lettered).
+          Prints one JSON line per job: {"jobId", "kind"}.
+        """
+
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+        guard arguments.positionals.first == "publish" else {
+            printError(usage)
+            return ExitCode.usage
+        }
+        do {
+            var jobs: [(jobId: String, kind: String, body: [UInt8])] = []
+            if let count = arguments.value("--sample") {
+                guard let count = Int(count), count > 0 else { throw CommandArguments.UsageError(description: "--sample needs a positive count") }
+                let sandbox = try SandboxEnvironment.open(directory: arguments.value("--sandbox-dir") ?? OperatorContext.sandboxDirectory)
+                let factory = SampleJobFactory(environment: sandbox, merchantId: arguments.value("--merchant") ?? SandboxEnvironment.merchantId)
+                let prefix = arguments.value("--prefix") ?? "sample-\(Int(Date().timeIntervalSince1970))"
+                jobs = try factory.makeJobs(count: count, prefix: prefix).map { ($0.jobId, $0.kind.rawValue, $0.body) }
+            } else {
+                let path = try arguments.positional(1, "FILE (or --sample N)")
+                guard let data = FileManager.default.contents(atPath: path),
+                      let parsed = try? JSONSerialization.jsonObject(with: data) else {
+                    printError("paypipe: \(path) is not readable JSON")
+                    return ExitCode.dataError
+                }
+                let objects = (parsed as? [Any]) ?? [parsed]
+                jobs = try objects.map { object in
+                    let body = Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+                    return (((object as? [String: Any])?["jobId"] as? String) ?? "", "file", body)
+                }
+            }
+            let configuration = try WorkerConfiguration(stage: nil)
+            let publisher = try OperatorContext.publisher(configuration)
+            defer { publisher.close() }
+            let messages = jobs.map { job in
+                var properties = AMQPProperties()
+                properties.contentType = "application/json"
+                properties.messageId = job.jobId.isEmpty ? nil : job.jobId
+                properties.persistent = true
+                properties.timestamp = Date()
+                return AMQPOutboundMessage(
+                    exchange: PipelineTopology.jobsExchange, routingKey: PipelineTopology.jobRoutingKey,
+                    body: job.body, properties: properties, mandatory: true)
+            }
+            for start in stride(from: 0, to: messages.count, by: 500) {
+                try publisher.publish(Array(messages[start..<min(start + 500, messages.count)]), timeout: 60)
+            }
+            for job in jobs { print("{\"jobId\":\"\(job.jobId)\",\"kind\":\"\(job.kind)\"}") }
+            return ExitCode.ok
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import PaymentStages
+import Pipeline
+
+/// `paypipe merchant apply|list|show`: merchant configuration as a document. Never prints secrets or keys.
+enum MerchantCommand: CLICommand {
+    static let name = "merchant"
+    static let summary = "apply, list or show merchant configuration"
+    static let usage = """
+        usage: paypipe merchant apply --file merchant.json
+               paypipe merchant list
+               paypipe merchant show ID
+          apply  validates the document (identities parsed, certificate and key must match) and upserts it;
+                 secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
+                 Relative file paths in the document are resolved against the document's folder.
+          Workers pick changes up within PAYPIPE_MERCHANT_CACHE_TTL (5s). Output never contains secrets.
+        """
+
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+        do {
+            let environment = EnvironmentReader()
+            let connection = try OperatorContext.database(environment)
+            defer { connection.close() }
+            let store = MerchantStore(vault: DataVault(keyring: try OperatorContext.dataKeyring(environment)))
+            switch arguments.positionals.first {
+            case "apply":
+                let path = try arguments.required("--file")
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    printError("paypipe: cannot read \(path)")
+                    return ExitCode.dataError
+                }
+                let document: MerchantDocument
+                do {
+                    document = try JSONDecoder().decode(MerchantDocument.self, from: data)
+                } catch {
+                    printError("paypipe: \(path) is not a valid merchant document: \(error)")
+                    return ExitCode.dataError
+                }
+                let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+                let merchant = try store.apply(document, baseDirectory: base, on: connection)
+                print(try summary(merchant))
+            case "list":
+                for id in try store.listIds(on: connection) { print(id) }
+            case "show":
+                let id = try arguments.positional(1, "merchant id")
+                guard let merchant = try store.load(id, on: connection) else {
+                    printError("paypipe: no merchant \(id)")
+                    return ExitCode.dataError
+                }
+                print(try summary(merchant))
+            default:
+                printError(usage)
+                return ExitCode.usage
+            }
+            return ExitCode.ok
+        } catch let error as MerchantStore.MerchantError {
+            printError("paypipe: \(error)")
+            return ExitCode.dataError
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+
+    /// The merchant without secrets: only whether each secret is set.
+    static func summary(_ merchant: MerchantStore.Merchant) throws -> String {
+        struct Summary: Encodable {
+            let id: String
+            let appleMerchantIdentifier: String?
+            let identities: [[String: String]]
+            let gateway: MerchantConfig.Gateway?
+            let gatewaySecretSet: Bool
+            let webhook: MerchantConfig.Webhook?
+            let webhookSecretsSet: Int
+            let updatedAt: Date
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        let summary = Summary(
+            id: merchant.id, appleMerchantIdentifier: merchant.appleMerchantIdentifier,
+            identities: merchant.config.identities.map { ["publicKeyHash": $0.publicKeyHash, "keyType": $0.keyType] },
+            gateway: merchant.config.gateway, gatewaySecretSet: merchant.secrets.jwtSecret != nil,
+            webhook: merchant.config.webhook, webhookSecretsSet: merchant.secrets.webhookSecrets.count,
+            updatedAt: merchant.updatedAt)
+        return String(decoding: try encoder.encode(summary), as: UTF8.self)
+    }
+}

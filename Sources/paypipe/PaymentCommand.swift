@@ -1,0 +1,86 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// `paypipe payment show`: a payment's state and audit trail. Card data is never shown, only whether it
+/// is held (encrypted) or already purged.
+enum PaymentCommand: CLICommand {
+    static let name = "payment"
+    static let summary = "show a payment's state and audit trail"
+    static let usage = """
+        usage: paypipe payment show ID
+               paypipe payment show --job JOBID [--merchant ID]
+          Prints the payment (status, stage, amount, error code and reason), whether card data is held or
+          purged, and every audit event, as JSON. Exit 65 if no such payment.
+        """
+
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage), arguments.positionals.first == "show" else {
+            printError(usage)
+            return ExitCode.usage
+        }
+        do {
+            let connection = try OperatorContext.database()
+            defer { connection.close() }
+            let store = PaymentStore()
+            let payment: PaymentRecord?
+            if let jobId = arguments.value("--job") {
+                let merchant = arguments.value("--merchant")
+                let rows = try connection.query(
+                    "SELECT \(PaymentRecord.columns) FROM payments WHERE job_id = $1 AND ($2::text IS NULL OR merchant_id = $2) ORDER BY created_at LIMIT 2",
+                    [jobId, merchant])
+                guard rows.count <= 1 else {
+                    printError("paypipe: job id \(jobId) exists for several merchants; add --merchant")
+                    return ExitCode.usage
+                }
+                payment = try rows.first.map(PaymentRecord.init(row:))
+            } else {
+                guard let id = UUID(uuidString: try arguments.positional(1, "payment ID")) else {
+                    throw CommandArguments.UsageError(description: "payment ID must be a UUID")
+                }
+                payment = try store.load(id, on: connection)
+            }
+            guard let payment else {
+                printError("paypipe: no such payment")
+                return ExitCode.dataError
+            }
+            print(try render(payment, on: connection))
+            return ExitCode.ok
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+
+    static func render(_ payment: PaymentRecord, on connection: PostgresConnection) throws -> String {
+        let card = try connection.query("SELECT purged_at FROM card_data WHERE payment_id = $1", [payment.id]).first
+        let cardState = card == nil ? "none" : (card!.isNull("purged_at") ? "held (encrypted)" : "purged")
+        let events = try connection.query(
+            "SELECT at, from_status, to_status, stage, actor, error_code, detail FROM payment_events WHERE payment_id = $1 ORDER BY id",
+            [payment.id])
+        var object: [String: Any] = [
+            "id": payment.id.uuidString.lowercased(), "merchantId": payment.merchantId, "jobId": payment.jobId,
+            "status": payment.status.rawValue, "stage": payment.stage, "cardData": cardState,
+            "firstReceivedAt": Logger.timestamp(payment.firstReceivedAt), "updatedAt": Logger.timestamp(payment.updatedAt),
+        ]
+        object["orderReference"] = payment.orderReference
+        if let amount = payment.amountMinor, let currency = payment.currency {
+            object["amount"] = ["value": amount, "currency": currency]
+        }
+        object["errorCode"] = payment.errorCode
+        object["errorMessage"] = payment.errorMessage
+        object["events"] = try events.map { row -> [String: Any] in
+            var event: [String: Any] = [
+                "at": Logger.timestamp(try row.decode("at", as: Date.self)),
+                "to": try row.decode("to_status", as: String.self),
+                "stage": try row.decode("stage", as: String.self),
+                "actor": try row.decode("actor", as: String.self),
+            ]
+            event["from"] = try row.decode("from_status", as: String?.self)
+            event["errorCode"] = try row.decode("error_code", as: String?.self)
+            event["detail"] = try row.decode("detail", as: String?.self)
+            return event
+        }
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import PaymentStages
+
+/// `paypipe sandbox init --dir DIR`: the test PKI, a data key and a merchant document for local runs.
+enum SandboxCommand: CLICommand {
+    static let name = "sandbox"
+    static let summary = "create the sandbox PKI, data key and merchant document (local runs)"
+    static let usage = """
+        usage: paypipe sandbox init [--dir DIR]
+          Creates (once; later calls reuse it) in DIR (default PAYPIPE_SANDBOX_DIR or var/sandbox):
+            pki/        a test root, an intermediate and leaves carrying Apple's OIDs, merchant identities
+            data.key    a random data-encryption key (mode 0600) for PAYPIPE_DATA_KEY_FILE
+            merchant.json  the sandbox merchant document for `paypipe merchant apply`
+          Workers accept the sandbox root only when PAYPIPE_APPLEPAY_TRUST_ROOT names it.
+          Prints the paths as JSON.
+        """
+
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+        guard arguments.positionals.first == "init" else {
+            printError(usage)
+            return ExitCode.usage
+        }
+        let directory = arguments.value("--dir") ?? OperatorContext.sandboxDirectory
+        do {
+            let sandbox = try SandboxEnvironment.open(directory: directory)
+            print("""
+                {"directory":"\(sandbox.directory)","trustRoot":"\(sandbox.trustRootPath)",\
+                "dataKeyFile":"\(sandbox.dataKeyPath)","merchantDocument":"\(sandbox.merchantDocumentPath)"}
+                """)
+            return ExitCode.ok
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import AMQP
+import Foundation
+import Pipeline
+import Postgres
+
+/// `paypipe stats`: queue depths and consumers, payments by status and error code, latency percentiles.
+enum StatsCommand: CLICommand {
+    static let name = "stats"
+    static let summary = "queue depths, consumers, payments by status, latency"
+    static let usage = """
+        usage: paypipe stats [--job-prefix PREFIX] [--since DURATION] [--json]
+          Queues: messages ready and consumers of every stage, retry and dead-letter queue.
+          Payments (optionally only jobs whose id starts with PREFIX, or created within DURATION):
+          counts by status and error code, and p50/p95/p99 of first receipt → last update.
+        """
+
+    struct Report: Encodable {
+        struct Queue: Encodable { let name: String; let messages: UInt32; let consumers: UInt32 }
+        struct Count: Encodable { let status: String; let errorCode: String?; let count: Int64 }
+        let queues: [Queue]
+        let payments: [Count]
+        let latencyMilliseconds: [String: Double]
+    }
+
+    static func run(arguments raw: [String]) -> Int32 {
+        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+        do {
+            let configuration = try WorkerConfiguration(stage: nil)
+            let report = Report(
+                queues: try queues(configuration),
+                payments: try payments(arguments),
+                latencyMilliseconds: try latency(arguments))
+            if arguments.flag("--json") {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            } else {
+                print(render(report))
+            }
+            return ExitCode.ok
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+
+    static func queues(_ configuration: WorkerConfiguration) throws -> [Report.Queue] {
+        let connection = try AMQPConnection(configuration: try AMQPConfiguration(url: configuration.amqpURL))
+        defer { connection.close() }
+        return try PipelineTopology.topology(retrySchedule: configuration.retrySchedule).queues.map { queue in
+            let (messages, consumers) = try connection.queueDeclarePassive(queue.name)
+            return Report.Queue(name: queue.name, messages: messages, consumers: consumers)
+        }
+    }
+
+    /// The filter shared by the payment queries: optional job-id prefix and creation window.
+    static func filter(_ arguments: CommandArguments) throws -> (sql: String, bindings: [any PostgresBindable]) {
+        let prefix = arguments.value("--job-prefix").map { $0 + "%" }
+        let since = try arguments.value("--since").map { text throws(CommandArguments.UsageError) in
+            guard let seconds = DurationParser.seconds(text) else { throw .init(description: "--since: not a duration: \(text)") }
+            return seconds
+        }
+        return ("($1::text IS NULL OR job_id LIKE $1) AND ($2::float8 IS NULL OR created_at > now() - make_interval(secs => $2))",
+                [prefix, since])
+    }
+
+    static func payments(_ arguments: CommandArguments) throws -> [Report.Count] {
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let (condition, bindings) = try filter(arguments)
+        let rows = try connection.query(
+            "SELECT status, error_code, count(*)::bigint AS n FROM payments WHERE \(condition) GROUP BY 1, 2 ORDER BY 1, 2", bindings)
+        return try rows.map {
+            Report.Count(status: try $0.decode("status", as: String.self), errorCode: try $0.decode("error_code", as: String?.self),
+                         count: try $0.decode("n", as: Int64.self))
+        }
+    }
+
+    static func latency(_ arguments: CommandArguments) throws -> [String: Double] {
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let (condition, bindings) = try filter(arguments)
+        let row = try connection.query(
+            """
+            SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
+                   percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95,
+                   percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
+            FROM (SELECT extract(epoch FROM updated_at - first_received_at) * 1000 AS ms
+                  FROM payments WHERE \(condition) AND status <> 'received') latencies
+            """, bindings)[0]
+        var result: [String: Double] = [:]
+        for key in ["p50", "p95", "p99"] where !row.isNull(key) { result[key] = try row.decode(key, as: Double.self) }
+        return result
+    }
+
+    static func render(_ report: Report) -> String {
+        var lines = ["QUEUE                                  MESSAGES  CONSUMERS"]
+        for queue in report.queues where queue.messages > 0 || queue.consumers > 0 || !queue.name.contains(".retry.") {
+            lines.append(queue.name.padding(toLength: 38, withPad: " ", startingAt: 0)
+                         + String(queue.messages).leftPadded(10) + String(queue.consumers).leftPadded(11))
+        }
+        lines += ["", "STATUS         ERROR CODE                 COUNT"]
+        for count in report.payments {
+            lines.append(count.status.padding(toLength: 15, withPad: " ", startingAt: 0)
+                         + (count.errorCode ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0) + String(count.count).leftPadded(10))
+        }
+        let latency = ["p50", "p95", "p99"].compactMap { key in report.latencyMilliseconds[key].map { "\(key) \(String(format: "%.1f", $0)) ms" } }
+        lines += ["", "LATENCY (first receipt → last update): " + (latency.isEmpty ? "no payments" : latency.joined(separator: ", "))]
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

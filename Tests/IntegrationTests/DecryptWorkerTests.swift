@@ -1,0 +1,130 @@
+import AMQP
+import ApplePay
+import Crypto
+import Foundation
+import PaymentStages
+import Pipeline
+import Postgres
+import Testing
+
+extension Integration {
+/// The decrypt worker on the real RabbitMQ and PostgreSQL, with tokens minted by the sandbox PKI.
+@Suite struct DecryptWorkerTests {
+    @Test func validJobsAdvanceWithCardDataEncrypted() throws {
+        let harness = try DecryptHarness()
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        var rsa = SandboxMintRequest(merchantIdentifier: harness.sandbox.rsaMerchant.merchantIdentifier, amount: 500, currencyNumeric: "392")
+        rsa.version = .rsaV1
+        rsa.merchant = harness.sandbox.rsaMerchant
+        try harness.publishJobs([
+            try harness.job("ec-1", token: harness.token()),
+            try harness.job("rsa-1", token: harness.sandbox.pki.mintToken(rsa), amount: 500, currency: "JPY"),
+        ])
+        try TestServices.eventually("both decrypted") {
+            try harness.outcome("ec-1")?.status == "decrypted" && harness.outcome("rsa-1")?.status == "decrypted"
+        }
+        try TestServices.eventually("hand-offs to authorize") { try harness.base.depth("paypipe.authorize") == 2 }
+        let database = try TestServices.database()
+        defer { database.close() }
+        let row = try database.query(
+            "SELECT c.ciphertext, c.key_id, p.id, p.token_transaction_id FROM card_data c JOIN payments p ON p.id = c.payment_id WHERE p.job_id = 'ec-1'")[0]
+        let ciphertext = try row.decode("ciphertext", as: [UInt8].self)
+        #expect(!String(decoding: ciphertext, as: UTF8.self).contains("4111111111111111"))
+        #expect(try row.decode("key_id", as: String.self) == harness.vault.keyring.current.id)
+        #expect(try row.decode("token_transaction_id", as: String?.self) != nil)
+        let stored = try #require(try CardDataStore(vault: harness.vault).load(try row.decode("id", as: UUID.self), on: database))
+        #expect(stored.decrypted?.applicationPrimaryAccountNumber == "4111111111111111")
+        #expect(stored.decrypted?.transactionAmount == 1099)
+    }
+
+    @Test func eachBadTokenFailsItsPaymentWithItsCode() throws {
+        let harness = try DecryptHarness()
+        let foreign = try SandboxPKI.generate()
+        let cases: [(jobId: String, code: String, token: [UInt8])] = [
+            ("bad-signature", "signature_invalid", try harness.token { $0.corruptSignature = true }),
+            ("foreign-root", "certificate_invalid", try harness.token { $0.signer = foreign.ecLeaf; $0.embeddedCertificates = [foreign.ecLeaf.certificate, foreign.intermediate.certificate] }),
+            ("stale", "signing_time_out_of_range", try harness.token { $0.signingTime = Date().addingTimeInterval(-3600) }),
+            ("future", "signing_time_out_of_range", try harness.token { $0.signingTime = Date().addingTimeInterval(3600) }),
+            ("other-merchant", "unknown_merchant_key", try harness.token { $0.merchant = try? harness.sandbox.pki.merchant("merchant.other", keyType: .ec) }),
+            ("bad-ciphertext", "decryption_failed", try harness.token { $0.corruptCiphertext = true }),
+            ("bad-payload", "payload_invalid", try harness.token { $0.plaintextOverride = Array("{\"not\":\"payment data\"}".utf8) }),
+            ("bad-base64", "malformed_token", Array(#"{"version":"EC_v1","data":"!!!","signature":"???","header":{"ephemeralPublicKey":"x","publicKeyHash":"y","transactionId":"zz"}}"#.utf8)),
+            ("bad-version", "unsupported_version", Array(String(decoding: try harness.token(), as: UTF8.self).replacingOccurrences(of: "EC_v1", with: "EC_v9").utf8)),
+            ("amount", "amount_mismatch", try harness.token(amount: 1000)),
+            ("currency", "amount_mismatch", try harness.token(currencyNumeric: "978")),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(try cases.map { try harness.job($0.jobId, token: $0.token) } + [try harness.job("still-fine", token: harness.token())])
+        try TestServices.eventually("the worker kept going") { try harness.outcome("still-fine")?.status == "decrypted" }
+        for testCase in cases {
+            try TestServices.eventually("\(testCase.jobId) failed") { try harness.outcome(testCase.jobId)?.status == "failed" }
+            #expect(try harness.outcome(testCase.jobId)?.code == testCase.code, "\(testCase.jobId)")
+        }
+        try TestServices.eventually("failures handed to notify") { try harness.base.depth("paypipe.notify") == cases.count }
+        #expect(!harness.logSink.lines.joined().contains("4111111111111111"), "no PAN in logs")
+    }
+
+    @Test func replayedTokenIsRejectedAndTheFirstPaymentKept() throws {
+        let harness = try DecryptHarness()
+        let token = try harness.token()
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs([try harness.job("first", token: token)])
+        try TestServices.eventually("first decrypted") { try harness.outcome("first")?.status == "decrypted" }
+        try harness.publishJobs([try harness.job("second", token: token)])
+        try TestServices.eventually("replay failed") { try harness.outcome("second")?.status == "failed" }
+        #expect(try harness.outcome("second")?.code == "token_replayed")
+        #expect(try harness.outcome("first")?.status == "decrypted")
+    }
+
+    @Test func unattributableJobsAreDeadLetteredWithTheirReasons() throws {
+        let harness = try DecryptHarness()
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        let original = try harness.job("job-1", token: harness.token())
+        try harness.publishJobs([original, original])   // a plain duplicate: one payment, no dead letter
+        try TestServices.eventually("decrypted") { try harness.outcome("job-1")?.status == "decrypted" }
+        try harness.publishJobs([
+            Array("{\"jobId\": \"x\", ".utf8),
+            [0xFF, 0xFE],
+            try harness.job("job-2", token: harness.token(), merchantId: "nobody"),
+            try harness.job("job-1", token: harness.token(amount: 2000), amount: 2000),   // same id, other content
+        ])
+        try TestServices.eventually("four dead letters") { try harness.base.depth("paypipe.decrypt.dlq") == 4 }
+        let codes = try harness.base.drain("paypipe.decrypt.dlq").compactMap { $0.properties.headers[DeliveryRouter.Header.errorCode]?.stringValue }
+        #expect(codes.sorted() == ["idempotency_conflict", "malformed_job", "malformed_job", "unknown_merchant"])
+        #expect(try harness.outcome("job-1")?.status == "decrypted", "the first payment is untouched")
+        let database = try TestServices.database()
+        defer { database.close() }
+        #expect(try database.query("SELECT 1 FROM payments WHERE job_id = 'job-1'").count == 1)
+        #expect(try harness.base.depth("paypipe.authorize") == 2, "the duplicate re-published the same hand-off")
+    }
+
+    @Test func databaseDumpHoldsNoPlaintextCardData() throws {
+        let harness = try DecryptHarness()
+        let pans = ["4111111111111111", "5500005555555559", "4000056655665556"]
+        let cryptograms = ["AOOkA5VbH8mMAAKhnQNnAoABFA==", "BwABBJQ1AgAAAAAgJDUCAAAAAAA=", "AgAAAAAABk4DWZ4C28yUQAAAAAA="]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(try (0..<3).map { try harness.job("dump-\($0)", token: harness.token(pan: pans[$0], cryptogram: cryptograms[$0])) })
+        try TestServices.eventually("decrypted") { try (0..<3).allSatisfy { try harness.outcome("dump-\($0)")?.status == "decrypted" } }
+        let dumpPath = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-dump-\(UUID()).sql").path
+        defer { try? FileManager.default.removeItem(atPath: dumpPath) }
+        let database = try PostgresConfiguration(url: TestServices.databaseURL)
+        let status = try ChildProcess.spawn("/usr/bin/pg_dump", [
+            "-h", database.host ?? "127.0.0.1", "-p", String(database.port ?? 5432), "-U", database.user ?? "postgres",
+            database.database ?? "paypipe_test",
+        ], logPath: dumpPath).wait()
+        #expect(status == 0)
+        let dump = try String(contentsOfFile: dumpPath, encoding: .utf8)
+        #expect(dump.contains("card_data"), "the dump really contains the card_data table")
+        // Plain text, and hex as pg_dump writes bytea: neither form may appear.
+        let hexForms = (pans + cryptograms).map { Hex.encode(Array($0.utf8)) }
+        for secret in pans + cryptograms + hexForms {
+            #expect(!dump.contains(secret), "plaintext card data in pg_dump")
+        }
+    }
+}
+}
