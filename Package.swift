@@ -39,8 +39,9 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CCurl", "CMicroHTTPD", "CPayPipeShim"]),
 
         // MARK: Pure domain modules
-        .target(name: "ApplePay", dependencies: ["Crypto"]),
-        .target(name: "JWT", dependencies: ["Crypto"]),
+        .target(name: "JSON"),
+        .target(name: "ApplePay", dependencies: ["Crypto", "JSON"]),
+        .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
 
         // MARK: Runtime
         .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto"]),
@@ -61,6 +62,7 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
