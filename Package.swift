@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "paypipe", targets: ["paypipe"]),
         .executable(name: "paypipe-decrypt", targets: ["paypipe-decrypt"]),
         .executable(name: "paypipe-authorize", targets: ["paypipe-authorize"]),
+        .executable(name: "paypipe-submit", targets: ["paypipe-submit"]),
+        .executable(name: "paypipe-gateway-sim", targets: ["paypipe-gateway-sim"]),
         .executable(name: "paypipe-notify", targets: ["paypipe-notify"]),
         .executable(name: "paypipe-webhook-receiver", targets: ["paypipe-webhook-receiver"]),
     ],
@@ -39,19 +41,22 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CCurl", "CMicroHTTPD", "CPayPipeShim"]),
 
         // MARK: Pure domain modules
-        .target(name: "ApplePay", dependencies: ["Crypto"]),
-        .target(name: "JWT", dependencies: ["Crypto"]),
+        .target(name: "JSON"),
+        .target(name: "ApplePay", dependencies: ["Crypto", "JSON"]),
+        .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
 
         // MARK: Runtime
         .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
-        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP"]),
+        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP"]),
 
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-authorize", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-submit", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PaymentStages", "Pipeline"]),
         .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PaymentStages", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
@@ -61,6 +66,7 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),

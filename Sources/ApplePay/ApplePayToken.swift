@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// A parsed (not yet verified) Apple Pay payment token.
 ///
@@ -71,7 +72,7 @@ public struct ApplePayToken: Sendable {
 
     private static func jsonValue(_ bytes: [UInt8], _ what: String) throws(ApplePayError) -> JSONValue {
         do {
-            return try JSONReader.parse(bytes)
+            return try JSONValue.parse(bytes)
         } catch {
             throw .malformedToken("\(what) is not valid JSON (\(error))")
         }
@@ -83,31 +84,34 @@ public struct ApplePayToken: Sendable {
         if let string = value.stringValue {
             return try parse(value: jsonValue(Array(string.utf8), "embedded token string"), nesting: nesting + 1)
         }
-        guard let object = value.objectValue else { throw .malformedToken("token is not a JSON object") }
-        if let inner = object["token"] {
+        guard value.isObject else { throw .malformedToken("token is not a JSON object") }
+        if let inner = value["token"] {
             return try parse(value: inner, nesting: nesting + 1)
         }
-        guard var paymentData = object["paymentData"] else {
-            return try decodePaymentData(object, paymentMethod: nil, transactionIdentifier: nil)
+        guard var paymentData = value["paymentData"] else {
+            return try decodePaymentData(value, paymentMethod: nil, transactionIdentifier: nil)
         }
         if let string = paymentData.stringValue { paymentData = try jsonValue(Array(string.utf8), "paymentData string") }
-        guard let paymentDataObject = paymentData.objectValue else { throw .malformedToken("paymentData is not an object") }
-        let method = object["paymentMethod"]?.objectValue.map {
-            PaymentMethod(displayName: $0["displayName"]?.stringValue, network: $0["network"]?.stringValue, type: $0["type"]?.stringValue)
+        guard paymentData.isObject else { throw .malformedToken("paymentData is not an object") }
+        let method = value["paymentMethod"].flatMap { method in
+            method.isObject
+                ? PaymentMethod(displayName: method["displayName"]?.stringValue, network: method["network"]?.stringValue, type: method["type"]?.stringValue)
+                : nil
         }
         return try decodePaymentData(
-            paymentDataObject, paymentMethod: method, transactionIdentifier: object["transactionIdentifier"]?.stringValue)
+            paymentData, paymentMethod: method, transactionIdentifier: value["transactionIdentifier"]?.stringValue)
     }
 
+    /// `object` is the `paymentData` JSON object.
     private static func decodePaymentData(
-        _ object: JSONObject, paymentMethod: PaymentMethod?, transactionIdentifier: String?
+        _ object: JSONValue, paymentMethod: PaymentMethod?, transactionIdentifier: String?
     ) throws(ApplePayError) -> ApplePayToken {
         guard let versionString = object["version"]?.stringValue else { throw .malformedToken("paymentData.version missing") }
         guard let version = Version(rawValue: versionString) else {
             let shown = versionString.prefix(16).filter { $0.isLetter || $0.isNumber || $0 == "_" }
             throw .unsupportedVersion("unsupported token version \"\(shown)\"")
         }
-        guard let header = object["header"]?.objectValue else { throw .malformedToken("paymentData.header missing") }
+        guard let header = object["header"], header.isObject else { throw .malformedToken("paymentData.header missing") }
         let data = try base64(object["data"], "data")
         guard data.count > AESGCM.tagLength else { throw .malformedToken("data too short") }
         let signature = try base64(object["signature"], "signature")

@@ -1,10 +1,13 @@
+import JSON
+
 /// Typed access to one object of the decrypted payload, with `payload_invalid` errors naming the field path
 /// (never its value).
 struct PayloadFields {
-    private let object: JSONObject
+    /// A JSON object (callers check `isObject`).
+    private let object: JSONValue
     private let path: String
 
-    init(_ object: JSONObject, path: String) {
+    init(_ object: JSONValue, path: String) {
         self.object = object
         self.path = path
     }
@@ -41,8 +44,8 @@ struct PayloadFields {
 
     func optionalObject(_ key: String) throws(ApplePayError) -> PayloadFields? {
         guard let value = value(key) else { return nil }
-        guard let object = value.objectValue else { throw .payloadInvalid("decrypted payload field \(name(key)) is not an object") }
-        return PayloadFields(object, path: name(key))
+        guard value.isObject else { throw .payloadInvalid("decrypted payload field \(name(key)) is not an object") }
+        return PayloadFields(value, path: name(key))
     }
 
     func object(_ key: String) throws(ApplePayError) -> PayloadFields {
@@ -55,8 +58,8 @@ struct PayloadFields {
         guard let array = value.arrayValue else { throw .payloadInvalid("decrypted payload field \(name(key)) is not an array") }
         var result: [PayloadFields] = []
         for (index, element) in array.enumerated() {
-            guard let object = element.objectValue else { throw .payloadInvalid("decrypted payload field \(name(key))[\(index)] is not an object") }
-            result.append(PayloadFields(object, path: "\(name(key))[\(index)]"))
+            guard element.isObject else { throw .payloadInvalid("decrypted payload field \(name(key))[\(index)] is not an object") }
+            result.append(PayloadFields(element, path: "\(name(key))[\(index)]"))
         }
         return result
     }

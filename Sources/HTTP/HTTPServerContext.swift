@@ -82,6 +82,8 @@ final class HTTPServerContext: Sendable {
     /// (CR/LF injection, bad name) turns the response into a 500 rather than being dropped silently. Fields with an
     /// empty value are omitted: libmicrohttpd 0.9 refuses them.
     private static func queue(_ response: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
+        // MHD_NO from the access handler makes libmicrohttpd close the connection without answering.
+        if response.abortsConnection { return .NO }
         guard (100...999).contains(response.status), response.headers.allSatisfy(\.isWireSafe) else {
             return queue(invalidResponse, on: connection)
         }

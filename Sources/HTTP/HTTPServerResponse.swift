@@ -4,11 +4,20 @@ public struct HTTPServerResponse: Sendable {
     public var status: Int
     public var headers: [HTTPHeader]
     public var body: [UInt8]
+    /// Close the connection without sending any response (test doubles simulating a connection reset).
+    public var abortsConnection = false
 
     public init(status: Int = 200, headers: [HTTPHeader] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// No response at all: the connection is dropped, as by a crashed or reset peer.
+    public static var connectionReset: HTTPServerResponse {
+        var response = HTTPServerResponse(status: 500)
+        response.abortsConnection = true
+        return response
     }
 
     /// A UTF-8 `text/plain` response.

@@ -1,3 +1,5 @@
+import JSON
+
 /// A JOSE header, kept together with its exact JSON bytes.
 ///
 /// The signature covers the header's *bytes*, so a header parsed from a token (or written by another

@@ -1,4 +1,5 @@
 import Crypto
+import JSON
 
 /// Produces compact JWS tokens (`header.payload.signature`) with an HMAC key.
 ///

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// Verifies compact JWS tokens signed with an HMAC key and checks their time claims.
 ///

@@ -1,3 +1,5 @@
+import JSON
+
 /// A token whose signature and time claims have been checked by `JWTVerifier`.
 public struct VerifiedJWT: Sendable {
     public let header: JWTHeader

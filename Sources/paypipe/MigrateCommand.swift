@@ -18,7 +18,7 @@ enum MigrateCommand: CLICommand {
             let connection = try OperatorContext.database()
             defer { connection.close() }
             let migrator = Migrator(migrations: PayPipeSchema.migrations, lockKey: PayPipeSchema.migrationLockKey)
-            if arguments.values("--status").isEmpty == false || arguments.positionals.contains("status") {
+            if arguments.flag("--status") || arguments.positionals.contains("status") {
                 for entry in try migrator.status(on: connection) {
                     print("\(entry.version)\t\(entry.name)\t\(entry.appliedAt.map { "\($0)" } ?? "pending")")
                 }

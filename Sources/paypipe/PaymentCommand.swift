@@ -1,4 +1,5 @@
 import Foundation
+import PaymentStages
 import Pipeline
 import Postgres
 
@@ -6,19 +7,23 @@ import Postgres
 /// is held (encrypted) or already purged.
 enum PaymentCommand: CLICommand {
     static let name = "payment"
-    static let summary = "show a payment's state and audit trail"
+    static let summary = "show a payment's state and audit trail; resolve one held for review"
     static let usage = """
         usage: paypipe payment show ID
                paypipe payment show --job JOBID [--merchant ID]
           Prints the payment (status, stage, amount, error code and reason), whether card data is held or
           purged, and every audit event, as JSON. Exit 65 if no such payment.
+               paypipe payment resolve ID --as authorized|declined|failed --reason TEXT [--operator NAME]
+          Closes a needs_review payment after checking the gateway's records: the decision, the reason and the
+          operator (default $USER) go to the audit trail, and the payment is handed to notification.
         """
 
     static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage), arguments.positionals.first == "show" else {
+        guard let arguments = CLI.parse(raw, usage: usage), ["show", "resolve"].contains(arguments.positionals.first) else {
             printError(usage)
             return ExitCode.usage
         }
+        if arguments.positionals.first == "resolve" { return resolve(arguments) }
         do {
             let connection = try OperatorContext.database()
             defer { connection.close() }
@@ -46,6 +51,33 @@ enum PaymentCommand: CLICommand {
             }
             print(try render(payment, on: connection))
             return ExitCode.ok
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+
+    static func resolve(_ arguments: CommandArguments) -> Int32 {
+        do {
+            guard let id = UUID(uuidString: try arguments.positional(1, "payment ID")) else {
+                throw CommandArguments.UsageError(description: "payment ID must be a UUID")
+            }
+            let resolution = try PaymentResolution(
+                paymentId: id, as: arguments.value("--as") ?? "", reason: arguments.value("--reason") ?? "",
+                actor: arguments.value("--operator") ?? ProcessInfo.processInfo.environment["USER"] ?? "unknown")
+            let configuration = try WorkerConfiguration(stage: nil)
+            let connection = try OperatorContext.database()
+            defer { connection.close() }
+            let handOff = try resolution.apply(on: connection)
+            let publisher = try OperatorContext.publisher(configuration)
+            defer { publisher.close() }
+            let router = DeliveryRouter(stage: .notify, retrySchedule: configuration.retrySchedule)
+            try publisher.publish([router.handOff(handOff, to: .notify)], timeout: 30)
+            print(try render(try PaymentStore().load(id, on: connection)!, on: connection))
+            return ExitCode.ok
+        } catch let error as PaymentResolution.ResolutionError {
+            printError("paypipe: \(error)")
+            if case .unknownPayment = error { return ExitCode.dataError }
+            return ExitCode.usage
         } catch {
             return OperatorContext.report(error)
         }

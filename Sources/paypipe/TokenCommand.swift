@@ -26,7 +26,7 @@ enum TokenCommand: CLICommand {
     static func run(arguments: [String]) -> Int32 {
         do {
             guard let subcommand = arguments.first else { throw TokenCommandError.usage("missing subcommand") }
-            let rest = arguments.dropFirst()
+            let rest = Array(arguments.dropFirst())
             switch subcommand {
             case "decrypt": try decrypt(rest)
             case "mint": try mint(rest)
@@ -37,23 +37,31 @@ enum TokenCommand: CLICommand {
             }
             return 0
         } catch let error as TokenCommandError {
-            emit(["error": ["code": error.code, "message": error.message]])
-            if case .usage = error { FileHandle.standardError.write(Data((usage + "\n").utf8)) }
-            return error.exitStatus
+            return report(error)
+        } catch let error as CommandArguments.UsageError {
+            return report(.usage(error.description))
         } catch {
             emit(["error": ["code": "internal", "message": "\(error)"]])
             return 70
         }
     }
 
+    /// Prints the `{"error":…}` object (and the usage for a usage error); returns the exit status.
+    private static func report(_ error: TokenCommandError) -> Int32 {
+        emit(["error": ["code": error.code, "message": error.message]])
+        if case .usage = error { FileHandle.standardError.write(Data((usage + "\n").utf8)) }
+        return error.exitStatus
+    }
+
     // MARK: decrypt
 
-    private static func decrypt(_ arguments: ArraySlice<String>) throws {
-        let options = try TokenCommandOptions(
-            arguments, flagNames: ["reveal"], valueNames: ["token", "merchant-cert", "merchant-key", "trust-root", "now"])
-        let token = try parseToken(readFile(try options.required("token")))
+    private static func decrypt(_ arguments: [String]) throws {
+        let options = try CommandArguments(
+            arguments, flags: ["--reveal"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now"],
+            repeatable: ["--merchant-cert", "--merchant-key"])
+        let token = try parseToken(readFile(try options.required("--token")))
         let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
-        let now = try clock(options)
+        let now = try fixedNow(options) ?? Date()
         let keyring = try keyring(options)
         let data: DecryptedPaymentData
         do {
@@ -63,24 +71,24 @@ enum TokenCommand: CLICommand {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let output = try encoder.encode(options.has("reveal") ? data : data.masked)
+        let output = try encoder.encode(options.flag("--reveal") ? data : data.masked)
         print(String(decoding: output, as: UTF8.self))
     }
 
     // MARK: mint
 
-    private static func mint(_ arguments: ArraySlice<String>) throws {
-        let options = try TokenCommandOptions(
-            arguments, flagNames: [],
-            valueNames: ["pki-dir", "merchant-id", "amount", "currency", "version", "pan", "expiry", "cryptogram", "eci",
-                         "signing-time", "application-data", "out"])
-        let versionName = try options.optional("version") ?? "EC_v1"
+    private static func mint(_ arguments: [String]) throws {
+        let options = try CommandArguments(
+            arguments, flags: [],
+            options: ["--pki-dir", "--merchant-id", "--amount", "--currency", "--version", "--pan", "--expiry", "--cryptogram",
+                      "--eci", "--signing-time", "--application-data", "--out"])
+        let versionName = options.value("--version") ?? "EC_v1"
         guard let version = ApplePayToken.Version(rawValue: versionName) else { throw TokenCommandError.usage("--version must be EC_v1 or RSA_v1") }
-        guard let amount = Int64(try options.required("amount")), amount >= 0 else { throw TokenCommandError.usage("--amount must be a non-negative integer (minor units)") }
-        let currency = try options.required("currency")
+        guard let amount = Int64(try options.required("--amount")), amount >= 0 else { throw TokenCommandError.usage("--amount must be a non-negative integer (minor units)") }
+        let currency = try options.required("--currency")
         guard currency.count == 3, currency.allSatisfy(\.isNumber) else { throw TokenCommandError.usage("--currency must be ISO 4217 numeric, e.g. 978") }
-        let merchantIdentifier = try options.required("merchant-id")
-        let directory = try options.required("pki-dir")
+        let merchantIdentifier = try options.required("--merchant-id")
+        let directory = try options.required("--pki-dir")
         let pki: SandboxPKI
         let merchant: (merchant: SandboxMerchant, created: Bool)
         do {
@@ -91,12 +99,12 @@ enum TokenCommand: CLICommand {
         }
         var request = SandboxMintRequest(
             version: version, merchantIdentifier: merchantIdentifier, amount: amount, currencyNumeric: currency)
-        if let pan = try options.optional("pan") { request.pan = pan }
-        if let expiry = try options.optional("expiry") { request.expiry = expiry }
-        if let cryptogram = try options.optional("cryptogram") { request.cryptogram = cryptogram }
-        if let eci = try options.optional("eci") { request.eci = eci }
-        if let time = try options.optional("signing-time") { request.signingTime = try date(time, option: "signing-time") }
-        if let applicationData = try options.optional("application-data") { request.applicationData = Array(applicationData.utf8) }
+        if let pan = options.value("--pan") { request.pan = pan }
+        if let expiry = options.value("--expiry") { request.expiry = expiry }
+        if let cryptogram = options.value("--cryptogram") { request.cryptogram = cryptogram }
+        if let eci = options.value("--eci") { request.eci = eci }
+        if let time = options.value("--signing-time") { request.signingTime = try date(time, option: "signing-time") }
+        if let applicationData = options.value("--application-data") { request.applicationData = Array(applicationData.utf8) }
         let token = try pki.mintToken(request)
         if !pki.createdFiles.isEmpty || merchant.created {
             // First use: tell the operator which files to configure (stderr, so stdout stays the token).
@@ -108,7 +116,7 @@ enum TokenCommand: CLICommand {
             ]
             FileHandle.standardError.write(json(info) + Data("\n".utf8))
         }
-        if let out = try options.optional("out") {
+        if let out = options.value("--out") {
             guard FileManager.default.createFile(atPath: out, contents: Data(token)) else { throw TokenCommandError.file("cannot write \(out)") }
             emit(["token": out])
         } else {
@@ -118,19 +126,19 @@ enum TokenCommand: CLICommand {
 
     // MARK: bench
 
-    private static func bench(_ arguments: ArraySlice<String>) throws {
-        let options = try TokenCommandOptions(
-            arguments, flagNames: [],
-            valueNames: ["token", "merchant-cert", "merchant-key", "trust-root", "now", "seconds", "threads"])
-        let files = options.all("token")
+    private static func bench(_ arguments: [String]) throws {
+        let options = try CommandArguments(
+            arguments, flags: [], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads"],
+            repeatable: ["--token", "--merchant-cert", "--merchant-key"])
+        let files = options.values("--token")
         guard !files.isEmpty else { throw TokenCommandError.usage("--token is required") }
         let tokens = try files.map(readFile)
-        let seconds = Double(try options.optional("seconds") ?? "3") ?? 0
-        let threads = Int(try options.optional("threads") ?? "1") ?? 0
+        let seconds = Double(options.value("--seconds") ?? "3") ?? 0
+        let threads = Int(options.value("--threads") ?? "1") ?? 0
         guard seconds > 0, threads > 0 else { throw TokenCommandError.usage("--seconds and --threads must be positive") }
         let keyring = try keyring(options)
         let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
-        let fixedNow = try options.optional("now").map { try date($0, option: "now") }
+        let fixedNow = try fixedNow(options)
         // Validate every token once (and warm the chain cache) so the loop measures the steady state.
         for token in tokens {
             do {
@@ -195,9 +203,9 @@ enum TokenCommand: CLICommand {
         }
     }
 
-    private static func keyring(_ options: TokenCommandOptions) throws(TokenCommandError) -> MerchantKeyring {
-        let certificates = options.all("merchant-cert")
-        let keys = options.all("merchant-key")
+    private static func keyring(_ options: CommandArguments) throws(TokenCommandError) -> MerchantKeyring {
+        let certificates = options.values("--merchant-cert")
+        let keys = options.values("--merchant-key")
         guard !certificates.isEmpty, certificates.count == keys.count else {
             throw .usage("give --merchant-cert and --merchant-key in pairs (at least one pair)")
         }
@@ -214,8 +222,9 @@ enum TokenCommand: CLICommand {
         return MerchantKeyring(identities: identities)
     }
 
-    private static func trustRoot(_ options: TokenCommandOptions) throws(TokenCommandError) -> TrustRoot {
-        guard let path = try options.optional("trust-root") ?? ProcessInfo.processInfo.environment["PAYPIPE_APPLEPAY_TRUST_ROOT"] else {
+    /// The `--trust-root` PEM, else the environment's, else Apple's pinned root.
+    private static func trustRoot(_ options: CommandArguments) throws(TokenCommandError) -> TrustRoot {
+        guard let path = options.value("--trust-root") ?? ProcessInfo.processInfo.environment["PAYPIPE_APPLEPAY_TRUST_ROOT"] else {
             return .appleRootCAG3
         }
         do {
@@ -227,8 +236,9 @@ enum TokenCommand: CLICommand {
         }
     }
 
-    private static func clock(_ options: TokenCommandOptions) throws(TokenCommandError) -> Date {
-        try options.optional("now").map { (value) throws(TokenCommandError) in try date(value, option: "now") } ?? Date()
+    /// `--now`, when the operator pins the clock (to replay an old token), else nil.
+    private static func fixedNow(_ options: CommandArguments) throws(TokenCommandError) -> Date? {
+        try options.value("--now").map { (text) throws(TokenCommandError) in try date(text, option: "now") }
     }
 
     private static func date(_ text: String, option: String) throws(TokenCommandError) -> Date {

@@ -35,3 +35,25 @@ extension Integration {
     }
 }
 }
+
+extension Integration {
+/// The reconciler claims payments idle in a stage, once per `stuckAfter` window.
+@Suite struct ReconcilerTests {
+    @Test func claimsStuckPaymentsOnceAndSkipsFreshOnes() throws {
+        let harness = try RuntimeHarness()
+        let stuck = try harness.makePayments(3)
+        let fresh = try harness.makePayments(1)
+        let database = try TestServices.database()
+        defer { database.close() }
+        for payment in stuck {
+            try database.query("UPDATE payments SET updated_at = now() - interval '10 minutes' WHERE id = $1", [payment.paymentId])
+        }
+        let reconciler = Reconciler(stage: .authorize, stuckAfterSeconds: 300)
+        let claimed = try reconciler.claimStuck(on: database)
+        #expect(Set(claimed.map(\.paymentId)) == Set(stuck.map(\.paymentId)))
+        #expect(!claimed.contains { $0.paymentId == fresh[0].paymentId })
+        #expect(try reconciler.claimStuck(on: database).isEmpty, "a claimed payment is not re-driven again within the window")
+        #expect(try Reconciler(stage: .decrypt, stuckAfterSeconds: 1).claimStuck(on: database).isEmpty)
+    }
+}
+}

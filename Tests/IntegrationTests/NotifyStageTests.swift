@@ -1,6 +1,6 @@
 import AMQP
 import Foundation
-import JWT
+import JSON
 import PaymentStages
 import Pipeline
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import JWT
+import JSON
 import PaymentStages
 import Pipeline
 import Testing

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import JWT
+import JSON
 import Pipeline
 
 /// One terminal payment result, as sent to the merchant (webhook body) and to `paypipe.results`.

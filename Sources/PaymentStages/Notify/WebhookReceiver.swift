@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HTTP
-import JWT
+import JSON
 import Synchronization
 
 /// A merchant-side webhook endpoint for local runs and tests (`paypipe-webhook-receiver`): verifies every request's

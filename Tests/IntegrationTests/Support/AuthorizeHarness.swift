@@ -24,6 +24,8 @@ struct AuthorizeHarness {
     let configuration: WorkerConfiguration
     let logSink = LogSink(capturing: ())
     let vault: DataVault
+    /// The data key as `PAYPIPE_DATA_KEY` takes it, for worker processes sharing this database.
+    let dataKeyBase64: String
     let cardData: CardDataStore
     let requests: GatewayRequestStore
 
@@ -46,7 +48,9 @@ struct AuthorizeHarness {
             "PAYPIPE_MAX_RETRIES": "2", "PAYPIPE_PREFETCH": "50", "PAYPIPE_BATCH_SIZE": "20",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
         ]))
-        vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: SecureRandom.bytes(count: 32))))
+        let keyBytes = SecureRandom.bytes(count: 32)
+        dataKeyBase64 = Data(keyBytes).base64EncodedString()
+        vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: keyBytes)))
         cardData = CardDataStore(vault: vault)
         requests = GatewayRequestStore(vault: vault)
         let broker = try TestServices.amqp()

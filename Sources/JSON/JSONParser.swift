@@ -1,28 +1,38 @@
-/// Recursive-descent parser behind `JSONValue.parse`. Works on bytes with an index; recursion depth is bounded.
+/// The recursive-descent parser behind `JSONValue.parse`.
+///
+/// Built for the Apple Pay hot path (thousands of tokens per second per core): it reads an unsafe buffer (no
+/// per-byte bounds checks beyond its own), copies escape-free strings straight from the input, converts integers
+/// without going through text, and checks small objects for duplicate keys by scanning instead of hashing.
+/// Recursion depth is bounded by `maxDepth`.
 struct JSONParser {
-    private let bytes: [UInt8]
+    private let bytes: UnsafeBufferPointer<UInt8>
     private let maxDepth: Int
     private var index = 0
     private var depth = 0
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    /// Objects up to this many members are checked for duplicate keys linearly; larger ones through a Set.
+    private static let linearKeyCheckLimit = 16
+
+    private init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
     }
 
-    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        let value = try parseValue()
-        skipWhitespace()
-        guard index == bytes.count else { throw .trailingData(offset: index) }
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw .trailingData(offset: parser.index) }
         return value
     }
 
+    /// Skips leading whitespace, then parses one value.
     private mutating func parseValue() throws(JSONParseError) -> JSONValue {
         skipWhitespace()
         guard index < bytes.count else { throw .unexpectedEnd }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
-        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "["): return .array(try parseArray())
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "t"): return try parseLiteral("true", .bool(true))
         case UInt8(ascii: "f"): return try parseLiteral("false", .bool(false))
@@ -37,16 +47,22 @@ struct JSONParser {
         defer { depth -= 1 }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
-        var keys = Set<String>()
         skipWhitespace()
         if try consumeIf(UInt8(ascii: "}")) { return .object(members) }
+        members.reserveCapacity(8)
+        var keys = Set<String>()  // filled only once an object outgrows the linear check
         while true {
             skipWhitespace()
             let keyOffset = index
             guard index < bytes.count else { throw .unexpectedEnd }
             guard bytes[index] == UInt8(ascii: "\"") else { throw .unexpectedByte(offset: index) }
             let key = try parseString()
-            guard keys.insert(key).inserted else { throw .duplicateKey(offset: keyOffset) }
+            if members.count < Self.linearKeyCheckLimit {
+                guard !members.contains(where: { $0.key == key }) else { throw .duplicateKey(offset: keyOffset) }
+            } else {
+                if keys.isEmpty { keys = Set(members.map(\.key)) }
+                guard keys.insert(key).inserted else { throw .duplicateKey(offset: keyOffset) }
+            }
             skipWhitespace()
             try expect(UInt8(ascii: ":"))
             members.append((key, try parseValue()))
@@ -56,17 +72,18 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+    private mutating func parseArray() throws(JSONParseError) -> [JSONValue] {
         try enterContainer()
         defer { depth -= 1 }
         index += 1
         var elements: [JSONValue] = []
         skipWhitespace()
-        if try consumeIf(UInt8(ascii: "]")) { return .array(elements) }
+        if try consumeIf(UInt8(ascii: "]")) { return elements }
+        elements.reserveCapacity(4)
         while true {
             elements.append(try parseValue())
             skipWhitespace()
-            if try consumeIf(UInt8(ascii: "]")) { return .array(elements) }
+            if try consumeIf(UInt8(ascii: "]")) { return elements }
             try expect(UInt8(ascii: ","))
         }
     }
@@ -76,44 +93,75 @@ struct JSONParser {
         guard depth <= maxDepth else { throw .nestingTooDeep(offset: index) }
     }
 
-    /// Parses a string starting at the opening quote; leaves `index` after the closing quote. Runs of plain bytes
-    /// are copied in bulk, and a string without escapes is validated straight from the input.
+    // MARK: Strings
+
+    /// Parses a string starting at the opening quote; leaves `index` after the closing quote. A string without
+    /// escapes (nearly all of them: base64, hex, names) is taken straight from the input; otherwise runs of plain
+    /// bytes are copied in bulk between escapes.
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = index
         index += 1
         var decoded: [UInt8] = []
-        var runStart = index
         while true {
+            let runStart = index
+            let isASCII = scanPlainRun()
             guard index < bytes.count else { throw .unexpectedEnd }
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
+            let run = UnsafeBufferPointer(rebasing: bytes[runStart..<index])
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
                 let string: String?
-                if decoded.isEmpty {
-                    string = String(validating: bytes[runStart..<index], as: UTF8.self)
+                if decoded.isEmpty {  // no escape so far (an escape always appends): the input itself
+                    string = Self.string(utf8: run, isASCII: isASCII)
                 } else {
-                    decoded.append(contentsOf: bytes[runStart..<index])
-                    string = String(validating: decoded, as: UTF8.self)
+                    decoded.append(contentsOf: run)
+                    string = decoded.withUnsafeBufferPointer { Self.string(utf8: $0, isASCII: false) }
                 }
                 index += 1
                 guard let string else { throw .invalidString(offset: start) }
                 return string
-            } else if byte == UInt8(ascii: "\\") {
-                decoded.append(contentsOf: bytes[runStart..<index])
+            case UInt8(ascii: "\\"):
+                if decoded.isEmpty { decoded.reserveCapacity(run.count + 32) }
+                decoded.append(contentsOf: run)
                 try parseEscape(into: &decoded)
-                runStart = index
-            } else if byte < 0x20 {
-                throw .invalidString(offset: index)
-            } else {
-                index += 1
+            default:
+                throw .invalidString(offset: index)  // a raw control character
             }
         }
     }
 
+    /// Advances `index` to the next quote, backslash or control character (or the end); returns whether the bytes
+    /// passed over were all ASCII. The loop that dominates parsing (base64 and hex payloads), so it runs on locals.
+    private mutating func scanPlainRun() -> Bool {
+        var position = index
+        var seenBits: UInt8 = 0
+        let end = bytes.count
+        while position < end {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            seenBits |= byte
+            position += 1
+        }
+        index = position
+        return seenBits < 0x80
+    }
+
+    /// The string for `utf8`, or nil if it is not valid UTF-8.
+    ///
+    /// `String(validating:as:)` would do, but it is an unspecialised generic whose metadata lookups cost about a
+    /// quarter of a token's parse. `String(decoding:as:)` is specialised but repairs invalid input with U+FFFD, so
+    /// non-ASCII input is accepted only if decoding left its bytes unchanged (a repair always changes them).
+    private static func string(utf8: UnsafeBufferPointer<UInt8>, isASCII: Bool) -> String? {
+        let string = String(decoding: utf8, as: UTF8.self)
+        guard isASCII || string.utf8.elementsEqual(utf8) else { return nil }
+        return string
+    }
+
+    /// After a backslash: appends the escaped character's UTF-8 to `decoded`, combining a surrogate pair.
     private mutating func parseEscape(into decoded: inout [UInt8]) throws(JSONParseError) {
         let escapeOffset = index
         index += 1
         guard index < bytes.count else { throw .unexpectedEnd }
-        let simple: UInt8?
+        let simple: UInt8
         switch bytes[index] {
         case UInt8(ascii: "\""): simple = UInt8(ascii: "\"")
         case UInt8(ascii: "\\"): simple = UInt8(ascii: "\\")
@@ -123,27 +171,30 @@ struct JSONParser {
         case UInt8(ascii: "n"): simple = 0x0A
         case UInt8(ascii: "r"): simple = 0x0D
         case UInt8(ascii: "t"): simple = 0x09
-        case UInt8(ascii: "u"): simple = nil
+        case UInt8(ascii: "u"):
+            index += 1
+            decoded.append(contentsOf: UTF8.encode(try parseUnicodeEscape(escapeOffset: escapeOffset))!)
+            return
         default: throw .invalidString(offset: escapeOffset)
         }
-        if let simple {
-            decoded.append(simple)
-            index += 1
-            return
-        }
+        decoded.append(simple)
         index += 1
-        var scalar = try parseHex4()
-        if (0xD800..<0xDC00).contains(scalar) {
-            // A high surrogate must be followed by an escaped low surrogate.
+    }
+
+    /// After `\u`: four hex digits, and for a high surrogate the `\uXXXX` low surrogate that must follow.
+    private mutating func parseUnicodeEscape(escapeOffset: Int) throws(JSONParseError) -> Unicode.Scalar {
+        var value = try parseHex4()
+        if (0xD800..<0xDC00).contains(value) {
             guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
             else { throw .invalidString(offset: escapeOffset) }
             index += 2
             let low = try parseHex4()
             guard (0xDC00..<0xE000).contains(low) else { throw .invalidString(offset: escapeOffset) }
-            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
         }
-        guard let unicodeScalar = Unicode.Scalar(scalar) else { throw .invalidString(offset: escapeOffset) }
-        decoded.append(contentsOf: UTF8.encode(unicodeScalar)!)
+        // A lone low surrogate is not a scalar either.
+        guard let scalar = Unicode.Scalar(value) else { throw .invalidString(offset: escapeOffset) }
+        return scalar
     }
 
     private mutating func parseHex4() throws(JSONParseError) -> UInt32 {
@@ -164,16 +215,21 @@ struct JSONParser {
         return value
     }
 
+    // MARK: Numbers and literals
+
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
     private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = index
-        _ = try consumeIf(UInt8(ascii: "-"))
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
         guard index < bytes.count else { throw .unexpectedEnd }
+        let digitsStart = index
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else if consumeDigits() == 0 {
             throw .invalidNumber(offset: start)
         }
+        let digitsEnd = index
         var isInteger = true
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
@@ -188,7 +244,15 @@ struct JSONParser {
             }
             guard consumeDigits() > 0 else { throw .invalidNumber(offset: start) }
         }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        // Up to 18 digits cannot overflow Int64, so they are accumulated directly; longer ones take the text path.
+        if isInteger && digitsEnd - digitsStart <= 18 {
+            var magnitude: Int64 = 0
+            for digit in bytes[digitsStart..<digitsEnd] {
+                magnitude = magnitude &* 10 &+ Int64(digit &- UInt8(ascii: "0"))
+            }
+            return .integer(negative ? -magnitude : magnitude)
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let integer = Int64(text) {
             return .integer(integer)
         }
@@ -205,14 +269,16 @@ struct JSONParser {
     }
 
     private mutating func parseLiteral(_ word: StaticString, _ value: JSONValue) throws(JSONParseError) -> JSONValue {
-        let expected = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
-        guard index + expected.count <= bytes.count else { throw .unexpectedEnd }
-        guard bytes[index..<index + expected.count].elementsEqual(expected) else {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw .unexpectedEnd }
+        for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
             throw .unexpectedByte(offset: index)
         }
-        index += expected.count
+        index += count
         return value
     }
+
+    // MARK: Structure
 
     private mutating func skipWhitespace() {
         while index < bytes.count {

@@ -49,7 +49,6 @@ extension JSONValue {
     }
 
     private static func writeString(_ string: String, to output: inout [UInt8]) {
-        let hexDigits = Array("0123456789abcdef".utf8)
         output.append(UInt8(ascii: "\""))
         for byte in string.utf8 {
             switch byte {
@@ -62,12 +61,17 @@ extension JSONValue {
             case 0x09: output.append(contentsOf: #"\t"#.utf8)
             case 0x00..<0x20:
                 output.append(contentsOf: #"\u00"#.utf8)
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0x0F)])
+                output.append(hexDigit(byte >> 4))
+                output.append(hexDigit(byte & 0x0F))
             default:
                 output.append(byte)
             }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// Lowercase hex digit of a nibble.
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

@@ -1,4 +1,4 @@
-import JWT
+import JSON
 import Testing
 
 @Suite struct JSONValueTests {
@@ -34,7 +34,7 @@ import Testing
         // Beyond Int64: a double.
         #expect(try JSONValue.parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
         #expect(JSONValue.integer(7).int64Value == 7)
-        #expect(JSONValue.double(7).int64Value == 7)
+        #expect(JSONValue.double(7).int64Value == nil)  // strict: only integer literals
         #expect(JSONValue.double(7.5).int64Value == nil)
         for double in [0.1, 1e-7, 123456.789, -2.5e300, Double.leastNonzeroMagnitude] {
             #expect(try JSONValue.parse(JSONValue.double(double).serialized()) == .double(double))
@@ -92,6 +92,22 @@ import Testing
         #expect(value.serializedString == #"{"iss":"merchant","iat":2,"list":["x"],"jti":"new"}"#)
         #expect(JSONValue.null.isNull)
         #expect(JSONValue.bool(true).boolValue == true)
+    }
+
+    @Test func objectsKeepOrderAndValueSemantics() {
+        var object: JSONValue = ["b": 1, "a": "x"]
+        #expect(object.isObject && !JSONValue.array([]).isObject)
+        object.set(2, forKey: "b")
+        object.set(true, forKey: "c")
+        #expect(object.objectValue?.map(\.key) == ["b", "a", "c"])
+        #expect(object.serializedString == #"{"b":2,"a":"x","c":true}"#)
+        #expect(object != ["a": "x", "b": 2, "c": true])
+        // `set` on a copy leaves the original alone.
+        let original: JSONValue = ["a": 1]
+        var copy = original
+        copy.set(2, forKey: "a")
+        #expect(original == ["a": 1])
+        #expect(copy == ["a": 2])
     }
 
     @Test func equalityRespectsMemberOrder() {

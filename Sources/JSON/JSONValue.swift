@@ -1,21 +1,26 @@
-/// A JSON document as a Sendable value, with objects that keep their keys in insertion order.
+/// A JSON document as a Sendable value, with objects that keep their keys in document / insertion order.
 ///
-/// PayPipe signs JSON (JWT claims, gateway requests), so the exact bytes matter: serialising the same value must
-/// always give the same bytes, and a parsed document must re-serialise in the order it was written. Foundation's
-/// `JSONSerialization` (unordered `[String: Any]`, escapes `/`) and `JSONEncoder` (key order not guaranteed on
-/// Linux) give neither, hence this small type. See `serialized()` for the exact output rules and
-/// `JSONValue.parse(_:)` for the accepted input.
+/// PayPipe both signs JSON (JWT claims, gateway requests), where the exact bytes matter, and reads untrusted JSON on
+/// the Apple Pay hot path, where speed and strictness matter. Foundation serves neither: `JSONSerialization`
+/// (unordered `[String: Any]`, escapes `/`, bridging cost) and `JSONEncoder`/`JSONDecoder` (key order not guaranteed
+/// on Linux, Codable machinery costing several percent of a token's whole decryption). Hence this small type:
+/// serialising the same value always gives the same bytes, a parsed document re-serialises in the order it was
+/// written, and parsing is strict. See `serialized()` for the output rules and `JSONValue.parse(_:maxDepth:)` for
+/// the accepted input.
 public enum JSONValue: Sendable {
     case null
     case bool(Bool)
-    /// An integer literal that fits in 64 bits (no fraction, no exponent).
+    /// An integer literal (no fraction, no exponent) that fits in 64 bits, kept exact: amounts never go through
+    /// `Double`.
     case integer(Int64)
     /// Any other number. Non-finite values cannot be represented in JSON and serialise as `null`.
     case double(Double)
     case string(String)
     case array([JSONValue])
-    /// Members in document / insertion order. Keys are unique: the parser rejects duplicates, and `set(_:forKey:)`
-    /// replaces in place.
+    /// Members in document / insertion order. Keys are unique: the parser rejects duplicates, a literal with one
+    /// traps, and `set(_:forKey:)` replaces in place. An array rather than a dictionary: order is part of the
+    /// serialised bytes, and the objects PayPipe handles are small (a token has a handful of members), where a
+    /// linear scan beats hashing every key.
     case object([(key: String, value: JSONValue)])
 
     // MARK: Reading
@@ -23,7 +28,8 @@ public enum JSONValue: Sendable {
     /// The value of `key` when this is an object, else nil.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        return members.first(where: { $0.key == key })?.value
+        for member in members where member.key == key { return member.value }
+        return nil
     }
 
     /// The element at `index` when this is an array and the index is in range, else nil.
@@ -42,13 +48,11 @@ public enum JSONValue: Sendable {
         return nil
     }
 
-    /// Integers, and doubles that are exactly integral and in range.
+    /// Only `.integer`: `7.0`, `7e0` or an integer beyond Int64 give nil. A field specified as an integer (an amount
+    /// in minor units) that arrives in another form is malformed, and is reported rather than converted.
     public var int64Value: Int64? {
-        switch self {
-        case .integer(let value): return value
-        case .double(let value): return Int64(exactly: value)
-        default: return nil
-        }
+        if case .integer(let value) = self { return value }
+        return nil
     }
 
     /// Any number (integers converted, possibly rounding beyond 2^53).
@@ -83,12 +87,19 @@ public enum JSONValue: Sendable {
         guard case .object(var members) = self else {
             preconditionFailure("JSONValue.set(_:forKey:) on a non-object")
         }
+        self = .null  // drop our reference so `members` is uniquely referenced and mutates without a copy
         if let index = members.firstIndex(where: { $0.key == key }) {
             members[index].value = value
         } else {
             members.append((key, value))
         }
         self = .object(members)
+    }
+
+    /// Whether this is an object: for callers that then read members through `subscript(key:)`.
+    public var isObject: Bool {
+        if case .object = self { return true }
+        return false
     }
 }
 
@@ -107,22 +118,5 @@ extension JSONValue: Equatable {
             return a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         default: return false
         }
-    }
-}
-
-extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
-{
-    public init(nilLiteral: ()) { self = .null }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(floatLiteral value: Double) { self = .double(value) }
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-
-    /// Keeps the literal's order, which is what makes `["iss": ..., "iat": ...]` serialise deterministically.
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        precondition(Set(elements.map(\.0)).count == elements.count, "duplicate key in JSON object literal")
-        self = .object(elements.map { (key: $0.0, value: $0.1) })
     }
 }

@@ -1,0 +1,71 @@
+import Foundation
+import Pipeline
+
+/// Settings of ``GatewaySimulator``. Secrets are never printed.
+public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
+    public var host: String
+    /// 0 picks an ephemeral port (tests).
+    public var port: UInt16
+    /// JWT username → JWT secret: verifies request JWTs and signs answers (`/jwt/`).
+    public var merchants: [String: String]
+    /// Webservices username → password for HTTP Basic on `/json/`.
+    public var webservicesUsers: [String: String]
+    /// How long the `…98` behaviour waits before answering (longer than the client's timeout).
+    public var slowResponseSeconds: Double
+    /// Probability in 0...1 that any request is refused with HTTP 503 before it is processed.
+    public var faultRate: Double
+    /// Maximum accepted age of a request JWT's `iat` (Trust Payments: about 15 minutes).
+    public var maxJWTAge: Int64
+    public var threads: Int
+
+    public init(
+        host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
+        slowResponseSeconds: Double = 5, faultRate: Double = 0, maxJWTAge: Int64 = 900, threads: Int = 8
+    ) {
+        self.host = host
+        self.port = port
+        self.merchants = merchants
+        self.webservicesUsers = webservicesUsers
+        self.slowResponseSeconds = slowResponseSeconds
+        self.faultRate = faultRate
+        self.maxJWTAge = maxJWTAge
+        self.threads = threads
+    }
+
+    /// From `PAYPIPE_SIM_MERCHANTS` (`user=secret,…`), `PAYPIPE_SIM_WEBSERVICES_USERS` (`user=password,…`),
+    /// `PAYPIPE_SIM_HOST` (127.0.0.1), `PAYPIPE_SIM_PORT` (9180), `PAYPIPE_SIM_SLOW` (5s), `PAYPIPE_SIM_FAULT_RATE` (0).
+    public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
+        let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
+        guard !merchants.isEmpty else {
+            throw ConfigurationError(variable: "PAYPIPE_SIM_MERCHANTS", problem: "expected jwtUsername=secret[,…]")
+        }
+        let faultText = environment.raw("PAYPIPE_SIM_FAULT_RATE") ?? "0"
+        guard let faultRate = Double(faultText), (0...1).contains(faultRate) else {
+            throw ConfigurationError(variable: "PAYPIPE_SIM_FAULT_RATE", problem: "expected a number in 0...1, got '\(faultText)'")
+        }
+        return GatewaySimulatorConfiguration(
+            host: environment.string("PAYPIPE_SIM_HOST", default: "127.0.0.1"),
+            port: try environment.integer("PAYPIPE_SIM_PORT", default: 9180, range: 0...65535),
+            merchants: merchants,
+            webservicesUsers: try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS"),
+            slowResponseSeconds: try environment.seconds("PAYPIPE_SIM_SLOW", default: 5, range: 0...600),
+            faultRate: faultRate)
+    }
+
+    /// Parses `name=value,name=value` (values may contain `=`).
+    public static func pairs(_ text: String, variable: String) throws(ConfigurationError) -> [String: String] {
+        var result: [String: String] = [:]
+        for entry in text.split(separator: ",") where !entry.trimmingCharacters(in: .whitespaces).isEmpty {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw ConfigurationError(variable: variable, problem: "expected name=value pairs separated by commas")
+            }
+            result[String(parts[0]).trimmingCharacters(in: .whitespaces)] = String(parts[1])
+        }
+        return result
+    }
+
+    public var description: String {
+        "GatewaySimulatorConfiguration(\(host):\(port), merchants: \(merchants.keys.sorted()), faultRate: \(faultRate))"
+    }
+}

@@ -1,0 +1,44 @@
+import JWT
+import Synchronization
+
+/// Every AUTH the simulator accepted, by order reference: what TRANSACTIONQUERY reports and what tests count to
+/// assert "at most one AUTH per payment".
+public final class SimulatorLedger: Sendable {
+    private struct State {
+        var records: [String: [JSONValue]] = [:]
+        var total = 0
+        var sequence = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// A fresh gateway transaction reference (`9-9-N`).
+    func nextTransactionReference() -> String {
+        state.withLock { state in
+            state.sequence += 1
+            return "9-9-\(state.sequence)"
+        }
+    }
+
+    func record(orderReference: String, item: JSONValue) {
+        state.withLock { state in
+            state.records[orderReference, default: []].append(item)
+            state.total += 1
+        }
+    }
+
+    /// The recorded AUTH response items for an order, oldest first.
+    public func records(orderReference: String) -> [JSONValue] {
+        state.withLock { $0.records[orderReference] ?? [] }
+    }
+
+    public func authCount(orderReference: String) -> Int {
+        state.withLock { $0.records[orderReference]?.count ?? 0 }
+    }
+
+    public var totalAuths: Int {
+        state.withLock { $0.total }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Postgres
+
+/// A row of `gateway_attempts`: one request sent (or about to be sent) to the gateway.
+public struct GatewayAttempt: Sendable, Equatable {
+    public enum State: String, Sendable {
+        /// Committed before the call: the request may be on the wire. Found on redelivery, it means a crash
+        /// between sending and recording, so the gateway must be queried before anything is resent.
+        case sending
+        case completed
+        /// Sent, but no trustworthy answer: to be resolved by TRANSACTIONQUERY.
+        case uncertain
+        /// Known not to have been processed: the request may be sent again.
+        case notSent = "not_sent"
+    }
+
+    public let id: Int64
+    public let orderReference: String
+    public let requestType: String
+    public let state: State
+    public let outcome: String?
+    public let errorCode: String?
+    public let startedAt: Date
+
+    static let columns = "id, order_reference, request_type, state, outcome, error_code, started_at"
+
+    init(row: PostgresRow) throws {
+        id = try row.decode("id", as: Int64.self)
+        orderReference = try row.decode("order_reference", as: String.self)
+        requestType = try row.decode("request_type", as: String.self)
+        let stateText = try row.decode("state", as: String.self)
+        guard let state = State(rawValue: stateText) else {
+            throw PostgresError.decoding(column: "state", expected: "GatewayAttempt.State", reason: "unknown state '\(stateText)'")
+        }
+        self.state = state
+        outcome = try row.decode("outcome", as: String?.self)
+        errorCode = try row.decode("error_code", as: String?.self)
+        startedAt = try row.decode("started_at", as: Date.self)
+    }
+}

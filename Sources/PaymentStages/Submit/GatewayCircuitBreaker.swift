@@ -1,0 +1,59 @@
+import Foundation
+import Synchronization
+
+/// A circuit breaker per gateway endpoint: after `failureThreshold` consecutive transport failures the endpoint is
+/// "open" for `openSeconds`, during which no request is sent to it — payments stay `prepared` (or `submitting`) and
+/// park in the runtime's retry tiers instead of each burning a connect timeout. After that, requests are let through
+/// again (half-open): the first success closes the circuit, the first failure re-opens it at once.
+///
+/// The check is a pure read (no trial reservation), so a caller that checks and then fails before calling — a
+/// database error, a retried transaction — cannot leave the circuit stuck.
+///
+/// Only failures that say nothing about the payment count (connection refused, timeouts, resets, 5xx): a decline
+/// or a field error is a healthy gateway.
+public final class GatewayCircuitBreaker: Sendable {
+    public let failureThreshold: Int
+    public let openSeconds: Double
+
+    private struct Circuit {
+        var consecutiveFailures = 0
+        var openUntil: Date?
+    }
+
+    private let circuits = Mutex<[String: Circuit]>([:])
+
+    public init(failureThreshold: Int = 5, openSeconds: Double = 30) {
+        self.failureThreshold = max(1, failureThreshold)
+        self.openSeconds = openSeconds
+    }
+
+    /// Whether a request to `endpoint` may be sent now (closed, or half-open after the cool-down).
+    public func permits(_ endpoint: String, now: Date = Date()) -> Bool {
+        circuits.withLock { circuits in
+            guard let openUntil = circuits[endpoint]?.openUntil else { return true }
+            return now >= openUntil
+        }
+    }
+
+    /// Reports how a request to `endpoint` went.
+    public func record(_ endpoint: String, healthy: Bool, now: Date = Date()) {
+        circuits.withLock { circuits in
+            var circuit = circuits[endpoint, default: Circuit()]
+            if healthy {
+                circuit = Circuit()
+            } else {
+                circuit.consecutiveFailures += 1
+                if circuit.consecutiveFailures >= failureThreshold || circuit.openUntil != nil {
+                    circuit.openUntil = now.addingTimeInterval(openSeconds)
+                }
+            }
+            circuits[endpoint] = circuit
+        }
+    }
+
+    /// Whether a result is an endpoint-health failure (as opposed to an answer about the payment).
+    static func isEndpointFailure(_ code: String?) -> Bool {
+        guard let code else { return false }
+        return code == "paypipe.transport" || (code.hasPrefix("paypipe.http_5"))
+    }
+}

@@ -1,0 +1,46 @@
+/// The facts of one gateway answer that the pipeline records (`gateway_attempts`), never card data: the PAN only
+/// appears masked, as the gateway returns it.
+public struct GatewayResult: Sendable, Equatable {
+    public var outcome: GatewayOutcome
+    /// The gateway's `errorcode`, or a local `paypipe.*` code when no trustworthy answer was received.
+    public var errorCode: String?
+    public var errorMessage: String?
+    /// `errordata` (for 30000: the name of the bad field).
+    public var errorData: [String]
+    public var transactionReference: String?
+    public var settleStatus: String?
+    public var acquirerResponseCode: String?
+    public var authCode: String?
+    public var maskedPan: String?
+    /// Why the outcome differs from what the code alone says (e.g. `3ds_challenge_required`).
+    public var reason: String?
+
+    public init(
+        outcome: GatewayOutcome, errorCode: String? = nil, errorMessage: String? = nil, errorData: [String] = [],
+        transactionReference: String? = nil, settleStatus: String? = nil, acquirerResponseCode: String? = nil,
+        authCode: String? = nil, maskedPan: String? = nil, reason: String? = nil
+    ) {
+        self.outcome = outcome
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
+        self.errorData = errorData
+        self.transactionReference = transactionReference
+        self.settleStatus = settleStatus
+        self.acquirerResponseCode = acquirerResponseCode
+        self.authCode = authCode
+        self.maskedPan = maskedPan
+        self.reason = reason
+    }
+
+    /// A local failure (no trustworthy gateway answer): `code` is a `paypipe.*` code.
+    static func local(_ outcome: GatewayOutcome, code: String, message: String) -> GatewayResult {
+        GatewayResult(outcome: outcome, errorCode: code, errorMessage: message)
+    }
+
+    /// Error code and message for the payment's audit trail and `error_code` column.
+    var failureCode: String { reason ?? "gateway_\(errorCode ?? "unknown")" }
+    var failureDetail: String {
+        let data = errorData.isEmpty ? "" : " (\(errorData.joined(separator: ", ")))"
+        return "gateway \(errorCode ?? "-"): \(errorMessage ?? "no message")\(data)"
+    }
+}

@@ -1,0 +1,28 @@
+/// Timing and bounds of the submit stage's exactly-once protocol.
+public struct SubmitSettings: Sendable, Equatable {
+    /// Added to the client's total timeout before an unanswered AUTH is queried: an AUTH may still be in flight
+    /// (in the gateway or at the acquirer) for a while after our side gave up.
+    public var reconcileGrace: Double
+    /// Inconclusive TRANSACTIONQUERY answers tolerated before the payment goes to `needs_review`.
+    public var maxInconclusiveQueries: Int
+    /// Seconds after the payment was first received after which no AUTH is sent any more (`deadline_exceeded`).
+    public var paymentDeadline: Double
+    /// Consecutive transport failures that open an endpoint's circuit.
+    public var circuitFailureThreshold: Int
+    /// Seconds an open circuit refuses requests.
+    public var circuitOpenSeconds: Double
+    /// Gateway calls one merchant may have in flight in one worker.
+    public var merchantConcurrency: Int
+
+    public init(
+        reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600,
+        circuitFailureThreshold: Int = 5, circuitOpenSeconds: Double = 30, merchantConcurrency: Int = 4
+    ) {
+        self.reconcileGrace = reconcileGrace
+        self.maxInconclusiveQueries = maxInconclusiveQueries
+        self.paymentDeadline = paymentDeadline
+        self.circuitFailureThreshold = circuitFailureThreshold
+        self.circuitOpenSeconds = circuitOpenSeconds
+        self.merchantConcurrency = merchantConcurrency
+    }
+}

@@ -1,0 +1,276 @@
+import AMQP
+import Foundation
+import JWT
+import Pipeline
+import Postgres
+
+/// Stage 3: prepared payment → one AUTH at the gateway → terminal status → hand-off to notification.
+///
+/// Exactly-once charging rests on three rules:
+/// 1. Before the call, an attempt row `sending` and `prepared → submitting` are committed in their own transaction,
+///    so a crash at any later point leaves evidence that an AUTH may be on the wire. No transaction is open during
+///    the call.
+/// 2. After the call, the outcome, the terminal status and the card-data purge are committed together.
+/// 3. A payment found `submitting` (a redelivery after a crash, or after an uncertain answer) is never sent again
+///    blindly: once the client's total timeout plus a grace period has passed, a TRANSACTIONQUERY by order reference
+///    decides. A found AUTH is adopted; only a confirmed "no such transaction" lets the AUTH be resent
+///    (`submitting → prepared`); too many inconclusive queries end in `needs_review`.
+///
+/// No AUTH is sent after the payment deadline (`deadline_exceeded`). Waiting and retrying use the runtime's delayed
+/// retry tiers (``StageFailure/transient(code:reason:)``), so a gateway outage parks work in the retry queues.
+public struct SubmitStage: StageHandler {
+    public let stage = Stage.submit
+    private let directory: MerchantDirectory
+    private let cardData: CardDataStore
+    private let requests: GatewayRequestStore
+    private let client: any PaymentGateway
+    private let settings: SubmitSettings
+    private let clock: @Sendable () -> Date
+    /// Shared by every lane of the worker (reference types inside a value-type stage).
+    public let breaker: GatewayCircuitBreaker
+    public let limiter: MerchantConcurrencyLimiter
+    private let payments = PaymentStore()
+    private let attempts = GatewayAttemptStore()
+
+    public init(
+        directory: MerchantDirectory, cardData: CardDataStore, requests: GatewayRequestStore, client: any PaymentGateway,
+        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.directory = directory
+        self.cardData = cardData
+        self.requests = requests
+        self.client = client
+        self.settings = settings
+        self.clock = clock
+        breaker = GatewayCircuitBreaker(failureThreshold: settings.circuitFailureThreshold, openSeconds: settings.circuitOpenSeconds)
+        limiter = MerchantConcurrencyLimiter(limit: settings.merchantConcurrency)
+    }
+
+    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
+        try StageMessage.decode(delivery.body)
+    }
+
+    /// Messages are handled one after the other, each with its own short transactions around the gateway call.
+    public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        batch.map { message in
+            do {
+                return .success(try submit(message, database: database))
+            } catch {
+                return handleFailure(FailureClassifier.classify(error), message: message, database: database)
+            }
+        }
+    }
+
+    // MARK: Protocol steps
+
+    /// What the first transaction decided.
+    private enum Plan {
+        case finished(StageOutcome)
+        case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint)
+        case query(attemptId: Int64?, orderReference: String, endpoint: GatewayEndpoint)
+        /// Commit what was decided, then retry the message later.
+        case retryLater(StageFailure)
+    }
+
+    /// What the second transaction decided.
+    private enum Next {
+        case finished(StageOutcome)
+        /// The gateway confirmed no AUTH exists: start over from `prepared` (bounded by the loop in `submit`).
+        case again
+        case retryLater(StageFailure)
+    }
+
+    private func submit(_ message: StageMessage, database: PostgresConnection) throws -> StageOutcome {
+        guard limiter.tryAcquire(message.merchantId) else {
+            throw StageFailure.transient(code: "merchant_busy", reason: "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight")
+        }
+        defer { limiter.release(message.merchantId) }
+        // At most: query (not found) → send. A third round would mean the gateway contradicts itself.
+        for _ in 0..<3 {
+            let next: Next
+            switch try database.transaction({ try plan(message, transaction: $0) }) {
+            case .finished(let outcome):
+                return outcome
+            case .retryLater(let failure):
+                throw failure
+            case .send(let attemptId, let request, let endpoint):
+                let result = client.authorize(
+                    claims: request.claims, requestTypes: request.requestTypes, endpoint: endpoint,
+                    requestId: "A\(attemptId)", now: clock())
+                breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
+                next = try database.transaction { try recordSend(message, attemptId: attemptId, result: result, transaction: $0) }
+            case .query(let attemptId, let orderReference, let endpoint):
+                let result = client.queryTransaction(orderReference: orderReference, endpoint: endpoint, requestId: "Q\(attemptId ?? 0)", now: clock())
+                if case .inconclusive(let code, _) = result {
+                    breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
+                } else {
+                    breaker.record(endpoint.jwtURL, healthy: true, now: clock())
+                }
+                next = try database.transaction {
+                    try recordQuery(message, attemptId: attemptId, orderReference: orderReference, result: result, transaction: $0)
+                }
+            }
+            switch next {
+            case .finished(let outcome): return outcome
+            case .retryLater(let failure): throw failure
+            case .again: continue
+            }
+        }
+        throw StageFailure.transient(code: "gateway_inconsistent", reason: "payment \(message.paymentId) did not settle after repeated rounds")
+    }
+
+    /// Transaction 1: decide what to do, and when sending, commit the `sending` attempt first.
+    private func plan(_ message: StageMessage, transaction: PostgresConnection) throws -> Plan {
+        let payment = try lockedPayment(message, transaction: transaction)
+        switch payment.status {
+        case .authorized, .declined, .failed, .needsReview:
+            try cardData.purge(payment.id, on: transaction)
+            return .finished(.handOff(to: .notify, payment.message))
+        case .received, .decrypted:
+            throw StageFailure.transient(code: "payment_not_prepared", reason: "payment \(payment.id) is still \(payment.status.rawValue)")
+        case .prepared:
+            if clock().timeIntervalSince(payment.firstReceivedAt) > settings.paymentDeadline {
+                return .finished(try finish(payment, as: .failed, code: "deadline_exceeded",
+                                            detail: "no AUTH sent: payment deadline of \(Int(settings.paymentDeadline))s passed", transaction: transaction))
+            }
+            let endpoint = try self.endpoint(for: payment, transaction: transaction)
+            try requireClosedCircuit(endpoint)
+            guard let request = try requests.load(payment.id, on: transaction) else {
+                throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "missing_gateway_request", reason: "no stored gateway request"))
+            }
+            let attemptId = try attempts.begin(
+                paymentId: payment.id, orderReference: request.orderReference,
+                requestType: request.requestTypes.joined(separator: ","), on: transaction)
+            try payments.transition(payment.id, from: .prepared, to: .submitting, actor: "submit", on: transaction)
+            return .send(attemptId: attemptId, request: request, endpoint: endpoint)
+        case .submitting:
+            guard let attempt = try attempts.latestAuthorization(paymentId: payment.id, on: transaction) else {
+                // `submitting` is only ever entered with an attempt row; without one, nothing was sent.
+                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: "no attempt recorded", on: transaction)
+                return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting without an attempt"))
+            }
+            let endpoint: GatewayEndpoint
+            do {
+                endpoint = try self.endpoint(for: payment, transaction: transaction)
+            } catch StageFailure.permanent(let failure) {
+                // An AUTH may be outstanding: the payment cannot simply fail, a person must look.
+                return .finished(try finish(payment, as: .needsReview, code: failure.code,
+                                            detail: "\(failure.reason); AUTH attempt \(attempt.id) unresolved", transaction: transaction))
+            }
+            let settleAfter = attempt.startedAt.addingTimeInterval(client.totalTimeout + settings.reconcileGrace)
+            guard clock() >= settleAfter else {
+                throw StageFailure.transient(code: "awaiting_reconciliation",
+                                             reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(settleAfter)")
+            }
+            try requireClosedCircuit(endpoint)
+            return .query(attemptId: attempt.id, orderReference: attempt.orderReference, endpoint: endpoint)
+        }
+    }
+
+    /// Transaction 2 after an AUTH: record the answer and move the payment on.
+    private func recordSend(_ message: StageMessage, attemptId: Int64, result: GatewayResult, transaction: PostgresConnection) throws -> Next {
+        let payment = try lockedPayment(message, transaction: transaction)
+        guard payment.status == .submitting else { return .finished(.handOff(to: payment.status.stage, payment.message)) }
+        switch result.outcome {
+        case .authorized, .declined, .permanentError, .needsReview:
+            try attempts.finish(attemptId, state: .completed, result: result, on: transaction)
+            return .finished(try finish(payment, with: result, transaction: transaction))
+        case .uncertain:
+            try attempts.finish(attemptId, state: .uncertain, result: result, on: transaction)
+            return .retryLater(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
+        case .transient:
+            try attempts.finish(attemptId, state: .notSent, result: result, on: transaction)
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: result.failureDetail, on: transaction)
+            return .retryLater(.transient(code: "gateway_unavailable", reason: result.failureDetail))
+        }
+    }
+
+    /// Transaction 2 after a TRANSACTIONQUERY: adopt, re-arm or count the inconclusive answer.
+    private func recordQuery(
+        _ message: StageMessage, attemptId: Int64?, orderReference: String, result: TransactionQueryResult, transaction: PostgresConnection
+    ) throws -> Next {
+        let payment = try lockedPayment(message, transaction: transaction)
+        guard payment.status == .submitting else { return .finished(.handOff(to: payment.status.stage, payment.message)) }
+        try attempts.recordQuery(paymentId: payment.id, orderReference: orderReference, result: result, on: transaction)
+        switch result {
+        case .found(let adopted):
+            if let attemptId { try attempts.finish(attemptId, state: .completed, result: adopted, on: transaction) }
+            return .finished(try finish(payment, with: adopted, transaction: transaction))
+        case .notFound:
+            if let attemptId {
+                try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"), on: transaction)
+            }
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: "gateway confirmed no AUTH", on: transaction)
+            return .again
+        case .inconclusive(let code, let reason):
+            let count = try attempts.inconclusiveQueries(paymentId: payment.id, since: attemptId ?? 0, on: transaction)
+            guard count >= settings.maxInconclusiveQueries else {
+                return .retryLater(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
+            }
+            return .finished(try finish(payment, as: .needsReview, code: "reconciliation_inconclusive",
+                                        detail: "\(count) status queries gave no answer; last: \(code): \(reason)", transaction: transaction))
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Parks the message (payment unchanged, nothing sent) while the endpoint's circuit is open.
+    private func requireClosedCircuit(_ endpoint: GatewayEndpoint) throws {
+        guard breaker.permits(endpoint.jwtURL, now: clock()) else {
+            throw StageFailure.transient(code: "circuit_open", reason: "gateway \(endpoint.jwtURL) is failing; requests paused")
+        }
+    }
+
+    private func lockedPayment(_ message: StageMessage, transaction: PostgresConnection) throws -> PaymentRecord {
+        guard let payment = try payments.load(message.paymentId, forUpdate: true, on: transaction) else {
+            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.paymentId) does not exist")
+        }
+        return payment
+    }
+
+    private func endpoint(for payment: PaymentRecord, transaction: PostgresConnection) throws -> GatewayEndpoint {
+        let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
+        guard let gateway = merchant?.config.gateway, let secret = merchant?.secrets.jwtSecret, !secret.isEmpty else {
+            throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
+                                                        reason: "merchant \(payment.merchantId) has no gateway settings or JWT secret"))
+        }
+        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, jwtUsername: gateway.jwtUsername, secret: secret)
+    }
+
+    /// The terminal status a final gateway result leads to.
+    private func finish(_ payment: PaymentRecord, with result: GatewayResult, transaction: PostgresConnection) throws -> StageOutcome {
+        switch result.outcome {
+        case .authorized:
+            return try finish(payment, as: .authorized, code: nil, detail: result.transactionReference.map { "transaction \($0)" }, transaction: transaction)
+        case .declined:
+            return try finish(payment, as: .declined, code: result.failureCode, detail: result.failureDetail, transaction: transaction)
+        case .needsReview:
+            return try finish(payment, as: .needsReview, code: result.failureCode, detail: result.failureDetail, transaction: transaction)
+        case .permanentError, .uncertain, .transient:
+            return try finish(payment, as: .failed, code: result.failureCode, detail: result.failureDetail, transaction: transaction)
+        }
+    }
+
+    /// Moves the payment to a terminal status, crypto-shreds its card data and hands it to notification.
+    private func finish(
+        _ payment: PaymentRecord, as status: PaymentStatus, code: String?, detail: String?, transaction: PostgresConnection
+    ) throws -> StageOutcome {
+        try payments.transition(payment.id, from: payment.status, to: status, actor: "submit", errorCode: code, detail: detail, on: transaction)
+        try cardData.purge(payment.id, on: transaction)
+        return .handOff(to: .notify, payment.message)
+    }
+
+    /// A permanent failure ends the payment `failed` (purged, notified); anything else goes back to the runtime.
+    private func handleFailure(_ failure: StageFailure, message: StageMessage, database: PostgresConnection) -> Result<StageOutcome, StageFailure> {
+        guard case .permanent(let permanent) = failure else { return .failure(failure) }
+        do {
+            return .success(try database.transaction { transaction in
+                let handOff = try payments.recordFailure(permanent, on: transaction)
+                try cardData.purge(permanent.paymentId, on: transaction)
+                return .handOff(to: .notify, handOff)
+            })
+        } catch {
+            return .failure(FailureClassifier.classify(error))
+        }
+    }
+}

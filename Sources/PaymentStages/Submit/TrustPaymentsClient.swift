@@ -1,0 +1,113 @@
+import Foundation
+import HTTP
+import JWT
+
+/// Talks to Trust Payments' `/jwt/` webservices endpoint: sends a signed request JWT in the JSON envelope, verifies
+/// the signed answer with the merchant's JWT secret (failing closed), and reduces everything — answers, HTTP
+/// statuses, transport failures — to a ``GatewayResult`` or ``TransactionQueryResult``. It never throws: every way
+/// a call can end is an outcome the submit stage must record.
+///
+/// A fresh ``HTTPClient`` (one libcurl handle) is made per call, because the stage's lanes call from several
+/// threads and a handle must stay on one; connection reuse matters little at one call per payment.
+public struct TrustPaymentsClient: PaymentGateway {
+    public let http: HTTPClientConfiguration
+    /// Tolerated clock difference for the answer's `iat`.
+    public let clockSkew: Int64
+
+    public var totalTimeout: Double { http.totalTimeout }
+
+    public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), clockSkew: Int64 = 300) {
+        self.http = http
+        self.clockSkew = clockSkew
+    }
+
+    /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH).
+    public func authorize(
+        claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date()
+    ) -> GatewayResult {
+        let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
+        switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId) {
+        case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
+        case .failure(let failure): return failure.result
+        }
+    }
+
+    /// Asks which transactions the gateway holds for `orderReference` on the endpoint's site.
+    public func queryTransaction(orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> TransactionQueryResult {
+        let claims = Self.queryClaims(orderReference: orderReference, endpoint: endpoint)
+        let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
+        switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId) {
+        case .success(let claims): return GatewayResponseMapper.queryResult(fromClaims: claims)
+        case .failure(let failure): return .inconclusive(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed")
+        }
+    }
+
+    /// TRANSACTIONQUERY claims: the filter lists each criterion as an array of `{"value": …}` (see docs/submit.md).
+    public static func queryClaims(orderReference: String, endpoint: GatewayEndpoint) -> JSONValue {
+        [
+            "iss": .string(endpoint.jwtUsername),
+            "iat": 0,
+            "payload": [
+                "requesttypedescriptions": ["TRANSACTIONQUERY"],
+                "filter": [
+                    "sitereference": [["value": .string(endpoint.siteReference)]],
+                    "orderreference": [["value": .string(orderReference)]],
+                ],
+            ],
+        ]
+    }
+
+    /// The JSON envelope Trust Payments' `/jwt/` endpoint takes.
+    public static func envelope(jwt: String, alias: String, requestTypes: [String], requestId: String) -> JSONValue {
+        [
+            "alias": .string(alias),
+            "jwt": .string(jwt),
+            "version": "1.00",
+            "acceptcustomeroutput": "2.00",
+            "request": [["requesttypedescriptions": .array(requestTypes.map(JSONValue.string)), "requestid": .string(requestId)]],
+        ]
+    }
+
+    /// A call that produced no verified answer, already reduced to its result.
+    struct Failure: Error {
+        let result: GatewayResult
+    }
+
+    /// POSTs the envelope and returns the verified claims of the answer.
+    func exchange(jwt: String, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String) -> Result<JSONValue, Failure> {
+        let body = Self.envelope(jwt: jwt, alias: endpoint.jwtUsername, requestTypes: requestTypes, requestId: requestId).serialized()
+        let request = HTTPRequest(method: "POST", url: endpoint.jwtURL, headers: [
+            HTTPHeader(name: "Content-Type", value: "application/json;charset=utf-8"),
+            HTTPHeader(name: "Accept", value: "application/json"),
+        ], body: body)
+        let response: HTTPResponse
+        do {
+            response = try HTTPClient(configuration: http).send(request)
+        } catch {
+            let outcome: GatewayOutcome = error.requestMayHaveBeenSent ? .uncertain : .transient
+            return .failure(Failure(result: .local(outcome, code: "paypipe.transport", message: error.description)))
+        }
+        if let failure = Self.statusFailure(response.status) { return .failure(Failure(result: failure)) }
+        guard let document = try? JSONValue.parse(response.body), let token = document["jwt"]?.stringValue else {
+            return .failure(Failure(result: .local(.uncertain, code: "paypipe.invalid_response", message: "answer is not a {\"jwt\": …} object")))
+        }
+        do {
+            let verified = try JWTVerifier(key: Array(endpoint.secret.utf8), algorithms: [.hs256], clockSkew: clockSkew).verify(token)
+            return .success(verified.claims)
+        } catch {
+            // Fail closed: an answer we cannot authenticate says nothing, so the outcome stays unknown.
+            return .failure(Failure(result: .local(.uncertain, code: "paypipe.signature_invalid", message: "answer JWT rejected: \(error)")))
+        }
+    }
+
+    /// Non-200 statuses: 503 means the gateway did not take the request; 401/403 a credentials problem; any other
+    /// status leaves the outcome unknown.
+    static func statusFailure(_ status: Int) -> GatewayResult? {
+        switch status {
+        case 200: nil
+        case 503: .local(.transient, code: "paypipe.http_503", message: "gateway unavailable (HTTP 503)")
+        case 401, 403: .local(.permanentError, code: "paypipe.http_\(status)", message: "gateway refused the credentials (HTTP \(status))")
+        default: .local(.uncertain, code: "paypipe.http_\(status)", message: "gateway answered HTTP \(status)")
+        }
+    }
+}

@@ -1,0 +1,17 @@
+import Foundation
+import PaymentStages
+import Pipeline
+
+// paypipe-gateway-sim: a Trust Payments-compatible gateway for local runs, tests and benchmarks (see docs/submit.md).
+do {
+    let stop = ShutdownSignal()
+    let configuration = try GatewaySimulatorConfiguration.fromEnvironment()
+    let simulator = GatewaySimulator(configuration: configuration)
+    try simulator.start()
+    print("paypipe-gateway-sim listening on \(simulator.baseURL) for \(configuration.merchants.count) merchant(s)")
+    stop.wait()
+    simulator.stop()
+} catch {
+    FileHandle.standardError.write(Data("paypipe-gateway-sim: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,8 @@
+import PaymentStages
+import Pipeline
+
+// paypipe-submit: consumes paypipe.submit, sends each prepared payment's AUTH to the gateway exactly once (querying
+// the gateway instead of resending when the outcome is unknown), records the result and hands off to paypipe.notify.
+WorkerLauncher.run(stage: .submit) { configuration, logger in
+    try SubmitStage.fromEnvironment(configuration, logger: logger)
+}

@@ -1,0 +1,122 @@
+import Foundation
+import HTTP
+import PaymentStages
+import Pipeline
+import Postgres
+
+/// The submit stage against an in-process ``GatewaySimulator`` on an ephemeral port, on its own database (through
+/// ``AuthorizeHarness``): payments are prepared by the real authorize stage, so the claims sent are the real ones.
+struct SubmitHarness {
+    static let merchantId = "submit-m"
+    let authorize: AuthorizeHarness
+    let simulator: GatewaySimulator
+
+    init(slowResponseSeconds: Double = 2.5) throws {
+        authorize = try AuthorizeHarness()
+        simulator = GatewaySimulator(configuration: GatewaySimulatorConfiguration(
+            host: "127.0.0.1", port: 0, merchants: ["jwt.paypipe.test": AuthorizeHarness.jwtSecret],
+            webservicesUsers: ["ws.paypipe.test": "ws-password"], slowResponseSeconds: slowResponseSeconds, threads: 4))
+        try simulator.start()
+        try useGateway(at: simulator.baseURL)
+    }
+
+    func tearDown() {
+        simulator.stop()
+        authorize.tearDown()
+    }
+
+    /// Points the merchant at `baseUrl` (e.g. a port where nothing listens).
+    func useGateway(at baseUrl: String) throws {
+        var gateway = AuthorizeHarness.gateway(mode: "merchant-decrypts")
+        gateway["baseUrl"] = baseUrl
+        try authorize.applyMerchant(Self.merchantId, gateway: gateway, identity: true)
+    }
+
+    /// A payment taken through the real authorize stage to `prepared`, with card data stored.
+    func preparedPayment(amount: Int64, receivedSecondsAgo: Double = 0) throws -> (message: StageMessage, orderReference: String) {
+        let orderReference = "ORD-\(UUID().uuidString.prefix(12))"
+        let message = try authorize.insertPayment(
+            merchantId: Self.merchantId, amount: amount, currency: "GBP", orderReference: orderReference,
+            data: Integration.AuthorizeStageTests.stored(Integration.AuthorizeStageTests.card(amount: amount)))
+        let database = try authorize.database()
+        defer { database.close() }
+        if receivedSecondsAgo > 0 {
+            try database.query("UPDATE payments SET first_received_at = now() - make_interval(secs => $2) WHERE id = $1",
+                               [message.paymentId, receivedSecondsAgo])
+        }
+        _ = try database.transaction { try authorize.makeStage().handle(message, transaction: $0) }
+        let stored = try authorize.storedRequest(message.paymentId)
+        return (message, stored?.orderReference ?? orderReference)
+    }
+
+    func makeStage(
+        timeout: Double = 1, grace: Double = 0.2, maxQueries: Int = 2, deadline: Double = 600,
+        circuitFailures: Int = 100, circuitOpen: Double = 0.5
+    ) -> SubmitStage {
+        let vault = authorize.vault
+        return SubmitStage(
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
+            requests: GatewayRequestStore(vault: vault),
+            client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: timeout)),
+            settings: SubmitSettings(reconcileGrace: grace, maxInconclusiveQueries: maxQueries, paymentDeadline: deadline,
+                                     circuitFailureThreshold: circuitFailures, circuitOpenSeconds: circuitOpen))
+    }
+
+    /// One message through the stage's own `process`, as the runtime calls it.
+    func process(_ stage: SubmitStage, _ message: StageMessage) throws -> Result<StageOutcome, StageFailure> {
+        let database = try authorize.database()
+        defer { database.close() }
+        return stage.process([message], database: database)[0]
+    }
+
+    func payment(_ id: UUID) throws -> PaymentRecord {
+        guard let payment = try authorize.payment(id) else { throw TestFailure("payment \(id) vanished") }
+        return payment
+    }
+
+    func attempts(_ id: UUID) throws -> [GatewayAttempt] {
+        let database = try authorize.database()
+        defer { database.close() }
+        return try GatewayAttemptStore().attempts(paymentId: id, on: database)
+    }
+
+    /// The recorded outcome columns of the payment's latest AUTH attempt.
+    func authColumns(_ id: UUID) throws -> [String: String] {
+        let database = try authorize.database()
+        defer { database.close() }
+        let rows = try database.query(
+            """
+            SELECT state, coalesce(outcome,'') AS outcome, coalesce(error_code,'') AS error_code,
+                   coalesce(transaction_reference,'') AS transaction_reference, coalesce(auth_code,'') AS auth_code,
+                   coalesce(masked_pan,'') AS masked_pan, coalesce(settle_status,'') AS settle_status,
+                   coalesce(acquirer_response_code,'') AS acquirer_response_code
+            FROM gateway_attempts WHERE payment_id = $1 AND request_type <> 'TRANSACTIONQUERY' ORDER BY id DESC LIMIT 1
+            """, [id])
+        guard let row = rows.first else { return [:] }
+        var columns: [String: String] = [:]
+        for name in ["state", "outcome", "error_code", "transaction_reference", "auth_code", "masked_pan", "settle_status", "acquirer_response_code"] {
+            columns[name] = try row.decode(name, as: String.self)
+        }
+        return columns
+    }
+
+    /// Whether both the card data and the stored gateway request are crypto-shredded.
+    func isPurged(_ id: UUID) throws -> Bool {
+        let database = try authorize.database()
+        defer { database.close() }
+        let rows = try database.query(
+            """
+            SELECT (SELECT count(*) FROM card_data WHERE payment_id = $1 AND ciphertext IS NOT NULL)
+                 + (SELECT count(*) FROM gateway_requests WHERE payment_id = $1 AND ciphertext IS NOT NULL) AS live
+            """, [id])
+        return try rows[0].decode("live", as: Int64.self) == 0
+    }
+
+    /// AUTHs the simulator accepted for `orderReference`, read through its `/_sim/auths` endpoint.
+    func authCount(_ orderReference: String) throws -> Int {
+        let response = try HTTPClient().send(HTTPRequest(url: "\(simulator.baseURL)/_sim/auths?orderreference=\(orderReference)"))
+        guard response.status == 200, let count = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
+              let value = count["count"] as? Int else { throw TestFailure("bad /_sim/auths answer: \(response)") }
+        return value
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+
+extension Integration {
+    /// `paypipe token` end to end through the built binary (`swift build` first): mint a sandbox token, decrypt it
+    /// masked and revealed, reject a tampered one with exit 65 and its error code, and exit 64 on bad usage.
+    /// Needs no services; nested in `Integration` only to run serially with the other process-spawning suites.
+    @Suite struct TokenCLITests {
+        static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        static let binary = packageRoot.appendingPathComponent(".build/debug/paypipe").path
+        static let pan = "4111111111111111"
+
+        /// A temporary sandbox PKI with one minted EC_v1 token, removed by `close()`.
+        struct Sandbox {
+            let directory: URL
+            let merchant = "merchant.com.paypipe.clitest"
+            var tokenPath: String { directory.appendingPathComponent("token.json").path }
+            var merchantDirectory: String { directory.appendingPathComponent("pki/merchants/\(merchant)").path }
+            /// The identity and trust options every `decrypt` needs, with the clock pinned to now.
+            var identity: [String] {
+                ["--merchant-cert", merchantDirectory + "/ec.cert.pem", "--merchant-key", merchantDirectory + "/ec.key.pem",
+                 "--trust-root", directory.appendingPathComponent("pki/root.cert.pem").path,
+                 "--now", ISO8601DateFormatter().string(from: Date())]
+            }
+
+            init() throws {
+                try #require(FileManager.default.isExecutableFile(atPath: TokenCLITests.binary),
+                             "build paypipe first (swift build): \(TokenCLITests.binary)")
+                directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-cli-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let mint = try TokenCLITests.paypipe(
+                    ["token", "mint", "--pki-dir", directory.appendingPathComponent("pki").path, "--merchant-id", merchant,
+                     "--amount", "4200", "--currency", "978", "--pan", TokenCLITests.pan, "--out", tokenPath])
+                try #require(mint.status == 0, "mint failed: \(mint.text)")
+            }
+
+            func close() {
+                try? FileManager.default.removeItem(at: directory)
+            }
+
+            func decrypt(token: String? = nil, _ extra: [String] = []) throws -> ChildProcess.Output {
+                try TokenCLITests.paypipe(["token", "decrypt", "--token", token ?? tokenPath] + identity + extra)
+            }
+        }
+
+        static func paypipe(_ arguments: [String]) throws -> ChildProcess.Output {
+            try ChildProcess.runCapturingOutput(binary, arguments)
+        }
+
+        @Test func mintedTokenDecryptsWithThePANMasked() throws {
+            let sandbox = try Sandbox()
+            defer { sandbox.close() }
+            let output = try sandbox.decrypt()
+            #expect(output.status == 0, "\(output.text)")
+            #expect(output.text.contains(#""applicationPrimaryAccountNumber":"************1111""#), "\(output.text)")
+            #expect(output.text.contains(#""transactionAmount":4200"#))
+            #expect(output.text.contains(#""currencyCode":"978""#))
+            #expect(!output.text.contains(Self.pan))
+        }
+
+        @Test func revealPrintsTheFullPAN() throws {
+            let sandbox = try Sandbox()
+            defer { sandbox.close() }
+            let output = try sandbox.decrypt(["--reveal"])
+            #expect(output.status == 0, "\(output.text)")
+            #expect(output.text.contains(#""applicationPrimaryAccountNumber":"\#(Self.pan)""#), "\(output.text)")
+        }
+
+        /// One flipped ciphertext bit: the CMS messageDigest no longer matches, so the token is rejected before any
+        /// decryption, with exit 65 (EX_DATAERR) and the error code on stdout.
+        @Test func tamperedTokenIsRejectedWithExit65() throws {
+            let sandbox = try Sandbox()
+            defer { sandbox.close() }
+            let original = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: sandbox.tokenPath)))
+            var token = try #require(original as? [String: Any])
+            var paymentData = try #require(token["paymentData"] as? [String: Any])
+            let encrypted = try #require(paymentData["data"] as? String)
+            var data = try #require(Data(base64Encoded: encrypted))
+            data[data.startIndex + 5] ^= 0x01
+            paymentData["data"] = data.base64EncodedString()
+            token["paymentData"] = paymentData
+            let tamperedPath = sandbox.directory.appendingPathComponent("tampered.json").path
+            try JSONSerialization.data(withJSONObject: token).write(to: URL(fileURLWithPath: tamperedPath))
+
+            let output = try sandbox.decrypt(token: tamperedPath)
+            #expect(output.status == 65, "\(output.text)")
+            #expect(output.text.contains(#"{"error":{"code":"signature_invalid","message":"#), "\(output.text)")
+            #expect(!output.text.contains(Self.pan))
+        }
+
+        @Test func usageErrorsExit64() throws {
+            let sandbox = try Sandbox()
+            defer { sandbox.close() }
+            let missingToken = try Self.paypipe(["token", "decrypt"] + sandbox.identity)
+            #expect(missingToken.status == 64, "\(missingToken.text)")
+            #expect(missingToken.text.contains(#"{"error":{"code":"usage","message":"missing --token"}}"#), "\(missingToken.text)")
+            // Declared options only: a misspelt one is an error, not silently ignored.
+            let unknown = try sandbox.decrypt(["--revael"])
+            #expect(unknown.status == 64, "\(unknown.text)")
+            #expect(unknown.text.contains("unknown option --revael"))
+            #expect(try Self.paypipe(["token", "decrypt", "--token", sandbox.tokenPath, "--token", sandbox.tokenPath]).status == 64)
+            #expect(try Self.paypipe(["token", "frobnicate"]).status == 64)
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import JWT
+@testable import PaymentStages
+import Testing
+
+/// Trust Payments answers → outcomes: every code class, the main-item rule, 3-D Secure redirects, response
+/// validation, and TRANSACTIONQUERY verdicts.
+@Suite struct GatewayResponseMapperTests {
+    @Test("error code 0 authorises", arguments: ["0"])
+    func authorized(code: String) {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .authorized)
+    }
+
+    @Test("issuer and 3-D Secure refusals are declines", arguments: ["70000", "60022", "60042", "71000", "72000"])
+    func declined(code: String) {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .declined)
+    }
+
+    @Test("request errors are permanent", arguments: ["30000", "30001", "30006", "30007", "30010", "30999", "10300", "10301", "10302", "60018", "60025", "60040"])
+    func permanent(code: String) {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .permanentError)
+    }
+
+    @Test("transport, queued and unknown answers are uncertain",
+          arguments: ["50000", "50005", "50014", "60010", "70001", "79000", "99999", "12345", "20007", "50015", "88888", "abc", "", "-1"])
+    func uncertain(code: String) {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .uncertain)
+    }
+
+    @Test("locked records and generic retries are transient", arguments: ["79001", "88000"])
+    func transient(code: String) {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .transient)
+    }
+
+    @Test func manualInvestigationHoldsForReview() {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: "60034") == .needsReview)
+    }
+
+    @Test func mainItemIsTheCustomerOutputElseTheLast() {
+        let first: JSONValue = ["requesttypedescription": "THREEDQUERY", "errorcode": "0"]
+        let result: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "70000", "customeroutput": "RESULT"]
+        let trailing: JSONValue = ["requesttypedescription": "RISKDEC", "errorcode": "0"]
+        #expect(GatewayResponseMapper.mainItem([first, result, trailing]) == result)
+        #expect(GatewayResponseMapper.mainItem([first, trailing]) == trailing)
+        #expect(GatewayResponseMapper.mainItem([]) == nil)
+    }
+
+    static func claims(_ items: [JSONValue], version: JSONValue = "1.00") -> JSONValue {
+        ["iat": 1, "payload": ["version": version, "response": .array(items)]]
+    }
+
+    @Test func authorisedAnswerCarriesItsReferences() {
+        let item: JSONValue = [
+            "requesttypedescription": "AUTH", "errorcode": "0", "errormessage": "Ok", "transactionreference": "1-2-3",
+            "settlestatus": "0", "acquirerresponsecode": "00", "authcode": "TEST44", "maskedpan": "411111######1111",
+            "customeroutput": "RESULT",
+        ]
+        let result = GatewayResponseMapper.result(fromClaims: Self.claims([item]))
+        #expect(result == GatewayResult(
+            outcome: .authorized, errorCode: "0", errorMessage: "Ok", transactionReference: "1-2-3", settleStatus: "0",
+            acquirerResponseCode: "00", authCode: "TEST44", maskedPan: "411111######1111"))
+    }
+
+    @Test func invalidFieldNamesTheField() {
+        let item: JSONValue = ["errorcode": "30000", "errormessage": "Invalid field", "errordata": ["pan"]]
+        let result = GatewayResponseMapper.result(fromClaims: Self.claims([item]))
+        #expect(result.outcome == .permanentError)
+        #expect(result.errorData == ["pan"])
+        #expect(result.failureDetail.contains("pan"))
+        #expect(result.failureCode == "gateway_30000")
+    }
+
+    @Test func threeDRedirectIsADeclineWithReason() {
+        let item: JSONValue = ["requesttypedescription": "THREEDQUERY", "errorcode": "0", "customeroutput": "THREEDREDIRECT"]
+        let result = GatewayResponseMapper.result(fromClaims: Self.claims([item, ["requesttypedescription": "AUTH", "errorcode": "0"]]))
+        #expect(result.outcome == .declined)
+        #expect(result.reason == "3ds_challenge_required")
+        #expect(result.failureCode == "3ds_challenge_required")
+    }
+
+    @Test func malformedResponsesAreUncertain() {
+        #expect(GatewayResponseMapper.result(fromClaims: Self.claims([])).outcome == .uncertain)
+        #expect(GatewayResponseMapper.result(fromClaims: Self.claims([["errorcode": "0"]], version: "2.00")).outcome == .uncertain)
+        #expect(GatewayResponseMapper.result(fromClaims: ["payload": "x"]).errorCode == "paypipe.invalid_response")
+        // An item without an errorcode proves nothing.
+        #expect(GatewayResponseMapper.result(fromClaims: Self.claims([["customeroutput": "RESULT"]])).outcome == .uncertain)
+    }
+
+    static func query(_ records: [JSONValue], code: String = "0", found: String? = nil) -> JSONValue {
+        var item: JSONValue = ["requesttypedescription": "TRANSACTIONQUERY", "errorcode": .string(code), "records": .array(records)]
+        if let found { item.set(.string(found), forKey: "found") }
+        return claims([item])
+    }
+
+    @Test func queryAdoptsTheRecordedAuth() {
+        let record: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "0", "transactionreference": "9-9-1"]
+        guard case .found(let result) = GatewayResponseMapper.queryResult(fromClaims: Self.query([record], found: "1")) else {
+            Issue.record("expected found")
+            return
+        }
+        #expect(result.outcome == .authorized)
+        #expect(result.transactionReference == "9-9-1")
+        let declined: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "70000"]
+        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([declined])) == .found(GatewayResult(outcome: .declined, errorCode: "70000")))
+    }
+
+    @Test func onlyASuccessfulEmptyQueryMeansNotFound() {
+        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([], found: "0")) == .notFound)
+        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([])) == .notFound)
+        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([], code: "50000", found: "0")) {} else {
+            Issue.record("a failed query must be inconclusive")
+        }
+        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([], found: "2")) {} else {
+            Issue.record("records counted but not listed must be inconclusive")
+        }
+        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "errorcode": "99999"]])) {} else {
+            Issue.record("a record with an uncertain outcome must be inconclusive")
+        }
+        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.claims([])) {} else {
+            Issue.record("an empty response must be inconclusive")
+        }
+    }
+
+    @Test func httpStatusesMap() {
+        #expect(TrustPaymentsClient.statusFailure(200) == nil)
+        #expect(TrustPaymentsClient.statusFailure(503)?.outcome == .transient)
+        #expect(TrustPaymentsClient.statusFailure(401)?.outcome == .permanentError)
+        #expect(TrustPaymentsClient.statusFailure(500)?.outcome == .uncertain)
+        #expect(TrustPaymentsClient.statusFailure(502)?.outcome == .uncertain)
+    }
+
+    @Test func envelopeAndQueryShape() {
+        let envelope = TrustPaymentsClient.envelope(jwt: "a.b.c", alias: "user", requestTypes: ["AUTH"], requestId: "A1")
+        #expect(envelope.serializedString == #"{"alias":"user","jwt":"a.b.c","version":"1.00","acceptcustomeroutput":"2.00","request":[{"requesttypedescriptions":["AUTH"],"requestid":"A1"}]}"#)
+        let endpoint = GatewayEndpoint(baseUrl: "http://127.0.0.1:9180/", siteReference: "test_site1", jwtUsername: "user", secret: "s")
+        #expect(endpoint.jwtURL == "http://127.0.0.1:9180/jwt/")
+        #expect(!endpoint.description.contains("\"s\""))
+        let query = TrustPaymentsClient.queryClaims(orderReference: "ORDER-1", endpoint: endpoint)
+        #expect(query["payload"]?.serializedString == #"{"requesttypedescriptions":["TRANSACTIONQUERY"],"filter":{"sitereference":[{"value":"test_site1"}],"orderreference":[{"value":"ORDER-1"}]}}"#)
+    }
+}

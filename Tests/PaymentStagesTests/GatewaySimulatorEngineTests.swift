@@ -1,0 +1,105 @@
+import JWT
+import Pipeline
+@testable import PaymentStages
+import Testing
+
+/// The simulator's pure parts: amount behaviours, field validation, the ledger and TRANSACTIONQUERY.
+@Suite struct GatewaySimulatorEngineTests {
+    static func fields(amount: Int64, order: String = "ORDER-1", pan: String? = "4111111111111111") -> JSONValue {
+        var fields: JSONValue = [
+            "sitereference": "test_site1", "accounttypedescription": "ECOM", "currencyiso3a": "GBP",
+            "baseamount": .string(String(amount)), "orderreference": .string(order), "expirydate": "07/2030",
+        ]
+        if let pan { fields.set(.string(pan), forKey: "pan") }
+        return fields
+    }
+
+    func engine() -> SimulatorEngine { SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 7) }
+
+    @Test func behavioursByAmount() {
+        #expect(SimulatorBehaviour.forAmount(1000) == .authorize)
+        #expect(SimulatorBehaviour.forAmount(1051) == .decline)
+        #expect(SimulatorBehaviour.forAmount(1099) == .unknownError)
+        #expect(SimulatorBehaviour.forAmount(1098) == .slowAfterRecording)
+        #expect(SimulatorBehaviour.forAmount(1097) == .serverError)
+        #expect(SimulatorBehaviour.forAmount(1096) == .connectionReset)
+        #expect(SimulatorBehaviour.forAmount(1095) == .challenge)
+        #expect(SimulatorBehaviour.forAmount(1094) == .manualReview)
+        #expect(SimulatorBehaviour.forAmount(1093) == .locked)
+        #expect(SimulatorBehaviour.forAmount(1092) == .forgedSignature)
+        #expect(SimulatorBehaviour.forAmount(1091) == .invalidField)
+    }
+
+    @Test func validatorNamesTheFirstBadField() {
+        #expect(SimulatorRequestValidator.invalidAuthField(Self.fields(amount: 100)) == nil)
+        var fields = Self.fields(amount: 100)
+        fields.set("gbp", forKey: "currencyiso3a")
+        #expect(SimulatorRequestValidator.invalidAuthField(fields) == "currencyiso3a")
+        #expect(SimulatorRequestValidator.invalidAuthField(Self.fields(amount: 0)) == "baseamount")
+        #expect(SimulatorRequestValidator.invalidAuthField(Self.fields(amount: 100, pan: "41x1")) == "pan")
+        #expect(SimulatorRequestValidator.invalidAuthField(Self.fields(amount: 100, pan: nil)) == "pan")
+        fields = Self.fields(amount: 100)
+        fields.set("2030-07", forKey: "expirydate")
+        #expect(SimulatorRequestValidator.invalidAuthField(fields) == "expirydate")
+        #expect(SimulatorRequestValidator.maskedPan("4111111111111111") == "411111######1111")
+    }
+
+    @Test func invalidFieldAnswers30000WithErrordata() {
+        let reply = engine().handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 0))
+        #expect(reply.items.first?["errorcode"]?.stringValue == "30000")
+        #expect(reply.items.first?["errordata"] == ["baseamount"])
+    }
+
+    @Test func authorisesRecordsAndQueries() {
+        let engine = engine()
+        let reply = engine.handle(requestTypes: ["THREEDQUERY", "AUTH"], fields: Self.fields(amount: 1000))
+        #expect(reply.delivery == .answer)
+        #expect(reply.items.map { $0["requesttypedescription"]?.stringValue } == ["THREEDQUERY", "AUTH"])
+        let auth = GatewayResponseMapper.result(fromItem: GatewayResponseMapper.mainItem(reply.items)!)
+        #expect(auth.outcome == .authorized)
+        #expect(auth.maskedPan == "411111######1111")
+        #expect(engine.ledger.authCount(orderReference: "ORDER-1") == 1)
+
+        let filter: JSONValue = ["filter": ["sitereference": [["value": "test_site1"]], "orderreference": [["value": "ORDER-1"]]]]
+        let query = engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: filter)
+        let claims: JSONValue = ["payload": ["version": "1.00", "response": .array(query.items)]]
+        guard case .found(let found) = GatewayResponseMapper.queryResult(fromClaims: claims) else {
+            Issue.record("expected the AUTH to be found")
+            return
+        }
+        #expect(found.transactionReference == auth.transactionReference)
+        let other: JSONValue = ["filter": ["sitereference": [["value": "test_site1"]], "orderreference": [["value": "ORDER-2"]]]]
+        let none: JSONValue = ["payload": ["version": "1.00", "response": .array(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: other).items)]]
+        #expect(GatewayResponseMapper.queryResult(fromClaims: none) == .notFound)
+        #expect(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: [:]).items.first?["errorcode"]?.stringValue == "30000")
+    }
+
+    @Test func faultBehavioursRecordOrNotAsDocumented() {
+        let engine = engine()
+        #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1097, order: "A")).delivery == .serverError)
+        #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1098, order: "B")).delivery == .slow(7))
+        #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1096, order: "C")).delivery == .connectionReset)
+        let uncertain = engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1099, order: "D"))
+        #expect(uncertain.items.last?["errorcode"]?.stringValue == "99999")
+        #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1093, order: "E")).items.last?["errorcode"]?.stringValue == "79001")
+        let challenge = engine.handle(requestTypes: ["THREEDQUERY", "AUTH"], fields: Self.fields(amount: 1095, order: "F"))
+        #expect(GatewayResponseMapper.result(fromItem: GatewayResponseMapper.mainItem(challenge.items)!).reason == "3ds_challenge_required")
+        #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1051, order: "G")).items.last?["errorcode"]?.stringValue == "70000")
+        #expect(["A", "B", "C", "D", "E", "F", "G"].map(engine.ledger.authCount(orderReference:)) == [0, 1, 1, 1, 0, 0, 1])
+        #expect(engine.ledger.totalAuths == 4)
+        #expect(engine.handle(requestTypes: ["REFUNDX"], fields: [:]).items.first?["errorcode"]?.stringValue == "60018")
+    }
+
+    @Test func faultRateOneRefusesEverything() {
+        let engine = SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 0, faultRate: 1)
+        #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 100)).delivery == .unavailable)
+        #expect(engine.ledger.totalAuths == 0)
+    }
+
+    @Test func merchantPairsParse() throws {
+        #expect(try GatewaySimulatorConfiguration.pairs("a=b, c=d=e", variable: "X") == ["a": "b", "c": "d=e"])
+        #expect(throws: ConfigurationError.self) { try GatewaySimulatorConfiguration.pairs("a", variable: "X") }
+        #expect(GatewaySimulator.merged(payload: ["requesttypedescriptions": ["AUTH"]], requestObject: ["requesttypedescriptions": ["RISKDEC"]]).types == nil)
+        #expect(GatewaySimulator.merged(payload: ["a": "1"], requestObject: ["requesttypedescriptions": ["AUTH"], "b": "2"]).fields == ["a": "1", "b": "2"])
+    }
+}
