@@ -212,6 +212,31 @@ extension Integration {
             }
         }
 
+        /// During a secret rotation each request carries one signature per secret, so a receiver still on the old
+        /// secret verifies, and so does one already on the new secret.
+        @Test func rotationSignsWithEverySecret() throws {
+            let newSecret = "whsec_" + Data((1...32).map { UInt8(64 + $0) }).base64EncodedString()
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            let onOld = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { onOld.stop() }
+            let onNew = try WebhookTestReceiver(secret: newSecret)
+            defer { onNew.stop() }
+            try harness.applyMerchant(webhookURL: onOld.url, secret: newSecret, previousSecrets: [NotifyHarness.secret])
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+            let first = try harness.insertPayment(status: .authorized)
+            let second = try harness.insertPayment(status: .declined, notifyURL: onNew.url)
+            try harness.publish([first, second])
+            try harness.waitDone(first.paymentId)
+            try harness.waitDone(second.paymentId)
+            for request in onOld.requests + onNew.requests {
+                #expect(request.verified)
+                #expect(request.header("webhook-signature")?.split(separator: " ").count == 2)
+            }
+            #expect(onOld.requests.count == 1 && onNew.requests.count == 1)
+        }
+
         @Test func noWebhookConfiguredStillPublishesTheResult() throws {
             try withNotify(webhook: false) { harness, receiver in
                 let message = try harness.insertPayment(status: .declined)

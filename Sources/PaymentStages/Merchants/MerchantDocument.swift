@@ -42,7 +42,11 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
 
     public struct Webhook: Codable, Sendable, Equatable {
         public var url: String
+        /// The current `whsec_…` signing secret.
         public var secret: String?
+        /// Secrets still being rotated out: requests carry one signature per secret (current first) until the
+        /// merchant's endpoint has switched, as Standard Webhooks recommends for zero-downtime rotation.
+        public var previousSecrets: [String]?
     }
 
     public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?) {

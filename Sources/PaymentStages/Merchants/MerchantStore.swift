@@ -67,7 +67,7 @@ public struct MerchantStore: Sendable {
             webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true) })
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
-            webhookSecrets: document.webhook?.secret.map { [$0] } ?? [])
+            webhookSecrets: (document.webhook?.secret.map { [$0] } ?? []) + (document.webhook?.previousSecrets ?? []))
         let sealed = try vault.seal(Array(try JSONEncoder().encode(secrets)), aad: Array(document.id.utf8))
         let configJSON = String(decoding: try JSONEncoder().encode(config), as: UTF8.self)
         try connection.query(

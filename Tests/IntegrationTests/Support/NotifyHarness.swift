@@ -101,9 +101,9 @@ struct NotifyHarness {
     // MARK: Data
 
     /// Applies the merchant as an operator would: the sandbox document's shape with `webhookURL` and the test secret.
-    func applyMerchant(_ id: String = "m-notify", webhookURL: String?) throws {
+    func applyMerchant(_ id: String = "m-notify", webhookURL: String?, secret: String = secret, previousSecrets: [String] = []) throws {
         var json: [String: Any] = ["id": id, "identities": [Any]()]
-        json["webhook"] = webhookURL.map { ["url": $0, "secret": Self.secret] }
+        json["webhook"] = webhookURL.map { ["url": $0, "secret": secret, "previousSecrets": previousSecrets] }
         let document = try JSONDecoder().decode(MerchantDocument.self, from: try JSONSerialization.data(withJSONObject: json))
         let database = try database()
         defer { database.close() }
