@@ -109,6 +109,16 @@ import Testing
         #expect(gate.acquire(endpoint: key) == .acquired(key))
     }
 
+    @Test func privateTargetsAreAllowedOnlyInSandboxUnlessConfigured() throws {
+        #expect(try !NotifyStage.allowsPrivateTargets(.production, environment: EnvironmentReader([:])))
+        #expect(try NotifyStage.allowsPrivateTargets(.sandbox, environment: EnvironmentReader([:])))
+        #expect(try NotifyStage.allowsPrivateTargets(.production, environment: EnvironmentReader(["PAYPIPE_WEBHOOK_ALLOW_PRIVATE": "1"])))
+        #expect(try !NotifyStage.allowsPrivateTargets(.sandbox, environment: EnvironmentReader(["PAYPIPE_WEBHOOK_ALLOW_PRIVATE": "0"])))
+        #expect(throws: ConfigurationError.self) {
+            try NotifyStage.allowsPrivateTargets(.production, environment: EnvironmentReader(["PAYPIPE_WEBHOOK_ALLOW_PRIVATE": "maybe"]))
+        }
+    }
+
     @Test func notifyWorkerDefaultsToTheWebhookSchedule() throws {
         let defaulted = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader([:])))
         #expect(defaulted.retrySchedule.delays == [5, 300, 1800, 7200, 18000, 36000])

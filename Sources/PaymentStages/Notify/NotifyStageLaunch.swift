@@ -14,6 +14,12 @@ extension NotifyStage {
         return EnvironmentReader(values)
     }
 
+    /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE`: explicit 1/0, else on in sandbox (local runs, docker compose) and off in
+    /// production, the default deployment.
+    public static func allowsPrivateTargets(_ deployment: DeploymentEnvironment, environment: EnvironmentReader) throws(ConfigurationError) -> Bool {
+        try environment.flag("PAYPIPE_WEBHOOK_ALLOW_PRIVATE", default: deployment == .sandbox)
+    }
+
     /// Builds the stage for `paypipe-notify`. Reads `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`: merchant
     /// webhook secrets and card data are sealed with it), `PAYPIPE_MERCHANT_CACHE_TTL` (5s),
     /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE` (default on in sandbox, off in production), `PAYPIPE_WEBHOOK_TIMEOUT` (15s),
@@ -23,7 +29,7 @@ extension NotifyStage {
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> NotifyStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
-        let allowPrivate = try environment.flag("PAYPIPE_WEBHOOK_ALLOW_PRIVATE", default: configuration.environment == .sandbox)
+        let allowPrivate = try allowsPrivateTargets(configuration.environment, environment: environment)
         let timeout = try environment.seconds("PAYPIPE_WEBHOOK_TIMEOUT", default: 15, range: 1...120)
         let maxConcurrent = try environment.integer("PAYPIPE_WEBHOOK_MAX_CONCURRENCY", default: 4, range: 1...256)
         let breakerFailures = try environment.integer("PAYPIPE_WEBHOOK_BREAKER_FAILURES", default: 5, range: 1...1000)
