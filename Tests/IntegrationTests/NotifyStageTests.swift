@@ -59,6 +59,32 @@ extension Integration {
             }
         }
 
+        @Test func crashAfterMarkingDoneStillPublishesTheResultEvent() throws {
+            let harness = try NotifyHarness(maxRetries: 3, concurrency: 1)
+            defer { harness.tearDown() }
+            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { receiver.stop() }
+            try harness.applyMerchant(webhookURL: receiver.url)
+            let message = try harness.insertPayment(status: .authorized)
+            // The first worker delivers and commits `done`, then "crashes" before publishing the results event.
+            let crashing = try harness.startedRuntime(hooks: RuntimeHooks(afterCommit: { throw TestFailure("simulated crash") }))
+            try harness.publish([message])
+            try harness.waitDone(message.paymentId)
+            crashing.stopAndWait()
+            #expect(try harness.drain(harness.resultsQueue).isEmpty)
+            // The broker redelivers (redelivered=true) to a healthy worker: no second webhook, the event is published.
+            let healthy = try harness.startedRuntime()
+            defer { healthy.stopAndWait() }
+            var results: [AMQPDelivery] = []
+            try TestServices.eventually("results event after the redelivery") {
+                results += try harness.drain(harness.resultsQueue)
+                return !results.isEmpty
+            }
+            #expect(results.count == 1)
+            #expect(results.first?.properties.messageId == PaymentEvent.id(paymentId: message.paymentId, type: .authorized))
+            #expect(receiver.requests.count == 1, "the webhook itself is not sent again")
+        }
+
         @Test func retriesWithTheSameWebhookIdUntilTheReceiverRecovers() throws {
             try withNotify(maxRetries: 5) { harness, receiver in
                 receiver.script([503, 502, 429])

@@ -91,9 +91,9 @@ struct NotifyHarness {
             httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5))
     }
 
-    func startedRuntime(allowPrivate: Bool = true) throws -> StageRuntime<NotifyStage> {
+    func startedRuntime(allowPrivate: Bool = true, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
         let runtime = try StageRuntime(handler: makeStage(allowPrivate: allowPrivate), configuration: configuration,
-                                       logger: Logger(component: "notify", threshold: .debug, sink: logSink))
+                                       logger: Logger(component: "notify", threshold: .debug, sink: logSink), hooks: hooks)
         try runtime.start()
         return runtime
     }
