@@ -6,11 +6,14 @@ enum SandboxCommand: CLICommand {
     static let name = "sandbox"
     static let summary = "create the sandbox PKI, data key and merchant document (local runs)"
     static let usage = """
-        usage: paypipe sandbox init [--dir DIR]
+        usage: paypipe sandbox init [--dir DIR] [--gateway-url URL] [--webhook-url URL]
           Creates (once; later calls reuse it) in DIR (default PAYPIPE_SANDBOX_DIR or var/sandbox):
             pki/        a test root, an intermediate and leaves carrying Apple's OIDs, merchant identities
             data.key    a random data-encryption key (mode 0600) for PAYPIPE_DATA_KEY_FILE
-            merchant.json  the sandbox merchant document for `paypipe merchant apply`
+            merchant.json  the sandbox merchant document for `paypipe merchant apply`; its gateway is the
+                        simulator (--gateway-url, default http://127.0.0.1:9180) and its webhook the receiver
+                        (--webhook-url, default http://127.0.0.1:9190/webhooks)
+            services.env   PAYPIPE_SIM_MERCHANTS and PAYPIPE_WEBHOOK_SECRET for the simulator and receiver
           Workers accept the sandbox root only when PAYPIPE_APPLEPAY_TRUST_ROOT names it.
           Prints the paths as JSON.
         """
@@ -23,10 +26,12 @@ enum SandboxCommand: CLICommand {
         }
         let directory = arguments.value("--dir") ?? OperatorContext.sandboxDirectory
         do {
-            let sandbox = try SandboxEnvironment.open(directory: directory)
+            let endpoints = SandboxEnvironment.Endpoints(gatewayURL: arguments.value("--gateway-url"), webhookURL: arguments.value("--webhook-url"))
+            let sandbox = try SandboxEnvironment.open(directory: directory, endpoints: endpoints)
             print("""
                 {"directory":"\(sandbox.directory)","trustRoot":"\(sandbox.trustRootPath)",\
-                "dataKeyFile":"\(sandbox.dataKeyPath)","merchantDocument":"\(sandbox.merchantDocumentPath)"}
+                "dataKeyFile":"\(sandbox.dataKeyPath)","merchantDocument":"\(sandbox.merchantDocumentPath)",\
+                "servicesEnvironment":"\(sandbox.servicesEnvironmentPath)"}
                 """)
             return ExitCode.ok
         } catch {

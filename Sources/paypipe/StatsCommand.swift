@@ -11,7 +11,7 @@ enum StatsCommand: CLICommand {
         usage: paypipe stats [--job-prefix PREFIX] [--since DURATION] [--json]
           Queues: messages ready and consumers of every stage, retry and dead-letter queue.
           Payments (optionally only jobs whose id starts with PREFIX, or created within DURATION):
-          counts by status and error code, and p50/p95/p99 of first receipt → last update.
+          counts by status and error code, by stage, and p50/p95/p99 of first receipt → notified (stage done).
         """
 
     struct Report: Encodable {
@@ -19,6 +19,8 @@ enum StatsCommand: CLICommand {
         struct Count: Encodable { let status: String; let errorCode: String?; let count: Int64 }
         let queues: [Queue]
         let payments: [Count]
+        /// Payments per stage; `done` = notified, out of every queue.
+        let stages: [String: Int64]
         let latencyMilliseconds: [String: Double]
     }
 
@@ -29,6 +31,7 @@ enum StatsCommand: CLICommand {
             let report = Report(
                 queues: try queues(configuration),
                 payments: try payments(arguments),
+                stages: try stages(arguments),
                 latencyMilliseconds: try latency(arguments))
             if arguments.flag("--json") {
                 let encoder = JSONEncoder()
@@ -75,6 +78,18 @@ enum StatsCommand: CLICommand {
         }
     }
 
+    static func stages(_ arguments: CommandArguments) throws -> [String: Int64] {
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let (condition, bindings) = try filter(arguments)
+        var result: [String: Int64] = [:]
+        for row in try connection.query("SELECT stage, count(*)::bigint AS n FROM payments WHERE \(condition) GROUP BY 1", bindings) {
+            result[try row.decode("stage", as: String.self)] = try row.decode("n", as: Int64.self)
+        }
+        return result
+    }
+
+    /// End-to-end latency of notified payments: first receipt by the decrypt stage → marked done by notify.
     static func latency(_ arguments: CommandArguments) throws -> [String: Double] {
         let connection = try OperatorContext.database()
         defer { connection.close() }
@@ -85,7 +100,7 @@ enum StatsCommand: CLICommand {
                    percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95,
                    percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
             FROM (SELECT extract(epoch FROM updated_at - first_received_at) * 1000 AS ms
-                  FROM payments WHERE \(condition) AND status <> 'received') latencies
+                  FROM payments WHERE \(condition) AND stage = 'done') latencies
             """, bindings)[0]
         var result: [String: Double] = [:]
         for key in ["p50", "p95", "p99"] where !row.isNull(key) { result[key] = try row.decode(key, as: Double.self) }
@@ -103,8 +118,10 @@ enum StatsCommand: CLICommand {
             lines.append(count.status.padding(toLength: 15, withPad: " ", startingAt: 0)
                          + (count.errorCode ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0) + String(count.count).leftPadded(10))
         }
+        let stages = report.stages.keys.sorted().map { "\($0) \(report.stages[$0]!)" }.joined(separator: ", ")
+        lines += ["", "STAGES: " + (stages.isEmpty ? "no payments" : stages)]
         let latency = ["p50", "p95", "p99"].compactMap { key in report.latencyMilliseconds[key].map { "\(key) \(String(format: "%.1f", $0)) ms" } }
-        lines += ["", "LATENCY (first receipt → last update): " + (latency.isEmpty ? "no payments" : latency.joined(separator: ", "))]
+        lines += ["LATENCY (first receipt → notified): " + (latency.isEmpty ? "no notified payments" : latency.joined(separator: ", "))]
         return lines.joined(separator: "\n")
     }
 }

@@ -7,7 +7,8 @@ import Pipeline
 public struct SampleJobFactory: Sendable {
     /// What a sample job is meant to exercise, and where it should end up.
     public enum Kind: String, Sendable, CaseIterable {
-        case valid               // decrypts and advances
+        case valid               // authorised by the gateway simulator
+        case declined            // amount ending in 51: the simulator declines (70000)
         case validRSA            // RSA_v1 token, advances
         case amountMismatch      // payment failed: amount_mismatch
         case invalidJob          // payment failed: invalid_job
@@ -30,12 +31,13 @@ public struct SampleJobFactory: Sendable {
         self.merchantId = merchantId
     }
 
-    /// The kind of the `index`-th job of a mixed run: mostly valid, one of each failure per ten jobs,
+    /// The kind of the `index`-th job of a mixed run: mostly valid, one decline and one of each failure per ten jobs,
     /// and (from 20 jobs on) one of each unattributable kind at the end.
     public static func kind(at index: Int, of count: Int) -> Kind {
         if count >= 20, index == count - 1 { return .malformed }
         if count >= 20, index == count - 2 { return .unknownMerchant }
         switch index % 10 {
+        case 4: return .declined
         case 6: return .validRSA
         case 7: return .amountMismatch
         case 8: return .invalidJob
@@ -54,6 +56,8 @@ public struct SampleJobFactory: Sendable {
             let jobId = "\(prefix)-\(index)"
             var (currency, numeric) = currencies[index % currencies.count]
             var amount = Int64(100 + (index * 37) % 9_900)
+            // The simulator picks its answer from the last two digits: 51 declines, 91-99 are fault cases.
+            amount = amount / 100 * 100 + (kind == .declined ? 51 : amount % 50)
             if kind == .malformed {
                 return Sample(kind: kind, jobId: jobId, body: Array("{\"jobId\": \"\(jobId)\", \"merchantId\": ".utf8))
             }

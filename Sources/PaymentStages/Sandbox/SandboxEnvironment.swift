@@ -20,14 +20,30 @@ public struct SandboxEnvironment: Sendable {
     public var trustRootPath: String { pkiDirectory + "/root.cert.pem" }
     public var dataKeyPath: String { directory + "/data.key" }
     public var merchantDocumentPath: String { directory + "/merchant.json" }
+    /// `KEY=value` lines for the sandbox's gateway simulator and webhook receiver (their secrets come from the
+    /// merchant document), for shells and containers that cannot parse JSON: `. services.env`.
+    public var servicesEnvironmentPath: String { directory + "/services.env" }
 
-    public static func open(directory: String) throws -> SandboxEnvironment {
+    /// Where the sandbox merchant's gateway and webhook live: the local simulator and receiver by default,
+    /// service names under docker compose.
+    public struct Endpoints: Sendable {
+        public var gatewayURL = "http://127.0.0.1:9180"
+        public var webhookURL = "http://127.0.0.1:9190/webhooks"
+
+        public init(gatewayURL: String? = nil, webhookURL: String? = nil) {
+            if let gatewayURL { self.gatewayURL = gatewayURL }
+            if let webhookURL { self.webhookURL = webhookURL }
+        }
+    }
+
+    public static func open(directory: String, endpoints: Endpoints = Endpoints()) throws -> SandboxEnvironment {
         let pki = try SandboxPKI.loadOrCreate(directory: directory + "/pki")
         let ec = try pki.merchant(appleMerchantIdentifier, keyType: .ec)
         let rsa = try pki.merchant(appleMerchantIdentifier + ".rsa", keyType: .rsa)
         let environment = SandboxEnvironment(directory: directory, pki: pki, ecMerchant: ec, rsaMerchant: rsa)
         try environment.writeDataKeyIfMissing()
-        try environment.writeMerchantDocumentIfMissing()
+        try environment.writeMerchantDocumentIfMissing(endpoints)
+        try environment.writeServicesEnvironment()
         return environment
     }
 
@@ -40,18 +56,18 @@ public struct SandboxEnvironment: Sendable {
     }
 
     /// The merchant document for the sandbox merchant (gateway simulator and webhook receiver on loopback).
-    public func merchantDocument() -> MerchantDocument {
+    public func merchantDocument(_ endpoints: Endpoints = Endpoints()) -> MerchantDocument {
         MerchantDocument(
             id: Self.merchantId, appleMerchantIdentifier: Self.appleMerchantIdentifier,
             identities: [ecMerchant, rsaMerchant].map {
                 MerchantDocument.Identity(certificateFile: $0.certificatePath.map(relative), privateKeyFile: $0.privateKeyPath.map(relative))
             },
             gateway: MerchantDocument.Gateway(
-                type: "trustpayments", baseUrl: "http://127.0.0.1:9180", siteReference: "test_paypipe00001",
+                type: "trustpayments", baseUrl: endpoints.gatewayURL, siteReference: "test_paypipe00001",
                 jwtUsername: "jwt@paypipe.sandbox", jwtSecret: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16)),
                 mode: .merchantDecrypts, requestTypes: ["AUTH"]),
             webhook: MerchantDocument.Webhook(
-                url: "http://127.0.0.1:9190/webhooks", secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()))
+                url: endpoints.webhookURL, secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()))
     }
 
     /// Paths in the document are relative to its own folder, so the sandbox directory can move (or be a
@@ -60,13 +76,30 @@ public struct SandboxEnvironment: Sendable {
         path.hasPrefix(directory + "/") ? String(path.dropFirst(directory.count + 1)) : path
     }
 
-    private func writeMerchantDocumentIfMissing() throws {
+    private func writeMerchantDocumentIfMissing(_ endpoints: Endpoints) throws {
         guard !FileManager.default.fileExists(atPath: merchantDocumentPath) else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(merchantDocument())
-        guard FileManager.default.createFile(atPath: merchantDocumentPath, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: merchantDocumentPath])
+        try Self.writeSecret(try encoder.encode(merchantDocument(endpoints)), to: merchantDocumentPath)
+    }
+
+    /// Rewritten on every open from the merchant document on disk, so it always matches what was applied.
+    private func writeServicesEnvironment() throws {
+        let document = try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath)))
+        var lines: [String] = []
+        if let gateway = document.gateway, let secret = gateway.jwtSecret {
+            lines.append("PAYPIPE_SIM_MERCHANTS='\(gateway.jwtUsername)=\(secret)'")
+        }
+        if let secret = document.webhook?.secret {
+            lines.append("PAYPIPE_WEBHOOK_SECRET='\(secret)'")
+        }
+        try Self.writeSecret(Data((lines.joined(separator: "\n") + "\n").utf8), to: servicesEnvironmentPath)
+    }
+
+    private static func writeSecret(_ data: Data, to path: String) throws {
+        try? FileManager.default.removeItem(atPath: path)
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }
     }
 }
