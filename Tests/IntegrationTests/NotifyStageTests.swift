@@ -273,9 +273,11 @@ extension Integration {
             }
         }
 
-        /// The `standardwebhooks` PyPI reference verifier accepts PayPipe's requests (skipped without it).
+        /// The `standardwebhooks` PyPI reference verifier accepts PayPipe's requests. `scripts/bootstrap` installs
+        /// it; without it this test fails rather than silently passing.
         @Test func referenceVerifierAcceptsOurSignatures() throws {
-            guard (try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import standardwebhooks"])) == 0 else { return }
+            try #require(try ChildProcess.run("/usr/bin/env", ["python3", "-c", "import standardwebhooks"]) == 0,
+                         "python3 cannot import standardwebhooks: run scripts/bootstrap (pip install standardwebhooks)")
             try withNotify { harness, receiver in
                 let message = try harness.insertPayment(status: .authorized)
                 try harness.publish([message])
