@@ -47,9 +47,13 @@ public struct DeliveryRouter: Sendable {
         case .exhausted:
             let reason = "retries exhausted after \(previous) attempt(s); last error \(failure.code): \(failure.reason)"
             return (deadLetter(delivery, code: "retries_exhausted", reason: reason), true)
-        case .retry(let tier, _):
+        case .retry(let tier, let delay):
             var properties = delivery.properties
             properties.persistent = true
+            // Jitter: each message expires after 80–100 % of its tier's delay, so retries of a burst spread out.
+            // A per-message expiration shorter than the queue TTL cannot overtake the head of the queue, so the
+            // tier delay stays an upper bound and no message waits behind a longer one by more than the tier.
+            properties.expiration = String(Int(delay * 1000 * Double.random(in: 0.8...1.0)))
             properties.headers[Header.retries] = .int(Int64(previous + 1))
             properties.headers[Header.errorCode] = .string(failure.code)
             properties.headers[Header.error] = .string(Self.truncate(failure.reason))

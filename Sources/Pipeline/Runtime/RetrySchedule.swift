@@ -3,7 +3,8 @@
 /// Delays are realised by RabbitMQ, not by sleeping in a worker: each distinct delay is a *tier*, a queue
 /// with that `x-message-ttl` whose expired messages dead-letter back to the stage queue. One queue per tier
 /// (rather than per-message `expiration`) avoids head-of-line blocking, because every message in a tier
-/// expires in arrival order. Jitter therefore comes from choosing between tiers, not from the TTL itself.
+/// expires in arrival order. Jitter is a per-message expiration of 80–100 % of the tier's delay (see
+/// ``DeliveryRouter/retry(_:after:)``), which never exceeds the queue's own TTL.
 public struct RetrySchedule: Sendable, Equatable {
     /// Tier delays in seconds, ascending. Attempt *n* (1-based) waits `delays[min(n, count) - 1]`.
     public let delays: [Double]
