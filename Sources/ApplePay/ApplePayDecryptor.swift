@@ -39,9 +39,11 @@ public final class ApplePayDecryptor: Sendable {
         }
         // The scheme follows the leaf's key, never the token version (RSA_v1 tokens are signed by an RSA leaf).
         let algorithm = SignatureAlgorithm.for(chain.leafKey.type)
-        let acceptedOIDs: [ASN1ObjectIdentifier] =
-            algorithm == .ecdsaSHA256 ? [.ecdsaWithSHA256] : [.sha256WithRSAEncryption, .rsaEncryption]
-        guard acceptedOIDs.contains(signer.signatureAlgorithm) else {
+        let declared = signer.signatureAlgorithm
+        let accepted =
+            algorithm == .ecdsaSHA256
+            ? declared == .ecdsaWithSHA256 : declared == .sha256WithRSAEncryption || declared == .rsaEncryption
+        guard accepted else {
             throw .signatureInvalid("signer algorithm \(signer.signatureAlgorithm) does not fit the leaf's \(chain.leafKey.type) key")
         }
         guard chain.leafKey.verify(signature: signer.signature, digest: SHA256.hash(signer.signedAttributesForSignature), algorithm: algorithm) else {

@@ -76,12 +76,13 @@ struct CMSSignedData: Sendable {
         var messageDigest: ArraySlice<UInt8>?
         var signingTime: ASN1Time?
         var contentType: ASN1ObjectIdentifier?
-        var seen: Set<ASN1ObjectIdentifier> = []
+        var seen: [ASN1ObjectIdentifier] = []  // a handful of attributes: a scan beats hashing each OID
         for attribute in try attributes.children() {
             let parts = try attribute.expecting(tag: ASN1Tag.sequence, "Attribute").children()
             guard parts.count == 2 else { throw ApplePayError.signatureInvalid("malformed signed attribute") }
             let type = try parts[0].objectIdentifier()
-            guard seen.insert(type).inserted else { throw ApplePayError.signatureInvalid("duplicate signed attribute \(type)") }
+            guard !seen.contains(type) else { throw ApplePayError.signatureInvalid("duplicate signed attribute \(type)") }
+            seen.append(type)
             let values = try parts[1].expecting(tag: ASN1Tag.set, "attribute values").children()
             switch type {
             case .messageDigest:

@@ -19,6 +19,8 @@ public struct ASN1Element: Sendable {
         guard isConstructed else { throw .decodingFailed("primitive ASN.1 element has no children") }
         var reader = DERReader(content)
         var result: [ASN1Element] = []
+        // One allocation for the typical CMS/X.509 node (up to 6 fields) instead of growing 1 → 2 → 4 → 8.
+        result.reserveCapacity(6)
         while !reader.isAtEnd { result.append(try reader.read()) }
         return result
     }
