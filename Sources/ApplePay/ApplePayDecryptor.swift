@@ -39,9 +39,11 @@ public final class ApplePayDecryptor: Sendable {
         }
         // The scheme follows the leaf's key, never the token version (RSA_v1 tokens are signed by an RSA leaf).
         let algorithm = SignatureAlgorithm.for(chain.leafKey.type)
-        let acceptedOIDs: [ASN1ObjectIdentifier] =
-            algorithm == .ecdsaSHA256 ? [.ecdsaWithSHA256] : [.sha256WithRSAEncryption, .rsaEncryption]
-        guard acceptedOIDs.contains(signer.signatureAlgorithm) else {
+        let declared = signer.signatureAlgorithm
+        let accepted =
+            algorithm == .ecdsaSHA256
+            ? declared == .ecdsaWithSHA256 : declared == .sha256WithRSAEncryption || declared == .rsaEncryption
+        guard accepted else {
             throw .signatureInvalid("signer algorithm \(signer.signatureAlgorithm) does not fit the leaf's \(chain.leafKey.type) key")
         }
         guard chain.leafKey.verify(signature: signer.signature, digest: SHA256.hash(signer.signedAttributesForSignature), algorithm: algorithm) else {
@@ -81,10 +83,11 @@ public final class ApplePayDecryptor: Sendable {
     static func decryptEC(_ token: ApplePayToken, identity: MerchantIdentity) throws(ApplePayError) -> [UInt8] {
         guard identity.keyType == .ec else { throw .unknownMerchantKey("the matching merchant identity is not an EC key") }
         guard let spki = token.ephemeralPublicKey else { throw .malformedToken("header.ephemeralPublicKey missing") }
-        let ephemeral = try ephemeralKey(spki)
         let sharedSecret: [UInt8]
         do {
-            sharedSecret = try identity.privateKey.sharedSecret(with: ephemeral)
+            sharedSecret = try identity.privateKey.sharedSecret(withP256UncompressedPoint: ephemeralPoint(spki))
+        } catch .decodingFailed {
+            throw .malformedToken("header.ephemeralPublicKey is not a valid P-256 public key")
         } catch {
             throw .decryptionFailed("ECDH key agreement failed")
         }
@@ -124,11 +127,12 @@ public final class ApplePayDecryptor: Sendable {
     /// prefix followed by the 65-byte point is the only valid encoding; checking it avoids a generic ASN.1 walk per token.
     private static let p256SPKIPrefix: [UInt8] = Hex.decode("3059301306072a8648ce3d020106082a8648ce3d030107034200")!
 
-    /// Accepts only an id-ecPublicKey/prime256v1 SubjectPublicKeyInfo with an uncompressed point.
-    static func ephemeralKey(_ spki: [UInt8]) throws(ApplePayError) -> PublicKey {
-        guard spki.count == p256SPKIPrefix.count + 65, spki.starts(with: p256SPKIPrefix),
-            let key = try? PublicKey(p256UncompressedPoint: spki[p256SPKIPrefix.count...])
-        else { throw .malformedToken("header.ephemeralPublicKey is not a valid P-256 public key") }
-        return key
+    /// The uncompressed point of an id-ecPublicKey/prime256v1 SubjectPublicKeyInfo; anything else is rejected.
+    /// Whether the point is on the curve is checked when it is loaded for ECDH (`CryptoError.decodingFailed`).
+    static func ephemeralPoint(_ spki: [UInt8]) throws(CryptoError) -> ArraySlice<UInt8> {
+        guard spki.count == p256SPKIPrefix.count + 65, spki.starts(with: p256SPKIPrefix) else {
+            throw .decodingFailed("not a P-256 SubjectPublicKeyInfo")
+        }
+        return spki[p256SPKIPrefix.count...]
     }
 }

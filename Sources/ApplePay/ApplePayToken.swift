@@ -134,15 +134,23 @@ public struct ApplePayToken: Sendable {
         case .rsaV1: wrappedKey = try base64(header["wrappedKey"], "header.wrappedKey")
         }
         return ApplePayToken(
-            version: version, transactionId: Hex.encode(transactionIdBytes), publicKeyHash: publicKeyHash,
+            version: version, transactionId: lowercaseHex(transactionIdHex, decoded: transactionIdBytes), publicKeyHash: publicKeyHash,
             paymentMethod: paymentMethod, transactionIdentifier: transactionIdentifier,
             encryptedData: data, signature: signature, ephemeralPublicKey: ephemeralPublicKey, wrappedKey: wrappedKey,
             transactionIdBytes: transactionIdBytes, applicationData: applicationData)
     }
 
+    /// The canonical lower-case form of a validated hex string: the string itself when it already is (devices send
+    /// lower case), which saves re-encoding on every token.
+    private static func lowercaseHex(_ hex: String, decoded: [UInt8]) -> String {
+        hex.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "F")).contains($0) }) ? Hex.encode(decoded) : hex
+    }
+
     private static func base64(_ value: JSONValue?, _ field: String) throws(ApplePayError) -> [UInt8] {
-        guard let string = value?.stringValue else { throw .malformedToken("\(field) missing") }
-        guard let data = Data(base64Encoded: string), !data.isEmpty else { throw .malformedToken("\(field) is not valid base64") }
-        return Array(data)
+        guard var string = value?.stringValue else { throw .malformedToken("\(field) missing") }
+        guard let bytes = string.withUTF8({ Base64.decode($0) }), !bytes.isEmpty else {
+            throw .malformedToken("\(field) is not valid base64")
+        }
+        return bytes
     }
 }

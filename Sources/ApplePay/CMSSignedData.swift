@@ -37,77 +37,147 @@ struct CMSSignedData: Sendable {
     }
 
     private static func parseOrThrow(_ bytes: [UInt8]) throws -> CMSSignedData {
-        let contentInfo = try DERReader.parse(bytes).expecting(tag: ASN1Tag.sequence, "ContentInfo").children()
-        guard contentInfo.count == 2, try contentInfo[0].objectIdentifier() == .pkcs7SignedData else {
+        var contentInfo = try Children(DERReader.parse(bytes), ASN1Tag.sequence, "ContentInfo")
+        guard let contentType = try contentInfo.next(), let content = try contentInfo.next(), try contentInfo.atEnd(),
+            contentType.isObjectIdentifier(.pkcs7SignedData)
+        else {
             throw ApplePayError.signatureInvalid("CMS content type is not signedData")
         }
-        let explicit = try contentInfo[1].expecting(tag: ASN1Tag.contextConstructed(0), "content").children()
-        guard explicit.count == 1 else { throw ApplePayError.signatureInvalid("malformed CMS content") }
-        let fields = try explicit[0].expecting(tag: ASN1Tag.sequence, "SignedData").children()
-        guard fields.count >= 4 else { throw ApplePayError.signatureInvalid("SignedData too short") }
+        var explicit = try Children(content, ASN1Tag.contextConstructed(0), "content")
+        guard let signedData = try explicit.next(), try explicit.atEnd() else {
+            throw ApplePayError.signatureInvalid("malformed CMS content")
+        }
         // fields: version, digestAlgorithms, encapContentInfo, [0] certificates?, [1] crls?, signerInfos
-        let encapsulated = try fields[2].expecting(tag: ASN1Tag.sequence, "encapContentInfo").children()
-        guard encapsulated.count == 1, try encapsulated[0].objectIdentifier() == .pkcs7Data else {
+        var fields = try Children(signedData, ASN1Tag.sequence, "SignedData")
+        var fieldCount = 0
+        var encapsulatedField: ASN1Element?
+        var certificatesField: ASN1Element?
+        var lastField: ASN1Element?
+        while let field = try fields.next() {
+            if fieldCount == 2 { encapsulatedField = field }
+            if certificatesField == nil, field.tag == ASN1Tag.contextConstructed(0) { certificatesField = field }
+            lastField = field
+            fieldCount += 1
+        }
+        guard fieldCount >= 4, let encapsulatedField, let lastField else {
+            throw ApplePayError.signatureInvalid("SignedData too short")
+        }
+        var encapsulated = try Children(encapsulatedField, ASN1Tag.sequence, "encapContentInfo")
+        guard let encapsulatedType = try encapsulated.next(), try encapsulated.atEnd(),
+            encapsulatedType.isObjectIdentifier(.pkcs7Data)
+        else {
             throw ApplePayError.signatureInvalid("CMS signature must be detached over id-data")
         }
-        guard let certificatesField = fields.first(where: { $0.tag == ASN1Tag.contextConstructed(0) }) else {
+        guard let certificatesField else {
             throw ApplePayError.certificateInvalid("CMS carries no certificates")
         }
-        let certificates = try certificatesField.children().filter { $0.tag == ASN1Tag.sequence }.map(\.encoded)
-        let signerInfos = try fields[fields.count - 1].expecting(tag: ASN1Tag.set, "signerInfos").children()
-        guard signerInfos.count == 1 else { throw ApplePayError.signatureInvalid("CMS must have exactly one signer") }
+        var certificates: [ArraySlice<UInt8>] = []
+        certificates.reserveCapacity(4)
+        var certificateSet = try Children(certificatesField, certificatesField.tag, "certificates")
+        while let certificate = try certificateSet.next() {
+            if certificate.tag == ASN1Tag.sequence { certificates.append(certificate.encoded) }
+        }
+        var signerInfos = try Children(lastField, ASN1Tag.set, "signerInfos")
+        guard let signerInfo = try signerInfos.next(), try signerInfos.atEnd() else {
+            throw ApplePayError.signatureInvalid("CMS must have exactly one signer")
+        }
         return CMSSignedData(
             certificatesEncoding: certificatesField.encoded, certificates: certificates,
-            signer: try parseSignerInfo(signerInfos[0]))
+            signer: try parseSignerInfo(signerInfo))
     }
 
     private static func parseSignerInfo(_ element: ASN1Element) throws -> SignerInfo {
-        let fields = try element.expecting(tag: ASN1Tag.sequence, "SignerInfo").children()
-        guard fields.count >= 6, try fields[0].smallInteger() == 1 else {
+        var fields = try Children(element, ASN1Tag.sequence, "SignerInfo")
+        guard let version = try fields.next(), let sidField = try fields.next(), let digestField = try fields.next(),
+            let attributesField = try fields.next(), let algorithmField = try fields.next(),
+            let signatureField = try fields.next(), try version.smallInteger() == 1
+        else {
             throw ApplePayError.signatureInvalid("SignerInfo must be version 1 with issuerAndSerialNumber")
         }
-        let sid = try fields[1].expecting(tag: ASN1Tag.sequence, "sid").children()
-        guard sid.count == 2 else { throw ApplePayError.signatureInvalid("malformed SignerInfo sid") }
-        let digestAlgorithm = try algorithm(fields[2])
-        let attributes = try fields[3].expecting(tag: ASN1Tag.contextConstructed(0), "signedAttrs")
+        try fields.skipRest()  // unsignedAttrs, still checked for well-formedness
+        var sid = try Children(sidField, ASN1Tag.sequence, "sid")
+        guard let issuerField = try sid.next(), let serialField = try sid.next(), try sid.atEnd() else {
+            throw ApplePayError.signatureInvalid("malformed SignerInfo sid")
+        }
+        let digestAlgorithm = try algorithm(digestField)
+        let attributes = try attributesField.expecting(tag: ASN1Tag.contextConstructed(0), "signedAttrs")
         guard !attributes.isIndefiniteLength else { throw ApplePayError.signatureInvalid("signed attributes must be DER") }
         var retagged = Array(attributes.encoded)
         retagged[0] = ASN1Tag.set
         var messageDigest: ArraySlice<UInt8>?
         var signingTime: ASN1Time?
         var contentType: ASN1ObjectIdentifier?
-        var seen: Set<ASN1ObjectIdentifier> = []
-        for attribute in try attributes.children() {
-            let parts = try attribute.expecting(tag: ASN1Tag.sequence, "Attribute").children()
-            guard parts.count == 2 else { throw ApplePayError.signatureInvalid("malformed signed attribute") }
-            let type = try parts[0].objectIdentifier()
-            guard seen.insert(type).inserted else { throw ApplePayError.signatureInvalid("duplicate signed attribute \(type)") }
-            let values = try parts[1].expecting(tag: ASN1Tag.set, "attribute values").children()
-            switch type {
-            case .messageDigest:
-                guard values.count == 1 else { throw ApplePayError.signatureInvalid("messageDigest must have one value") }
-                messageDigest = try values[0].octetString()
-            case .signingTime:
-                guard values.count == 1 else { throw ApplePayError.signatureInvalid("signingTime must have one value") }
-                signingTime = try values[0].time()
-            case .contentType:
-                guard values.count == 1 else { throw ApplePayError.signatureInvalid("contentType must have one value") }
-                contentType = try values[0].objectIdentifier()
-            default:
-                continue
+        // Attribute types seen so far, as OID content octets: a handful of attributes, so a scan beats hashing.
+        var seen: [ArraySlice<UInt8>] = []
+        seen.reserveCapacity(6)
+        var attributeSet = try Children(attributes, attributes.tag, "signedAttrs")
+        while let attribute = try attributeSet.next() {
+            var parts = try Children(attribute, ASN1Tag.sequence, "Attribute")
+            guard let typeField = try parts.next(), let valuesField = try parts.next(), try parts.atEnd() else {
+                throw ApplePayError.signatureInvalid("malformed signed attribute")
+            }
+            let type = try typeField.objectIdentifierContent()
+            guard !seen.contains(where: { $0.elementsEqual(type) }) else {
+                throw ApplePayError.signatureInvalid("duplicate signed attribute \(try typeField.objectIdentifier())")
+            }
+            seen.append(type)
+            var values = try Children(valuesField, ASN1Tag.set, "attribute values")
+            if typeField.isObjectIdentifier(.messageDigest) {
+                guard let value = try values.next(), try values.atEnd() else {
+                    throw ApplePayError.signatureInvalid("messageDigest must have one value")
+                }
+                messageDigest = try value.octetString()
+            } else if typeField.isObjectIdentifier(.signingTime) {
+                guard let value = try values.next(), try values.atEnd() else {
+                    throw ApplePayError.signatureInvalid("signingTime must have one value")
+                }
+                signingTime = try value.time()
+            } else if typeField.isObjectIdentifier(.contentType) {
+                guard let value = try values.next(), try values.atEnd() else {
+                    throw ApplePayError.signatureInvalid("contentType must have one value")
+                }
+                contentType = try value.objectIdentifier()
+            } else {
+                try values.skipRest()
             }
         }
         return SignerInfo(
-            issuerNameDER: try sid[0].expecting(tag: ASN1Tag.sequence, "issuer").encoded,
-            serialNumber: try sid[1].expecting(tag: ASN1Tag.integer, "serialNumber").content,
-            digestAlgorithm: digestAlgorithm, signatureAlgorithm: try algorithm(fields[4]),
-            signedAttributesForSignature: retagged, signature: try fields[5].octetString(),
+            issuerNameDER: try issuerField.expecting(tag: ASN1Tag.sequence, "issuer").encoded,
+            serialNumber: try serialField.expecting(tag: ASN1Tag.integer, "serialNumber").content,
+            digestAlgorithm: digestAlgorithm, signatureAlgorithm: try algorithm(algorithmField),
+            signedAttributesForSignature: retagged, signature: try signatureField.octetString(),
             messageDigest: messageDigest, signingTime: signingTime, contentType: contentType)
     }
 
     private static func algorithm(_ element: ASN1Element) throws -> ASN1ObjectIdentifier {
-        let parts = try element.expecting(tag: ASN1Tag.sequence, "AlgorithmIdentifier").children()
-        guard let first = parts.first else { throw ApplePayError.signatureInvalid("empty AlgorithmIdentifier") }
+        var parts = try Children(element, ASN1Tag.sequence, "AlgorithmIdentifier")
+        guard let first = try parts.next() else { throw ApplePayError.signatureInvalid("empty AlgorithmIdentifier") }
+        try parts.skipRest()  // parameters, still checked for well-formedness
         return try first.objectIdentifier()
+    }
+
+    /// The children of a constructed element, read one at a time: the same checks as `ASN1Element.children()`
+    /// without collecting them in an array (about twenty arrays per token otherwise).
+    private struct Children {
+        private var reader: DERReader
+
+        init(_ element: ASN1Element, _ tag: UInt8, _ what: String) throws {
+            try element.expecting(tag: tag, what)
+            guard element.isConstructed else { throw CryptoError.decodingFailed("primitive ASN.1 element has no children") }
+            reader = DERReader(element.content)
+        }
+
+        /// The next child, nil after the last.
+        mutating func next() throws -> ASN1Element? {
+            reader.isAtEnd ? nil : try reader.read()
+        }
+
+        /// Whether every child has been read. `throws` only so that it reads naturally in `guard … try` chains.
+        func atEnd() throws -> Bool { reader.isAtEnd }
+
+        /// Reads (and so validates) the remaining children.
+        mutating func skipRest() throws {
+            while try next() != nil {}
+        }
     }
 }

@@ -19,6 +19,8 @@ public struct ASN1Element: Sendable {
         guard isConstructed else { throw .decodingFailed("primitive ASN.1 element has no children") }
         var reader = DERReader(content)
         var result: [ASN1Element] = []
+        // One allocation for the typical CMS/X.509 node (up to 6 fields) instead of growing 1 → 2 → 4 → 8.
+        result.reserveCapacity(6)
         while !reader.isAtEnd { result.append(try reader.read()) }
         return result
     }
@@ -32,9 +34,19 @@ public struct ASN1Element: Sendable {
 
     /// The value of an OBJECT IDENTIFIER.
     public func objectIdentifier() throws(CryptoError) -> ASN1ObjectIdentifier {
+        ASN1ObjectIdentifier(contentBytes: Array(try objectIdentifierContent()))
+    }
+
+    /// The content octets of a well-formed OBJECT IDENTIFIER, without allocating an `ASN1ObjectIdentifier`.
+    public func objectIdentifierContent() throws(CryptoError) -> ArraySlice<UInt8> {
         try expecting(tag: ASN1Tag.objectIdentifier, "OBJECT IDENTIFIER")
         guard !content.isEmpty, content.last! & 0x80 == 0 else { throw .decodingFailed("malformed OBJECT IDENTIFIER") }
-        return ASN1ObjectIdentifier(contentBytes: Array(content))
+        return content
+    }
+
+    /// Whether this is the OBJECT IDENTIFIER `oid` (false for any other element, malformed ones included).
+    public func isObjectIdentifier(_ oid: ASN1ObjectIdentifier) -> Bool {
+        tag == ASN1Tag.objectIdentifier && content.elementsEqual(oid.contentBytes)
     }
 
     /// The contents of a primitive OCTET STRING.

@@ -16,12 +16,21 @@ final class EVPKey: @unchecked Sendable {
     /// context fetches the algorithm from the provider each time (~3–6 µs, several percent of a token).
     private let verifyContexts = Mutex<[PooledContext]>([])
     private let deriveContexts = Mutex<[PooledContext]>([])
+    private let pointDeriveContexts = Mutex<[PooledContext]>([])
     private static let poolLimit = 16
 
-    /// An idle `EVP_PKEY_CTX` owned by a pool. `@unchecked Sendable`: a context is only ever touched by the one
-    /// thread that took it out of the pool (under the pool's lock) until it puts it back.
-    private struct PooledContext: @unchecked Sendable {
+    /// An idle `EVP_PKEY_CTX` owned by a pool, for `.ecdhDeriveWithPoint` together with the peer `EVP_PKEY` it
+    /// reuses. `@unchecked Sendable`: a context (and its peer) is only ever touched by the one thread that took it out
+    /// of the pool (under the pool's lock) until it puts it back.
+    struct PooledContext: @unchecked Sendable {
         let pointer: OpaquePointer
+        /// `.ecdhDeriveWithPoint` only: a key with this key's group, whose public point is replaced per operation.
+        let peer: OpaquePointer?
+
+        func free() {
+            EVP_PKEY_CTX_free(pointer)
+            if let peer { EVP_PKEY_free(peer) }
+        }
     }
 
     /// Takes ownership of `pointer`.
@@ -38,20 +47,25 @@ final class EVPKey: @unchecked Sendable {
     }
 
     deinit {
-        verifyContexts.withLock { $0.forEach { EVP_PKEY_CTX_free($0.pointer) } }
-        deriveContexts.withLock { $0.forEach { EVP_PKEY_CTX_free($0.pointer) } }
+        verifyContexts.withLock { $0.forEach { $0.free() } }
+        deriveContexts.withLock { $0.forEach { $0.free() } }
+        pointDeriveContexts.withLock { $0.forEach { $0.free() } }
         EVP_PKEY_free(pointer)
     }
 
     enum PooledOperation {
         case ecdsaVerify
         case ecdhDerive
+        /// ECDH with a peer given as an encoded point: the context comes with a reusable peer key
+        /// (`PooledContext.peer`), so a fresh peer costs no `EVP_PKEY` allocation nor group copy.
+        case ecdhDeriveWithPoint
     }
 
     private func withPool<R: Sendable>(_ operation: PooledOperation, _ body: (inout [PooledContext]) -> R) -> R {
         switch operation {
         case .ecdsaVerify: verifyContexts.withLock { body(&$0) }
         case .ecdhDerive: deriveContexts.withLock { body(&$0) }
+        case .ecdhDeriveWithPoint: pointDeriveContexts.withLock { body(&$0) }
         }
     }
 
@@ -60,33 +74,59 @@ final class EVPKey: @unchecked Sendable {
     func withPooledContext<R>(
         _ operation: PooledOperation, _ body: (OpaquePointer) throws(CryptoError) -> R
     ) throws(CryptoError) -> R {
-        let context: OpaquePointer
+        try withPooledSession(operation) { (session: PooledContext) throws(CryptoError) -> R in try body(session.pointer) }
+    }
+
+    /// Like `withPooledContext`, with the whole pooled entry (for `.ecdhDeriveWithPoint`, its peer key).
+    func withPooledSession<R>(
+        _ operation: PooledOperation, _ body: (PooledContext) throws(CryptoError) -> R
+    ) throws(CryptoError) -> R {
+        let session: PooledContext
         if let pooled = withPool(operation, { $0.popLast() }) {
-            context = pooled.pointer
+            session = pooled
         } else {
-            guard let fresh = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw OpenSSLErrorQueue.failure("EVP_PKEY_CTX_new") }
-            let initialised = operation == .ecdsaVerify ? EVP_PKEY_verify_init(fresh) == 1 : EVP_PKEY_derive_init(fresh) == 1
-            guard initialised else {
-                EVP_PKEY_CTX_free(fresh)
-                throw OpenSSLErrorQueue.failure(operation == .ecdsaVerify ? "verify init" : "derive init")
-            }
-            context = fresh
+            session = try makeSession(operation)
         }
         let result: R
         do {
-            result = try body(context)
+            result = try body(session)
         } catch {
-            EVP_PKEY_CTX_free(context)
+            session.free()
             throw error
         }
-        let returned = PooledContext(pointer: context)
         let kept = withPool(operation) { contexts in
             guard contexts.count < Self.poolLimit else { return false }
-            contexts.append(returned)
+            contexts.append(session)
             return true
         }
-        if !kept { EVP_PKEY_CTX_free(context) }
+        if !kept { session.free() }
         return result
+    }
+
+    private func makeSession(_ operation: PooledOperation) throws(CryptoError) -> PooledContext {
+        guard let fresh = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw OpenSSLErrorQueue.failure("EVP_PKEY_CTX_new") }
+        let initialised = operation == .ecdsaVerify ? EVP_PKEY_verify_init(fresh) == 1 : EVP_PKEY_derive_init(fresh) == 1
+        guard initialised else {
+            EVP_PKEY_CTX_free(fresh)
+            throw OpenSSLErrorQueue.failure(operation == .ecdsaVerify ? "verify init" : "derive init")
+        }
+        guard operation == .ecdhDeriveWithPoint else { return PooledContext(pointer: fresh, peer: nil) }
+        // Checked here, once per pooled context, instead of per operation (a parameter lookup by name).
+        guard curveName == "prime256v1" else {
+            EVP_PKEY_CTX_free(fresh)
+            throw .invalidInput("ECDH with a P-256 point needs a P-256 key")
+        }
+        // Domain parameters only (EVP_PKEY_copy_parameters never copies key material).
+        guard let peer = EVP_PKEY_new() else {
+            EVP_PKEY_CTX_free(fresh)
+            throw OpenSSLErrorQueue.failure("EVP_PKEY_new")
+        }
+        guard EVP_PKEY_copy_parameters(peer, pointer) == 1 else {
+            EVP_PKEY_CTX_free(fresh)
+            EVP_PKEY_free(peer)
+            throw OpenSSLErrorQueue.failure("EVP_PKEY_copy_parameters")
+        }
+        return PooledContext(pointer: fresh, peer: peer)
     }
 
     /// The curve name of an EC key ("prime256v1"), nil for RSA.

@@ -86,21 +86,52 @@ public final class PrivateKey: Sendable {
     /// multiplication and would make ECDH ~2× slower.
     public func sharedSecret(with peer: PublicKey) throws(CryptoError) -> [UInt8] {
         guard key.type == .ec, peer.type == .ec else { throw .invalidInput("ECDH needs EC keys") }
-        let fieldLength = (key.bits + 7) / 8
         return try key.withPooledContext(.ecdhDerive) { context throws(CryptoError) in
-            guard EVP_PKEY_derive_set_peer_ex(context, peer.key.pointer, 0) == 1 else {
-                throw OpenSSLErrorQueue.failure("ECDH peer")
-            }
-            var length = fieldLength
-            var secret = [UInt8](repeating: 0, count: fieldLength)
-            guard EVP_PKEY_derive(context, &secret, &length) == 1, length <= fieldLength else {
-                throw OpenSSLErrorQueue.failure("ECDH derive")
-            }
-            if length < fieldLength {
-                secret = [UInt8](repeating: 0, count: fieldLength - length) + secret.prefix(length)
-            }
-            return secret
+            try derive(context, peer: peer.key.pointer)
         }
+    }
+
+    /// ECDH with a peer given as an uncompressed SEC1 P-256 point (0x04 || X || Y); the same result as
+    /// `sharedSecret(with: PublicKey(p256UncompressedPoint: point))`, for a P-256 private key only.
+    ///
+    /// For one-shot peers (every Apple Pay token carries a fresh ephemeral key): the point is loaded into a peer key
+    /// pooled with the derive context, so no `EVP_PKEY` is allocated and no group is copied per call (together ~3%
+    /// of a token). Loading the point runs the same `EC_POINT_oct2point` as the `PublicKey` constructor, which
+    /// rejects points that are not on the curve; on P-256 (cofactor 1) that is the complete peer validation.
+    ///
+    /// - Throws: `CryptoError.decodingFailed` when `point` is not a valid P-256 point; other errors for a non-P-256
+    ///   key or an OpenSSL failure.
+    public func sharedSecret(withP256UncompressedPoint point: ArraySlice<UInt8>) throws(CryptoError) -> [UInt8] {
+        guard key.type == .ec else { throw .invalidInput("ECDH needs EC keys") }
+        guard point.count == 65, point.first == 0x04 else { throw .decodingFailed("P-256 point must be 65 bytes, uncompressed") }
+        return try key.withPooledSession(.ecdhDeriveWithPoint) { session throws(CryptoError) in
+            // A failed load may leave the peer half-updated: throwing discards the whole pooled session.
+            guard let peer = session.peer,
+                point.withUnsafeBufferPointer({ EVP_PKEY_set1_encoded_public_key(peer, $0.baseAddress, $0.count) }) == 1
+            else {
+                OpenSSLErrorQueue.clear()
+                throw .decodingFailed("P-256 public point")
+            }
+            return try derive(session.pointer, peer: peer)
+        }
+    }
+
+    /// Sets `peer` on an initialised derive context (without the full public-key check, see `sharedSecret(with:)`)
+    /// and derives the field-size secret.
+    private func derive(_ context: OpaquePointer, peer: OpaquePointer) throws(CryptoError) -> [UInt8] {
+        guard EVP_PKEY_derive_set_peer_ex(context, peer, 0) == 1 else {
+            throw OpenSSLErrorQueue.failure("ECDH peer")
+        }
+        let fieldLength = (key.bits + 7) / 8
+        var length = fieldLength
+        var secret = [UInt8](repeating: 0, count: fieldLength)
+        guard EVP_PKEY_derive(context, &secret, &length) == 1, length <= fieldLength else {
+            throw OpenSSLErrorQueue.failure("ECDH derive")
+        }
+        if length < fieldLength {
+            secret = [UInt8](repeating: 0, count: fieldLength - length) + secret.prefix(length)
+        }
+        return secret
     }
 
     /// RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) decryption — the RSA_v1 key unwrap.

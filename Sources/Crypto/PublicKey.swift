@@ -35,7 +35,8 @@ public final class PublicKey: Sendable {
     ///
     /// Copies the group from a template key and sets the point, which costs a few microseconds, where
     /// `init(subjectPublicKeyInfoDER:)` (decoder lookup) costs ~200 µs and `EVP_PKEY_fromdata` (group built by
-    /// name) ~30 µs: every Apple Pay token carries a fresh ephemeral key, so this is on the hot path.
+    /// name) ~30 µs. For a one-shot ECDH peer (an Apple Pay ephemeral key) `PrivateKey.sharedSecret(withP256UncompressedPoint:)`
+    /// is cheaper still: it reuses a pooled peer key instead of allocating one and copying the group.
     public convenience init(p256UncompressedPoint point: ArraySlice<UInt8>) throws(CryptoError) {
         guard point.count == 65, point.first == 0x04 else { throw .decodingFailed("P-256 point must be 65 bytes, uncompressed") }
         guard let pkey = EVP_PKEY_new() else { throw OpenSSLErrorQueue.failure("EVP_PKEY_new") }

@@ -37,7 +37,7 @@ import Testing
     @Test func galaIntermediateValuesMatchSource() throws {
         let gala = try identity("gala/certificate.pem", "gala/private_key.pem")
         let token = try ApplePayToken.parse(Fixtures.bytes("gala/token.json"))
-        let secret = try gala.privateKey.sharedSecret(with: ApplePayDecryptor.ephemeralKey(token.ephemeralPublicKey!))
+        let secret = try gala.privateKey.sharedSecret(withP256UncompressedPoint: ApplePayDecryptor.ephemeralPoint(token.ephemeralPublicKey!))
         #expect(Data(secret).base64EncodedString() == "yCUzDuNYTnUnANZEdxC7+DvPmqNslB2YWYn68SBsJHU=")
         let key = ApplePayDecryptor.derivedKey(sharedSecret: secret, merchantIdentifierHash: gala.merchantIdentifierHash)
         #expect(Data(key).base64EncodedString() == "3GTXJ4RuP/IhS23hsdOw2J2ecAZmC0RasbPIFdC3nQM=")

@@ -18,7 +18,7 @@ import Testing
         let vector = try payu()
         let merchant = try PrivateKey(pem: vector["ecdh"]!["merchant_private_key_pem"]!)
         let ephemeralSPKI = try PublicKey(pem: vector["ecdh"]!["ephemeral_public_key_pem"]!).subjectPublicKeyInfoDER()
-        let secret = try merchant.sharedSecret(with: ApplePayDecryptor.ephemeralKey(ephemeralSPKI))
+        let secret = try merchant.sharedSecret(withP256UncompressedPoint: ApplePayDecryptor.ephemeralPoint(ephemeralSPKI))
         #expect(Hex.encode(secret) == vector["ecdh"]!["shared_secret_hex"])
         let merchantIdHash = Hex.decode(vector["kdf"]!["merchant_id_hash_hex"]!)!
         let key = ApplePayDecryptor.derivedKey(sharedSecret: secret, merchantIdentifierHash: merchantIdHash)
