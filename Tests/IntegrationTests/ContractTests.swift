@@ -1,0 +1,174 @@
+import AMQP
+import Foundation
+import PaymentStages
+import Pipeline
+import Testing
+
+extension Integration {
+    /// The job contract as backend teams see it: docs/asyncapi.yaml, the pika example publishing exactly as it
+    /// says into a running decrypt worker, and the operator's `paypipe dlq` moving dead letters back.
+    /// Needs `swift build` first (the paypipe binary) and python3 with pika and PyYAML (scripts/bootstrap).
+    @Suite struct ContractTests {
+        static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        static let paypipe = packageRoot.appendingPathComponent(".build/debug/paypipe").path
+        static var serviceEnvironment: [String: String] {
+            ["PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL]
+        }
+
+        /// Runs `python3 ARGS` from PATH (whichever python3 the developer has, as the example expects).
+        static func python(_ arguments: [String]) throws -> ChildProcess.Output {
+            try ChildProcess.runCapturingOutput("/usr/bin/env", ["python3"] + arguments)
+        }
+
+        static func temporaryFile(_ contents: [UInt8]) throws -> URL {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-contract-\(UUID().uuidString).json")
+            try Data(contents).write(to: url)
+            return url
+        }
+
+        /// The AsyncAPI document parses and names the exchange, routing keys and properties the code uses; both
+        /// JSON Schemas parse and the job schema requires exactly what `PaymentJob.decode` requires.
+        @Test func asyncAPIDocumentMatchesTheTopology() throws {
+            let script = """
+                import json, sys, yaml
+                doc = yaml.safe_load(open(sys.argv[1]))
+                jobs = doc["channels"]["paypipe.jobs"]
+                results = doc["channels"]["paypipe.results"]
+                print(json.dumps({
+                    "version": doc["asyncapi"],
+                    "jobsExchange": jobs["bindings"]["amqp"]["exchange"]["name"],
+                    "jobsType": jobs["bindings"]["amqp"]["exchange"]["type"],
+                    "jobKeys": jobs["publish"]["bindings"]["amqp"]["cc"],
+                    "deliveryMode": jobs["publish"]["bindings"]["amqp"]["deliveryMode"],
+                    "resultsExchange": results["bindings"]["amqp"]["exchange"]["name"],
+                    "resultKeys": results["subscribe"]["bindings"]["amqp"]["cc"],
+                    "jobPayload": doc["components"]["messages"]["PaymentJob"]["payload"]["$ref"],
+                    "eventPayload": doc["components"]["messages"]["PaymentEvent"]["payload"]["$ref"],
+                }))
+                """
+            let output = try Self.python(["-c", script, Self.packageRoot.appendingPathComponent("docs/asyncapi.yaml").path])
+            try #require(output.status == 0, "\(output.text)")
+            let line = try #require(output.text.split(separator: "\n").last)
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(document["version"] as? String == "2.6.0")
+            #expect(document["jobsExchange"] as? String == PipelineTopology.jobsExchange)
+            #expect(document["jobsType"] as? String == "direct")
+            #expect(document["jobKeys"] as? [String] == [PipelineTopology.jobRoutingKey])
+            #expect(document["deliveryMode"] as? Int == 2)
+            #expect(document["resultsExchange"] as? String == PipelineTopology.resultsExchange)
+            #expect(document["resultKeys"] as? [String] == ["payment.authorized", "payment.declined", "payment.failed", "payment.needs_review"])
+
+            let docs = Self.packageRoot.appendingPathComponent("docs")
+            for reference in [document["jobPayload"], document["eventPayload"]] {
+                let path = try #require(reference as? String)
+                let data = try Data(contentsOf: docs.appendingPathComponent(path))
+                #expect(try JSONSerialization.jsonObject(with: data) is [String: Any], "\(path) parses")
+            }
+            let schema = try #require(try JSONSerialization.jsonObject(
+                with: Data(contentsOf: docs.appendingPathComponent("schemas/job.schema.json"))) as? [String: Any])
+            #expect((schema["required"] as? [String])?.sorted() == ["amount", "applePayToken", "jobId", "merchantId", "orderReference"])
+        }
+
+        /// examples/publish_job.py publishes a token minted by the sandbox PKI: the message carries the contract's
+        /// properties (seen through a second queue bound like the decrypt queue) and becomes a decrypted payment.
+        @Test func pikaExamplePublishesAJobTheDecryptWorkerAccepts() throws {
+            let harness = try DecryptHarness()
+            let tap = "contract-tap-\(UUID().uuidString.prefix(8))"
+            let connection = try TestServices.amqp()
+            defer {
+                _ = try? connection.deleteQueue(tap)
+                connection.close()
+            }
+            try connection.declareQueue(AMQPQueue(name: tap, durable: false, arguments: ["x-expires": .int(120_000)]))
+            try connection.bind(AMQPBinding(queue: tap, exchange: PipelineTopology.jobsExchange, routingKey: PipelineTopology.jobRoutingKey))
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+
+            let token = try Self.temporaryFile(try harness.token())
+            defer { try? FileManager.default.removeItem(at: token) }
+            let jobId = "contract-py-\(UUID().uuidString.prefix(8))"
+            let output = try Self.python([
+                Self.packageRoot.appendingPathComponent("examples/publish_job.py").path,
+                "--token", token.path, "--job-id", jobId, "--merchant-id", SandboxEnvironment.merchantId,
+                "--order-reference", "order-\(jobId)", "--amount", "1099", "--currency", "GBP",
+                "--amqp-url", TestServices.amqpURL,
+            ])
+            #expect(output.status == 0, "\(output.text)")
+            #expect(output.text.contains(#""confirmed": true"#), "\(output.text)")
+
+            let copy = try #require(try connection.get(queue: tap), "the job reached a queue bound to paypipe.jobs/payment.requested")
+            try connection.ack(deliveryTag: copy.deliveryTag)
+            #expect(copy.properties.contentType == "application/json")
+            #expect(copy.properties.messageId == jobId)
+            #expect(copy.properties.persistent)
+            #expect(copy.exchange == PipelineTopology.jobsExchange)
+            #expect(copy.routingKey == PipelineTopology.jobRoutingKey)
+            if case .success(let job) = Result(catching: { () throws(PaymentJob.DecodingError) in try PaymentJob.decode(copy.body) }) {
+                #expect(job.jobId == jobId)
+                #expect(job.amount.value == 1099)
+            } else {
+                Issue.record("the published body is not a valid job")
+            }
+
+            try TestServices.eventually("payment decrypted") { try harness.outcome(jobId)?.status == "decrypted" }
+            #expect(try harness.base.depth(Stage.decrypt.deadLetterQueueName) == 0)
+        }
+
+        /// A job dead-lettered by the worker (unknown merchant) and one dead-lettered by the broker (x-death only)
+        /// are listed, stay put while listed, and once the merchant exists `paypipe dlq replay decrypt` moves both
+        /// back to paypipe.jobs, where they become decrypted payments and leave the DLQ empty.
+        @Test func dlqReplayMovesDeadLettersBackToTheirOrigin() throws {
+            try #require(FileManager.default.isExecutableFile(atPath: Self.paypipe), "build paypipe first: \(Self.paypipe)")
+            let harness = try DecryptHarness()
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+            let dlq = Stage.decrypt.deadLetterQueueName
+            let merchant = "late-merchant"
+            let workerDead = "dlq-worker-\(UUID().uuidString.prefix(8))"
+            let brokerDead = "dlq-broker-\(UUID().uuidString.prefix(8))"
+
+            let jobFile = try Self.temporaryFile(try harness.job(workerDead, token: harness.token(), merchantId: merchant))
+            defer { try? FileManager.default.removeItem(at: jobFile) }
+            let published = try Self.python([Self.packageRoot.appendingPathComponent("examples/publish_job.py").path,
+                                             "--job", jobFile.path, "--amqp-url", TestServices.amqpURL])
+            try #require(published.status == 0, "\(published.text)")
+            try TestServices.eventually("dead-lettered") { try harness.base.depth(dlq) == 1 }
+            let connection = try TestServices.amqp()
+            defer { connection.close() }
+            var properties = AMQPProperties(contentType: "application/json", messageId: brokerDead)
+            properties.headers["x-death"] = .array([.table([
+                "exchange": .string(PipelineTopology.jobsExchange), "routing-keys": .array([.string(PipelineTopology.jobRoutingKey)]),
+                "queue": .string(Stage.decrypt.queueName), "reason": .string("delivery_limit"), "count": .int(1),
+            ])])
+            try connection.publish(AMQPOutboundMessage(
+                exchange: "", routingKey: dlq, body: try harness.job(brokerDead, token: harness.token(), merchantId: merchant),
+                properties: properties))
+            try TestServices.eventually("two dead letters") { try harness.base.depth(dlq) == 2 }
+
+            let list = try ChildProcess.runCapturingOutput(Self.paypipe, ["dlq", "list", "decrypt"], environment: Self.serviceEnvironment)
+            #expect(list.status == 0, "\(list.text)")
+            #expect(list.text.contains("\(dlq): 2 messages"), "\(list.text)")
+            #expect(list.text.contains("\(workerDead)\tunknown_merchant"), "\(list.text)")
+            #expect(list.text.contains("\(brokerDead)\tdelivery_limit"), "\(list.text)")
+            try TestServices.eventually("listing requeued both") { try harness.base.depth(dlq) == 2 }
+
+            var document = harness.sandbox.merchantDocument()
+            document.id = merchant
+            let database = try TestServices.database()
+            defer { database.close() }
+            try MerchantStore(vault: harness.vault).apply(document, baseDirectory: URL(fileURLWithPath: harness.sandbox.directory), on: database)
+
+            let replay = try ChildProcess.runCapturingOutput(Self.paypipe, ["dlq", "replay", "decrypt"], environment: Self.serviceEnvironment)
+            #expect(replay.status == 0, "\(replay.text)")
+            #expect(replay.text.contains("replayed 2 messages from \(dlq)"), "\(replay.text)")
+            try TestServices.eventually("both decrypted") {
+                try harness.outcome(workerDead)?.status == "decrypted" && harness.outcome(brokerDead)?.status == "decrypted"
+            }
+            #expect(try harness.base.depth(dlq) == 0)
+
+            let usage = try ChildProcess.runCapturingOutput(Self.paypipe, ["dlq", "replay", "nowhere"], environment: Self.serviceEnvironment)
+            #expect(usage.status == 64, "\(usage.text)")
+        }
+    }
+}
