@@ -170,5 +170,79 @@ extension Integration {
             let usage = try ChildProcess.runCapturingOutput(Self.paypipe, ["dlq", "replay", "nowhere"], environment: Self.serviceEnvironment)
             #expect(usage.status == 64, "\(usage.text)")
         }
+        /// The four real worker processes, the gateway simulator and the webhook receiver (as scripts/demo runs them)
+        /// take 20 sample jobs: every attributable job reaches the terminal status its kind implies, with exactly one
+        /// verified webhook and one results-exchange event per payment; the two unattributable ones are dead-lettered.
+        @Test func sampleJobsFlowThroughAllFourWorkerProcesses() throws {
+            let stack = try PipelineProcesses()
+            defer {
+                stack.stop()
+                stack.removeFiles()
+            }
+            let connection = try TestServices.amqp()
+            let results = "contract-results-\(UUID().uuidString.prefix(8))"
+            defer {
+                _ = try? connection.deleteQueue(results)
+                connection.close()
+            }
+            try connection.declareQueue(AMQPQueue(name: results, durable: false, arguments: ["x-expires": .int(300_000)]))
+            try connection.bind(AMQPBinding(queue: results, exchange: PipelineTopology.resultsExchange, routingKey: "#"))
+
+            let prefix = "e2e-\(UUID().uuidString.prefix(8))"
+            let published = try stack.paypipe(["job", "publish", "--sample", "20", "--prefix", prefix, "--sandbox-dir", stack.sandboxDirectory])
+            var kinds: [String: String] = [:]
+            for line in published.split(separator: "\n") where line.hasPrefix("{") {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+                kinds[try #require(object["jobId"])] = object["kind"]
+            }
+            let expected: [String: String] = kinds.compactMapValues { kind in
+                switch SampleJobFactory.Kind(rawValue: kind) {
+                case .valid?, .validRSA?: "authorized"
+                case .declined?: "declined"
+                case .amountMismatch?, .invalidJob?, .replayedToken?: "failed"
+                default: nil
+                }
+            }
+            try #require(kinds.count == 20 && expected.count == 18, "\(published)")
+
+            func firstWebhooks() -> [[String: Any]] { stack.verifiedWebhooks().filter { ($0["duplicate"] as? Bool) != true } }
+            try TestServices.eventually(timeout: 120, "18 events and 18 webhooks") {
+                try Int(connection.queueDeclarePassive(results).messages) >= expected.count && firstWebhooks().count >= expected.count
+            }
+            Thread.sleep(forTimeInterval: 1)   // anything extra (a duplicate) would arrive now
+
+            let database = try TestServices.database()
+            defer { database.close() }
+            var paymentIds: [String: String] = [:]   // payment id (lowercase) -> job id
+            for row in try database.query("SELECT id, job_id, status FROM payments WHERE job_id LIKE $1", [prefix + "-%"]) {
+                let jobId = try row.decode("job_id", as: String.self)
+                #expect(try row.decode("status", as: String.self) == expected[jobId], "\(jobId) (\(kinds[jobId] ?? "?"))")
+                paymentIds[try row.decode("id", as: UUID.self).uuidString.lowercased()] = jobId
+            }
+            #expect(Set(paymentIds.values) == Set(expected.keys))
+
+            var events: [String: Int] = [:]
+            while let delivery = try connection.get(queue: results) {
+                try connection.ack(deliveryTag: delivery.deliveryTag)
+                let event = try #require(try JSONSerialization.jsonObject(with: Data(delivery.body)) as? [String: Any])
+                let data = try #require(event["data"] as? [String: Any])
+                let paymentId = try #require(data["paymentId"] as? String).lowercased()
+                events[paymentId, default: 0] += 1
+                #expect(delivery.routingKey == "payment." + (expected[paymentIds[paymentId] ?? ""] ?? "?"))
+                #expect(delivery.properties.messageId == data["id"] as? String)
+            }
+            #expect(events.count == expected.count && events.values.allSatisfy { $0 == 1 }, "\(events)")
+            #expect(Set(events.keys) == Set(paymentIds.keys))
+
+            var webhooks: [String: Set<String>] = [:]
+            for line in stack.verifiedWebhooks() {
+                let paymentId = (line["paymentId"] as? String ?? "").lowercased()
+                webhooks[paymentId, default: []].insert(line["webhookId"] as? String ?? "")
+            }
+            #expect(Set(webhooks.keys) == Set(paymentIds.keys))
+            #expect(webhooks.values.allSatisfy { $0.count == 1 }, "one webhook id per payment: \(webhooks)")
+            #expect(firstWebhooks().count == expected.count)
+            #expect(try Int(connection.queueDeclarePassive(Stage.decrypt.deadLetterQueueName).messages) == 2)
+        }
     }
 }
