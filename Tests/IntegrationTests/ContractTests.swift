@@ -70,9 +70,11 @@ extension Integration {
             #expect((schema["required"] as? [String])?.sorted() == ["amount", "applePayToken", "jobId", "merchantId", "orderReference"])
         }
 
-        /// examples/publish_job.py publishes a token minted by the sandbox PKI: the message carries the contract's
-        /// properties (seen through a second queue bound like the decrypt queue) and becomes a decrypted payment.
-        @Test func pikaExamplePublishesAJobTheDecryptWorkerAccepts() throws {
+        /// Each example publisher (pika from a token file, Swift from a job file) publishes a token minted by the
+        /// sandbox PKI: the message carries the contract's properties (seen through a second queue bound like the
+        /// decrypt queue) and becomes a decrypted payment.
+        @Test(arguments: ["examples/publish_job.py", ".build/debug/publish-job-example"])
+        func examplePublisherPublishesAJobTheDecryptWorkerAccepts(_ example: String) throws {
             let harness = try DecryptHarness()
             let tap = "contract-tap-\(UUID().uuidString.prefix(8))"
             let connection = try TestServices.amqp()
@@ -85,17 +87,25 @@ extension Integration {
             let runtime = try harness.startedRuntime()
             defer { runtime.stopAndWait() }
 
-            let token = try Self.temporaryFile(try harness.token())
-            defer { try? FileManager.default.removeItem(at: token) }
-            let jobId = "contract-py-\(UUID().uuidString.prefix(8))"
-            let output = try Self.python([
-                Self.packageRoot.appendingPathComponent("examples/publish_job.py").path,
-                "--token", token.path, "--job-id", jobId, "--merchant-id", SandboxEnvironment.merchantId,
-                "--order-reference", "order-\(jobId)", "--amount", "1099", "--currency", "GBP",
-                "--amqp-url", TestServices.amqpURL,
-            ])
+            let jobId = "contract-\(UUID().uuidString.prefix(8))"
+            let path = Self.packageRoot.appendingPathComponent(example).path
+            let output: ChildProcess.Output
+            if example.hasSuffix(".py") {
+                let token = try Self.temporaryFile(try harness.token())
+                defer { try? FileManager.default.removeItem(at: token) }
+                output = try Self.python([
+                    path, "--token", token.path, "--job-id", jobId, "--merchant-id", SandboxEnvironment.merchantId,
+                    "--order-reference", "order-\(jobId)", "--amount", "1099", "--currency", "GBP",
+                    "--amqp-url", TestServices.amqpURL,
+                ])
+            } else {
+                try #require(FileManager.default.isExecutableFile(atPath: path), "build first (swift build): \(path)")
+                let job = try Self.temporaryFile(try harness.job(jobId, token: harness.token()))
+                defer { try? FileManager.default.removeItem(at: job) }
+                output = try ChildProcess.runCapturingOutput(path, [job.path, "--amqp-url", TestServices.amqpURL])
+            }
             #expect(output.status == 0, "\(output.text)")
-            #expect(output.text.contains(#""confirmed": true"#), "\(output.text)")
+            #expect(output.text.contains("\"jobId\"") && output.text.contains("true"), "\(output.text)")
 
             let copy = try #require(try connection.get(queue: tap), "the job reached a queue bound to paypipe.jobs/payment.requested")
             try connection.ack(deliveryTag: copy.deliveryTag)
