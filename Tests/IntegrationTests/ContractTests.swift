@@ -125,6 +125,48 @@ extension Integration {
             #expect(try harness.base.depth(Stage.decrypt.deadLetterQueueName) == 0)
         }
 
+        /// Published with the pika example, the documented edge cases land where docs/asyncapi.yaml says: a
+        /// duplicate makes no second payment, the same jobId with other content and a message over 256 KiB are
+        /// dead-lettered (`idempotency_conflict`, `message_too_large`), an invalid job is a failed payment.
+        @Test func documentedEdgeCasesLandWhereTheContractSays() throws {
+            let harness = try DecryptHarness()
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+            let suffix = UUID().uuidString.prefix(8)
+            let token = try JSONSerialization.jsonObject(with: Data(try harness.token()))
+            func job(_ jobId: String, _ changes: [String: Any] = [:]) -> [String: Any] {
+                ["jobId": jobId, "merchantId": SandboxEnvironment.merchantId, "orderReference": "order-1",
+                 "amount": ["value": 1099, "currency": "GBP"], "applePayToken": token].merging(changes) { $1 }
+            }
+            func publish(_ object: [String: Any]) throws {
+                let file = try Self.temporaryFile(Array(try JSONSerialization.data(withJSONObject: object)))
+                defer { try? FileManager.default.removeItem(at: file) }
+                let output = try Self.python([Self.packageRoot.appendingPathComponent("examples/publish_job.py").path,
+                                              "--job", file.path, "--amqp-url", TestServices.amqpURL])
+                try #require(output.status == 0, "\(output.text)")
+            }
+            let original = "edge-\(suffix)"
+            try publish(job(original, ["unknownField": "ignored"]))
+            try TestServices.eventually("decrypted") { try harness.outcome(original)?.status == "decrypted" }
+            try publish(job(original, ["unknownField": "still ignored"]))                  // same contract content
+            try publish(job(original, ["orderReference": "order-2"]))                      // same id, other content
+            try publish(job("edge-big-\(suffix)", ["padding": String(repeating: "x", count: 270_000)]))
+            try publish(job("edge-invalid-\(suffix)", ["orderReference": String(repeating: "r", count: 65)]))
+
+            let dlq = Stage.decrypt.deadLetterQueueName
+            try TestServices.eventually("two dead letters and the invalid job failed") {
+                try harness.base.depth(dlq) == 2 && harness.outcome("edge-invalid-\(suffix)")?.status == "failed"
+            }
+            let codes = try harness.base.drain(dlq).compactMap { $0.properties.headers[DeliveryRouter.Header.errorCode]?.stringValue }
+            #expect(codes.sorted() == ["idempotency_conflict", "message_too_large"])
+            #expect(try harness.outcome("edge-invalid-\(suffix)")?.code == "invalid_job")
+            #expect(try harness.outcome("edge-big-\(suffix)") == nil)
+            #expect(try harness.outcome(original)?.status == "decrypted", "the first payment is untouched")
+            let database = try TestServices.database()
+            defer { database.close() }
+            #expect(try database.query("SELECT 1 FROM payments WHERE job_id = $1", [original]).count == 1)
+        }
+
         /// A job dead-lettered by the worker (unknown merchant) and one dead-lettered by the broker (x-death only)
         /// are listed, stay put while listed, and once the merchant exists `paypipe dlq replay decrypt` moves both
         /// back to paypipe.jobs, where they become decrypted payments and leave the DLQ empty.
