@@ -73,6 +73,9 @@ enum DLQCommand: CLICommand {
             default:
                 throw CommandArguments.UsageError(description: "unknown dlq action '\(action)'")
             }
+        } catch let error as CommandArguments.UsageError {
+            printError("paypipe: \(error)\n\n\(usage)")
+            return ExitCode.usage
         } catch {
             return OperatorContext.report(error)
         }
