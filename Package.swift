@@ -63,6 +63,7 @@ let package = Package(
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
         .executableTarget(name: "jwt-bench", dependencies: ["JWT"]),
+        .executableTarget(name: "publish-job-example", dependencies: ["AMQP"], path: "examples/PublishJob"),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),

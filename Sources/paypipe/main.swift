@@ -13,5 +13,6 @@ let commands: [any CLICommand.Type] = [
     StatsCommand.self,
     JWTCommand.self,
     WebhooksCommand.self,
+    DLQCommand.self,
 ]
 exit(CLI.dispatch(Array(CommandLine.arguments.dropFirst()), commands: commands))

@@ -1,0 +1,113 @@
+import Foundation
+import Pipeline
+
+/// The whole sandbox stack as real processes, the way scripts/demo runs it: a fresh sandbox (PKI, data key,
+/// merchant) whose gateway is a `paypipe-gateway-sim` and whose webhook is a `paypipe-webhook-receiver` on free
+/// ports, and the four stage workers, all from `.build/debug` (`swift build` first). `stop()` sends SIGTERM to
+/// each and waits, so the workers' graceful shutdown is exercised too.
+final class PipelineProcesses {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let binaries = packageRoot.appendingPathComponent(".build/debug")
+    static let workers = ["paypipe-decrypt", "paypipe-authorize", "paypipe-submit", "paypipe-notify"]
+
+    let directory: URL
+    let sandboxDirectory: String
+    let environment: [String: String]
+    var receiverLog: String { directory.appendingPathComponent("webhook-receiver.log").path }
+    private var children: [ChildProcess] = []
+
+    static func binary(_ name: String) -> String { binaries.appendingPathComponent(name).path }
+
+    /// Runs `paypipe ARGS` with the stack's environment; throws unless it exits 0.
+    @discardableResult
+    func paypipe(_ arguments: [String]) throws -> String {
+        let output = try ChildProcess.runCapturingOutput(Self.binary("paypipe"), arguments, environment: environment)
+        guard output.status == 0 else {
+            throw TestFailure("paypipe \(arguments.joined(separator: " ")) exited \(output.status): \(output.text)")
+        }
+        return output.text
+    }
+
+    /// Resets the shared broker and database, creates the sandbox and merchant, starts every process.
+    init() throws {
+        for name in ["paypipe", "paypipe-gateway-sim", "paypipe-webhook-receiver"] + Self.workers
+        where !FileManager.default.isExecutableFile(atPath: Self.binary(name)) {
+            throw TestFailure("build first (swift build): \(Self.binary(name)) is missing")
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        sandboxDirectory = directory.appendingPathComponent("sandbox").path
+        let gatewayPort = Int.random(in: 21_000...29_999)
+        let receiverPort = gatewayPort + 10_000
+        environment = [
+            "PAYPIPE_ENV": "sandbox",
+            "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
+            "PAYPIPE_SANDBOX_DIR": sandboxDirectory,
+            "PAYPIPE_DATA_KEY_FILE": sandboxDirectory + "/data.key",
+            "PAYPIPE_APPLEPAY_TRUST_ROOT": sandboxDirectory + "/pki/root.cert.pem",
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1",
+            "PAYPIPE_GATEWAY_TIMEOUT": "3s", "PAYPIPE_RECONCILE_GRACE": "2s",
+            "PAYPIPE_SIM_PORT": String(gatewayPort), "PAYPIPE_RECEIVER_PORT": String(receiverPort),
+        ]
+        try TestServices.resetDatabase()
+        try TestServices.resetBroker(retrySchedule: try WorkerConfiguration(stage: nil, environment: EnvironmentReader(environment)).retrySchedule)
+        try paypipe(["sandbox", "init", "--dir", sandboxDirectory,
+                     "--gateway-url", "http://127.0.0.1:\(gatewayPort)",
+                     "--webhook-url", "http://127.0.0.1:\(receiverPort)/webhooks"])
+        try paypipe(["merchant", "apply", "--file", sandboxDirectory + "/merchant.json"])
+        let services = try Self.servicesEnvironment(sandboxDirectory + "/services.env")
+        do {
+            try start("paypipe-gateway-sim", extra: services)
+            try start("paypipe-webhook-receiver", extra: services, log: receiverLog)
+            for worker in Self.workers { try start(worker) }
+            try TestServices.eventually(timeout: 30, "receiver listening") {
+                (try? String(contentsOfFile: receiverLog, encoding: .utf8))?.contains("receiver_listening") == true
+            }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    private func start(_ name: String, extra: [String: String] = [:], log: String? = nil) throws {
+        let logPath = log ?? directory.appendingPathComponent("\(name).log").path
+        children.append(try ChildProcess.spawn(Self.binary(name), [], environment: environment.merging(extra) { $1 }, logPath: logPath))
+    }
+
+    /// SIGTERM to every process, then waits for each; idempotent. Keeps the logs for a failing test to read.
+    func stop() {
+        for child in children { child.signal(SIGTERM) }
+        for child in children { child.wait() }
+        children = []
+    }
+
+    func removeFiles() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// `KEY='value'` lines as `paypipe sandbox init` writes them.
+    static func servicesEnvironment(_ path: String) throws -> [String: String] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") where line.contains("=") && !line.hasPrefix("#") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            var value = String(parts.count > 1 ? parts[1] : "")
+            if value.count >= 2, value.hasPrefix("'"), value.hasSuffix("'") { value = String(value.dropFirst().dropLast()) }
+            values[String(parts[0])] = value
+        }
+        return values
+    }
+
+    /// The receiver's `webhook_verified` log lines, as JSON objects.
+    func verifiedWebhooks() -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: receiverLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.contains("webhook_verified") }.compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+}
