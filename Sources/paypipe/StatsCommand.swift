@@ -11,7 +11,8 @@ enum StatsCommand: CLICommand {
         usage: paypipe stats [--job-prefix PREFIX] [--since DURATION] [--json]
           Queues: messages ready and consumers of every stage, retry and dead-letter queue.
           Payments (optionally only jobs whose id starts with PREFIX, or created within DURATION):
-          counts by status and error code, by stage, and p50/p95/p99 of first receipt → notified (stage done).
+          counts by status and error code, by stage, p50/p95/p99 of first receipt → notified (stage done),
+          and the last minute's rates of received and finished payments.
         """
 
     struct Report: Encodable {
@@ -22,6 +23,8 @@ enum StatsCommand: CLICommand {
         /// Payments per stage; `done` = notified, out of every queue.
         let stages: [String: Int64]
         let latencyMilliseconds: [String: Double]
+        /// Per second over the last minute: jobs received, payments finished (notified).
+        let recentRates: [String: Double]
     }
 
     static func run(arguments raw: [String]) -> Int32 {
@@ -32,7 +35,8 @@ enum StatsCommand: CLICommand {
                 queues: try queues(configuration),
                 payments: try payments(arguments),
                 stages: try stages(arguments),
-                latencyMilliseconds: try latency(arguments))
+                latencyMilliseconds: try latency(arguments),
+                recentRates: try recentRates(arguments))
             if arguments.flag("--json") {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -89,6 +93,20 @@ enum StatsCommand: CLICommand {
         return result
     }
 
+    static func recentRates(_ arguments: CommandArguments) throws -> [String: Double] {
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let (condition, bindings) = try filter(arguments)
+        let row = try connection.query(
+            """
+            SELECT count(*) FILTER (WHERE first_received_at > now() - interval '1 minute')::bigint AS received,
+                   count(*) FILTER (WHERE stage = 'done' AND updated_at > now() - interval '1 minute')::bigint AS finished
+            FROM payments WHERE \(condition)
+            """, bindings)[0]
+        return ["receivedPerSecond": Double(try row.decode("received", as: Int64.self)) / 60,
+                "finishedPerSecond": Double(try row.decode("finished", as: Int64.self)) / 60]
+    }
+
     /// End-to-end latency of notified payments: first receipt by the decrypt stage → marked done by notify.
     static func latency(_ arguments: CommandArguments) throws -> [String: Double] {
         let connection = try OperatorContext.database()
@@ -122,6 +140,8 @@ enum StatsCommand: CLICommand {
         lines += ["", "STAGES: " + (stages.isEmpty ? "no payments" : stages)]
         let latency = ["p50", "p95", "p99"].compactMap { key in report.latencyMilliseconds[key].map { "\(key) \(String(format: "%.1f", $0)) ms" } }
         lines += ["LATENCY (first receipt → notified): " + (latency.isEmpty ? "no notified payments" : latency.joined(separator: ", "))]
+        lines += [String(format: "RATES (last minute): %.2f received/s, %.2f finished/s",
+                         report.recentRates["receivedPerSecond"] ?? 0, report.recentRates["finishedPerSecond"] ?? 0)]
         return lines.joined(separator: "\n")
     }
 }
