@@ -161,12 +161,7 @@ struct NotifyHarness {
     func drain(_ queue: String) throws -> [AMQPDelivery] {
         let connection = try amqp()
         defer { connection.close() }
-        var deliveries: [AMQPDelivery] = []
-        while let delivery = try connection.get(queue: queue) {
-            try connection.ack(deliveryTag: delivery.deliveryTag)
-            deliveries.append(delivery)
-        }
-        return deliveries
+        return try connection.drain(queue)
     }
 
     /// Waits until the payment's stage is `done`.

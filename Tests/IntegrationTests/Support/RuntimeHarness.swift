@@ -90,12 +90,7 @@ struct RuntimeHarness {
     func drain(_ queue: String) throws -> [AMQPDelivery] {
         let connection = try TestServices.amqp()
         defer { connection.close() }
-        var deliveries: [AMQPDelivery] = []
-        while let delivery = try connection.get(queue: queue) {
-            try connection.ack(deliveryTag: delivery.deliveryTag)
-            deliveries.append(delivery)
-        }
-        return deliveries
+        return try connection.drain(queue)
     }
 
     func depth(_ queue: String) throws -> Int {
@@ -110,5 +105,17 @@ extension StageRuntime {
     func stopAndWait() {
         requestStop()
         waitUntilStopped()
+    }
+}
+
+extension AMQPConnection {
+    /// Takes every message of `queue` with basic.get, acking each, and returns them.
+    func drain(_ queue: String) throws -> [AMQPDelivery] {
+        var deliveries: [AMQPDelivery] = []
+        while let delivery = try get(queue: queue) {
+            try ack(deliveryTag: delivery.deliveryTag)
+            deliveries.append(delivery)
+        }
+        return deliveries
     }
 }
