@@ -19,10 +19,10 @@ final class AMQPConnectionSupervisor {
     private var attempt = 0
     private var nextAttempt = ContinuousClock.now
 
-    init(configuration: AMQPConfiguration, wakeup: AMQPWakeup, onEvent: @escaping @Sendable (AMQPEvent) -> Void) {
-        self.configuration = configuration
-        self.wakeup = wakeup
-        self.onEvent = onEvent
+    init(core: some AMQPOwnerCore) {
+        configuration = core.configuration
+        wakeup = core.wakeup
+        onEvent = core.onEvent
     }
 
     /// Connects if the backoff delay has passed. `prepare` sets the fresh connection up (topology,

@@ -3,7 +3,7 @@ import Synchronization
 
 /// State shared between the `AMQPConsumer` facade (any thread) and its owner thread: the buffer of
 /// received deliveries, the queue of settlements, and stop/shutdown requests.
-final class AMQPConsumerCore: Sendable {
+final class AMQPConsumerCore: AMQPOwnerCore {
     let configuration: AMQPConfiguration
     let topology: AMQPTopology
     let queue: String

@@ -17,8 +17,7 @@ final class AMQPConsumerWorker {
 
     init(core: AMQPConsumerCore) {
         self.core = core
-        supervisor = AMQPConnectionSupervisor(configuration: core.configuration, wakeup: core.wakeup,
-                                              onEvent: core.onEvent)
+        supervisor = AMQPConnectionSupervisor(core: core)
     }
 
     func run() {

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// State shared between the `AMQPPublisher` facade (any thread) and its owner thread.
-final class AMQPPublisherCore: Sendable {
+final class AMQPPublisherCore: AMQPOwnerCore {
     let configuration: AMQPConfiguration
     let topology: AMQPTopology
     let onEvent: @Sendable (AMQPEvent) -> Void

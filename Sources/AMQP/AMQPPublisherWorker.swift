@@ -19,8 +19,7 @@ final class AMQPPublisherWorker {
 
     init(core: AMQPPublisherCore) {
         self.core = core
-        supervisor = AMQPConnectionSupervisor(configuration: core.configuration, wakeup: core.wakeup,
-                                              onEvent: core.onEvent)
+        supervisor = AMQPConnectionSupervisor(core: core)
     }
 
     func run() {
