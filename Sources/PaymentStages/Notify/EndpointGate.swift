@@ -22,8 +22,7 @@ public final class EndpointGate: Sendable {
 
     private struct EndpointState {
         var inFlight = 0
-        var consecutiveFailures = 0
-        var openUntil: Date?
+        var circuit = CircuitState()
     }
 
     public enum Acquisition: Sendable, Equatable {
@@ -50,11 +49,9 @@ public final class EndpointGate: Sendable {
             let verdict: Acquisition? = endpoints.withLock { states in
                 var state = states[endpoint] ?? EndpointState()
                 defer { states[endpoint] = state }
-                if let openUntil = state.openUntil {
-                    if now < openUntil { return .rejected("circuit_open") }
-                    // Half-open: a single probe at a time.
-                    guard state.inFlight == 0 else { return .rejected("circuit_open") }
-                }
+                if state.circuit.isOpen(at: now) { return .rejected("circuit_open") }
+                // Half-open: a single probe at a time.
+                if state.circuit.isHalfOpen(at: now), state.inFlight > 0 { return .rejected("circuit_open") }
                 guard state.inFlight < maxConcurrent else { return nil }
                 state.inFlight += 1
                 return .acquired(endpoint)
@@ -71,15 +68,9 @@ public final class EndpointGate: Sendable {
         endpoints.withLock { states in
             var state = states[endpoint] ?? EndpointState()
             state.inFlight = max(0, state.inFlight - 1)
-            if succeeded {
-                state.consecutiveFailures = 0
-                state.openUntil = nil
-            } else {
-                state.consecutiveFailures += 1
-                var openFor: Double = state.consecutiveFailures >= failureThreshold ? openSeconds : 0
-                if let pause, pause > 0 { openFor = max(openFor, min(pause, maxPauseSeconds)) }
-                if openFor > 0 { state.openUntil = now.addingTimeInterval(openFor) }
-            }
+            state.circuit.record(
+                healthy: succeeded, failureThreshold: failureThreshold, openSeconds: openSeconds,
+                pause: pause.map { min($0, maxPauseSeconds) }, now: now)
             states[endpoint] = state
         }
     }

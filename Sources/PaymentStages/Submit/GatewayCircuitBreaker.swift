@@ -15,12 +15,7 @@ public final class GatewayCircuitBreaker: Sendable {
     public let failureThreshold: Int
     public let openSeconds: Double
 
-    private struct Circuit {
-        var consecutiveFailures = 0
-        var openUntil: Date?
-    }
-
-    private let circuits = Mutex<[String: Circuit]>([:])
+    private let circuits = Mutex<[String: CircuitState]>([:])
 
     public init(failureThreshold: Int = 5, openSeconds: Double = 30) {
         self.failureThreshold = max(1, failureThreshold)
@@ -29,25 +24,14 @@ public final class GatewayCircuitBreaker: Sendable {
 
     /// Whether a request to `endpoint` may be sent now (closed, or half-open after the cool-down).
     public func permits(_ endpoint: String, now: Date = Date()) -> Bool {
-        circuits.withLock { circuits in
-            guard let openUntil = circuits[endpoint]?.openUntil else { return true }
-            return now >= openUntil
-        }
+        circuits.withLock { !($0[endpoint]?.isOpen(at: now) ?? false) }
     }
 
     /// Reports how a request to `endpoint` went.
     public func record(_ endpoint: String, healthy: Bool, now: Date = Date()) {
-        circuits.withLock { circuits in
-            var circuit = circuits[endpoint, default: Circuit()]
-            if healthy {
-                circuit = Circuit()
-            } else {
-                circuit.consecutiveFailures += 1
-                if circuit.consecutiveFailures >= failureThreshold || circuit.openUntil != nil {
-                    circuit.openUntil = now.addingTimeInterval(openSeconds)
-                }
-            }
-            circuits[endpoint] = circuit
+        circuits.withLock {
+            $0[endpoint, default: CircuitState()].record(
+                healthy: healthy, failureThreshold: failureThreshold, openSeconds: openSeconds, now: now)
         }
     }
 
