@@ -1,0 +1,107 @@
+# One local PayPipe stack, shared by scripts/demo, scripts/bench and scripts/chaos (source it; bash only).
+#
+#   stack_init [debug|release]   builds, exports the sandbox environment (PAYPIPE_*), sets $BIN and $STACK_LOGS
+#   stack_setup                  migrate, sandbox PKI + data key + merchant document, merchant apply
+#   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
+#   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
+#   stack_start_worker STAGE INSTANCE [VAR=value …]   paypipe-STAGE, logs to $STACK_LOGS/STAGE-INSTANCE.log
+#   stack_kill NAME [SIGNAL]     signals one process started here (names: simulator, receiver, STAGE-INSTANCE)
+#   stack_wait_healthy           waits for every worker's /healthz
+#   stack_stop_all               SIGTERM to everything started here, then waits
+#
+# Ports come from one base so several stacks can share a machine (PAYPIPE_PORT_BASE, default 9100):
+# worker STAGE/INSTANCE serves metrics on base + 10*INSTANCE + (1 decrypt, 2 authorize, 3 submit, 4 notify);
+# the simulator listens on base + 80 and the receiver on base + 90 (9180 and 9190 by default, the sandbox
+# merchant's gateway and webhook URLs).
+# The RabbitMQ and PostgreSQL ports are scripts/services' (PAYPIPE_AMQP_PORT, PAYPIPE_PG_PORT).
+
+STACK_STAGES=(decrypt authorize submit notify)
+declare -gA STACK_PIDS=()
+
+stack_stage_index() {
+    case "$1" in decrypt) echo 1;; authorize) echo 2;; submit) echo 3;; notify) echo 4;;
+        *) echo "unknown stage '$1'" >&2; return 2;; esac
+}
+
+stack_init() {
+    local configuration="${1:-debug}"
+    STACK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+    STACK_VAR="${PAYPIPE_VAR_DIR:-$STACK_ROOT/var}"
+    STACK_LOGS="${STACK_LOGS:-$STACK_VAR/logs}"
+    STACK_PORT_BASE="${PAYPIPE_PORT_BASE:-9100}"
+    mkdir -p "$STACK_LOGS"
+    echo "== building ($configuration)"
+    (cd "$STACK_ROOT" && swift build -c "$configuration" 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
+    BIN="$(cd "$STACK_ROOT" && swift build -c "$configuration" --show-bin-path)"
+    export PAYPIPE_ENV=sandbox
+    export PAYPIPE_AMQP_URL="amqp://guest:guest@127.0.0.1:${PAYPIPE_AMQP_PORT:-5672}/%2f"
+    export PAYPIPE_DATABASE_URL="postgresql://postgres@127.0.0.1:${PAYPIPE_PG_PORT:-5432}/${PAYPIPE_DATABASE_NAME:-paypipe}"
+    export PAYPIPE_SANDBOX_DIR="$STACK_VAR/sandbox"
+    export PAYPIPE_DATA_KEY_FILE="$PAYPIPE_SANDBOX_DIR/data.key"
+    export PAYPIPE_APPLEPAY_TRUST_ROOT="$PAYPIPE_SANDBOX_DIR/pki/root.cert.pem"
+}
+
+stack_simulator_url() { echo "http://127.0.0.1:$((STACK_PORT_BASE + 80))"; }
+stack_receiver_url() { echo "http://127.0.0.1:$((STACK_PORT_BASE + 90))/webhooks"; }
+
+stack_setup() {
+    echo "== migrate, sandbox PKI, merchant"
+    "$BIN/paypipe" migrate
+    "$BIN/paypipe" sandbox init --gateway-url "$(stack_simulator_url)" --webhook-url "$(stack_receiver_url)" >/dev/null
+    "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/merchant.json" >/dev/null
+    echo "   merchant sandbox-merchant applied (paypipe merchant show sandbox-merchant)"
+}
+
+# stack_spawn NAME LOGFILE [VAR=value …] -- COMMAND …: starts one process in the background, remembered by name.
+stack_spawn() {
+    local name="$1" log="$2"; shift 2
+    local assignments=()
+    while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do assignments+=("$1"); shift; done
+    shift
+    (set -a; [ -f "$PAYPIPE_SANDBOX_DIR/services.env" ] && . "$PAYPIPE_SANDBOX_DIR/services.env"; set +a
+     exec env "${assignments[@]}" "$@") >>"$log" 2>&1 &
+    STACK_PIDS[$name]=$!
+}
+
+stack_start_simulator() {
+    stack_spawn simulator "$STACK_LOGS/gateway-sim.log" PAYPIPE_SIM_PORT=$((STACK_PORT_BASE + 80)) "$@" -- "$BIN/paypipe-gateway-sim"
+}
+
+stack_start_receiver() {
+    stack_spawn receiver "$STACK_LOGS/webhook-receiver.log" PAYPIPE_RECEIVER_PORT=$((STACK_PORT_BASE + 90)) "$@" -- "$BIN/paypipe-webhook-receiver"
+}
+
+stack_metrics_port() { echo $((STACK_PORT_BASE + 10 * $2 + $(stack_stage_index "$1"))); }
+
+stack_start_worker() {
+    local stage="$1" instance="$2"; shift 2
+    stack_spawn "$stage-$instance" "$STACK_LOGS/$stage-$instance.log" \
+        PAYPIPE_METRICS_PORT="$(stack_metrics_port "$stage" "$instance")" "$@" -- "$BIN/paypipe-$stage"
+}
+
+stack_kill() {
+    local pid="${STACK_PIDS[$1]:-}"
+    [ -n "$pid" ] || return 0
+    kill "-${2:-TERM}" "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    unset "STACK_PIDS[$1]"
+}
+
+stack_wait_healthy() {
+    local name stage instance
+    for name in "${!STACK_PIDS[@]}"; do
+        case "$name" in simulator|receiver) continue;; esac
+        stage="${name%-*}"; instance="${name##*-}"
+        for _ in $(seq 1 100); do
+            "$BIN/paypipe" healthcheck "http://127.0.0.1:$(stack_metrics_port "$stage" "$instance")/healthz" >/dev/null 2>&1 && break
+            sleep 0.2
+        done
+    done
+}
+
+stack_stop_all() {
+    local name
+    for name in "${!STACK_PIDS[@]}"; do kill -TERM "${STACK_PIDS[$name]}" 2>/dev/null || true; done
+    for name in "${!STACK_PIDS[@]}"; do wait "${STACK_PIDS[$name]}" 2>/dev/null || true; done
+    STACK_PIDS=()
+}
