@@ -12,7 +12,8 @@ enum MerchantCommand: CLICommand {
                paypipe merchant show ID
           apply  validates the document (identities parsed, certificate and key must match) and upserts it;
                  secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
-                 Relative file paths in the document are resolved against the document's folder.
+                 Relative file paths in the document are resolved against the document's folder; outside
+                 PAYPIPE_ENV=sandbox a privateKeyFile must be private to this user (chmod 600).
           Workers pick changes up within PAYPIPE_MERCHANT_CACHE_TTL (5s). Output never contains secrets.
         """
 
@@ -38,7 +39,8 @@ enum MerchantCommand: CLICommand {
                     return ExitCode.dataError
                 }
                 let base = URL(fileURLWithPath: path).deletingLastPathComponent()
-                let merchant = try store.apply(document, baseDirectory: base, on: connection)
+                let deployment = try environment.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
+                let merchant = try store.apply(document, baseDirectory: base, deployment: deployment, on: connection)
                 print(try summary(merchant))
             case "list":
                 for id in try store.listIds(on: connection) { print(id) }

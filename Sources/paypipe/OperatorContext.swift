@@ -5,8 +5,10 @@ import Postgres
 
 /// Connections and error reporting shared by the operator commands.
 enum OperatorContext {
+    /// Outside sandbox the URL must be set and pass ``ConnectionSecurityPolicy``, as for the workers.
     static func database(_ environment: EnvironmentReader = EnvironmentReader()) throws -> PostgresConnection {
-        let url = environment.string("PAYPIPE_DATABASE_URL", default: WorkerConfiguration.defaultDatabaseURL)
+        let deployment = try environment.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
+        let url = try ConnectionSecurityPolicy.databaseURL(environment, deployment: deployment)
         return try PostgresConnection(configuration: try PostgresConfiguration(url: url))
     }
 

@@ -13,7 +13,7 @@ extension Integration {
             .deletingLastPathComponent().deletingLastPathComponent()
         static let paypipe = packageRoot.appendingPathComponent(".build/debug/paypipe").path
         static var serviceEnvironment: [String: String] {
-            ["PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL]
+            ["PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL]
         }
 
         /// Runs `python3 ARGS` from PATH (whichever python3 the developer has, as the example expects).

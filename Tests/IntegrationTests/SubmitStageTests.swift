@@ -236,7 +236,7 @@ extension Integration {
         // Two refused connections open the circuit for 2 s: further retries park without calling.
         let stage = harness.makeStage(circuitFailures: 2, circuitOpen: 2)
         let configuration = try WorkerConfiguration(stage: .submit, environment: EnvironmentReader([
-            "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": harness.authorize.databaseURL,
+            "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": harness.authorize.databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms,600ms",
             "PAYPIPE_MAX_RETRIES": "30", "PAYPIPE_PREFETCH": "10", "PAYPIPE_BATCH_SIZE": "5",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",

@@ -120,10 +120,10 @@ import Testing
     }
 
     @Test func notifyWorkerDefaultsToTheWebhookSchedule() throws {
-        let defaulted = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader([:])))
+        let defaulted = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader(["PAYPIPE_ENV": "sandbox"])))
         #expect(defaulted.retrySchedule.delays == [5, 300, 1800, 7200, 18000, 36000])
         #expect(defaulted.retrySchedule.queueName(stage: .notify, tier: 0) == "paypipe.notify.retry.5s")
-        let explicit = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader(["PAYPIPE_RETRY_DELAYS": "300ms"])))
+        let explicit = try WorkerConfiguration(stage: .notify, environment: NotifyStage.workerEnvironment(EnvironmentReader(["PAYPIPE_ENV": "sandbox", "PAYPIPE_RETRY_DELAYS": "300ms"])))
         #expect(explicit.retrySchedule.delays == [0.3])
     }
 }

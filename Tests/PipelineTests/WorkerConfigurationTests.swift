@@ -2,11 +2,18 @@ import Testing
 @testable import Pipeline
 
 @Suite struct WorkerConfigurationTests {
+    /// Outside sandbox there are no URL defaults (``ConnectionSecurityPolicy``), so the documented defaults are
+    /// checked in sandbox and production's own default separately.
     @Test func defaultsAreDocumented() throws {
-        let configuration = try WorkerConfiguration(stage: .authorize, environment: EnvironmentReader([:]))
+        let configuration = try WorkerConfiguration(stage: .authorize, environment: EnvironmentReader(["PAYPIPE_ENV": "sandbox"]))
         #expect(configuration.amqpURL == "amqp://guest:guest@127.0.0.1:5672/%2f")
         #expect(configuration.databaseURL == "postgresql://postgres@127.0.0.1:5432/paypipe")
-        #expect(configuration.environment == .production)
+        #expect(configuration.insecureTransportAllowed == false)
+        let production = try WorkerConfiguration(stage: .authorize, environment: EnvironmentReader([
+            "PAYPIPE_AMQP_URL": "amqp://paypipe:s3cret@127.0.0.1:5672/%2f",
+            "PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@127.0.0.1:5432/paypipe",
+        ]))
+        #expect(production.environment == .production, "production is the default PAYPIPE_ENV")
         #expect(configuration.logLevel == .info)
         #expect(configuration.prefetch == 100)
         #expect(configuration.metricsPort == 9102)

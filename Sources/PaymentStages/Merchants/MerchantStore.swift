@@ -32,17 +32,21 @@ public struct MerchantStore: Sendable {
     }
 
     /// Validates and upserts a document. Identities are parsed here (certificate, key, their match),
-    /// so a broken document is refused at apply time rather than failing payments later.
+    /// so a broken document is refused at apply time rather than failing payments later. Outside sandbox a
+    /// `privateKeyFile` must be private to the applying user (``SecretFile``), like every secret file.
     @discardableResult
-    public func apply(_ document: MerchantDocument, baseDirectory: URL?, on connection: PostgresConnection) throws -> Merchant {
+    public func apply(_ document: MerchantDocument, baseDirectory: URL?, deployment: DeploymentEnvironment = .production,
+                      on connection: PostgresConnection) throws -> Merchant {
         guard document.id.wholeMatch(of: /[A-Za-z0-9._-]{1,64}/) != nil else {
             throw MerchantError.invalidDocument("id must be 1-64 characters [A-Za-z0-9._-]")
         }
         var summaries: [MerchantConfig.IdentitySummary] = []
         var privateKeys: [String] = []
         for (index, identity) in document.identities.enumerated() {
-            let certificate = try Self.pem(identity.certificatePem, file: identity.certificateFile, base: baseDirectory, what: "identities[\(index)] certificate")
-            let key = try Self.pem(identity.privateKeyPem, file: identity.privateKeyFile, base: baseDirectory, what: "identities[\(index)] private key")
+            let certificate = try Self.pem(identity.certificatePem, file: identity.certificateFile, base: baseDirectory,
+                                           what: "identities[\(index)] certificate", secret: nil)
+            let key = try Self.pem(identity.privateKeyPem, file: identity.privateKeyFile, base: baseDirectory,
+                                   what: "identities[\(index)] private key", secret: deployment)
             let parsed: MerchantIdentity
             do {
                 parsed = try MerchantIdentity(certificatePEM: certificate, privateKeyPEM: key)
@@ -112,10 +116,12 @@ public struct MerchantStore: Sendable {
         try connection.query("SELECT updated_at FROM merchants WHERE id = $1", [id]).first?.decode("updated_at", as: Date.self)
     }
 
-    private static func pem(_ inline: String?, file: String?, base: URL?, what: String) throws -> String {
+    /// An inline PEM or the file's text; `secret` is the deployment whose secret-file rule applies to the file.
+    private static func pem(_ inline: String?, file: String?, base: URL?, what: String, secret: DeploymentEnvironment?) throws -> String {
         if let inline { return inline }
         guard let file else { throw MerchantError.invalidDocument("\(what): give a PEM inline or a file") }
         let url = file.hasPrefix("/") ? URL(fileURLWithPath: file) : (base ?? URL(fileURLWithPath: ".")).appendingPathComponent(file)
+        if let secret { try SecretFile.requirePrivate(url.path, variable: "\(what) (privateKeyFile)", deployment: secret) }
         guard let text = try? String(contentsOf: url, encoding: .utf8) else {
             throw MerchantError.invalidDocument("\(what): cannot read \(url.path)")
         }

@@ -26,7 +26,11 @@ public struct WorkerConfiguration: Sendable {
     public var stuckAfterSeconds: Double
     /// How often the reconciler looks; 0 disables it in this process.
     public var reconcileIntervalSeconds: Double
+    /// `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` outside sandbox: plain transport to remote hosts was allowed
+    /// (``ConnectionSecurityPolicy`` rule 4), which the launcher logs as a warning.
+    public var insecureTransportAllowed: Bool
 
+    /// Sandbox defaults only: outside sandbox both URLs must be set (``ConnectionSecurityPolicy``).
     public static let defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
     public static let defaultDatabaseURL = "postgresql://postgres@127.0.0.1:5432/paypipe"
 
@@ -70,6 +74,7 @@ public struct WorkerConfiguration: Sendable {
         }
         try Self.validateURL(amqpURL, variable: "PAYPIPE_AMQP_URL", schemes: ["amqp", "amqps"])
         try Self.validateURL(databaseURL, variable: "PAYPIPE_DATABASE_URL", schemes: ["postgresql", "postgres"])
+        insecureTransportAllowed = try ConnectionSecurityPolicy.enforce(reader, deployment: environment)
     }
 
     /// Cheap early check so a typo fails at start-up with the variable's name; the client modules parse fully.

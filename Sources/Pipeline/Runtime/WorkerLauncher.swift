@@ -18,12 +18,19 @@ public enum WorkerLauncher {
         }
         let logger = Logger(component: stage.rawValue, threshold: configuration.logLevel)
             .with([("pid", .int(Int(ProcessInfo.processInfo.processIdentifier)))])
+        if configuration.insecureTransportAllowed {
+            logger.warning("insecure_transport_allowed", [("variable", .string(ConnectionSecurityPolicy.allowInsecureTransportVariable))])
+        }
         let signals = ShutdownSignal()
         let runtime: StageRuntime<Handler>
         do {
             let handler = try makeHandler(configuration, logger)
             runtime = try StageRuntime(handler: handler, configuration: configuration, logger: logger)
             try runtime.start()
+        } catch let error as ConfigurationError {
+            // Stage settings and secret files (data key, permissions) are configuration too: same event, same exit.
+            logger.error("configuration_invalid", [("error", .string(error.description))])
+            exit(78)
         } catch {
             logger.error("startup_failed", [("error", .string(String(describing: error)))])
             exit(69)

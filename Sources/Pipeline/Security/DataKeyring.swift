@@ -15,25 +15,33 @@ public struct DataKeyring: Sendable {
         ([current] + previous).first { $0.id == id }
     }
 
-    /// Reads `PAYPIPE_DATA_KEY` (base64 of 32 bytes) or `PAYPIPE_DATA_KEY_FILE` (a file holding that),
-    /// plus optional `PAYPIPE_DATA_KEY_PREVIOUS` (comma-separated). Outside sandbox a key file must not
-    /// be readable by group or others.
+    /// Reads `PAYPIPE_DATA_KEY` (base64 of 32 bytes) or `PAYPIPE_DATA_KEY_FILE` (a file holding that), plus the
+    /// optional older keys of a rotation: `PAYPIPE_DATA_KEY_PREVIOUS` (comma-separated) and/or
+    /// `PAYPIPE_DATA_KEY_PREVIOUS_FILE` (a file with one key per line or comma-separated). Outside sandbox both
+    /// files must be private to the worker's user (``FilePermissions``), or the worker refuses to start.
     public static func load(_ environment: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> DataKeyring {
         let current: DataKey
         if let inline = environment.raw("PAYPIPE_DATA_KEY") {
             current = try DataKey(base64: inline, variable: "PAYPIPE_DATA_KEY")
         } else if let path = environment.raw("PAYPIPE_DATA_KEY_FILE") {
-            if deployment == .production { try FilePermissions.requirePrivate(path, variable: "PAYPIPE_DATA_KEY_FILE") }
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError(variable: "PAYPIPE_DATA_KEY_FILE", problem: "cannot read \(path)")
-            }
+            let text = try SecretFile.read(path, variable: "PAYPIPE_DATA_KEY_FILE", deployment: deployment)
             current = try DataKey(base64: text, variable: "PAYPIPE_DATA_KEY_FILE")
         } else {
             throw ConfigurationError(variable: "PAYPIPE_DATA_KEY", problem: "is required (or PAYPIPE_DATA_KEY_FILE): base64 of 32 random bytes, e.g. `openssl rand -base64 32`")
         }
-        let previous = try (environment.raw("PAYPIPE_DATA_KEY_PREVIOUS") ?? "")
-            .split(separator: ",")
-            .map { text throws(ConfigurationError) in try DataKey(base64: String(text), variable: "PAYPIPE_DATA_KEY_PREVIOUS") }
+        var previous = try keys(environment.raw("PAYPIPE_DATA_KEY_PREVIOUS") ?? "", variable: "PAYPIPE_DATA_KEY_PREVIOUS")
+        if let path = environment.raw("PAYPIPE_DATA_KEY_PREVIOUS_FILE") {
+            let text = try SecretFile.read(path, variable: "PAYPIPE_DATA_KEY_PREVIOUS_FILE", deployment: deployment)
+            previous += try keys(text, variable: "PAYPIPE_DATA_KEY_PREVIOUS_FILE")
+        }
         return DataKeyring(current: current, previous: previous)
+    }
+
+    /// Base64 keys separated by commas or newlines; blank entries are ignored.
+    private static func keys(_ text: String, variable: String) throws(ConfigurationError) -> [DataKey] {
+        try text.split(whereSeparator: { $0 == "," || $0.isNewline })
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+            .map { text throws(ConfigurationError) in try DataKey(base64: text, variable: variable) }
     }
 }

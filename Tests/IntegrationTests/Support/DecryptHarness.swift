@@ -25,7 +25,7 @@ struct DecryptHarness {
 
     func makeRuntime() throws -> StageRuntime<DecryptStage> {
         let configuration = try WorkerConfiguration(stage: .decrypt, environment: EnvironmentReader([
-            "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
+            "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_RECONCILE_INTERVAL": "0",
         ]))

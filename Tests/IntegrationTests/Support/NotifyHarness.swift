@@ -39,7 +39,7 @@ struct NotifyHarness {
         _ = try Migrator(migrations: PayPipeSchema.migrations, lockKey: PayPipeSchema.migrationLockKey).apply(on: connection)
 
         configuration = try WorkerConfiguration(stage: .notify, environment: EnvironmentReader([
-            "PAYPIPE_AMQP_URL": amqpURL, "PAYPIPE_DATABASE_URL": databaseURL,
+            "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": amqpURL, "PAYPIPE_DATABASE_URL": databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_CONCURRENCY": String(concurrency), "PAYPIPE_BATCH_SIZE": "5",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",

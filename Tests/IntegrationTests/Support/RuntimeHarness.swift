@@ -13,7 +13,7 @@ struct RuntimeHarness {
 
     init(extra: [String: String] = [:]) throws {
         configuration = try WorkerConfiguration(stage: .authorize, environment: EnvironmentReader([
-            "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
+            "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_MAX_RETRIES": "2", "PAYPIPE_PREFETCH": "50", "PAYPIPE_BATCH_SIZE": "20",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
