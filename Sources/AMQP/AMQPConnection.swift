@@ -381,6 +381,11 @@ public final class AMQPConnection {
         var timeout = Self.timeval(seconds: configuration.connectTimeoutSeconds)
         let status = amqp_socket_open_noblock(socket, configuration.host, Int32(configuration.port), &timeout)
         guard status == AMQP_STATUS_OK.rawValue else {
+            if let tls = configuration.tls, (_AMQP_STATUS_SSL_NEXT_VALUE.rawValue + 1...AMQP_STATUS_SSL_ERROR.rawValue).contains(status) {
+                // rabbitmq-c's texts ("SSL peer cert verification failed") do not say what to check; this does.
+                throw .connectionFailed(
+                    "TLS handshake with \(configuration.host):\(configuration.port) failed: \(Self.statusText(status)); the broker's certificate must chain to a CA in \(tls.caCertificatePath ?? AMQPTLSOptions.systemCACertificatePath) (cacertfile) and name the host \(configuration.host)")
+            }
             throw .connectionFailed("cannot connect to \(configuration.host):\(configuration.port): \(Self.statusText(status))")
         }
         Self.tuneSocket(amqp_get_sockfd(state))
