@@ -13,7 +13,8 @@ enum MerchantCommand: CLICommand {
           apply  validates the document (identities parsed, certificate and key must match) and upserts it;
                  secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
                  Relative file paths in the document are resolved against the document's folder; outside
-                 PAYPIPE_ENV=sandbox a privateKeyFile must be private to this user (chmod 600).
+                 PAYPIPE_ENV=sandbox every privateKeyFile, and the document itself when it holds secrets, must be
+                 private to this user (chmod 600).
           Workers pick changes up within PAYPIPE_MERCHANT_CACHE_TTL (5s). Output never contains secrets.
         """
 
@@ -40,6 +41,9 @@ enum MerchantCommand: CLICommand {
                 }
                 let base = URL(fileURLWithPath: path).deletingLastPathComponent()
                 let deployment = try environment.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
+                if document.containsInlineSecrets {
+                    try SecretFile.requirePrivate(path, variable: "--file (holds secrets)", deployment: deployment)
+                }
                 let merchant = try store.apply(document, baseDirectory: base, deployment: deployment, on: connection)
                 print(try summary(merchant))
             case "list":

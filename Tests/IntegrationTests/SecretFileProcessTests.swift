@@ -1,8 +1,10 @@
 import Foundation
+import PaymentStages
+import Pipeline
 import Testing
 
 extension Integration {
-/// The real `paypipe-decrypt` outside sandbox refuses a data key file that others can read: exit 78 (EX_CONFIG)
+/// Secret files outside sandbox. The real `paypipe-decrypt` refuses a data key file that others can read: exit 78 (EX_CONFIG)
 /// before it connects to anything, with one log line naming the variable, the file, its mode and the fix.
 @Suite struct SecretFileProcessTests {
     @Test func readableDataKeyFileStopsAProductionWorker() throws {
@@ -39,6 +41,57 @@ extension Integration {
         accepted.signal(SIGTERM)
         accepted.wait()
         #expect(!log().contains("PAYPIPE_DATA_KEY_FILE"), "\(log())")
+    }
+
+    /// `paypipe merchant apply` (through ``MerchantStore``) reads merchant private keys from files: outside sandbox
+    /// a readable key file is refused before anything is written, naming the identity, the file and the fix.
+    @Test func merchantPrivateKeyFilesMustBePrivateOutsideSandbox() throws {
+        try TestServices.resetDatabase()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("merchant-keys-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sandbox = try SandboxEnvironment.open(directory: directory)
+        let vault = DataVault(keyring: try DataKeyring.load(EnvironmentReader(["PAYPIPE_DATA_KEY_FILE": sandbox.dataKeyPath]), deployment: .sandbox))
+        let document = sandbox.merchantDocument()
+        let keyPath = directory + "/" + (try #require(document.identities.first?.privateKeyFile))
+        let database = try TestServices.database()
+        defer { database.close() }
+        let store = MerchantStore(vault: vault)
+        let base = URL(fileURLWithPath: directory)
+
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyPath)
+        let error = #expect(throws: ConfigurationError.self) { try store.apply(document, baseDirectory: base, deployment: .production, on: database) }
+        #expect(error?.variable.contains("identities[0] private key") == true)
+        #expect(error?.problem.contains("\(keyPath) has mode 0644") == true)
+        #expect(error?.problem.contains("chmod 600") == true)
+        #expect(try store.listIds(on: database).isEmpty, "nothing applied")
+        try store.apply(document, baseDirectory: base, deployment: .sandbox, on: database)
+
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
+        try store.apply(document, baseDirectory: base, deployment: .production, on: database)
+        #expect(document.containsInlineSecrets, "the sandbox document holds JWT and webhook secrets, so `merchant apply` checks it too")
+    }
+
+    /// The CLI as an operator runs it in production (TLS database URL with the non-default user): a merchant
+    /// document holding secrets must itself be private. Exit 78 with the fix; applied once it is 0600.
+    @Test func merchantApplyRefusesAReadableDocumentWithSecrets() throws {
+        try TestServices.resetDatabase()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("merchant-doc-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sandbox = try SandboxEnvironment.open(directory: directory)
+        let environment = [
+            "PAYPIPE_ENV": "production", "PAYPIPE_DATABASE_URL": try TestServices.databaseTLSURL(),
+            "PAYPIPE_DATA_KEY_FILE": sandbox.dataKeyPath,
+        ]
+        let paypipe = WorkerProcessTests.binaryDirectory + "/paypipe"
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: sandbox.merchantDocumentPath)
+        let refused = try ChildProcess.runCapturingOutput(paypipe, ["merchant", "apply", "--file", sandbox.merchantDocumentPath], environment: environment)
+        #expect(refused.status == 78, "\(refused.text)")
+        #expect(refused.text.contains("\(sandbox.merchantDocumentPath) has mode 0644"), "\(refused.text)")
+        #expect(refused.text.contains("chmod 600"), "\(refused.text)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: sandbox.merchantDocumentPath)
+        let applied = try ChildProcess.runCapturingOutput(paypipe, ["merchant", "apply", "--file", sandbox.merchantDocumentPath], environment: environment)
+        #expect(applied.status == 0, "\(applied.text)")
+        #expect(applied.text.contains(SandboxEnvironment.merchantId), "\(applied.text)")
     }
 }
 }

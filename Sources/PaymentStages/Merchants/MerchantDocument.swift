@@ -49,6 +49,13 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         public var previousSecrets: [String]?
     }
 
+    /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which
+    /// makes the document file a secret file (``SecretFile``) rather than only the key files it names.
+    public var containsInlineSecrets: Bool {
+        gateway?.jwtSecret != nil || webhook?.secret != nil || !(webhook?.previousSecrets ?? []).isEmpty
+            || identities.contains { $0.privateKeyPem != nil }
+    }
+
     public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?) {
         self.id = id
         self.appleMerchantIdentifier = appleMerchantIdentifier
