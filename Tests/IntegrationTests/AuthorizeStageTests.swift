@@ -164,6 +164,7 @@ extension Integration {
             #expect(payment.errorMessage?.contains(Self.pan) == false)
             #expect(try harness.requestRow(id) == nil, "\(code): nothing is stored for a failed payment")
             #expect(try harness.events(id) == ["decrypted→failed by pipeline"])
+            #expect(try harness.cardDataHeld(id) == false, "\(code): card data is shredded when the payment fails")
         }
     }
 

@@ -33,6 +33,40 @@ extension Integration {
         // The status column refuses values outside the state machine.
         #expect(throws: PostgresError.self) { try connection.query("UPDATE payments SET status = 'paid' WHERE id = $1", [id]) }
     }
+
+    /// Whatever ends a payment, its card data and stored gateway request are shredded in the same transaction.
+    @Test func aTerminalStatusShredsCardDataInTheSameTransaction() throws {
+        try TestServices.resetDatabase()
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
+        let id = UUID()
+        try connection.query(
+            "INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at) VALUES ($1, 'm1', 'j2', $2, 'decrypted', 'authorize', now())",
+            [id, [UInt8(2)]])
+        try connection.query("INSERT INTO card_data (payment_id, key_id, nonce, ciphertext) VALUES ($1, 'k', $2, $3)", [id, [UInt8(1)], [UInt8(2)]])
+        try connection.query(
+            "INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext) VALUES ($1, 'o', '{AUTH}', 'k', $2, $3)",
+            [id, [UInt8(1)], [UInt8(2)]])
+        /// Rows still holding ciphertext, card data and gateway request together.
+        func held() throws -> Int64 {
+            let rows = try connection.query(
+                """
+                SELECT (SELECT count(*) FROM card_data WHERE payment_id = $1 AND ciphertext IS NOT NULL)
+                     + (SELECT count(*) FROM gateway_requests WHERE payment_id = $1 AND ciphertext IS NOT NULL) AS n
+                """, [id])
+            return try #require(rows.first).decode("n", as: Int64.self)
+        }
+        let store = PaymentStore()
+        #expect(try store.transition(id, from: .decrypted, to: .prepared, actor: "test", on: connection) == .applied)
+        #expect(try held() == 2, "a non-terminal transition keeps the card data")
+        try connection.simpleQuery("BEGIN")
+        #expect(try store.transition(id, from: .prepared, to: .failed, actor: "test", errorCode: "x", on: connection) == .applied)
+        try connection.simpleQuery("ROLLBACK")
+        #expect(try held() == 2, "a rolled-back terminal transition keeps the card data")
+        #expect(try store.transition(id, from: .prepared, to: .failed, actor: "test", errorCode: "x", on: connection) == .applied)
+        #expect(try held() == 0)
+    }
 }
 }
 

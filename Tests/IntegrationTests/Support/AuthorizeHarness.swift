@@ -151,6 +151,13 @@ struct AuthorizeHarness {
                 try row.decode("ciphertext", as: [UInt8].self))
     }
 
+    /// Whether the payment's card data is still held (a `card_data` row with ciphertext).
+    func cardDataHeld(_ id: UUID) throws -> Bool {
+        let database = try database()
+        defer { database.close() }
+        return try !database.query("SELECT 1 FROM card_data WHERE payment_id = $1 AND ciphertext IS NOT NULL", [id]).isEmpty
+    }
+
     func storedRequest(_ id: UUID) throws -> GatewayRequest? {
         let database = try database()
         defer { database.close() }
