@@ -45,7 +45,7 @@ struct PaypipeFuzz {
         return 0
     }
 
-    /// Prints `<outcome>\t<path>` per file; exit status 1 if any oracle failed.
+    /// Prints `<outcome>\t<path>\t<detail>` per file; exit status 1 if any oracle failed.
     static func replay(_ paths: [String]) -> Int32 {
         var files: [String] = []
         for path in paths {
@@ -66,7 +66,7 @@ struct PaypipeFuzz {
             guard let data = FileManager.default.contents(atPath: file) else { continue }
             let outcome = FuzzHarness.run(Array(data))
             failed = failed || outcome.isOracleFailure
-            print("\(outcome.code)\t\(file)")
+            print("\(outcome.code)\t\(file)\t\(outcome.detail)")
         }
         return failed ? 1 : 0
     }
