@@ -29,6 +29,9 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // Header only: the prototype of the toolchain libFuzzer's LLVMFuzzerRunDriver. Nothing links libFuzzer
+        // except scripts/fuzz (docs/fuzzing.md), which builds paypipe-fuzz with -DPAYPIPE_FUZZ.
+        .systemLibrary(name: "CLibFuzzer"),
         .target(
             name: "CPayPipeShim",
             dependencies: ["CRabbitMQ", "COpenSSL", "CCurl", "CMicroHTTPD"]
@@ -51,6 +54,9 @@ let package = Package(
         // MARK: Stage implementations (domain work of each stage, on the runtime)
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP"]),
 
+        // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
+        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON"]),
+
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
@@ -63,6 +69,8 @@ let package = Package(
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
         .executableTarget(name: "jwt-bench", dependencies: ["JWT"]),
+        .executableTarget(name: "paypipe-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"]),
+        .executableTarget(name: "paypipe-fuzz-seed", dependencies: ["FuzzTargets", "PaymentStages", "ApplePay", "Crypto", "Pipeline"]),
         .executableTarget(name: "publish-job-example", dependencies: ["AMQP"], path: "examples/PublishJob"),
 
         // MARK: Tests
@@ -76,5 +84,6 @@ let package = Package(
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"]),
     ]
 )

@@ -50,7 +50,7 @@ public struct MerchantIdentity: Sendable {
 
     /// Parses the extension value as a DER string (UTF8String, or IA5/PrintableString for robustness) of 64 hex
     /// characters and decodes it, instead of slicing a fixed 2-byte header off.
-    static func merchantIdentifierHash(of certificate: Certificate) throws(ApplePayError) -> [UInt8] {
+    public static func merchantIdentifierHash(of certificate: Certificate) throws(ApplePayError) -> [UInt8] {
         guard let value = certificate.extensionValue(ApplePayOID.merchantIdentifier) else {
             throw .merchantIdentityInvalid("merchant certificate lacks the merchant identifier extension 1.2.840.113635.100.6.32")
         }

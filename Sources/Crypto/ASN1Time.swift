@@ -91,6 +91,10 @@ public struct ASN1Time: Hashable, Sendable, Comparable {
         if (1950...2049).contains(year) {
             return DERWriter.element(tag: ASN1Tag.utcTime, content: Array((two(year % 100) + tail).utf8))
         }
-        return DERWriter.element(tag: ASN1Tag.generalizedTime, content: Array((String(year) + tail).utf8))
+        // GeneralizedTime's year is always four digits: years 0–999 (which `init(generalizedTime:)` reads) must be
+        // zero-padded or the encoding would not parse back (found by the fuzz harness's round-trip check).
+        let yearDigits = String(year)
+        let paddedYear = String(repeating: "0", count: max(0, 4 - yearDigits.count)) + yearDigits
+        return DERWriter.element(tag: ASN1Tag.generalizedTime, content: Array((paddedYear + tail).utf8))
     }
 }

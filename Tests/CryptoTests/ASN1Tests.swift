@@ -54,4 +54,12 @@ import Testing
         #expect(throws: CryptoError.self) { try DERReader.parse(DERWriter.element(tag: ASN1Tag.utcTime, content: Array("211301000000Z".utf8))).time() }
         #expect(throws: CryptoError.self) { try DERReader.parse(DERWriter.element(tag: ASN1Tag.utcTime, content: Array("2109011903Z".utf8))).time() }
     }
+
+    /// Found by the fuzz harness: years below 1000 were written with fewer than four digits.
+    @Test(arguments: ["00000101000000Z", "00991231235959Z", "09991231235959Z", "99991231235959Z"])
+    func generalizedTimesOfAnyYearRoundTrip(_ text: String) throws {
+        let time = try DERReader.parse(DERWriter.element(tag: ASN1Tag.generalizedTime, content: Array(text.utf8))).time()
+        #expect(time.derEncoded == DERWriter.element(tag: ASN1Tag.generalizedTime, content: Array(text.utf8)))
+        #expect(try DERReader.parse(time.derEncoded).time() == time)
+    }
 }
