@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Pipeline
 
 /// The whole sandbox stack as real processes, the way scripts/demo runs it: a fresh sandbox (PKI, data key,
@@ -41,8 +44,8 @@ final class PipelineProcesses {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         sandboxDirectory = directory.appendingPathComponent("sandbox").path
-        let gatewayPort = Int.random(in: 21_000...29_999)
-        receiverPort = gatewayPort + 10_000
+        let gatewayPort = try Self.freePort()
+        receiverPort = try Self.freePort()
         environment = [
             "PAYPIPE_ENV": "sandbox",
             "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
@@ -121,6 +124,24 @@ final class PipelineProcesses {
 
     func removeFiles() {
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A loopback port the kernel just handed out (bind to port 0, read it, close): unlike a random pick, it is not
+    /// in use by another listener or an outgoing connection, and the kernel does not hand it out again right away.
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestFailure("socket() failed: \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw TestFailure("bind() to an ephemeral port failed: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// `KEY='value'` lines as `paypipe sandbox init` writes them.
