@@ -13,8 +13,10 @@ extension Integration {
     /// authorized; the decrypt worker must be the same process at the end, healthy, with nothing left in any stage queue.
     ///
     /// Three rounds: (1) the static and minted cases, (2) replays of round-1 tokens once those payments exist,
-    /// (3) webhook URLs aimed at private addresses, after `paypipe-notify` is restarted in production mode (where the
-    /// SSRF guard refuses them; in sandbox mode it allows loopback, which rounds 1-2 use to verify every webhook).
+    /// (3) webhook URLs aimed at private addresses, after `paypipe-notify` is restarted with
+    /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE=0` — the production default, set explicitly because production mode also demands
+    /// broker and database credentials the test services lack — where the SSRF guard refuses them (in sandbox mode it
+    /// allows loopback, which rounds 1-2 use to verify every webhook).
     @Suite struct BadInputCorpusTests {
         typealias Case = BadInputCorpus.Case
 
@@ -181,9 +183,9 @@ extension Integration {
             Self.settle("round 2 settled", jobIds: attributable(replays) + round2.goods, deadLetters: deadLetters.count, connection: connection)
             let verifiedBeforeRound3 = stack.verifiedWebhooks().count
 
-            // Round 3: notify as in production (PAYPIPE_ENV=production: private targets refused by default).
-            try stack.restart("paypipe-notify", extra: ["PAYPIPE_ENV": "production"])
-            try TestServices.eventually(timeout: 20, "notify restarted in production mode") {
+            // Round 3: notify with private targets refused, as production has it by default.
+            try stack.restart("paypipe-notify", extra: ["PAYPIPE_WEBHOOK_ALLOW_PRIVATE": "0"])
+            try TestServices.eventually(timeout: 20, "notify restarted refusing private targets") {
                 let log = (try? String(contentsOfFile: stack.logPath("paypipe-notify"), encoding: .utf8)) ?? ""
                 return log.contains("\"allowPrivateTargets\":false")
             }
@@ -279,7 +281,7 @@ extension Integration {
                 }
             }
             #expect(Set(deadLettered.keys) == Set(deadLetters.map(\.id)), "nothing else was dead-lettered")
-            #expect(stack.verifiedWebhooks().count == verifiedBeforeRound3, "no webhook was sent in production mode")
+            #expect(stack.verifiedWebhooks().count == verifiedBeforeRound3, "no webhook was sent to a private target")
             let receiverLog = (try? String(contentsOfFile: stack.receiverLog, encoding: .utf8)) ?? ""
             #expect(!receiverLog.contains("webhook_rejected"))
 

@@ -189,7 +189,7 @@ dyn("token-replayed", "replayed token", "replay", "failed", "token_replayed", "t
 C = "message size"
 dyn("message-too-large", C, "oversized", "dlq", "message_too_large", "PAYPIPE_MAX_MESSAGE_BYTES + 1 bytes (valid job, padded)")
 dyn("message-at-limit", C, "atLimit", "processed", "", "exactly PAYPIPE_MAX_MESSAGE_BYTES bytes: processed", status="authorized")
-C = "webhook URL aimed at a private address (notify in production mode)"
+C = "webhook URL aimed at a private address (notify with PAYPIPE_WEBHOOK_ALLOW_PRIVATE=0, the production default)"
 for cid, url, note in [
     ("webhook-private-loopback", "http://127.0.0.1:{receiverPort}/webhooks", "the sandbox receiver itself: proves no request is made"),
     ("webhook-private-localhost", "http://localhost:{receiverPort}/webhooks", "a name resolving to loopback"),
