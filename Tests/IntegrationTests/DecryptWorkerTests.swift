@@ -40,15 +40,15 @@ extension Integration {
 
     @Test func eachBadTokenFailsItsPaymentWithItsCode() throws {
         let harness = try DecryptHarness()
-        let foreign = try SandboxPKI.generate()
+        func defective(_ defect: TokenDefect) throws -> [UInt8] { try harness.token { defect.apply(to: &$0, sandbox: harness.sandbox) } }
         let cases: [(jobId: String, code: String, token: [UInt8])] = [
-            ("bad-signature", "signature_invalid", try harness.token { $0.corruptSignature = true }),
-            ("foreign-root", "certificate_invalid", try harness.token { $0.signer = foreign.ecLeaf; $0.embeddedCertificates = [foreign.ecLeaf.certificate, foreign.intermediate.certificate] }),
-            ("stale", "signing_time_out_of_range", try harness.token { $0.signingTime = Date().addingTimeInterval(-3600) }),
-            ("future", "signing_time_out_of_range", try harness.token { $0.signingTime = Date().addingTimeInterval(3600) }),
-            ("other-merchant", "unknown_merchant_key", try harness.token { $0.merchant = try? harness.sandbox.pki.merchant("merchant.other", keyType: .ec) }),
-            ("bad-ciphertext", "decryption_failed", try harness.token { $0.corruptCiphertext = true }),
-            ("bad-payload", "payload_invalid", try harness.token { $0.plaintextOverride = Array("{\"not\":\"payment data\"}".utf8) }),
+            ("bad-signature", "signature_invalid", try defective(.corruptSignature)),
+            ("foreign-root", "certificate_invalid", try defective(.foreignRoot)),
+            ("stale", "signing_time_out_of_range", try defective(.staleSigningTime)),
+            ("future", "signing_time_out_of_range", try defective(.futureSigningTime)),
+            ("other-merchant", "unknown_merchant_key", try defective(.otherMerchantKey)),
+            ("bad-ciphertext", "decryption_failed", try defective(.corruptCiphertext)),
+            ("bad-payload", "payload_invalid", try defective(.invalidPayload)),
             ("bad-base64", "malformed_token", Array(#"{"version":"EC_v1","data":"!!!","signature":"???","header":{"ephemeralPublicKey":"x","publicKeyHash":"y","transactionId":"zz"}}"#.utf8)),
             ("bad-version", "unsupported_version", Array(String(decoding: try harness.token(), as: UTF8.self).replacingOccurrences(of: "EC_v1", with: "EC_v9").utf8)),
             ("amount", "amount_mismatch", try harness.token(amount: 1000)),

@@ -75,6 +75,13 @@ import Testing
         (#"{"applePayToken": 5}"#, "applePayToken"),
         (#"{"notifyUrl": "ftp://x"}"#, "notifyUrl"),
         (#"{"metadata": {"n": 1}}"#, "metadata"),
+        (#"{"orderReference": "e\#(String(repeating: "\u{301}", count: 64))"}"#, "orderReference"),   // 1 grapheme, 65 scalars
+        (#"{"orderReference": "order\u00001"}"#, "orderReference"),
+        (#"{"orderReference": "order\n1"}"#, "orderReference"),
+        (#"{"notifyUrl": "http://"}"#, "notifyUrl"),
+        (#"{"notifyUrl": "https:shop.example"}"#, "notifyUrl"),
+        (#"{"metadata": {"cart": "4\u00002"}}"#, "metadata"),
+        (#"{"metadata": {"ca\u0000rt": "42"}}"#, "metadata"),
     ])
     func invalidJobsOfAKnownSenderAreAttributed(overrides: String, mentions: String) {
         #expect {
@@ -83,6 +90,12 @@ import Testing
             guard case .invalid(let merchant, let job, _, let reason) = error as? PaymentJob.DecodingError else { return false }
             return merchant == "m1" && job == "job-1" && reason.contains(mentions)
         }
+    }
+
+    @Test func orderReferenceOf64ScalarsAndAHostedNotifyURLAreAccepted() throws {
+        let job = try PaymentJob.decode(Self.body(["orderReference": String(repeating: "é", count: 64), "notifyUrl": "https://shop.example:8443/hook?x=1"]))
+        #expect(job.orderReference.unicodeScalars.count == 64)
+        #expect(job.notifyURL == "https://shop.example:8443/hook?x=1")
     }
 
     @Test func currencyTable() {

@@ -1,6 +1,7 @@
 import AMQP
 import ApplePay
 import Foundation
+import JSON
 import Pipeline
 import Postgres
 
@@ -25,6 +26,7 @@ public struct DecryptStage: TransactionalStageHandler {
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> DecryptInput {
+        try Self.requireStrictJSON(delivery.body)
         do {
             return .job(try PaymentJob.decode(delivery.body))
         } catch {
@@ -34,6 +36,20 @@ public struct DecryptStage: TransactionalStageHandler {
             case .invalid(let merchantId, let jobId, let hash, let reason):
                 return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
             }
+        }
+    }
+
+    /// RFC 8259 with no leniency, checked by the project's strict parser before `PaymentJob` reads the body with
+    /// Foundation's, which quietly takes the **last** of duplicate keys and accepts trailing commas and a byte order
+    /// mark. A job whose `amount` appears twice means different things to different parsers (the backend's validator
+    /// may have read the first), so it is refused as `malformed_job` instead of charged. Invalid UTF-8 is left to
+    /// `PaymentJob.decode`, which names it.
+    static func requireStrictJSON(_ body: [UInt8]) throws(StageFailure) {
+        guard String(validating: body, as: UTF8.self) != nil else { return }
+        do {
+            _ = try JSONValue.parse(body)
+        } catch {
+            throw .unattributable(code: "malformed_job", reason: "body is not valid JSON: \(error)")
         }
     }
 

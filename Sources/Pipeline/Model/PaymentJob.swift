@@ -63,8 +63,12 @@ public struct PaymentJob: Sendable, Equatable {
         func invalid(_ reason: String) -> DecodingError {
             .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
         }
-        guard let orderReference = object["orderReference"] as? String, (1...64).contains(orderReference.count) else {
-            throw invalid("orderReference must be a string of 1-64 characters")
+        // Counted in Unicode scalars (as JSON Schema's maxLength and PostgreSQL count), not grapheme clusters: one
+        // "character" of 200 combining marks must not pass as 1. Control characters (NUL above all, which a
+        // PostgreSQL text column refuses) would otherwise fail the insert on every retry instead of failing the job.
+        guard let orderReference = object["orderReference"] as? String, (1...64).contains(orderReference.unicodeScalars.count),
+              !containsControlCharacter(orderReference) else {
+            throw invalid("orderReference must be a string of 1-64 characters without control characters")
         }
         guard let amountObject = object["amount"] as? [String: Any] else {
             throw invalid("amount must be an object {value, currency}")
@@ -89,14 +93,16 @@ public struct PaymentJob: Sendable, Equatable {
             throw invalid("applePayToken must be a token object or a JSON string of one")
         }
         let notifyURL = object["notifyUrl"] as? String
-        if object["notifyUrl"] != nil, notifyURL.flatMap(URL.init(string:))?.scheme.map({ ["http", "https"].contains($0) }) != true {
-            throw invalid("notifyUrl must be an http(s) URL")
+        if object["notifyUrl"] != nil, notifyURL.map(isWebURL) != true {
+            throw invalid("notifyUrl must be an absolute http(s) URL with a host")
         }
         let metadata: [String: String]
         switch object["metadata"] {
         case nil, is NSNull: metadata = [:]
-        case let map as [String: String] where map.count <= 50: metadata = map
-        default: throw invalid("metadata must be an object of at most 50 string values")
+        // NUL cannot be stored in jsonb: refused here, as a failed job, rather than as a database error retried forever.
+        case let map as [String: String] where map.count <= 50 && !map.contains(where: { $0.key.contains("\0") || $0.value.contains("\0") }):
+            metadata = map
+        default: throw invalid("metadata must be an object of at most 50 string values without NUL characters")
         }
         return PaymentJob(
             jobId: jobId, merchantId: merchantId, orderReference: orderReference,
@@ -133,6 +139,17 @@ public struct PaymentJob: Sendable, Equatable {
             }
         }
         return flat.isEmpty ? nil : flat
+    }
+
+    /// C0 and C1 control characters (U+0000-U+001F, U+007F-U+009F).
+    static func containsControlCharacter(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+    }
+
+    /// `http(s)://host…`: a URL the notify stage can actually call (`http:x` or `http://` parse as URLs but name no host).
+    static func isWebURL(_ text: String) -> Bool {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return url.host.map { !$0.isEmpty } ?? false
     }
 
     /// JSONSerialization hands booleans over as NSNumber too; they report the `char` type encoding.

@@ -56,6 +56,13 @@ struct ChildProcess {
         kill(pid, number)
     }
 
+    /// Whether the process is still running (it has not exited, so it is the same process that was started).
+    /// Reaps it if it has exited, so ask once per check.
+    var isRunning: Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
+    }
+
     /// Waits for exit; returns the exit status, or 128 + signal number if killed.
     @discardableResult
     func wait() -> Int32 {

@@ -43,36 +43,21 @@ struct DecryptHarness {
         return runtime
     }
 
-    /// A minted EC_v1 (or RSA_v1) token for the sandbox merchant, optionally with defects.
+    /// A minted EC_v1 token for the sandbox merchant, optionally with defects.
     func token(amount: Int64 = 1099, currencyNumeric: String = "826", pan: String = "4111111111111111",
                cryptogram: String = "AOOkA5VbH8mMAAKhnQNnAoABFA==", _ customize: (inout SandboxMintRequest) -> Void = { _ in }) throws -> [UInt8] {
-        var request = SandboxMintRequest(merchantIdentifier: sandbox.ecMerchant.merchantIdentifier, amount: amount,
-                                         currencyNumeric: currencyNumeric, pan: pan, cryptogram: cryptogram)
-        request.merchant = sandbox.ecMerchant
-        customize(&request)
-        return try sandbox.pki.mintToken(request)
+        try sandbox.mintJobToken(amount: amount, currencyNumeric: currencyNumeric, pan: pan, cryptogram: cryptogram, customize)
     }
 
     /// A job body per the contract.
     func job(_ jobId: String, token: [UInt8], amount: Int64 = 1099, currency: String = "GBP",
              merchantId: String = SandboxEnvironment.merchantId) throws -> [UInt8] {
-        let object: [String: Any] = [
-            "jobId": jobId, "merchantId": merchantId, "orderReference": "order-\(jobId)",
-            "amount": ["value": amount, "currency": currency],
-            "applePayToken": try JSONSerialization.jsonObject(with: Data(token)),
-        ]
-        return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+        try SandboxEnvironment.jobBody(jobId, token: token, amount: amount, currency: currency, merchantId: merchantId)
     }
 
     /// Publishes job bodies to the ingress exchange, as a backend would.
     func publishJobs(_ bodies: [[UInt8]]) throws {
-        let publisher = AMQPPublisher(configuration: try AMQPConfiguration(url: TestServices.amqpURL),
-                                      topology: PipelineTopology.topology(retrySchedule: base.configuration.retrySchedule))
-        defer { publisher.close() }
-        try publisher.publish(bodies.map {
-            AMQPOutboundMessage(exchange: PipelineTopology.jobsExchange, routingKey: PipelineTopology.jobRoutingKey,
-                                body: $0, properties: AMQPProperties(), mandatory: true)
-        }, timeout: 30)
+        try JobIngress.publish(bodies.map { JobIngress.Job(body: $0) }, retrySchedule: base.configuration.retrySchedule)
     }
 
     /// (status, error code) of the payment for a job id, if it exists.

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Pipeline
 
 /// The whole sandbox stack as real processes, the way scripts/demo runs it: a fresh sandbox (PKI, data key,
@@ -14,8 +17,10 @@ final class PipelineProcesses {
     let directory: URL
     let sandboxDirectory: String
     let environment: [String: String]
+    /// Where the sandbox merchant's webhook (`paypipe-webhook-receiver`) listens on loopback.
+    let receiverPort: Int
     var receiverLog: String { directory.appendingPathComponent("webhook-receiver.log").path }
-    private var children: [ChildProcess] = []
+    private var children: [(name: String, process: ChildProcess)] = []
 
     static func binary(_ name: String) -> String { binaries.appendingPathComponent(name).path }
 
@@ -30,7 +35,8 @@ final class PipelineProcesses {
     }
 
     /// Resets the shared broker and database, creates the sandbox and merchant, starts every process.
-    init() throws {
+    /// `processEnvironment` adds variables for single processes, by executable name.
+    init(processEnvironment: [String: [String: String]] = [:]) throws {
         for name in ["paypipe", "paypipe-gateway-sim", "paypipe-webhook-receiver"] + Self.workers
         where !FileManager.default.isExecutableFile(atPath: Self.binary(name)) {
             throw TestFailure("build first (swift build): \(Self.binary(name)) is missing")
@@ -38,8 +44,8 @@ final class PipelineProcesses {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         sandboxDirectory = directory.appendingPathComponent("sandbox").path
-        let gatewayPort = Int.random(in: 21_000...29_999)
-        let receiverPort = gatewayPort + 10_000
+        let gatewayPort = try Self.freePort()
+        receiverPort = try Self.freePort()
         environment = [
             "PAYPIPE_ENV": "sandbox",
             "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
@@ -58,9 +64,10 @@ final class PipelineProcesses {
         try paypipe(["merchant", "apply", "--file", sandboxDirectory + "/merchant.json"])
         let services = try Self.servicesEnvironment(sandboxDirectory + "/services.env")
         do {
-            try start("paypipe-gateway-sim", extra: services)
-            try start("paypipe-webhook-receiver", extra: services, log: receiverLog)
-            for worker in Self.workers { try start(worker) }
+            try start("paypipe-gateway-sim", extra: services.merging(processEnvironment["paypipe-gateway-sim"] ?? [:]) { $1 })
+            try start("paypipe-webhook-receiver", extra: services.merging(processEnvironment["paypipe-webhook-receiver"] ?? [:]) { $1 },
+                      log: receiverLog)
+            for worker in Self.workers { try start(worker, extra: processEnvironment[worker] ?? [:]) }
             try TestServices.eventually(timeout: 30, "receiver listening") {
                 (try? String(contentsOfFile: receiverLog, encoding: .utf8))?.contains("receiver_listening") == true
             }
@@ -75,19 +82,66 @@ final class PipelineProcesses {
     }
 
     private func start(_ name: String, extra: [String: String] = [:], log: String? = nil) throws {
-        let logPath = log ?? directory.appendingPathComponent("\(name).log").path
-        children.append(try ChildProcess.spawn(Self.binary(name), [], environment: environment.merging(extra) { $1 }, logPath: logPath))
+        let logPath = log ?? self.logPath(name)
+        children.append((name, try ChildProcess.spawn(Self.binary(name), [], environment: environment.merging(extra) { $1 }, logPath: logPath)))
+    }
+
+    /// A worker's log (JSON lines, appended to across restarts).
+    func logPath(_ name: String) -> String {
+        directory.appendingPathComponent("\(name).log").path
+    }
+
+    /// The running process of an executable.
+    func process(_ name: String) -> ChildProcess? {
+        children.last { $0.name == name }?.process
+    }
+
+    /// Stops one worker (SIGTERM, graceful drain) and starts it again with `extra` on top of the stack's environment,
+    /// e.g. `paypipe-notify` in production mode.
+    func restart(_ name: String, extra: [String: String]) throws {
+        if let index = children.lastIndex(where: { $0.name == name }) {
+            children[index].process.signal(SIGTERM)
+            children[index].process.wait()
+            children.remove(at: index)
+        }
+        try start(name, extra: extra)
+    }
+
+    /// The `/healthz` + `/metrics` port a worker chose (`PAYPIPE_METRICS_PORT=0`), from its latest `worker_started` line.
+    func metricsPort(_ name: String) -> Int? {
+        let text = (try? String(contentsOfFile: logPath(name), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").reversed().lazy.filter { $0.contains("\"worker_started\"") }.compactMap {
+            ((try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any])?["metricsPort"] as? Int
+        }.first
     }
 
     /// SIGTERM to every process, then waits for each; idempotent. Keeps the logs for a failing test to read.
     func stop() {
-        for child in children { child.signal(SIGTERM) }
-        for child in children { child.wait() }
+        for child in children { child.process.signal(SIGTERM) }
+        for child in children { child.process.wait() }
         children = []
     }
 
     func removeFiles() {
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A loopback port the kernel just handed out (bind to port 0, read it, close): unlike a random pick, it is not
+    /// in use by another listener or an outgoing connection, and the kernel does not hand it out again right away.
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestFailure("socket() failed: \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw TestFailure("bind() to an ephemeral port failed: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// `KEY='value'` lines as `paypipe sandbox init` writes them.
