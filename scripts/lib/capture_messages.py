@@ -4,6 +4,7 @@
   capture_messages.py firehose AMQP_URL QUEUE OUT   consume QUEUE (bound to amq.rabbitmq.trace) until SIGTERM,
                                                     reconnecting across broker restarts
   capture_messages.py peek AMQP_URL OUT QUEUE…      append every message of the QUEUEs (basic.get, then requeued)
+  capture_messages.py bind AMQP_URL QUEUE EXCHANGE KEY   declare a durable quorum QUEUE bound to EXCHANGE with KEY
 
 Each message is appended as one JSON line of its properties/headers (str()-ed, so header values are searchable
 as text) followed by the raw body and a newline: searching the file finds a secret in either.
@@ -75,7 +76,11 @@ def peek(url, path, queues):
                     break
                 record(out, properties, body, {"queue": queue})
                 headers = properties.headers or {}
-                messages.append({"message_id": properties.message_id,
+                try:
+                    payment = json.loads(body).get("data", {}).get("paymentId")
+                except (ValueError, AttributeError):
+                    payment = None
+                messages.append({"message_id": properties.message_id, "payment_id": payment,
                                  "code": str(headers.get("x-paypipe-error-code", "")) or None})
             channel.close()  # unacked messages go back to the queue
             result[queue] = messages
@@ -83,8 +88,18 @@ def peek(url, path, queues):
     print(json.dumps(result))
 
 
+def bind(url, queue, exchange, key):
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    channel.queue_declare(queue, durable=True, arguments={"x-queue-type": "quorum"})
+    channel.queue_bind(queue, exchange, key)
+    connection.close()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) >= 5 and sys.argv[1] == "firehose":
+    if len(sys.argv) == 6 and sys.argv[1] == "bind":
+        bind(*sys.argv[2:])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "firehose":
         firehose(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 4 and sys.argv[1] == "peek":
         peek(sys.argv[2], sys.argv[3], sys.argv[4:])

@@ -37,6 +37,7 @@ def main():
     for name in ("--prefix", "--jobs", "--receiver-log", "--simulator", "--queues", "--dlq", "--elapsed"):
         parser.add_argument(name, required=True)
     parser.add_argument("--trace-queue", default="")
+    parser.add_argument("--results", help="capture_messages.py peek output of a queue bound to paypipe.results")
     a = parser.parse_args()
 
     jobs = [json.loads(line) for line in open(a.jobs) if line.strip()]
@@ -67,8 +68,8 @@ def main():
         got = (ps[0]["status"], ps[0]["code"] if ps[0]["status"] != "authorized" else None)
         if got != want:
             # A replayed token races its original (two decrypt workers): exactly one of the pair is authorised.
-            index = int(j["jobId"].rsplit("-", 1)[1])
-            partner = f"{a.prefix}-{index + 4 if j['kind'] == 'valid' else index - 4}"
+            base, index = j["jobId"].rsplit("-", 1)
+            partner = f"{base}-{int(index) + 4 if j['kind'] == 'valid' else int(index) - 4}"
             pair = {j["kind"], kind.get(partner)}
             pp = payments.get(partner, [])
             if pair == {"valid", "replayedToken"} and len(pp) == 1 and \
@@ -126,6 +127,12 @@ def main():
     line("webhooks delivered (verified, incl. duplicates)", sum(delivered[pid] for pid in terminal_ids))
     line("terminal payments without a delivered webhook", len(missing), True)
     line("payments with more than one webhook-id", len(id_mismatch) + int(db_ids), True)
+    results_missing = []
+    if a.results:
+        published = collections.Counter(m["payment_id"] for ms in json.load(open(a.results)).values() for m in ms)
+        results_missing = [pid for pid in terminal_ids if published[pid] == 0]
+        line("results events on paypipe.results (incl. duplicates)", sum(published[pid] for pid in terminal_ids))
+        line("terminal payments without a results event", len(results_missing), True)
     invalid_unnotified = [job for job in invalid if not payments[job] or payments[job][0]["status"] != "failed"
                           or delivered[payments[job][0]["id"]] == 0]
     line(f"invalid jobs of the merchant not failed+notified (of {len(invalid)})", len(invalid_unnotified), True)
@@ -162,7 +169,7 @@ def main():
     print("=" * (width + 14))
     details = [("lost", lost), ("duplicated", duplicated), ("stray", stray), ("status mismatch", mismatched),
                ("double charges", [f"{o}={c}" for o, c in double.items()]), ("authorized without AUTH", authorized_without_auth),
-               ("charged but failed", charged_but_failed), ("webhook missing", missing), ("webhook-id mismatch", id_mismatch),
+               ("charged but failed", charged_but_failed), ("webhook missing", missing), ("webhook-id mismatch", id_mismatch), ("results event missing", results_missing),
                ("invalid not notified", invalid_unnotified), ("queues", non_empty), ("unexpected dead letters", unexpected)]
     for name, items in details:
         if items:
