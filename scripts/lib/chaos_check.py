@@ -37,6 +37,7 @@ def main():
     for name in ("--prefix", "--jobs", "--receiver-log", "--simulator", "--queues", "--dlq", "--elapsed"):
         parser.add_argument(name, required=True)
     parser.add_argument("--trace-queue", default="")
+    parser.add_argument("--faults", default="", help="what the run injected, printed as is")
     parser.add_argument("--results", help="capture_messages.py peek output of a queue bound to paypipe.results")
     a = parser.parse_args()
 
@@ -96,6 +97,11 @@ def main():
     authorized_without_auth = [o for o, p in orders.items() if p["status"] in ("authorized", "declined") and ours.get(o, 0) == 0]
     charged_but_failed = [o for o, p in orders.items() if p["status"] == "failed" and ours.get(o, 0) > 0]
     line("gateway AUTHs recorded (this run)", sum(ours.values()))
+    attempts = dict(((t, st, o), int(c)) for t, st, o, c in psql(
+        f"SELECT a.request_type, a.state, coalesce(a.outcome, ''), count(*) FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
+        f"WHERE left(p.job_id, {n}) = '{a.prefix}-' GROUP BY 1, 2, 3"))
+    line("  lost answers settled by TRANSACTIONQUERY (found)", attempts.get(("TRANSACTIONQUERY", "completed", "found"), 0))
+    line("  AUTHs refused before recording (503) and resent", attempts.get(("AUTH", "not_sent", "transient"), 0))
     line("double charges (order refs with >1 AUTH)", len(double), True)
     line("authorized/declined without a gateway AUTH", len(authorized_without_auth), True)
     line("failed although the gateway recorded an AUTH", len(charged_but_failed), True)
@@ -159,13 +165,15 @@ def main():
     line("dead letters unexpected", len(unexpected), True)
     line("dead letters missing", len(expected_dlq - set(seen)), True)
     line("dead letters duplicated", sum(c - 1 for c in seen.values()), True)
+    if a.faults:
+        line("faults injected", a.faults)
     line("elapsed", f"{a.elapsed}s")
 
     width = max(len(r[0]) for r in rows_out)
     print("\n" + "=" * (width + 14))
     for label, value, zero in rows_out:
         mark = "" if not zero else ("  ok" if value == 0 else "  FAIL")
-        print(f"{label:<{width}}  {value:>8}{mark}")
+        print(f"{label:<{width}}  {value:>8}{mark}" if len(str(value)) <= 8 else f"{label:<{width}}  {value}")
     print("=" * (width + 14))
     details = [("lost", lost), ("duplicated", duplicated), ("stray", stray), ("status mismatch", mismatched),
                ("double charges", [f"{o}={c}" for o, c in double.items()]), ("authorized without AUTH", authorized_without_auth),
