@@ -5,6 +5,7 @@
                                                     reconnecting across broker restarts
   capture_messages.py peek AMQP_URL OUT QUEUE…      append every message of the QUEUEs (basic.get, then requeued)
   capture_messages.py bind AMQP_URL QUEUE EXCHANGE KEY   declare a durable quorum QUEUE bound to EXCHANGE with KEY
+  capture_messages.py purge AMQP_URL QUEUE…         empty the QUEUEs (one connection: faster than rabbitmqctl)
 
 Each message is appended as one JSON line of its properties/headers (str()-ed, so header values are searchable
 as text) followed by the raw body and a newline: searching the file finds a secret in either.
@@ -96,8 +97,18 @@ def bind(url, queue, exchange, key):
     connection.close()
 
 
+def purge(url, queues):
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    for queue in queues:
+        channel.queue_purge(queue)
+    connection.close()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 6 and sys.argv[1] == "bind":
+    if len(sys.argv) >= 3 and sys.argv[1] == "purge":
+        purge(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) == 6 and sys.argv[1] == "bind":
         bind(*sys.argv[2:])
     elif len(sys.argv) >= 5 and sys.argv[1] == "firehose":
         firehose(sys.argv[2], sys.argv[3], sys.argv[4])
