@@ -164,7 +164,9 @@ def main():
     line("dead letters of this run (expected)", sum(seen.values()))
     line("dead letters unexpected", len(unexpected), True)
     line("dead letters missing", len(expected_dlq - set(seen)), True)
-    line("dead letters duplicated", sum(c - 1 for c in seen.values()), True)
+    # At least once, like every hand-off: a worker killed after the broker confirmed the dead-letter copy but before
+    # its ack gets the message again and dead-letters it again (same message_id; `paypipe dlq replay` is idempotent).
+    line("  dead letters duplicated (at-least-once, informational)", sum(c - 1 for c in seen.values()))
     if a.faults:
         line("faults injected", a.faults)
     line("elapsed", f"{a.elapsed}s")

@@ -70,7 +70,11 @@ public final class GatewaySimulator: Sendable {
         let signer = JWTSigner(algorithm: .hs256, key: Array(secret.utf8))
         let claims: JSONValue
         do {
-            claims = try JWTVerifier(key: Array(secret.utf8), algorithms: [.hs256], maxAge: configuration.maxJWTAge).verify(token).claims
+            // Checked when the request is processed, not when it arrived: a request that waited in the server's queue
+            // past its `exp` is refused and never recorded (the client has given up on it by then).
+            claims = try JWTVerifier(
+                key: Array(secret.utf8), algorithms: [.hs256], maxAge: configuration.maxJWTAge, clockSkew: configuration.jwtClockSkew
+            ).verify(token).claims
         } catch {
             return signedAnswer([SimulatorEngine.item("ERROR", code: "10300", message: "JWT decoding error", extra: [("errordata", ["jwt"])])], signer: signer)
         }

@@ -20,12 +20,15 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     public var resetRate: Double
     /// Maximum accepted age of a request JWT's `iat` (Trust Payments: about 15 minutes).
     public var maxJWTAge: Int64
+    /// Tolerance in seconds for a request JWT's `exp` (and an `iat` in the future). 0: the simulator shares the
+    /// client's clock, and a request processed after its `exp` must never be recorded.
+    public var jwtClockSkew: Int64
     public var threads: Int
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
         slowResponseSeconds: Double = 5, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
-        maxJWTAge: Int64 = 900, threads: Int = 8
+        maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8
     ) {
         self.host = host
         self.port = port
@@ -36,6 +39,7 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
         self.timeoutRate = timeoutRate
         self.resetRate = resetRate
         self.maxJWTAge = maxJWTAge
+        self.jwtClockSkew = jwtClockSkew
         self.threads = threads
     }
 
