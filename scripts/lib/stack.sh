@@ -35,8 +35,9 @@ stack_init() {
     STACK_PORT_BASE="${PAYPIPE_PORT_BASE:-9100}"
     mkdir -p "$STACK_LOGS"
     echo "== building ($configuration)"
-    (cd "$STACK_ROOT" && swift build -c "$configuration" 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
-    BIN="$(cd "$STACK_ROOT" && swift build -c "$configuration" --show-bin-path)"
+    # The same flags as scripts/test, so running the stack after the tests (CI) reuses their build.
+    (cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
+    BIN="$(cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors --show-bin-path)"
     export PAYPIPE_ENV=sandbox
     export PAYPIPE_AMQP_URL="amqp://guest:guest@127.0.0.1:${PAYPIPE_AMQP_PORT:-5672}/%2f"
     export PAYPIPE_DATABASE_URL="postgresql://postgres@127.0.0.1:${PAYPIPE_PG_PORT:-5432}/${PAYPIPE_DATABASE_NAME:-paypipe}"
