@@ -6,7 +6,8 @@ import Pipeline
 // signature with PAYPIPE_WEBHOOK_SECRET (whsec_…, several space-separated during a rotation) and prints every
 // verified event as one JSON line on stdout (rejections go to stderr). PAYPIPE_RECEIVER_PORT (9190, the sandbox
 // merchant's http://127.0.0.1:9190/webhooks), PAYPIPE_RECEIVER_HOST (127.0.0.1), PAYPIPE_RECEIVER_FAIL_FIRST_PERCENT
-// (0: answer 503 to the first delivery of that share of events, to exercise retries).
+// (0: answer 503 to the first delivery of that share of events, to exercise retries; each such attempt is logged as
+// webhook_failed_on_purpose with its webhook-id).
 // Created first: it blocks SIGTERM/SIGINT for the server threads started later, so only `wait()` receives them.
 let signals = ShutdownSignal()
 let environment = EnvironmentReader()
@@ -34,7 +35,13 @@ do {
                 ("duplicate", .bool(event.duplicate)), ("body", .string(String(decoding: event.body, as: UTF8.self))),
             ])
         },
-        onRejected: { reason in logger.warning("webhook_rejected", [("reason", .string(reason))]) })
+        onRejected: { reason in logger.warning("webhook_rejected", [("reason", .string(reason))]) },
+        onSimulatedFailure: { event in
+            logger.info("webhook_failed_on_purpose", [
+                ("webhookId", .string(event.webhookId)), ("type", .string(event.type ?? "")),
+                ("paymentId", .string(event.paymentId ?? "")), ("timestamp", .int(Int(event.timestamp))),
+            ])
+        })
     try receiver.start()
     logger.info("receiver_listening", [("port", .int(Int(receiver.boundPort)))])
 } catch {

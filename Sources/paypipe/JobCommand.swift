@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import JWT
 import PaymentStages
 import Pipeline
 
@@ -9,13 +10,15 @@ enum JobCommand: CLICommand {
     static let summary = "publish a job file or sandbox sample jobs"
     static let usage = """
         usage: paypipe job publish FILE
-               paypipe job publish --sample N [--merchant ID] [--prefix PREFIX] [--sandbox-dir DIR]
+               paypipe job publish --sample N [--merchant ID] [--prefix PREFIX] [--sandbox-dir DIR] [--card-secrets FILE]
           Publishes to exchange paypipe.jobs, routing key payment.requested, persistent, content_type
           application/json, message_id = jobId, with publisher confirms. FILE holds one job object or an array.
           --sample N mints N sandbox tokens (sandbox PKI in DIR, default var/sandbox) in a mix of outcomes:
           mostly valid, plus per ten jobs one RSA_v1, one amount mismatch, one invalid job and one replayed
           token; from 20 jobs on, also one unknown merchant and one malformed message (dead-lettered).
           Prints one JSON line per job: {"jobId", "kind"}.
+          --card-secrets FILE writes the sample tokens' PANs and cryptograms (JSON lines {"jobId", "pan",
+          "cryptogram"}, mode 0600) for card-data hygiene checks (scripts/hygiene); never use it elsewhere.
         """
 
     static func run(arguments raw: [String]) -> Int32 {
@@ -31,7 +34,9 @@ enum JobCommand: CLICommand {
                 let sandbox = try SandboxEnvironment.open(directory: arguments.value("--sandbox-dir") ?? OperatorContext.sandboxDirectory)
                 let factory = SampleJobFactory(environment: sandbox, merchantId: arguments.value("--merchant") ?? SandboxEnvironment.merchantId)
                 let prefix = arguments.value("--prefix") ?? "sample-\(Int(Date().timeIntervalSince1970))"
-                jobs = try factory.makeJobs(count: count, prefix: prefix).map { ($0.jobId, $0.kind.rawValue, $0.body) }
+                let samples = try factory.makeJobs(count: count, prefix: prefix)
+                jobs = samples.map { ($0.jobId, $0.kind.rawValue, $0.body) }
+                if let path = arguments.value("--card-secrets") { try writeCardSecrets(samples, to: path) }
             } else {
                 let path = try arguments.positional(1, "FILE (or --sample N)")
                 guard let data = FileManager.default.contents(atPath: path),
@@ -66,5 +71,22 @@ enum JobCommand: CLICommand {
         } catch {
             return OperatorContext.report(error)
         }
+    }
+
+    /// The sample tokens' card secrets as JSON lines, in a file created with mode 0600 (never widened by a chmod
+    /// after the fact, so there is no moment at which another user could open it).
+    static func writeCardSecrets(_ samples: [SampleJobFactory.Sample], to path: String) throws {
+        var text = ""
+        for sample in samples {
+            guard let secrets = sample.cardSecrets else { continue }
+            let line: JSONValue = ["jobId": .string(sample.jobId), "pan": .string(secrets.pan), "cryptogram": .string(secrets.cryptogram)]
+            text += String(decoding: line.serialized(), as: UTF8.self) + "\n"
+        }
+        try? FileManager.default.removeItem(atPath: path)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else { throw CommandArguments.UsageError(description: "cannot create --card-secrets file \(path)") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
     }
 }

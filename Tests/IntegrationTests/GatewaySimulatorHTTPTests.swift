@@ -71,6 +71,29 @@ extension Integration {
         }
     }
 
+    /// Found by scripts/chaos: an AUTH that waited in the gateway's queue past the client's timeout was recorded after
+    /// the status query had answered "not found", and the resend charged twice. The AUTH now expires (`exp`) once the
+    /// client has certainly given up, and the gateway refuses it from then on.
+    @Test func anAuthProcessedAfterItsExpiryIsNeverRecorded() throws {
+        #expect(TrustPaymentsClient.requestLifetime(totalTimeout: 3) == 4)
+        #expect(TrustPaymentsClient.requestLifetime(totalTimeout: 2.5) == 4)
+        try Self.withSimulator { simulator, endpoint in
+            // Signed 5 s ago with a 3 s timeout: `exp` = iat + 4 has passed by the time the gateway looks at it.
+            let late = Self.client.authorize(
+                claims: Self.claims(amount: 1000, order: "O8"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "8",
+                now: Date().addingTimeInterval(-5))
+            #expect(late.errorCode == "10300")
+            #expect(simulator.ledger.authCount(orderReference: "O8") == 0)
+            #expect(Self.client.queryTransaction(orderReference: "O8", endpoint: endpoint, requestId: "q", now: Date()) == .notFound)
+            // Within its lifetime it is processed as usual.
+            let inTime = Self.client.authorize(
+                claims: Self.claims(amount: 1000, order: "O9"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "9",
+                now: Date().addingTimeInterval(-2))
+            #expect(inTime.outcome == .authorized)
+            #expect(simulator.ledger.authCount(orderReference: "O9") == 1)
+        }
+    }
+
     @Test func jsonEndpointNeedsBasicAuth() throws {
         try Self.withSimulator { simulator, _ in
             let body = Array(#"{"alias":"ws","version":"1.00","request":[{"requesttypedescriptions":["AUTH"],"sitereference":"test_site1","accounttypedescription":"ECOM","currencyiso3a":"GBP","baseamount":"1051","orderreference":"J1","pan":"4111111111111111","expirydate":"01/2031"}]}"#.utf8)

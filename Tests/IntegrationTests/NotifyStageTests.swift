@@ -51,11 +51,35 @@ extension Integration {
                 #expect(try harness.deliveries(message.paymentId).map(\.outcome) == ["delivered"])
                 #expect(try harness.deliveries(message.paymentId).first?.statusCode == 204)
 
-                // A redelivered hand-off finds the payment done: no second request, no second event.
+                // A duplicate hand-off finds the payment done: no second request; the event again, same message_id.
                 try harness.publish([message])
-                Thread.sleep(forTimeInterval: 1)
+                var again: [AMQPDelivery] = []
+                try TestServices.eventually("results event again") {
+                    again += try harness.drain(harness.resultsQueue)
+                    return !again.isEmpty
+                }
+                #expect(again.map(\.properties.messageId) == [eventId])
                 #expect(receiver.requests.count == 1)
-                #expect(try harness.drain(harness.resultsQueue).isEmpty)
+            }
+        }
+
+        /// Found by scripts/chaos (PostgreSQL crashed mid-batch): `done` was committed but the commit's answer was lost
+        /// with the connection, so the runtime retried the same delivery in place (`redelivered == false`), which found
+        /// the payment done and completed it without ever publishing its results event.
+        @Test func aDonePaymentWhoseEventWasNeverPublishedGetsItOnTheNextDelivery() throws {
+            try withNotify { harness, receiver in
+                let message = try harness.insertPayment(status: .declined)
+                // The state the lost commit answer leaves behind: done, webhook settled, nothing on paypipe.results.
+                _ = try harness.database().query("UPDATE payments SET stage = 'done' WHERE id = $1", [message.paymentId])
+                try harness.publish([message])  // a fresh delivery, not marked redelivered
+                var results: [AMQPDelivery] = []
+                try TestServices.eventually("results event of a done payment") {
+                    results += try harness.drain(harness.resultsQueue)
+                    return !results.isEmpty
+                }
+                #expect(results.map(\.routingKey) == ["payment.declined"])
+                #expect(results.first?.properties.messageId == PaymentEvent.id(paymentId: message.paymentId, type: .declined))
+                #expect(receiver.requests.isEmpty, "the webhook is not sent for a done payment")
             }
         }
 

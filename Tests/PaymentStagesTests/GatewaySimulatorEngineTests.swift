@@ -96,6 +96,20 @@ import Testing
         #expect(engine.ledger.totalAuths == 0)
     }
 
+    @Test func injectedLostAnswersRecordTheAuthFirst() {
+        let ledger = SimulatorLedger()
+        let slow = SimulatorEngine(ledger: ledger, slowResponseSeconds: 7, timeoutRate: 1)
+        #expect(slow.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1000, order: "T")).delivery == .slow(7))
+        let reset = SimulatorEngine(ledger: ledger, slowResponseSeconds: 7, resetRate: 1)
+        #expect(reset.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1000, order: "R")).delivery == .connectionReset)
+        // Declines are recorded too, so they lose their answer as well; refusals record nothing and are untouched.
+        #expect(reset.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1051, order: "D")).delivery == .connectionReset)
+        #expect(reset.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1093, order: "L")).delivery == .answer)
+        #expect(ledger.authCounts() == ["T": 1, "R": 1, "D": 1])
+        let none = SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 7)
+        #expect(none.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1000)).delivery == .answer)
+    }
+
     @Test func merchantPairsParse() throws {
         #expect(try GatewaySimulatorConfiguration.pairs("a=b, c=d=e", variable: "X") == ["a": "b", "c": "d=e"])
         #expect(throws: ConfigurationError.self) { try GatewaySimulatorConfiguration.pairs("a", variable: "X") }

@@ -11,6 +11,7 @@ import Testing
     final class Events: Sendable {
         let verified = Mutex<[WebhookReceiver.Event]>([])
         let rejected = Mutex<[String]>([])
+        let failedOnPurpose = Mutex<[WebhookReceiver.Event]>([])
     }
 
     func withReceiver(failFirstPercent: Int = 0, _ body: (WebhookReceiver, Events) throws -> Void) throws {
@@ -18,7 +19,8 @@ import Testing
         let receiver = WebhookReceiver(
             host: "127.0.0.1", port: 0, verifier: try WebhookVerifier(secrets: [Self.secret]), failFirstPercent: failFirstPercent,
             onEvent: { event in events.verified.withLock { $0.append(event) } },
-            onRejected: { reason in events.rejected.withLock { $0.append(reason) } })
+            onRejected: { reason in events.rejected.withLock { $0.append(reason) } },
+            onSimulatedFailure: { event in events.failedOnPurpose.withLock { $0.append(event) } })
         try receiver.start()
         defer { receiver.stop() }
         try body(receiver, events)
@@ -66,6 +68,9 @@ import Testing
             let status7 = try post(receiver, id: "evt_a")
             #expect(status7 == 204)
             #expect(events.verified.withLock { $0.map(\.duplicate) } == [false, true])
+            // The failed attempt is reported with the same webhook-id and payment as the deliveries.
+            #expect(events.failedOnPurpose.withLock { $0.map(\.webhookId) } == ["evt_a"])
+            #expect(events.failedOnPurpose.withLock { $0.map(\.paymentId) } == ["p1"])
         }
     }
 }

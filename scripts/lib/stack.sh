@@ -6,6 +6,8 @@
 #   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
 #   stack_start_worker STAGE INSTANCE [VAR=value …]   paypipe-STAGE, logs to $STACK_LOGS/STAGE-INSTANCE.log
 #   stack_kill NAME [SIGNAL]     signals one process started here (names: simulator, receiver, STAGE-INSTANCE)
+#   stack_respawn NAME           starts NAME again exactly as it was first started (after stack_kill)
+#   stack_running NAME           whether NAME is running
 #   stack_wait_healthy           waits for every worker's /healthz
 #   stack_stop_all               SIGTERM to everything started here, then waits
 #
@@ -17,6 +19,8 @@
 
 STACK_STAGES=(decrypt authorize submit notify)
 declare -gA STACK_PIDS=()
+# How each name was started (shell-quoted arguments of stack_spawn), so stack_respawn can start it again.
+declare -gA STACK_SPAWN_ARGS=()
 
 stack_stage_index() {
     case "$1" in decrypt) echo 1;; authorize) echo 2;; submit) echo 3;; notify) echo 4;;
@@ -31,8 +35,9 @@ stack_init() {
     STACK_PORT_BASE="${PAYPIPE_PORT_BASE:-9100}"
     mkdir -p "$STACK_LOGS"
     echo "== building ($configuration)"
-    (cd "$STACK_ROOT" && swift build -c "$configuration" 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
-    BIN="$(cd "$STACK_ROOT" && swift build -c "$configuration" --show-bin-path)"
+    # The same flags as scripts/test, so running the stack after the tests (CI) reuses their build.
+    (cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
+    BIN="$(cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors --show-bin-path)"
     export PAYPIPE_ENV=sandbox
     export PAYPIPE_AMQP_URL="amqp://guest:guest@127.0.0.1:${PAYPIPE_AMQP_PORT:-5672}/%2f"
     export PAYPIPE_DATABASE_URL="postgresql://postgres@127.0.0.1:${PAYPIPE_PG_PORT:-5432}/${PAYPIPE_DATABASE_NAME:-paypipe}"
@@ -61,6 +66,18 @@ stack_spawn() {
     (set -a; [ -f "$PAYPIPE_SANDBOX_DIR/services.env" ] && . "$PAYPIPE_SANDBOX_DIR/services.env"; set +a
      exec env "${assignments[@]}" "$@") >>"$log" 2>&1 &
     STACK_PIDS[$name]=$!
+    STACK_SPAWN_ARGS[$name]="$(printf '%q ' "$log" "${assignments[@]}" -- "$@")"
+}
+
+stack_respawn() {
+    local args="${STACK_SPAWN_ARGS[$1]:-}"
+    [ -n "$args" ] || { echo "stack_respawn: '$1' was never started" >&2; return 2; }
+    eval "stack_spawn \"\$1\" $args"
+}
+
+stack_running() {
+    local pid="${STACK_PIDS[$1]:-}"
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
 stack_start_simulator() {

@@ -72,11 +72,16 @@ public enum TrustPaymentsClaimsBuilder {
     ///
     /// The gateway refuses a JWT whose `iat` is older than about 15 minutes, so a request is signed at send time
     /// rather than when it is built; only `iat` changes, so retries send the same order reference and content.
+    /// `expiresIn` adds `exp = iat + expiresIn`: the submit stage bounds how late the gateway may still act on an
+    /// AUTH, so a status query after that time can trust a "not found" (see ``TrustPaymentsClient/requestLifetime(totalTimeout:)``).
     /// Precondition: `claims` is a JSON object (as ``build(gateway:jwtSecret:payment:data:issuedAt:)`` and
     /// ``GatewayRequestStore/load(_:on:)`` guarantee).
-    public static func signedJWT(claims: JSONValue, secret: String, issuedAt: Date, algorithm: JWTAlgorithm = .hs256) -> String {
+    public static func signedJWT(
+        claims: JSONValue, secret: String, issuedAt: Date, expiresIn: Int64? = nil, algorithm: JWTAlgorithm = .hs256
+    ) -> String {
         var fresh = claims
         fresh.set(.integer(seconds(issuedAt)), forKey: "iat")
+        if let expiresIn { fresh.set(.integer(seconds(issuedAt) + expiresIn), forKey: "exp") }
         return JWTSigner(algorithm: algorithm, key: Array(secret.utf8)).sign(fresh)
     }
 

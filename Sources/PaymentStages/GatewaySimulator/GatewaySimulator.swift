@@ -7,9 +7,12 @@ import JWT
 /// - `POST /jwt/`: the JWT envelope; the request JWT is verified with the issuer's configured secret and the answer
 ///   is a `{"jwt": …}` signed (HS256) with the same secret, in Trust Payments' response shape.
 /// - `POST /json/`: the Webservices JSON envelope with HTTP Basic; plain JSON answer.
-/// - `GET /_sim/auths?orderreference=…`: `{"orderreference", "count", "total"}` — the AUTHs accepted.
+/// - `GET /_sim/auths?orderreference=…`: `{"orderreference", "count", "total"}` — the AUTHs accepted;
+///   `GET /_sim/auths?all=1`: `{"total", "counts": {orderreference: n, …}}` — every order's count.
 ///
-/// Behaviour is chosen by amount (``SimulatorBehaviour``), plus an optional random fault rate (HTTP 503).
+/// Behaviour is chosen by amount (``SimulatorBehaviour``), plus optional random faults (chaos runs): HTTP 503
+/// before processing, and lost answers (timeout or connection reset) after the AUTH is recorded.
+/// The ledger is in memory: it lives as long as the process.
 public final class GatewaySimulator: Sendable {
     public let configuration: GatewaySimulatorConfiguration
     public let ledger = SimulatorLedger()
@@ -17,7 +20,9 @@ public final class GatewaySimulator: Sendable {
 
     public init(configuration: GatewaySimulatorConfiguration) {
         self.configuration = configuration
-        let engine = SimulatorEngine(ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate)
+        let engine = SimulatorEngine(
+            ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate,
+            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate)
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
             Self.route(request, engine: engine, configuration: configuration)
         }
@@ -43,6 +48,10 @@ public final class GatewaySimulator: Sendable {
                 body.set(.string(reference), forKey: "orderreference")
                 body.set(.integer(Int64(engine.ledger.authCount(orderReference: reference))), forKey: "count")
             }
+            if request.query["all"] != nil {
+                let counts = engine.ledger.authCounts().sorted { $0.key < $1.key }
+                body.set(.object(counts.map { (key: $0.key, value: .integer(Int64($0.value))) }), forKey: "counts")
+            }
             return .json(body.serialized())
         case ("GET", "/_sim/health"):
             return .text("ok\n")
@@ -61,7 +70,11 @@ public final class GatewaySimulator: Sendable {
         let signer = JWTSigner(algorithm: .hs256, key: Array(secret.utf8))
         let claims: JSONValue
         do {
-            claims = try JWTVerifier(key: Array(secret.utf8), algorithms: [.hs256], maxAge: configuration.maxJWTAge).verify(token).claims
+            // Checked when the request is processed, not when it arrived: a request that waited in the server's queue
+            // past its `exp` is refused and never recorded (the client has given up on it by then).
+            claims = try JWTVerifier(
+                key: Array(secret.utf8), algorithms: [.hs256], maxAge: configuration.maxJWTAge, clockSkew: configuration.jwtClockSkew
+            ).verify(token).claims
         } catch {
             return signedAnswer([SimulatorEngine.item("ERROR", code: "10300", message: "JWT decoding error", extra: [("errordata", ["jwt"])])], signer: signer)
         }

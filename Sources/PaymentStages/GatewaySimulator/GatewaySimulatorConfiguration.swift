@@ -14,13 +14,21 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     public var slowResponseSeconds: Double
     /// Probability in 0...1 that any request is refused with HTTP 503 before it is processed.
     public var faultRate: Double
+    /// Probability in 0...1 that an AUTH the gateway records is answered only after `slowResponseSeconds`.
+    public var timeoutRate: Double
+    /// Probability in 0...1 that an AUTH the gateway records gets its connection dropped instead of an answer.
+    public var resetRate: Double
     /// Maximum accepted age of a request JWT's `iat` (Trust Payments: about 15 minutes).
     public var maxJWTAge: Int64
+    /// Tolerance in seconds for a request JWT's `exp` (and an `iat` in the future). 0: the simulator shares the
+    /// client's clock, and a request processed after its `exp` must never be recorded.
+    public var jwtClockSkew: Int64
     public var threads: Int
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
-        slowResponseSeconds: Double = 5, faultRate: Double = 0, maxJWTAge: Int64 = 900, threads: Int = 8
+        slowResponseSeconds: Double = 5, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
+        maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8
     ) {
         self.host = host
         self.port = port
@@ -28,20 +36,26 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
         self.webservicesUsers = webservicesUsers
         self.slowResponseSeconds = slowResponseSeconds
         self.faultRate = faultRate
+        self.timeoutRate = timeoutRate
+        self.resetRate = resetRate
         self.maxJWTAge = maxJWTAge
+        self.jwtClockSkew = jwtClockSkew
         self.threads = threads
     }
 
     /// From `PAYPIPE_SIM_MERCHANTS` (`user=secret,…`), `PAYPIPE_SIM_WEBSERVICES_USERS` (`user=password,…`),
-    /// `PAYPIPE_SIM_HOST` (127.0.0.1), `PAYPIPE_SIM_PORT` (9180), `PAYPIPE_SIM_SLOW` (5s), `PAYPIPE_SIM_FAULT_RATE` (0).
+    /// `PAYPIPE_SIM_HOST` (127.0.0.1), `PAYPIPE_SIM_PORT` (9180), `PAYPIPE_SIM_SLOW` (5s), `PAYPIPE_SIM_FAULT_RATE` (0),
+    /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0).
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
         guard !merchants.isEmpty else {
             throw ConfigurationError(variable: "PAYPIPE_SIM_MERCHANTS", problem: "expected jwtUsername=secret[,…]")
         }
-        let faultText = environment.raw("PAYPIPE_SIM_FAULT_RATE") ?? "0"
-        guard let faultRate = Double(faultText), (0...1).contains(faultRate) else {
-            throw ConfigurationError(variable: "PAYPIPE_SIM_FAULT_RATE", problem: "expected a number in 0...1, got '\(faultText)'")
+        let faultRate = try probability("PAYPIPE_SIM_FAULT_RATE", environment)
+        let timeoutRate = try probability("PAYPIPE_SIM_TIMEOUT_RATE", environment)
+        let resetRate = try probability("PAYPIPE_SIM_RESET_RATE", environment)
+        guard timeoutRate + resetRate <= 1 else {
+            throw ConfigurationError(variable: "PAYPIPE_SIM_RESET_RATE", problem: "PAYPIPE_SIM_TIMEOUT_RATE + PAYPIPE_SIM_RESET_RATE must not exceed 1")
         }
         return GatewaySimulatorConfiguration(
             host: environment.string("PAYPIPE_SIM_HOST", default: "127.0.0.1"),
@@ -49,7 +63,16 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             merchants: merchants,
             webservicesUsers: try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS"),
             slowResponseSeconds: try environment.seconds("PAYPIPE_SIM_SLOW", default: 5, range: 0...600),
-            faultRate: faultRate)
+            faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate)
+    }
+
+    /// A probability in 0...1 from `variable` (default 0).
+    static func probability(_ variable: String, _ environment: EnvironmentReader) throws -> Double {
+        let text = environment.raw(variable) ?? "0"
+        guard let value = Double(text), (0...1).contains(value) else {
+            throw ConfigurationError(variable: variable, problem: "expected a number in 0...1, got '\(text)'")
+        }
+        return value
     }
 
     /// Parses `name=value,name=value` (values may contain `=`).
@@ -66,6 +89,6 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "GatewaySimulatorConfiguration(\(host):\(port), merchants: \(merchants.keys.sorted()), faultRate: \(faultRate))"
+        "GatewaySimulatorConfiguration(\(host):\(port), merchants: \(merchants.keys.sorted()), faultRate: \(faultRate), timeoutRate: \(timeoutRate), resetRate: \(resetRate))"
     }
 }

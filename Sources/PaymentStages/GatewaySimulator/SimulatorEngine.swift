@@ -6,11 +6,18 @@ public struct SimulatorEngine: Sendable {
     public let ledger: SimulatorLedger
     public let slowResponseSeconds: Double
     public let faultRate: Double
+    /// Probability that an AUTH answered normally is instead answered after `slowResponseSeconds` (the AUTH is
+    /// recorded first): a lost answer the client must reconcile.
+    public let timeoutRate: Double
+    /// Probability that an AUTH answered normally instead has its connection dropped after the AUTH is recorded.
+    public let resetRate: Double
 
-    public init(ledger: SimulatorLedger, slowResponseSeconds: Double, faultRate: Double = 0) {
+    public init(ledger: SimulatorLedger, slowResponseSeconds: Double, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0) {
         self.ledger = ledger
         self.slowResponseSeconds = slowResponseSeconds
         self.faultRate = faultRate
+        self.timeoutRate = timeoutRate
+        self.resetRate = resetRate
     }
 
     /// Handles one request whose fields (JWT payload merged with the request object) are `fields`.
@@ -61,11 +68,20 @@ public struct SimulatorEngine: Sendable {
         if behaviour == .unknownError {
             answered = Self.item("AUTH", code: "99999", message: "Unknown error", extra: [("customeroutput", "RESULT")])
         }
-        let delivery: SimulatorReply.Delivery = switch behaviour {
+        var delivery: SimulatorReply.Delivery = switch behaviour {
         case .slowAfterRecording: .slow(slowResponseSeconds)
         case .connectionReset: .connectionReset
         case .forgedSignature: .forged
         default: .answer
+        }
+        if delivery == .answer, timeoutRate > 0 || resetRate > 0 {
+            // Injected faults (chaos runs): the AUTH is on the ledger, the answer never arrives in time.
+            let draw = Double.random(in: 0..<1)
+            if draw < timeoutRate {
+                delivery = .slow(slowResponseSeconds)
+            } else if draw < timeoutRate + resetRate {
+                delivery = .connectionReset
+            }
         }
         return SimulatorReply(items: threeD + [answered], delivery: delivery)
     }

@@ -38,6 +38,11 @@ public final class SimulatorLedger: Sendable {
         state.withLock { $0.records[orderReference]?.count ?? 0 }
     }
 
+    /// AUTHs recorded per order reference (chaos runs assert at most one each).
+    public func authCounts() -> [String: Int] {
+        state.withLock { $0.records.mapValues(\.count) }
+    }
+
     public var totalAuths: Int {
         state.withLock { $0.total }
     }

@@ -10,8 +10,8 @@ import Synchronization
 /// `paypipe.results` (topic, routing key = event type).
 ///
 /// Per message, **without** a transaction (a transaction must never be held across the HTTP call): load the payment;
-/// if its stage is already `done` the event went out before → `.completed` (or, for a broker redelivery after a
-/// possible crash, the results event again with the same `message_id`). Otherwise build the event,
+/// if its stage is already `done` the webhook went out before → the results event again with the same `message_id`
+/// (its publication cannot be known to have happened; consumers dedupe). Otherwise build the event,
 /// serialise it once, sign that exact body with a fresh `webhook-timestamp` and POST it (15 s, no redirects) to the
 /// job's `notify_url` or the merchant's webhook URL. Every attempt is written to `webhook_deliveries`.
 ///
@@ -121,13 +121,13 @@ public struct NotifyStage: StageHandler {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
         }
         if payment.stage == "done" {
-            // Done means the results event was committed for publishing. A delivery the broker marks
-            // `redelivered` may come from a worker that crashed after that commit but before the publish
-            // was confirmed, so its event is published again (same `message_id`: consumers dedupe on it).
-            // A fresh duplicate hand-off (`redelivered == false`) was never seen by a crashed worker: nothing to do.
-            guard message.delivery.redelivered, let loaded = try events.load(payment, on: database) else {
-                return .decided(.completed)
-            }
+            // Done means the webhook was settled and the results event was *committed for* publishing — not that it
+            // was published: the worker may have crashed before the broker confirmed it, or the commit of `done` may
+            // have succeeded although its answer was lost with the connection (the runtime then retries this very
+            // delivery in place, `redelivered == false`, or a retry tier hands in a fresh copy). Neither case can be
+            // told apart from a mere duplicate hand-off, so every delivery of a done payment publishes the event
+            // again (same `message_id`: consumers dedupe on it). The webhook itself is never sent twice.
+            guard let loaded = try events.load(payment, on: database) else { return .decided(.completed) }
             return .decided(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
         }
         guard let loaded = try events.load(payment, on: database) else {

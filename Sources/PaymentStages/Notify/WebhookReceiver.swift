@@ -9,7 +9,8 @@ import Synchronization
 /// lines).
 ///
 /// `failFirstPercent` makes the first delivery of that share of events fail with 503, chosen deterministically
-/// from the `webhook-id`, so a sandbox run exercises retries (the retry reuses the id and then succeeds).
+/// from the `webhook-id`, so a sandbox run exercises retries (the retry reuses the id and then succeeds). Those
+/// failed attempts are reported through `onSimulatedFailure`, so a run can check that the retry kept the id.
 public final class WebhookReceiver: Sendable {
     /// One verified request.
     public struct Event: Sendable {
@@ -36,13 +37,15 @@ public final class WebhookReceiver: Sendable {
     }
 
     public init(host: String = "0.0.0.0", port: UInt16, verifier: WebhookVerifier, failFirstPercent: Int = 0,
-                onEvent: @escaping @Sendable (Event) -> Void, onRejected: @escaping @Sendable (String) -> Void = { _ in }) {
+                onEvent: @escaping @Sendable (Event) -> Void, onRejected: @escaping @Sendable (String) -> Void = { _ in },
+                onSimulatedFailure: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.verifier = verifier
         self.failFirstPercent = min(100, max(0, failFirstPercent))
         let ledger = ledger
         let failFirstPercent = self.failFirstPercent
         server = HTTPServer(host: host, port: port, threads: 4) { request in
-            Self.handle(request, verifier: verifier, failFirstPercent: failFirstPercent, ledger: ledger, onEvent: onEvent, onRejected: onRejected)
+            Self.handle(request, verifier: verifier, failFirstPercent: failFirstPercent, ledger: ledger, onEvent: onEvent,
+                        onRejected: onRejected, onSimulatedFailure: onSimulatedFailure)
         }
     }
 
@@ -52,7 +55,7 @@ public final class WebhookReceiver: Sendable {
 
     private static func handle(
         _ request: HTTPServerRequest, verifier: WebhookVerifier, failFirstPercent: Int, ledger: Ledger,
-        onEvent: @Sendable (Event) -> Void, onRejected: @Sendable (String) -> Void
+        onEvent: @Sendable (Event) -> Void, onRejected: @Sendable (String) -> Void, onSimulatedFailure: @Sendable (Event) -> Void
     ) -> HTTPServerResponse {
         guard request.method == "POST" else { return .text("method not allowed\n", status: 405) }
         do {
@@ -67,12 +70,16 @@ public final class WebhookReceiver: Sendable {
             if selected, !state.delivered.contains(id), state.failed.insert(id).inserted { return nil }
             return state.delivered.insert(id).inserted
         }
-        guard let firstTime else { return .text("simulated failure\n", status: 503) }
         let json = try? JSONValue.parse(request.body)
-        onEvent(Event(
+        let event = Event(
             webhookId: id, timestamp: Int64(request.header("webhook-timestamp") ?? "") ?? 0,
             signature: request.header("webhook-signature") ?? "", body: request.body,
-            type: json?["type"]?.stringValue, paymentId: json?["data"]?["paymentId"]?.stringValue, duplicate: !firstTime))
+            type: json?["type"]?.stringValue, paymentId: json?["data"]?["paymentId"]?.stringValue, duplicate: !(firstTime ?? true))
+        guard firstTime != nil else {
+            onSimulatedFailure(event)
+            return .text("simulated failure\n", status: 503)
+        }
+        onEvent(event)
         return HTTPServerResponse(status: 204)
     }
 }

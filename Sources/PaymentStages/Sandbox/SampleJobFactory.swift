@@ -21,6 +21,22 @@ public struct SampleJobFactory: Sendable {
         public let kind: Kind
         public let jobId: String
         public let body: [UInt8]
+        /// The device account number and online payment cryptogram sealed in the token (nil for a malformed job):
+        /// only for card-data hygiene checks, which search logs and dumps for them.
+        public let cardSecrets: CardSecrets?
+
+        public init(kind: Kind, jobId: String, body: [UInt8], cardSecrets: CardSecrets? = nil) {
+            self.kind = kind
+            self.jobId = jobId
+            self.body = body
+            self.cardSecrets = cardSecrets
+        }
+    }
+
+    /// What must never appear outside the encrypted token and `card_data`.
+    public struct CardSecrets: Sendable, Equatable {
+        public let pan: String
+        public let cryptogram: String
     }
 
     public let environment: SandboxEnvironment
@@ -50,7 +66,7 @@ public struct SampleJobFactory: Sendable {
     public func makeJobs(count: Int, prefix: String, now: Date = Date()) throws -> [Sample] {
         let currencies: [(String, String)] = [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]
         // A replay re-sends an earlier valid job's token with the same amount, so only the replay check fails.
-        var lastValid: (token: Any, amount: Int64, currency: (String, String))?
+        var lastValid: (token: Any, amount: Int64, currency: (String, String), secrets: CardSecrets)?
         return try (0..<count).map { index in
             let kind = Self.kind(at: index, of: count)
             let jobId = "\(prefix)-\(index)"
@@ -62,10 +78,12 @@ public struct SampleJobFactory: Sendable {
                 return Sample(kind: kind, jobId: jobId, body: Array("{\"jobId\": \"\(jobId)\", \"merchantId\": ".utf8))
             }
             var token: Any
+            let secrets: CardSecrets
             if kind == .replayedToken, let previous = lastValid {
                 token = previous.token
                 amount = previous.amount
                 (currency, numeric) = previous.currency
+                secrets = previous.secrets
             } else {
                 let merchant = kind == .validRSA ? environment.rsaMerchant : environment.ecMerchant
                 var request = SandboxMintRequest(
@@ -74,7 +92,8 @@ public struct SampleJobFactory: Sendable {
                     pan: "4" + String(format: "%015d", 111_111_111_111_111 + index), signingTime: now)
                 request.merchant = merchant
                 token = try JSONSerialization.jsonObject(with: Data(try environment.pki.mintToken(request)))
-                if kind == .valid { lastValid = (token, amount, (currency, numeric)) }
+                secrets = CardSecrets(pan: request.pan, cryptogram: request.cryptogram)
+                if kind == .valid { lastValid = (token, amount, (currency, numeric), secrets) }
             }
             var job: [String: Any] = [
                 "jobId": jobId,
@@ -86,7 +105,8 @@ public struct SampleJobFactory: Sendable {
                 "metadata": ["sample": kind.rawValue],
             ]
             if kind == .invalidJob { job["orderReference"] = nil }
-            return Sample(kind: kind, jobId: jobId, body: Array(try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys])))
+            return Sample(kind: kind, jobId: jobId, body: Array(try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys])),
+                          cardSecrets: secrets)
         }
     }
 }

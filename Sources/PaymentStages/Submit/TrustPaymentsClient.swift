@@ -21,15 +21,30 @@ public struct TrustPaymentsClient: PaymentGateway {
         self.clockSkew = clockSkew
     }
 
-    /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH).
+    /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH), expiring
+    /// (`exp`) once this call has certainly timed out: ``requestLifetime(totalTimeout:)``.
     public func authorize(
         claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date()
     ) -> GatewayResult {
-        let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
+        let jwt = TrustPaymentsClaimsBuilder.signedJWT(
+            claims: claims, secret: endpoint.secret, issuedAt: now, expiresIn: Self.requestLifetime(totalTimeout: totalTimeout))
         switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId) {
         case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
         case .failure(let failure): return failure.result
         }
+    }
+
+    /// Seconds from `iat` to the AUTH's `exp`: the whole-second total timeout plus one, because `iat` is rounded down —
+    /// so `exp` never falls before the client gave up (an answer refused as expired while the client still waits
+    /// would be misread), and is at most `timeout + 1` s after the send.
+    ///
+    /// Why: an AUTH the client gave up on may still be queued at the gateway. Were it processed after the status
+    /// query answered "not found", the resend would charge twice (`scripts/chaos` found exactly that). A gateway that
+    /// refuses expired request JWTs cannot act on it after `exp`, and the submit stage queries only after
+    /// `started + timeout + PAYPIPE_RECONCILE_GRACE`, i.e. after `exp` as long as the grace exceeds 1 s plus the
+    /// gateway's clock skew. [UNCONFIRMED] that Trust Payments enforces `exp` on request JWTs; the simulator does.
+    public static func requestLifetime(totalTimeout: Double) -> Int64 {
+        Int64(totalTimeout.rounded(.up)) + 1
     }
 
     /// Asks which transactions the gateway holds for `orderReference` on the endpoint's site.
