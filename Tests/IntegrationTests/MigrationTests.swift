@@ -5,6 +5,17 @@ import Testing
 
 extension Integration {
 @Suite struct MigrationTests {
+    /// A clean database with one merchant and one `decrypted` payment; returns the payment's id.
+    static func freshDecryptedPayment(on connection: PostgresConnection) throws -> UUID {
+        try TestServices.resetDatabase()
+        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
+        let id = UUID()
+        try connection.query(
+            "INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at) VALUES ($1, 'm1', 'j1', $2, 'decrypted', 'authorize', now())",
+            [id, [UInt8(1)]])
+        return id
+    }
+
     @Test func migrationsAreIdempotent() throws {
         try TestServices.resetDatabase()   // applies every migration once
         let connection = try TestServices.database()
@@ -15,14 +26,9 @@ extension Integration {
     }
 
     @Test func paymentTransitionsAreGuardedInSQL() throws {
-        try TestServices.resetDatabase()
         let connection = try TestServices.database()
         defer { connection.close() }
-        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
-        let id = UUID()
-        try connection.query(
-            "INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at) VALUES ($1, 'm1', 'j1', $2, 'decrypted', 'authorize', now())",
-            [id, [UInt8(1)]])
+        let id = try Self.freshDecryptedPayment(on: connection)
         let store = PaymentStore()
         #expect(try store.transition(id, from: .decrypted, to: .prepared, actor: "test", on: connection) == .applied)
         // A stale writer expecting the old status changes nothing.
@@ -36,14 +42,9 @@ extension Integration {
 
     /// Whatever ends a payment, its card data and stored gateway request are shredded in the same transaction.
     @Test func aTerminalStatusShredsCardDataInTheSameTransaction() throws {
-        try TestServices.resetDatabase()
         let connection = try TestServices.database()
         defer { connection.close() }
-        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
-        let id = UUID()
-        try connection.query(
-            "INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at) VALUES ($1, 'm1', 'j2', $2, 'decrypted', 'authorize', now())",
-            [id, [UInt8(2)]])
+        let id = try Self.freshDecryptedPayment(on: connection)
         try connection.query("INSERT INTO card_data (payment_id, key_id, nonce, ciphertext) VALUES ($1, 'k', $2, $3)", [id, [UInt8(1)], [UInt8(2)]])
         try connection.query(
             "INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext) VALUES ($1, 'o', '{AUTH}', 'k', $2, $3)",
