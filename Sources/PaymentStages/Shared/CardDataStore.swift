@@ -34,8 +34,12 @@ public struct CardDataStore: Sendable {
 
     /// Crypto-shreds the payment's card data (and stored gateway request). Idempotent.
     public func purge(_ paymentId: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE card_data SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
-        try connection.query("UPDATE gateway_requests SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
+        // Both tables in one statement (one round trip).
+        try connection.query(
+            """
+            WITH card AS (UPDATE card_data SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL)
+            UPDATE gateway_requests SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL
+            """, [paymentId])
     }
 
     static func aad(_ paymentId: UUID) -> [UInt8] { Array(paymentId.uuidString.lowercased().utf8) }

@@ -23,8 +23,10 @@ public protocol StageHandler: Sendable {
 
 /// A stage whose whole effect is a database change (no network call-out).
 ///
-/// The runtime-provided ``process(_:database:)`` handles the batch in **one** transaction with a savepoint per
-/// message: one bad message rolls back only its own savepoint, and the batch costs a single commit (fsync).
+/// The runtime-provided ``process(_:database:)`` handles the batch in **one** transaction (``BatchTransaction``):
+/// without savepoints while every message succeeds, else again with a savepoint per message, so one bad message
+/// rolls back only its own work; the batch costs a single commit (fsync). `handle` may therefore run twice for a
+/// message (the first run rolled back): keep it to database work.
 /// Stages that call out (gateway, webhooks) implement `process` themselves, because a transaction must never
 /// be held open across network I/O.
 public protocol TransactionalStageHandler: StageHandler {
@@ -35,19 +37,26 @@ public protocol TransactionalStageHandler: StageHandler {
 
 extension TransactionalStageHandler {
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        do {
-            return try database.transaction { transaction in
-                batch.map { message in
-                    Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
-                }
+        // ``BatchTransaction``: the whole batch without savepoints first; only if a message throws, again with a
+        // savepoint per message (``outcome(of:in:_:)``).
+        BatchTransaction.run(
+            batch, on: database,
+            fastPath: { message, transaction in
+                let outcome = try self.handle(message, transaction: transaction)
+                guard case .failed(let failure) = outcome else { return .success(outcome) }
+                return .success(.handOff(to: .notify, try PaymentStore().recordFailure(failure, on: transaction)))
+            },
+            isolated: { message, transaction in
+                Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
             }
-        } catch {
+        ).map { result in
+            switch result {
+            case .success(let outcome): outcome
             // The transaction itself failed (commit, connection): nothing of the batch was applied.
-            let failure = FailureClassifier.classify(error)
-            return Array(repeating: .failure(failure), count: batch.count)
+            case .failure(let error): .failure(FailureClassifier.classify(error))
+            }
         }
     }
-
 }
 
 extension StageHandler {
