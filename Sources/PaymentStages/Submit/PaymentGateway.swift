@@ -28,13 +28,13 @@ public protocol PaymentGateway: Sendable {
 
 extension PaymentGateway {
     /// One AUTH on a client of its own (a new connection): for one-off calls outside a pool.
-    public func authorize(claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date) -> GatewayResult {
+    public func authorize(claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> GatewayResult {
         authorize(claims: claims, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, now: now,
                   using: HTTPClient(configuration: http))
     }
 
     /// One TRANSACTIONQUERY on a client of its own (a new connection).
-    public func queryTransaction(orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date) -> TransactionQueryResult {
+    public func queryTransaction(orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> TransactionQueryResult {
         queryTransaction(orderReference: orderReference, endpoint: endpoint, requestId: requestId, now: now,
                          using: HTTPClient(configuration: http))
     }
