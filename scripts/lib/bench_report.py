@@ -336,7 +336,7 @@ def table(r):
         lines.append(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}  {row[4]:>{widths[4]}}".rstrip())
     m = r["machine"]
     lines.append("")
-    lines.append(f"machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}; "
+    lines.append(f"machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}; {m.get('build', '?')} build; "
                  f"load average at start {m.get('loadStart', '?')}, at end {m.get('loadEnd', '?')}; {m.get('date', '')}")
     return lines
 

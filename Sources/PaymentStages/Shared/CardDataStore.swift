@@ -26,9 +26,15 @@ public struct CardDataStore: Sendable {
     public func load(_ paymentId: UUID, on connection: PostgresConnection) throws -> StoredPaymentData? {
         let rows = try connection.query("SELECT key_id, nonce, ciphertext FROM card_data WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
         guard let row = rows.first else { return nil }
-        let box = DataVault.SealedBox(
-            keyId: try row.decode("key_id", as: String.self), nonce: try row.decode("nonce", as: [UInt8].self),
-            ciphertext: try row.decode("ciphertext", as: [UInt8].self))
+        return try open(row, for: paymentId)
+    }
+
+    /// Opens the card data in a row that selected `key_id`, `nonce` and `ciphertext` (`nil` when they are null:
+    /// no card data, or already purged), for callers that read it along with other tables in one query.
+    public func open(_ row: PostgresRow, for paymentId: UUID) throws -> StoredPaymentData? {
+        guard let keyId = try row.decode("key_id", as: String?.self), let nonce = try row.decode("nonce", as: [UInt8]?.self),
+              let ciphertext = try row.decode("ciphertext", as: [UInt8]?.self) else { return nil }
+        let box = DataVault.SealedBox(keyId: keyId, nonce: nonce, ciphertext: ciphertext)
         return try JSONDecoder().decode(StoredPaymentData.self, from: Data(try vault.open(box, aad: Self.aad(paymentId))))
     }
 

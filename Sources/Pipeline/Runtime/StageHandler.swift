@@ -48,7 +48,8 @@ extension TransactionalStageHandler {
             },
             isolated: { message, transaction in
                 Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
-            }
+            },
+            failed: { _, error, transaction in Self.outcome(ofFailure: error, in: transaction) }
         ).map { result in
             switch result {
             case .success(let outcome): outcome
@@ -75,10 +76,20 @@ extension StageHandler {
             guard case .failed(let permanent) = outcome else { return .success(outcome) }
             failure = permanent
         } catch {
-            let classified = FailureClassifier.classify(error)
-            guard case .permanent(let permanent) = classified else { return .failure(classified) }
-            failure = permanent
+            return outcome(ofFailure: error, in: transaction)
         }
+        return recorded(failure, in: transaction)
+    }
+
+    /// What a message's thrown error leads to: a permanent failure is recorded against its payment (in a savepoint
+    /// of the open transaction) and handed to notification; anything else goes back to the runtime.
+    public static func outcome(ofFailure error: any Error, in transaction: PostgresConnection) -> Result<StageOutcome, StageFailure> {
+        let classified = FailureClassifier.classify(error)
+        guard case .permanent(let permanent) = classified else { return .failure(classified) }
+        return recorded(permanent, in: transaction)
+    }
+
+    private static func recorded(_ failure: PaymentFailure, in transaction: PostgresConnection) -> Result<StageOutcome, StageFailure> {
         do {
             let handOff = try transaction.savepoint { try PaymentStore().recordFailure(failure, on: $0) }
             return .success(.handOff(to: .notify, handOff))
