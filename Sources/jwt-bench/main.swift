@@ -1,6 +1,6 @@
 // jwt-bench: builds and signs HS256 JWTs over ~600-byte Trust Payments-like claims, then verifies them.
 // Usage: jwt-bench [seconds=3]
-// Prints one JSON line. `signingInputBytes` is the length HMAC-SHA256 runs over (header.payload in base64url), so
+// Prints one JSON line; rates are per CPU-second (like `openssl speed`). `signingInputBytes` is the length HMAC-SHA256 runs over (header.payload in base64url), so
 // scripts/bench can put `openssl speed -hmac sha256 -bytes <that>` beside the signing rate as its bound.
 import Foundation
 import JWT
@@ -34,19 +34,25 @@ func claims(sequence: Int) -> JSONValue {
     ]
 }
 
+/// Runs `operation` for `seconds` of wall time; the rate is per CPU-second of the process, as `openssl speed`
+/// reports it, so the two stay comparable on a machine shared with other work.
 func rate(seconds: Double, _ operation: (Int) -> Void) -> (count: Int, perSecond: Double) {
+    func cpuSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
     let start = DispatchTime.now().uptimeNanoseconds
+    let cpuStart = cpuSeconds()
     let deadline = start + UInt64(seconds * 1e9)
     var count = 0
-    var now = start
-    while now < deadline {
+    while DispatchTime.now().uptimeNanoseconds < deadline {
         for _ in 0..<100 {
             operation(count)
             count += 1
         }
-        now = DispatchTime.now().uptimeNanoseconds
     }
-    return (count, Double(count) / (Double(now - start) / 1e9))
+    return (count, Double(count) / (cpuSeconds() - cpuStart))
 }
 
 let seconds = CommandLine.arguments.count > 1 ? Double(CommandLine.arguments[1]) ?? 3 : 3
