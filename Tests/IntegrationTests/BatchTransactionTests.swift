@@ -23,7 +23,7 @@ extension Integration {
     }
 
     @Test func aBatchThatSucceedsRunsEachBodyOnceAndCommitsEverything() throws {
-        try Self.withTable { connection, table in
+        try Self.withTable { connection, table throws in
             let runs = Mutex<[Int32: Int]>([:])
             let results = BatchTransaction.run(Array(Int32(1)...5), on: connection) { id, transaction in
                 runs.withLock { $0[id, default: 0] += 1 }
@@ -37,7 +37,7 @@ extension Integration {
     }
 
     @Test func aFailingItemRollsBackAloneAndRunsOnlyOnce() throws {
-        try Self.withTable { connection, table in
+        try Self.withTable { connection, table throws in
             let runs = Mutex<[Int32: Int]>([:])
             // Item 3 fails with a statement error (duplicate key) that aborts the whole first pass.
             try connection.query("INSERT INTO \(table) (id) VALUES (3)")
