@@ -10,13 +10,16 @@ enum JobCommand: CLICommand {
     static let summary = "publish a job file or sandbox sample jobs"
     static let usage = """
         usage: paypipe job publish FILE
-               paypipe job publish --sample N [--merchant ID] [--prefix PREFIX] [--sandbox-dir DIR] [--card-secrets FILE]
+               paypipe job publish --sample N [--merchant ID] [--prefix PREFIX] [--sandbox-dir DIR] [--all-good] [--rate R] [--card-secrets FILE]
           Publishes to exchange paypipe.jobs, routing key payment.requested, persistent, content_type
           application/json, message_id = jobId, with publisher confirms. FILE holds one job object or an array.
           --sample N mints N sandbox tokens (sandbox PKI in DIR, default var/sandbox) in a mix of outcomes:
           mostly valid, plus per ten jobs one RSA_v1, one amount mismatch, one invalid job and one replayed
           token; from 20 jobs on, also one unknown merchant and one malformed message (dead-lettered).
-          Prints one JSON line per job: {"jobId", "kind"}.
+          --all-good makes every sample a valid EC_v1 job the simulator authorises (benchmark load).
+          Jobs are published in confirm windows of 500, as fast as the broker confirms; --rate R instead offers
+          R jobs per second, in windows of R/100 every 10 ms (all tokens are minted before the first publish).
+          Prints one JSON line per job: {"jobId", "kind", "publishedAtMs"} (Unix milliseconds its window was sent).
           --card-secrets FILE writes the sample tokens' PANs and cryptograms (JSON lines {"jobId", "pan",
           "cryptogram"}, mode 0600) for card-data hygiene checks (scripts/hygiene); never use it elsewhere.
         """
@@ -34,7 +37,7 @@ enum JobCommand: CLICommand {
                 let sandbox = try SandboxEnvironment.open(directory: arguments.value("--sandbox-dir") ?? OperatorContext.sandboxDirectory)
                 let factory = SampleJobFactory(environment: sandbox, merchantId: arguments.value("--merchant") ?? SandboxEnvironment.merchantId)
                 let prefix = arguments.value("--prefix") ?? "sample-\(Int(Date().timeIntervalSince1970))"
-                let samples = try factory.makeJobs(count: count, prefix: prefix)
+                let samples = try factory.makeJobs(count: count, prefix: prefix, allValid: arguments.flag("--all-good"))
                 jobs = samples.map { ($0.jobId, $0.kind.rawValue, $0.body) }
                 if let path = arguments.value("--card-secrets") { try writeCardSecrets(samples, to: path) }
             } else {
@@ -63,10 +66,14 @@ enum JobCommand: CLICommand {
                     exchange: PipelineTopology.jobsExchange, routingKey: PipelineTopology.jobRoutingKey,
                     body: job.body, properties: properties, mandatory: true)
             }
-            for start in stride(from: 0, to: messages.count, by: 500) {
-                try publisher.publish(Array(messages[start..<min(start + 500, messages.count)]), timeout: 60)
+            let rate = try arguments.value("--rate").map { text throws(CommandArguments.UsageError) in
+                guard let rate = Double(text), rate > 0 else { throw .init(description: "--rate needs a positive number of jobs per second") }
+                return rate
             }
-            for job in jobs { print("{\"jobId\":\"\(job.jobId)\",\"kind\":\"\(job.kind)\"}") }
+            let publishedAt = try publish(messages, rate: rate, with: publisher)
+            for (index, job) in jobs.enumerated() {
+                print("{\"jobId\":\"\(job.jobId)\",\"kind\":\"\(job.kind)\",\"publishedAtMs\":\(publishedAt[index])}")
+            }
             return ExitCode.ok
         } catch {
             return OperatorContext.report(error)
@@ -88,5 +95,26 @@ enum JobCommand: CLICommand {
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         try handle.write(contentsOf: Data(text.utf8))
         try handle.close()
+    }
+
+    /// Publishes with confirms: windows of 500 back to back, or (with `rate`) windows of `rate/100` jobs paced every
+    /// 10 ms so the offered load stays even. Returns each message's send time in Unix milliseconds.
+    static func publish(_ messages: [AMQPOutboundMessage], rate: Double?, with publisher: AMQPPublisher) throws -> [Int64] {
+        var publishedAt: [Int64] = []
+        publishedAt.reserveCapacity(messages.count)
+        let window = rate.map { max(1, Int(($0 / 100).rounded())) } ?? 500
+        let start = DispatchTime.now().uptimeNanoseconds
+        for first in stride(from: 0, to: messages.count, by: window) {
+            if let rate {
+                let due = start + UInt64(Double(first) / rate * 1e9)
+                let now = DispatchTime.now().uptimeNanoseconds
+                if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
+            }
+            let slice = Array(messages[first..<min(first + window, messages.count)])
+            let sent = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            try publisher.publish(slice, timeout: 60)
+            publishedAt.append(contentsOf: repeatElement(sent, count: slice.count))
+        }
+        return publishedAt
     }
 }

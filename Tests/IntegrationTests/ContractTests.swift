@@ -244,8 +244,8 @@ extension Integration {
             let published = try stack.paypipe(["job", "publish", "--sample", "20", "--prefix", prefix, "--sandbox-dir", stack.sandboxDirectory])
             var kinds: [String: String] = [:]
             for line in published.split(separator: "\n") where line.hasPrefix("{") {
-                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
-                kinds[try #require(object["jobId"])] = object["kind"]
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                kinds[try #require(object["jobId"] as? String)] = object["kind"] as? String
             }
             let expected: [String: String] = kinds.compactMapValues { kind in
                 switch SampleJobFactory.Kind(rawValue: kind) {

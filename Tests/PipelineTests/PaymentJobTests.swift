@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JSON
 @testable import Pipeline
 
 @Suite struct PaymentJobTests {
@@ -35,6 +36,19 @@ import Testing
     @Test func tokenMayBeAJSONString() throws {
         let job = try PaymentJob.decode(Self.body(["applePayToken": Self.token]))
         #expect(job.applePayToken == Array(Self.token.utf8))
+    }
+
+    /// The content hash moved from JSONSerialization to the JSON module: the canonical bytes must be the same, or jobs
+    /// stored before the change would look like `idempotency_conflict`s when redelivered.
+    @Test(arguments: [
+        Self.token,
+        #"{"b":1,"a":"x/y","C":[true,null,{"z":"\"q\"","Y":"é\n"}],"item10":1,"item9":2,"Apple":0,"apple2":3}"#,
+        #"{"metadata":{"Cart":"1","cart2":"2","_id":"3","ID":"4"},"amount":{"value":1099,"currency":"GBP"}}"#,
+    ])
+    func canonicalFormMatchesJSONSerialization(json: String) throws {
+        let foundation = try JSONSerialization.data(
+            withJSONObject: try JSONSerialization.jsonObject(with: Data(json.utf8)), options: [.sortedKeys, .withoutEscapingSlashes])
+        #expect(PaymentJob.canonicalJSON(try JSONValue.parse(json)) == Array(foundation))
     }
 
     @Test func hashIgnoresKeyOrderAndUnknownFieldsButNotContent() throws {

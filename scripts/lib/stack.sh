@@ -1,6 +1,7 @@
 # One local PayPipe stack, shared by scripts/demo, scripts/bench and scripts/chaos (source it; bash only).
 #
-#   stack_init [debug|release]   builds, exports the sandbox environment (PAYPIPE_*), sets $BIN and $STACK_LOGS
+#   stack_init [debug|release]   builds (unless STACK_SKIP_BUILD=1), exports the sandbox environment (PAYPIPE_*),
+#                                sets $BIN and $STACK_LOGS
 #   stack_setup                  migrate, sandbox PKI + data key + merchant document, merchant apply
 #   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
 #   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
@@ -34,9 +35,11 @@ stack_init() {
     STACK_LOGS="${STACK_LOGS:-$STACK_VAR/logs}"
     STACK_PORT_BASE="${PAYPIPE_PORT_BASE:-9100}"
     mkdir -p "$STACK_LOGS"
-    echo "== building ($configuration)"
-    # The same flags as scripts/test, so running the stack after the tests (CI) reuses their build.
-    (cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
+    if [ "${STACK_SKIP_BUILD:-0}" != 1 ]; then
+        echo "== building ($configuration)"
+        # The same flags as scripts/test, so running the stack after the tests (CI) reuses their build.
+        (cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors 2>&1 | grep -E "error|warning: |Build complete" | tail -3)
+    fi
     BIN="$(cd "$STACK_ROOT" && swift build -c "$configuration" -Xswiftc -warnings-as-errors --show-bin-path)"
     export PAYPIPE_ENV=sandbox
     export PAYPIPE_AMQP_URL="amqp://guest:guest@127.0.0.1:${PAYPIPE_AMQP_PORT:-5672}/%2f"

@@ -26,7 +26,6 @@ public struct DecryptStage: TransactionalStageHandler {
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> DecryptInput {
-        try Self.requireStrictJSON(delivery.body)
         do {
             return .job(try PaymentJob.decode(delivery.body))
         } catch {
@@ -36,20 +35,6 @@ public struct DecryptStage: TransactionalStageHandler {
             case .invalid(let merchantId, let jobId, let hash, let reason):
                 return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
             }
-        }
-    }
-
-    /// RFC 8259 with no leniency, checked by the project's strict parser before `PaymentJob` reads the body with
-    /// Foundation's, which quietly takes the **last** of duplicate keys and accepts trailing commas and a byte order
-    /// mark. A job whose `amount` appears twice means different things to different parsers (the backend's validator
-    /// may have read the first), so it is refused as `malformed_job` instead of charged. Invalid UTF-8 is left to
-    /// `PaymentJob.decode`, which names it.
-    static func requireStrictJSON(_ body: [UInt8]) throws(StageFailure) {
-        guard String(validating: body, as: UTF8.self) != nil else { return }
-        do {
-            _ = try JSONValue.parse(body)
-        } catch {
-            throw .unattributable(code: "malformed_job", reason: "body is not valid JSON: \(error)")
         }
     }
 
@@ -113,13 +98,16 @@ public struct DecryptStage: TransactionalStageHandler {
                 throw TokenFailure(code: "amount_mismatch", reason: "token currency \(decrypted.currencyCode) differs from the job currency \(job.amount.currency.code)")
             }
         }
-        let replayed = try transaction.query(
-            "SELECT 1 FROM payments WHERE token_transaction_id = $1 AND id <> $2", [token.transactionId, payment.id])
-        guard replayed.isEmpty else {
+        // The replay check and the claim of the transactionId in one statement. Unique constraint: a concurrent
+        // replay loses here and is retried, then caught by the NOT EXISTS.
+        let claimed = try transaction.query(
+            """
+            UPDATE payments SET token_transaction_id = $2 WHERE id = $1
+              AND NOT EXISTS (SELECT 1 FROM payments WHERE token_transaction_id = $2 AND id <> $1)
+            """, [payment.id, token.transactionId])
+        guard claimed.affectedRows == 1 else {
             throw TokenFailure(code: "token_replayed", reason: "token transactionId was already used by another payment")
         }
-        // Unique constraint: a concurrent replay loses here and is retried, then caught by the check above.
-        try transaction.query("UPDATE payments SET token_transaction_id = $2 WHERE id = $1", [payment.id, token.transactionId])
         let stored = StoredPaymentData(
             decrypted: decrypted,
             walletToken: decrypted == nil ? String(decoding: job.applePayToken, as: UTF8.self) : nil,
@@ -146,19 +134,23 @@ public struct DecryptStage: TransactionalStageHandler {
         case .invalid(let merchant, let job, let contentHash, _):
             (merchantId, jobId, hash) = (merchant, job, contentHash)
         }
+        // The payment and its first audit event in one statement (one round trip).
         let inserted = try transaction.query(
             """
-            INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                  status, stage, notify_url, metadata, first_received_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', 'decrypt', $8, $9::jsonb, now())
-            ON CONFLICT (merchant_id, job_id) DO NOTHING
-            RETURNING \(PaymentRecord.columns)
+            WITH inserted AS (
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                                      status, stage, notify_url, metadata, first_received_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', 'decrypt', $8, $9::jsonb, now())
+                ON CONFLICT (merchant_id, job_id) DO NOTHING
+                RETURNING \(PaymentRecord.columns)),
+            event AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT id, NULL, 'received', 'decrypt', 'decrypt' FROM inserted)
+            SELECT * FROM inserted
             """,
             [UUID(), merchantId, jobId, hash, orderReference, amount, currency, notifyURL, metadata])
         if let row = inserted.first {
-            let created = try PaymentRecord(row: row)
-            try payments.appendEvent(created.id, from: nil, to: .received, stage: Stage.decrypt.rawValue, actor: "decrypt", on: transaction)
-            return .created(created)
+            return .created(try PaymentRecord(row: row))
         }
         let existing = try transaction.query(
             "SELECT job_hash, \(PaymentRecord.columns) FROM payments WHERE merchant_id = $1 AND job_id = $2", [merchantId, jobId])

@@ -35,6 +35,8 @@ public struct NotifyStage: StageHandler {
     private let router: DeliveryRouter
     private let httpConfiguration: HTTPClientConfiguration
     private let gate: EndpointGate
+    /// The worker's webhook threads, each with a keep-alive HTTP client (shared by the lanes).
+    private let senders: HTTPClientPool
     private let clock: @Sendable () -> Date
     private let payments = PaymentStore()
     private let deliveries = WebhookDeliveryStore()
@@ -44,7 +46,7 @@ public struct NotifyStage: StageHandler {
     public init(
         directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
-        gate: EndpointGate = EndpointGate(), clock: @escaping @Sendable () -> Date = { Date() }
+        gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.directory = directory
         self.events = PaymentEventLoader(cardData: cardData)
@@ -54,6 +56,7 @@ public struct NotifyStage: StageHandler {
         http.followRedirects = false
         self.httpConfiguration = http
         self.gate = gate
+        self.senders = HTTPClientPool(size: sendConcurrency, configuration: http, name: "paypipe-notify-send")
         self.clock = clock
     }
 
@@ -62,9 +65,10 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
-    /// the decisions that need no request, one message after the other on the lane's connection; (2) the POSTs, all
-    /// at once on Dispatch's pool (each with its own libcurl handle; ``EndpointGate`` caps the requests per endpoint);
-    /// (3) recording the attempts and the outcomes on the connection again. No transaction spans phase 2.
+    /// the decisions that need no request, one message after the other on the lane's connection; (2) the POSTs,
+    /// concurrently on the worker's sender threads (each with its keep-alive libcurl handle; ``EndpointGate`` caps the
+    /// requests per endpoint); (3) recording the attempts and the outcomes in one transaction. No transaction spans
+    /// phase 2.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, delivery: PendingDelivery)] = []
@@ -79,11 +83,14 @@ public struct NotifyStage: StageHandler {
             }
         }
         let sent = send(pending.map(\.delivery))
+        // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``).
+        let completed = BatchTransaction.run(Array(zip(pending, sent)), on: database) { item, transaction in
+            try complete(item.0.delivery, item.1.classification, item.1.attempt, database: transaction)
+        }
         for (offset, item) in pending.enumerated() {
-            do {
-                results[item.index] = .success(try complete(item.delivery, sent[offset].classification, sent[offset].attempt, database: database))
-            } catch {
-                results[item.index] = .failure(FailureClassifier.classify(error))
+            switch completed[offset] {
+            case .success(let result): results[item.index] = result
+            case .failure(let error): results[item.index] = .failure(FailureClassifier.classify(error))
             }
         }
         return results.map { $0! }
@@ -156,41 +163,27 @@ public struct NotifyStage: StageHandler {
             body: event.body))
     }
 
-    /// Phase 2: all POSTs of the batch concurrently, one thread each; results in the order of `pending`.
-    ///
-    /// Threads rather than Dispatch: the requests block in libcurl, and libdispatch on Linux caps blocking work items
-    /// at about the core count, which would serialise a batch behind its slowest endpoints. A batch is bounded by
-    /// `PAYPIPE_BATCH_SIZE`, and a lone delivery (the common case) runs on the lane's own thread.
+    /// Phase 2: the batch's POSTs concurrently on ``senders`` (keep-alive clients; ``EndpointGate`` caps the
+    /// requests per endpoint); results in the order of `pending`.
     private func send(_ pending: [PendingDelivery]) -> [(classification: WebhookResponseClass, attempt: WebhookAttempt)] {
-        if pending.count == 1 {
-            let (classification, attempt) = post(pending[0])
-            return [(classification, attempt)]
-        }
-        let slots = Mutex<[Int: (WebhookResponseClass, WebhookAttempt)]>([:])
-        let group = DispatchGroup()
-        for (index, delivery) in pending.enumerated() {
-            group.enter()
-            let thread = Thread {
-                let result = self.post(delivery)
-                slots.withLock { $0[index] = result }
-                group.leave()
-            }
-            thread.name = "paypipe-notify-send"
-            thread.start()
-        }
-        group.wait()
-        return slots.withLock { slots in pending.indices.map { (slots[$0]!.0, slots[$0]!.1) } }
+        senders.perform(pending.count) { [self] index, client in
+            let (classification, attempt) = post(pending[index], client: client)
+            return SendResult(classification: classification, attempt: attempt)
+        }.map { ($0.classification, $0.attempt) }
     }
 
-    /// One POST through the endpoint gate.
-    private func post(_ delivery: PendingDelivery) -> (WebhookResponseClass, WebhookAttempt) {
+    private struct SendResult: Sendable {
+        let classification: WebhookResponseClass
+        let attempt: WebhookAttempt
+    }
+
+    /// One POST through the endpoint gate, on the calling pool thread's client.
+    private func post(_ delivery: PendingDelivery, client: HTTPClient) -> (WebhookResponseClass, WebhookAttempt) {
         var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
         switch gate.acquire(endpoint: Self.endpointKey(delivery.url)) {
         case .rejected(let reason):
             return (.retry(error: reason), attempt)
         case .acquired(let endpoint):
-            // libcurl handles are single-threaded: one client per request on this pool thread.
-            let client = HTTPClient(configuration: httpConfiguration)
             let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
             gate.release(endpoint, succeeded: !Self.isRetry(classification), pause: attempt.retryAfterSeconds)
             return (classification, attempt)
@@ -198,14 +191,17 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Phase 3: record the attempt and decide the outcome.
-    private func complete(_ delivery: PendingDelivery, _ classification: WebhookResponseClass, _ sent: WebhookAttempt, database: PostgresConnection) throws -> StageOutcome {
+    /// The retry case is a returned failure, not a thrown one: its attempt record and hold must commit with the batch.
+    private func complete(
+        _ delivery: PendingDelivery, _ classification: WebhookResponseClass, _ sent: WebhookAttempt, database: PostgresConnection
+    ) throws -> Result<StageOutcome, StageFailure> {
         var attempt = sent
         let event = delivery.event
         switch classification {
         case .delivered:
             attempt.outcome = .delivered
             try deliveries.record(attempt, event: event, on: database)
-            return try finish(event, body: delivery.body, on: database)
+            return .success(try finish(event, body: delivery.body, on: database))
         case .gone:
             attempt.outcome = .disabled
             attempt.error = "endpoint_gone"
@@ -213,19 +209,19 @@ public struct NotifyStage: StageHandler {
             if delivery.isMerchantWebhook {
                 try deliveries.disableMerchantWebhook(delivery.payment.merchantId, url: delivery.url, on: database)
             }
-            return try finish(event, body: delivery.body, on: database)
+            return .success(try finish(event, body: delivery.body, on: database))
         case .retry(let error):
             attempt.error = error
             guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
                 attempt.outcome = .failed
                 try deliveries.record(attempt, event: event, on: database)
                 let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
-                return try finish(event, body: delivery.body, on: database, also: [router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason)])
+                return .success(try finish(event, body: delivery.body, on: database, also: [router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason)]))
             }
             try deliveries.record(attempt, event: event, on: database)
             try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
-            throw StageFailure.transient(
-                code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(Self.endpointKey(delivery.url)) failed: \(error)")
+            return .failure(.transient(
+                code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(Self.endpointKey(delivery.url)) failed: \(error)"))
         }
     }
 

@@ -22,39 +22,42 @@ public struct PaymentEventLoader: Sendable {
         public let notifyURL: String?
     }
 
-    /// `nil` if the payment is not terminal (there is nothing to notify yet).
+    /// `nil` if the payment is not terminal (there is nothing to notify yet). One query (one round trip) reads the
+    /// payment's extra columns, its terminal time, its latest gateway attempt and its card data if not yet purged.
     public func load(_ payment: PaymentRecord, on connection: PostgresConnection) throws -> Loaded? {
         guard let type = PaymentEventType(status: payment.status) else { return nil }
-        let extra = try connection.query(
+        let rows = try connection.query(
             """
-            SELECT metadata::text AS metadata, notify_url,
-                   (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at
-            FROM payments p WHERE id = $1
+            SELECT p.metadata::text AS metadata, p.notify_url,
+                   (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at,
+                   g.id AS attempt_id, g.transaction_reference, g.error_code, g.error_message, g.settle_status, g.auth_code,
+                   g.masked_pan, c.key_id, c.nonce, c.ciphertext
+            FROM payments p
+            -- The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
+            LEFT JOIN LATERAL (SELECT id, transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
+                               FROM gateway_attempts WHERE payment_id = p.id
+                               ORDER BY (state = 'completed') DESC, id DESC LIMIT 1) g ON true
+            LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
+            WHERE p.id = $1
             """, [payment.id])
-        let row = extra.first
+        let row = rows.first
         let metadataText = try row?.decode("metadata", as: String?.self) ?? "{}"
         let metadata = (try? JSONValue.parse(metadataText)) ?? .object([])
-        let gateway = try latestGatewayAttempt(payment.id, on: connection)
+        let gateway = try row.flatMap(Self.gatewayAttempt)
+        let stored = row.flatMap { try? cardData.open($0, for: payment.id) }
         let event = PaymentEvent(
             type: type, paymentId: payment.id, jobId: payment.jobId, merchantId: payment.merchantId,
             orderReference: payment.orderReference,
             amount: payment.amountMinor.flatMap { value in payment.currency.map { PaymentEvent.Amount(value: value, currency: $0) } },
-            gateway: gateway?.result, card: try cardSummary(payment.id, maskedPan: gateway?.maskedPan, on: connection),
+            gateway: gateway?.result, card: Self.cardSummary(stored, maskedPan: gateway?.maskedPan),
             errorCode: payment.errorCode, errorReason: payment.errorMessage, metadata: metadata,
             receivedAt: payment.firstReceivedAt,
             occurredAt: try row?.decode("terminal_at", as: Date?.self) ?? payment.updatedAt)
         return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self))
     }
 
-    private func latestGatewayAttempt(_ paymentId: UUID, on connection: PostgresConnection) throws -> (result: PaymentEvent.GatewayResult, maskedPan: String?)? {
-        // The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
-        let rows = try connection.query(
-            """
-            SELECT transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
-            FROM gateway_attempts WHERE payment_id = $1
-            ORDER BY (state = 'completed') DESC, id DESC LIMIT 1
-            """, [paymentId])
-        guard let row = rows.first else { return nil }
+    private static func gatewayAttempt(_ row: PostgresRow) throws -> (result: PaymentEvent.GatewayResult, maskedPan: String?)? {
+        guard try row.decode("attempt_id", as: Int64?.self) != nil else { return nil }
         func text(_ column: String) throws -> String? {
             guard let value = try row.decode(column, as: String?.self), !value.isEmpty else { return nil }
             return value
@@ -67,11 +70,11 @@ public struct PaymentEventLoader: Sendable {
 
     /// Network and last four digits of the device account number while the card data is stored; otherwise the last
     /// four digits of the gateway's masked PAN (which masks that same number), without network; otherwise none.
-    private func cardSummary(_ paymentId: UUID, maskedPan: String?, on connection: PostgresConnection) throws -> PaymentEvent.CardSummary? {
-        if let stored = try? cardData.load(paymentId, on: connection), let decrypted = stored.decrypted {
+    private static func cardSummary(_ stored: StoredPaymentData?, maskedPan: String?) -> PaymentEvent.CardSummary? {
+        if let decrypted = stored?.decrypted {
             let digits = decrypted.applicationPrimaryAccountNumber.filter(\.isNumber)
             if digits.count >= 4 {
-                return PaymentEvent.CardSummary(network: stored.paymentMethodNetwork, last4: String(digits.suffix(4)))
+                return PaymentEvent.CardSummary(network: stored?.paymentMethodNetwork, last4: String(digits.suffix(4)))
             }
         }
         if let maskedPan, maskedPan.count >= 4, maskedPan.suffix(4).allSatisfy(\.isNumber) {

@@ -62,13 +62,14 @@ public struct SampleJobFactory: Sendable {
         }
     }
 
-    /// `count` jobs with ids `<prefix>-<n>`, tokens signed now.
-    public func makeJobs(count: Int, prefix: String, now: Date = Date()) throws -> [Sample] {
+    /// `count` jobs with ids `<prefix>-<n>`, tokens signed now. `allValid` makes every job `.valid` (EC_v1, an amount the
+    /// simulator authorises): the load of a benchmark rather than the demo's mix of outcomes.
+    public func makeJobs(count: Int, prefix: String, now: Date = Date(), allValid: Bool = false) throws -> [Sample] {
         let currencies: [(String, String)] = [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]
         // A replay re-sends an earlier valid job's token with the same amount, so only the replay check fails.
         var lastValid: (token: Any, amount: Int64, currency: (String, String), secrets: CardSecrets)?
         return try (0..<count).map { index in
-            let kind = Self.kind(at: index, of: count)
+            let kind = allValid ? .valid : Self.kind(at: index, of: count)
             let jobId = "\(prefix)-\(index)"
             var (currency, numeric) = currencies[index % currencies.count]
             var amount = Int64(100 + (index * 37) % 9_900)

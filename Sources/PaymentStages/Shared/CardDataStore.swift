@@ -26,16 +26,26 @@ public struct CardDataStore: Sendable {
     public func load(_ paymentId: UUID, on connection: PostgresConnection) throws -> StoredPaymentData? {
         let rows = try connection.query("SELECT key_id, nonce, ciphertext FROM card_data WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
         guard let row = rows.first else { return nil }
-        let box = DataVault.SealedBox(
-            keyId: try row.decode("key_id", as: String.self), nonce: try row.decode("nonce", as: [UInt8].self),
-            ciphertext: try row.decode("ciphertext", as: [UInt8].self))
+        return try open(row, for: paymentId)
+    }
+
+    /// Opens the card data in a row that selected `key_id`, `nonce` and `ciphertext` (`nil` when they are null:
+    /// no card data, or already purged), for callers that read it along with other tables in one query.
+    public func open(_ row: PostgresRow, for paymentId: UUID) throws -> StoredPaymentData? {
+        guard let keyId = try row.decode("key_id", as: String?.self), let nonce = try row.decode("nonce", as: [UInt8]?.self),
+              let ciphertext = try row.decode("ciphertext", as: [UInt8]?.self) else { return nil }
+        let box = DataVault.SealedBox(keyId: keyId, nonce: nonce, ciphertext: ciphertext)
         return try JSONDecoder().decode(StoredPaymentData.self, from: Data(try vault.open(box, aad: Self.aad(paymentId))))
     }
 
     /// Crypto-shreds the payment's card data (and stored gateway request). Idempotent.
     public func purge(_ paymentId: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE card_data SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
-        try connection.query("UPDATE gateway_requests SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL", [paymentId])
+        // Both tables in one statement (one round trip).
+        try connection.query(
+            """
+            WITH card AS (UPDATE card_data SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL)
+            UPDATE gateway_requests SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL
+            """, [paymentId])
     }
 
     static func aad(_ paymentId: UUID) -> [UInt8] { Array(paymentId.uuidString.lowercased().utf8) }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Caps how many gateway calls one merchant may have in flight in this worker, so a merchant whose gateway is slow
@@ -19,6 +20,16 @@ public final class MerchantConcurrencyLimiter: Sendable {
             counts[merchantId] = current + 1
             return true
         }
+    }
+
+    /// Takes a slot, waiting up to `timeout` seconds for one (polling: slots free up within a call's round trip).
+    public func acquire(_ merchantId: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !tryAcquire(merchantId) {
+            guard Date() < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        return true
     }
 
     public func release(_ merchantId: String) {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import JWT
 
 /// What the submit stage needs from a gateway: send a stored request once, and ask what became of an order.
@@ -11,7 +12,30 @@ public protocol PaymentGateway: Sendable {
     /// period is no longer in flight, so it may be queried.
     var totalTimeout: Double { get }
 
-    func authorize(claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date) -> GatewayResult
+    /// How the HTTP clients that calls run on are configured (the submit stage keeps a pool of keep-alive clients).
+    var http: HTTPClientConfiguration { get }
 
-    func queryTransaction(orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date) -> TransactionQueryResult
+    /// One AUTH over `client`, which belongs to the calling thread (its connection is kept alive between calls).
+    func authorize(
+        claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> GatewayResult
+
+    /// One TRANSACTIONQUERY over `client`, which belongs to the calling thread.
+    func queryTransaction(
+        orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> TransactionQueryResult
+}
+
+extension PaymentGateway {
+    /// One AUTH on a client of its own (a new connection): for one-off calls outside a pool.
+    public func authorize(claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> GatewayResult {
+        authorize(claims: claims, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, now: now,
+                  using: HTTPClient(configuration: http))
+    }
+
+    /// One TRANSACTIONQUERY on a client of its own (a new connection).
+    public func queryTransaction(orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> TransactionQueryResult {
+        queryTransaction(orderReference: orderReference, endpoint: endpoint, requestId: requestId, now: now,
+                         using: HTTPClient(configuration: http))
+    }
 }

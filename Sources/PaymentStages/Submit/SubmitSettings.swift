@@ -13,11 +13,16 @@ public struct SubmitSettings: Sendable, Equatable {
     public var circuitOpenSeconds: Double
     /// Gateway calls one merchant may have in flight in one worker.
     public var merchantConcurrency: Int
+    /// Gateway calls one worker runs at once (threads, each with its keep-alive HTTP client), shared by its lanes:
+    /// a batch's calls run concurrently, so the gateway round trip does not bound the stage's throughput.
+    public var callConcurrency: Int
 
     public init(
         reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600,
-        circuitFailureThreshold: Int = 5, circuitOpenSeconds: Double = 30, merchantConcurrency: Int = 4
+        circuitFailureThreshold: Int = 5, circuitOpenSeconds: Double = 30, merchantConcurrency: Int = 4,
+        callConcurrency: Int = 8
     ) {
+        self.callConcurrency = callConcurrency
         self.reconcileGrace = reconcileGrace
         self.maxInconclusiveQueries = maxInconclusiveQueries
         self.paymentDeadline = paymentDeadline

@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import HTTP
 import JWT
 import Pipeline
 import Postgres
@@ -29,6 +30,8 @@ public struct SubmitStage: StageHandler {
     /// Shared by every lane of the worker (reference types inside a value-type stage).
     public let breaker: GatewayCircuitBreaker
     public let limiter: MerchantConcurrencyLimiter
+    /// The worker's gateway-call threads, each with a keep-alive HTTP client (shared by the lanes).
+    private let calls: HTTPClientPool
     private let payments = PaymentStore()
     private let attempts = GatewayAttemptStore()
 
@@ -44,27 +47,65 @@ public struct SubmitStage: StageHandler {
         self.clock = clock
         breaker = GatewayCircuitBreaker(failureThreshold: settings.circuitFailureThreshold, openSeconds: settings.circuitOpenSeconds)
         limiter = MerchantConcurrencyLimiter(limit: settings.merchantConcurrency)
+        calls = HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call")
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
         try StageMessage.decode(delivery.body)
     }
 
-    /// Messages are handled one after the other, each with its own short transactions around the gateway call.
+    /// A batch in rounds of three steps, none holding a transaction across the network:
+    /// 1. one transaction plans every message (``BatchTransaction``: one commit for the batch; a `sending` attempt
+    ///    is committed before its AUTH);
+    /// 2. the calls run concurrently on ``calls`` (keep-alive clients, at most `merchantConcurrency` per merchant);
+    /// 3. one transaction records every answer.
+    /// A message whose query found no AUTH starts another round (at most three, as before).
     public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        batch.map { message in
-            do {
-                return .success(try submit(message, database: database))
-            } catch {
-                return handleFailure(FailureClassifier.classify(error), message: message, database: database)
+        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
+        var active = Array(batch.indices)
+        for _ in 0..<3 where !active.isEmpty {
+            let plans = BatchTransaction.run(active.map { batch[$0] }, on: database) { message, transaction in
+                try plan(message, transaction: transaction)
+            }
+            var calls: [(index: Int, plan: Plan)] = []
+            for (offset, planned) in plans.enumerated() {
+                let index = active[offset]
+                switch planned {
+                case .success(.finished(let outcome)): results[index] = .success(outcome)
+                case .success(.retryLater(let failure)): results[index] = handleFailure(failure, message: batch[index], database: database)
+                case .success(let call): calls.append((index, call))
+                case .failure(let error): results[index] = handleFailure(FailureClassifier.classify(error), message: batch[index], database: database)
+                }
+            }
+            let requests = calls.map { (message: batch[$0.index], plan: $0.plan) }
+            let answers = self.calls.perform(requests.count) { [self] offset, client in
+                call(requests[offset].plan, message: requests[offset].message, client: client)
+            }
+            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database) { item, transaction in
+                try record(item.1, for: item.0.message, plan: item.0.plan, transaction: transaction)
+            }
+            active = []
+            for (offset, next) in recorded.enumerated() {
+                let index = calls[offset].index
+                switch next {
+                case .success(.finished(let outcome)): results[index] = .success(outcome)
+                case .success(.retryLater(let failure)): results[index] = handleFailure(failure, message: batch[index], database: database)
+                case .success(.again): active.append(index)
+                case .failure(let error): results[index] = handleFailure(FailureClassifier.classify(error), message: batch[index], database: database)
+                }
             }
         }
+        // At most: query (not found) → send. A third round would mean the gateway contradicts itself.
+        for index in active {
+            results[index] = .failure(.transient(code: "gateway_inconsistent", reason: "payment \(batch[index].paymentId) did not settle after repeated rounds"))
+        }
+        return results.map { $0! }
     }
 
     // MARK: Protocol steps
 
     /// What the first transaction decided.
-    private enum Plan {
+    private enum Plan: Sendable {
         case finished(StageOutcome)
         case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint)
         case query(attemptId: Int64?, orderReference: String, endpoint: GatewayEndpoint)
@@ -72,51 +113,64 @@ public struct SubmitStage: StageHandler {
         case retryLater(StageFailure)
     }
 
+    /// What the gateway said (or that no slot was free to ask it).
+    private enum Answer: Sendable {
+        case sent(GatewayResult)
+        case queried(TransactionQueryResult)
+    }
+
     /// What the second transaction decided.
     private enum Next {
         case finished(StageOutcome)
-        /// The gateway confirmed no AUTH exists: start over from `prepared` (bounded by the loop in `submit`).
+        /// The gateway confirmed no AUTH exists: start over from `prepared` (bounded by the rounds in `process`).
         case again
         case retryLater(StageFailure)
     }
 
-    private func submit(_ message: StageMessage, database: PostgresConnection) throws -> StageOutcome {
-        guard limiter.tryAcquire(message.merchantId) else {
-            throw StageFailure.transient(code: "merchant_busy", reason: "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight")
-        }
-        defer { limiter.release(message.merchantId) }
-        // At most: query (not found) → send. A third round would mean the gateway contradicts itself.
-        for _ in 0..<3 {
-            let next: Next
-            switch try database.transaction({ try plan(message, transaction: $0) }) {
-            case .finished(let outcome):
-                return outcome
-            case .retryLater(let failure):
-                throw failure
-            case .send(let attemptId, let request, let endpoint):
-                let result = client.authorize(
-                    claims: request.claims, requestTypes: request.requestTypes, endpoint: endpoint,
-                    requestId: "A\(attemptId)", now: clock())
-                breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
-                next = try database.transaction { try recordSend(message, attemptId: attemptId, result: result, transaction: $0) }
-            case .query(let attemptId, let orderReference, let endpoint):
-                let result = client.queryTransaction(orderReference: orderReference, endpoint: endpoint, requestId: "Q\(attemptId ?? 0)", now: clock())
-                if case .inconclusive(let code, _) = result {
-                    breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
-                } else {
-                    breaker.record(endpoint.jwtURL, healthy: true, now: clock())
-                }
-                next = try database.transaction {
-                    try recordQuery(message, attemptId: attemptId, orderReference: orderReference, result: result, transaction: $0)
-                }
+    /// Step 2 for one message, on a pool thread. The merchant's slot caps its calls in flight in this worker, so a
+    /// merchant whose gateway is slow cannot occupy every thread; a call that finds no slot within a second is not
+    /// sent (recorded like a gateway that did not take the request: retried later).
+    private func call(_ plan: Plan, message: StageMessage, client: HTTPClient) -> Answer {
+        let busy = "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight"
+        switch plan {
+        case .send(let attemptId, let request, let endpoint):
+            guard limiter.acquire(message.merchantId, timeout: 1) else {
+                return .sent(.local(.transient, code: "merchant_busy", message: busy))
             }
-            switch next {
-            case .finished(let outcome): return outcome
-            case .retryLater(let failure): throw failure
-            case .again: continue
+            defer { limiter.release(message.merchantId) }
+            let result = self.client.authorize(
+                claims: request.claims, requestTypes: request.requestTypes, endpoint: endpoint,
+                requestId: "A\(attemptId)", now: clock(), using: client)
+            breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
+            return .sent(result)
+        case .query(let attemptId, let orderReference, let endpoint):
+            guard limiter.acquire(message.merchantId, timeout: 1) else {
+                return .queried(.inconclusive(code: "merchant_busy", reason: busy))
             }
+            defer { limiter.release(message.merchantId) }
+            let result = self.client.queryTransaction(
+                orderReference: orderReference, endpoint: endpoint, requestId: "Q\(attemptId ?? 0)", now: clock(), using: client)
+            if case .inconclusive(let code, _) = result {
+                breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
+            } else {
+                breaker.record(endpoint.jwtURL, healthy: true, now: clock())
+            }
+            return .queried(result)
+        case .finished, .retryLater:
+            preconditionFailure("only sends and queries are called")
         }
-        throw StageFailure.transient(code: "gateway_inconsistent", reason: "payment \(message.paymentId) did not settle after repeated rounds")
+    }
+
+    /// Step 3 for one message.
+    private func record(_ answer: Answer, for message: StageMessage, plan: Plan, transaction: PostgresConnection) throws -> Next {
+        switch (plan, answer) {
+        case (.send(let attemptId, _, _), .sent(let result)):
+            return try recordSend(message, attemptId: attemptId, result: result, transaction: transaction)
+        case (.query(let attemptId, let orderReference, _), .queried(let result)):
+            return try recordQuery(message, attemptId: attemptId, orderReference: orderReference, result: result, transaction: transaction)
+        default:
+            preconditionFailure("answer does not match its plan")
+        }
     }
 
     /// Transaction 1: decide what to do, and when sending, commit the `sending` attempt first.

@@ -7,7 +7,8 @@ extension SubmitStage {
     /// - `PAYPIPE_GATEWAY_CONNECT_TIMEOUT` (5s), `PAYPIPE_GATEWAY_TIMEOUT` (30s, total per call),
     ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https;
     /// - `PAYPIPE_RECONCILE_GRACE` (30s), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
-    /// - `PAYPIPE_CIRCUIT_FAILURES` (5), `PAYPIPE_CIRCUIT_OPEN` (30s), `PAYPIPE_MERCHANT_CONCURRENCY` (4);
+    /// - `PAYPIPE_CIRCUIT_FAILURES` (5), `PAYPIPE_CIRCUIT_OPEN` (30s), `PAYPIPE_MERCHANT_CONCURRENCY` (4),
+    ///   `PAYPIPE_GATEWAY_CONCURRENCY` (8: calls in flight per worker, each thread with a keep-alive connection);
     /// - `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> SubmitStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
@@ -22,7 +23,8 @@ extension SubmitStage {
             paymentDeadline: try environment.seconds("PAYPIPE_PAYMENT_DEADLINE", default: 600, range: 1...86_400),
             circuitFailureThreshold: try environment.integer("PAYPIPE_CIRCUIT_FAILURES", default: 5, range: 1...1000),
             circuitOpenSeconds: try environment.seconds("PAYPIPE_CIRCUIT_OPEN", default: 30, range: 0...3600),
-            merchantConcurrency: try environment.integer("PAYPIPE_MERCHANT_CONCURRENCY", default: 4, range: 1...256))
+            merchantConcurrency: try environment.integer("PAYPIPE_MERCHANT_CONCURRENCY", default: 4, range: 1...256),
+            callConcurrency: try environment.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: 8, range: 1...256))
         let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
         logger.info("submit_configured", [
             ("gatewayTimeout", .double(http.totalTimeout)), ("reconcileGrace", .double(settings.reconcileGrace)),

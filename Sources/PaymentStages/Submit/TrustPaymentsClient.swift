@@ -7,8 +7,8 @@ import JWT
 /// statuses, transport failures — to a ``GatewayResult`` or ``TransactionQueryResult``. It never throws: every way
 /// a call can end is an outcome the submit stage must record.
 ///
-/// A fresh ``HTTPClient`` (one libcurl handle) is made per call, because the stage's lanes call from several
-/// threads and a handle must stay on one; connection reuse matters little at one call per payment.
+/// Calls run on the ``HTTPClient`` the caller passes: the submit stage's pool threads each keep one, so the
+/// connection to the gateway stays alive between calls (a handle must stay on its thread).
 public struct TrustPaymentsClient: PaymentGateway {
     public let http: HTTPClientConfiguration
     /// Tolerated clock difference for the answer's `iat`.
@@ -24,11 +24,12 @@ public struct TrustPaymentsClient: PaymentGateway {
     /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH), expiring
     /// (`exp`) once this call has certainly timed out: ``requestLifetime(totalTimeout:)``.
     public func authorize(
-        claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date()
+        claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date(),
+        using client: HTTPClient
     ) -> GatewayResult {
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(
             claims: claims, secret: endpoint.secret, issuedAt: now, expiresIn: Self.requestLifetime(totalTimeout: totalTimeout))
-        switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId) {
+        switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, client: client) {
         case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
         case .failure(let failure): return failure.result
         }
@@ -48,10 +49,12 @@ public struct TrustPaymentsClient: PaymentGateway {
     }
 
     /// Asks which transactions the gateway holds for `orderReference` on the endpoint's site.
-    public func queryTransaction(orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> TransactionQueryResult {
+    public func queryTransaction(
+        orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date = Date(), using client: HTTPClient
+    ) -> TransactionQueryResult {
         let claims = Self.queryClaims(orderReference: orderReference, endpoint: endpoint)
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
-        switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId) {
+        switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId, client: client) {
         case .success(let claims): return GatewayResponseMapper.queryResult(fromClaims: claims)
         case .failure(let failure): return .inconclusive(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed")
         }
@@ -89,7 +92,7 @@ public struct TrustPaymentsClient: PaymentGateway {
     }
 
     /// POSTs the envelope and returns the verified claims of the answer.
-    func exchange(jwt: String, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String) -> Result<JSONValue, Failure> {
+    func exchange(jwt: String, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, client: HTTPClient) -> Result<JSONValue, Failure> {
         let body = Self.envelope(jwt: jwt, alias: endpoint.jwtUsername, requestTypes: requestTypes, requestId: requestId).serialized()
         let request = HTTPRequest(method: "POST", url: endpoint.jwtURL, headers: [
             HTTPHeader(name: "Content-Type", value: "application/json;charset=utf-8"),
@@ -97,7 +100,7 @@ public struct TrustPaymentsClient: PaymentGateway {
         ], body: body)
         let response: HTTPResponse
         do {
-            response = try HTTPClient(configuration: http).send(request)
+            response = try client.send(request)
         } catch {
             let outcome: GatewayOutcome = error.requestMayHaveBeenSent ? .uncertain : .transient
             return .failure(Failure(result: .local(outcome, code: "paypipe.transport", message: error.description)))

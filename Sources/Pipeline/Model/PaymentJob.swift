@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// A payment job as backend teams publish it to `paypipe.jobs` / `payment.requested`
 /// (contract: docs/asyncapi.yaml, docs/schemas/job.schema.json). Unknown fields are ignored.
@@ -46,17 +47,23 @@ public struct PaymentJob: Sendable, Equatable {
         }
     }
 
+    /// Parsed once with the strict ``JSON/JSONValue`` parser (Foundation's `JSONSerialization` cost half of the decrypt
+    /// worker's CPU). Strictness changes one edge: a body with a duplicate key is malformed (it was last-wins).
     public static func decode(_ body: [UInt8]) throws(DecodingError) -> PaymentJob {
-        guard let text = String(validating: body, as: UTF8.self) else {
+        guard String(validating: body, as: UTF8.self) != nil else {
             throw .unaddressed(reason: "body is not valid UTF-8")
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) as? [String: Any] else {
-            throw .unaddressed(reason: "body is not a JSON object")
+        let object: JSONValue
+        do {
+            object = try JSONValue.parse(body)
+        } catch {
+            throw .unaddressed(reason: "body is not valid JSON: \(error)")
         }
-        guard let merchantId = object["merchantId"] as? String, isIdentifier(merchantId) else {
+        guard object.isObject else { throw .unaddressed(reason: "body is not a JSON object") }
+        guard let merchantId = object["merchantId"]?.stringValue, isIdentifier(merchantId) else {
             throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
-        guard let jobId = object["jobId"] as? String, isIdentifier(jobId) else {
+        guard let jobId = object["jobId"]?.stringValue, isIdentifier(jobId) else {
             throw .unaddressed(reason: "jobId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
         let hash = contentHash(object)
@@ -66,42 +73,45 @@ public struct PaymentJob: Sendable, Equatable {
         // Counted in Unicode scalars (as JSON Schema's maxLength and PostgreSQL count), not grapheme clusters: one
         // "character" of 200 combining marks must not pass as 1. Control characters (NUL above all, which a
         // PostgreSQL text column refuses) would otherwise fail the insert on every retry instead of failing the job.
-        guard let orderReference = object["orderReference"] as? String, (1...64).contains(orderReference.unicodeScalars.count),
-              !containsControlCharacter(orderReference) else {
+        guard let orderReference = object["orderReference"]?.stringValue, (1...64).contains(orderReference.unicodeScalars.count),
+              !Self.containsControlCharacter(orderReference) else {
             throw invalid("orderReference must be a string of 1-64 characters without control characters")
         }
-        guard let amountObject = object["amount"] as? [String: Any] else {
+        guard let amountObject = object["amount"], amountObject.isObject else {
             throw invalid("amount must be an object {value, currency}")
         }
-        guard let number = amountObject["value"] as? NSNumber, !isBoolean(number),
-              let value = Int64(exactly: number.doubleValue), number.doubleValue == number.doubleValue.rounded() else {
-            throw invalid("amount.value must be an integer number of minor units")
+        let value: Int64
+        switch amountObject["value"] {
+        case .integer(let integer)?: value = integer
+        case .double(let double)? where double == double.rounded() && Int64(exactly: double) != nil: value = Int64(double)
+        default: throw invalid("amount.value must be an integer number of minor units")
         }
         guard value > 0, value <= 99_999_999_999 else {
             throw invalid("amount.value must be between 1 and 99999999999 minor units")
         }
-        guard let code = amountObject["currency"] as? String, let currency = Currency.alpha3(code) else {
+        guard let code = amountObject["currency"]?.stringValue, let currency = Currency.alpha3(code) else {
             throw invalid("amount.currency must be an ISO 4217 alpha-3 code")
         }
         let token: [UInt8]
         switch object["applePayToken"] {
-        case let string as String:
+        case .string(let string)?:
             token = Array(string.utf8)
-        case let tokenObject as [String: Any]:
+        case let tokenObject? where tokenObject.isObject:
             token = canonicalJSON(tokenObject)
         default:
             throw invalid("applePayToken must be a token object or a JSON string of one")
         }
-        let notifyURL = object["notifyUrl"] as? String
-        if object["notifyUrl"] != nil, notifyURL.map(isWebURL) != true {
+        let notifyURL = object["notifyUrl"]?.stringValue
+        if object["notifyUrl"] != nil, notifyURL.map(Self.isWebURL) != true {
             throw invalid("notifyUrl must be an absolute http(s) URL with a host")
         }
-        let metadata: [String: String]
+        var metadata: [String: String] = [:]
         switch object["metadata"] {
-        case nil, is NSNull: metadata = [:]
+        case nil, .null?: break
         // NUL cannot be stored in jsonb: refused here, as a failed job, rather than as a database error retried forever.
-        case let map as [String: String] where map.count <= 50 && !map.contains(where: { $0.key.contains("\0") || $0.value.contains("\0") }):
-            metadata = map
+        case .object(let members)? where members.count <= 50
+            && members.allSatisfy({ member in member.value.stringValue.map { !$0.contains("\0") && !member.key.contains("\0") } ?? false }):
+            for member in members { metadata[member.key] = member.value.stringValue }
         default: throw invalid("metadata must be an object of at most 50 string values without NUL characters")
         }
         return PaymentJob(
@@ -112,29 +122,46 @@ public struct PaymentJob: Sendable, Equatable {
     }
 
     /// The contract fields, canonically serialised (sorted keys), hashed.
-    static func contentHash(_ object: [String: Any]) -> [UInt8] {
+    static func contentHash(_ object: JSONValue) -> [UInt8] {
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
                       "billingContact", "shippingContact", "notifyUrl", "metadata"]
-        var contract: [String: Any] = [:]
-        for field in fields { contract[field] = object[field] }
-        return SHA256.hash(canonicalJSON(contract))
+        let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
+        return SHA256.hash(canonicalJSON(.object(contract)))
     }
 
-    static func canonicalJSON(_ object: Any) -> [UInt8] {
-        Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+    /// Objects' keys sorted recursively, compact, `/` unescaped: the bytes `JSONSerialization` writes with
+    /// `[.sortedKeys, .withoutEscapingSlashes]` (which this replaced), so content hashes of jobs stored before stay
+    /// valid. Its key order is Foundation's numeric, case-insensitive comparison, reproduced here.
+    static func canonicalJSON(_ value: JSONValue) -> [UInt8] {
+        canonical(value).serialized()
+    }
+
+    private static func canonical(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let members):
+            return .object(members.sorted { a, b in
+                a.key.compare(b.key, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.key.startIndex..<a.key.endIndex,
+                              locale: NSLocale.system) == .orderedAscending
+            }.map { (key: $0.key, value: canonical($0.value)) })
+        case .array(let elements):
+            return .array(elements.map(canonical))
+        default:
+            return value
+        }
     }
 
     /// PKContact-like objects flattened to strings (name parts, address lines, email, phone); other
     /// shapes are ignored rather than failing the payment, since contacts are optional enrichment.
-    static func contact(_ value: Any?) -> [String: String]? {
-        guard let object = value as? [String: Any] else { return nil }
+    static func contact(_ value: JSONValue?) -> [String: String]? {
+        guard case .object(let members)? = value else { return nil }
         var flat: [String: String] = [:]
-        for (key, value) in object {
+        for (key, value) in members {
             switch value {
-            case let string as String: flat[key] = string
-            case let lines as [String]: flat[key] = lines.joined(separator: "\n")
-            case let nested as [String: Any]:
-                for (innerKey, inner) in nested { if let string = inner as? String { flat[innerKey] = string } }
+            case .string(let string): flat[key] = string
+            case .array(let lines) where lines.allSatisfy({ $0.stringValue != nil }):
+                flat[key] = lines.compactMap(\.stringValue).joined(separator: "\n")
+            case .object(let nested):
+                for (innerKey, inner) in nested { if let string = inner.stringValue { flat[innerKey] = string } }
             default: continue
             }
         }
@@ -150,10 +177,5 @@ public struct PaymentJob: Sendable, Equatable {
     static func isWebURL(_ text: String) -> Bool {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
         return url.host.map { !$0.isEmpty } ?? false
-    }
-
-    /// JSONSerialization hands booleans over as NSNumber too; they report the `char` type encoding.
-    private static func isBoolean(_ number: NSNumber) -> Bool {
-        String(cString: number.objCType) == "c"
     }
 }

@@ -23,8 +23,10 @@ public protocol StageHandler: Sendable {
 
 /// A stage whose whole effect is a database change (no network call-out).
 ///
-/// The runtime-provided ``process(_:database:)`` handles the batch in **one** transaction with a savepoint per
-/// message: one bad message rolls back only its own savepoint, and the batch costs a single commit (fsync).
+/// The runtime-provided ``process(_:database:)`` handles the batch in **one** transaction (``BatchTransaction``):
+/// without savepoints while every message succeeds, else again with a savepoint per message, so one bad message
+/// rolls back only its own work; the batch costs a single commit (fsync). `handle` may therefore run twice for a
+/// message (the first run rolled back): keep it to database work.
 /// Stages that call out (gateway, webhooks) implement `process` themselves, because a transaction must never
 /// be held open across network I/O.
 public protocol TransactionalStageHandler: StageHandler {
@@ -35,19 +37,27 @@ public protocol TransactionalStageHandler: StageHandler {
 
 extension TransactionalStageHandler {
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        do {
-            return try database.transaction { transaction in
-                batch.map { message in
-                    Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
-                }
-            }
-        } catch {
+        // ``BatchTransaction``: the whole batch without savepoints first; only if a message throws, again with a
+        // savepoint per message (``outcome(of:in:_:)``).
+        BatchTransaction.run(
+            batch, on: database,
+            fastPath: { message, transaction in
+                let outcome = try self.handle(message, transaction: transaction)
+                guard case .failed(let failure) = outcome else { return .success(outcome) }
+                return .success(.handOff(to: .notify, try PaymentStore().recordFailure(failure, on: transaction)))
+            },
+            isolated: { message, transaction in
+                Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
+            },
+            failed: { _, error, transaction in Self.outcome(ofFailure: error, in: transaction) }
+        ).map { result in
+            switch result {
+            case .success(let outcome): outcome
             // The transaction itself failed (commit, connection): nothing of the batch was applied.
-            let failure = FailureClassifier.classify(error)
-            return Array(repeating: .failure(failure), count: batch.count)
+            case .failure(let error): .failure(FailureClassifier.classify(error))
+            }
         }
     }
-
 }
 
 extension StageHandler {
@@ -66,10 +76,20 @@ extension StageHandler {
             guard case .failed(let permanent) = outcome else { return .success(outcome) }
             failure = permanent
         } catch {
-            let classified = FailureClassifier.classify(error)
-            guard case .permanent(let permanent) = classified else { return .failure(classified) }
-            failure = permanent
+            return outcome(ofFailure: error, in: transaction)
         }
+        return recorded(failure, in: transaction)
+    }
+
+    /// What a message's thrown error leads to: a permanent failure is recorded against its payment (in a savepoint
+    /// of the open transaction) and handed to notification; anything else goes back to the runtime.
+    public static func outcome(ofFailure error: any Error, in transaction: PostgresConnection) -> Result<StageOutcome, StageFailure> {
+        let classified = FailureClassifier.classify(error)
+        guard case .permanent(let permanent) = classified else { return .failure(classified) }
+        return recorded(permanent, in: transaction)
+    }
+
+    private static func recorded(_ failure: PaymentFailure, in transaction: PostgresConnection) -> Result<StageOutcome, StageFailure> {
         do {
             let handOff = try transaction.savepoint { try PaymentStore().recordFailure(failure, on: $0) }
             return .success(.handOff(to: .notify, handOff))

@@ -194,7 +194,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         }
 
         guard publishConfirmed(outbound) else { return }
-        for delivery in deliveries { consumer.ack(delivery) }
+        consumer.ack(deliveries)  // one command and one wake-up of the consumer thread for the batch
         metrics.acked(deliveries.count)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
         metrics.handled(batch: deliveries.count, seconds: seconds)

@@ -36,21 +36,25 @@ public struct PaymentStore: Sendable {
         errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
     ) throws -> TransitionResult {
         try PaymentStateMachine.validate(from: from, to: to)
+        // The guarded update and its audit event in one statement (one round trip): the event row exists exactly
+        // when the update matched.
         let updated = try connection.query(
             """
-            UPDATE payments SET status = $3, stage = $4, updated_at = clock_timestamp(),
-                   error_code = COALESCE($5, error_code), error_message = COALESCE($6, error_message)
-            WHERE id = $1 AND status = $2
+            WITH updated AS (
+                UPDATE payments SET status = $3, stage = $4, updated_at = clock_timestamp(),
+                       error_code = COALESCE($5, error_code), error_message = COALESCE($6, error_message)
+                WHERE id = $1 AND status = $2
+                RETURNING id)
+            INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
+            SELECT id, $2, $3, $4, $7, $5, $8 FROM updated
             """,
-            [paymentId, from.rawValue, to.rawValue, to.stage.rawValue, errorCode, errorCode == nil ? nil : detail])
+            [paymentId, from.rawValue, to.rawValue, to.stage.rawValue, errorCode, errorCode == nil ? nil : detail, actor, detail])
         guard updated.affectedRows == 1 else {
             guard let current = try load(paymentId, on: connection) else {
                 throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
             }
             return .statusWas(current.status)
         }
-        try appendEvent(paymentId, from: from, to: to, stage: to.stage.rawValue, actor: actor,
-                        errorCode: errorCode, detail: detail, on: connection)
         return .applied
     }
 

@@ -1,0 +1,60 @@
+import Foundation
+import Pipeline
+import Postgres
+import Synchronization
+import Testing
+
+/// ``BatchTransaction`` against the real PostgreSQL: one transaction per batch, savepoints only after a failure.
+extension Integration {
+@Suite struct BatchTransactionTests {
+    struct Boom: Error {}
+
+    /// A scratch table (dropped afterwards) and a counter of body runs per item.
+    static func withTable(_ body: (PostgresConnection, String) throws -> Void) throws {
+        let connection = try TestServices.database()
+        let table = "batch_tx_\(UInt32.random(in: 0...UInt32.max))"
+        try connection.simpleQuery("CREATE TABLE \(table) (id int PRIMARY KEY)")
+        defer { try? connection.simpleQuery("DROP TABLE IF EXISTS \(table)") }
+        try body(connection, table)
+    }
+
+    static func rows(_ table: String, on connection: PostgresConnection) throws -> [Int32] {
+        try connection.query("SELECT id FROM \(table) ORDER BY id").map { try $0.decode("id", as: Int32.self) }
+    }
+
+    @Test func aBatchThatSucceedsRunsEachBodyOnceAndCommitsEverything() throws {
+        try Self.withTable { connection, table throws in
+            let runs = Mutex<[Int32: Int]>([:])
+            let results = BatchTransaction.run(Array(Int32(1)...5), on: connection) { id, transaction in
+                runs.withLock { $0[id, default: 0] += 1 }
+                try transaction.query("INSERT INTO \(table) (id) VALUES ($1)", [id])
+                return id * 10
+            }
+            #expect(results.map { try? $0.get() } == [10, 20, 30, 40, 50])
+            #expect(runs.withLock { $0 } == [1: 1, 2: 1, 3: 1, 4: 1, 5: 1])
+            #expect(try Self.rows(table, on: connection) == [1, 2, 3, 4, 5])
+        }
+    }
+
+    @Test func aFailingItemRollsBackAloneAndRunsOnlyOnce() throws {
+        try Self.withTable { connection, table throws in
+            let runs = Mutex<[Int32: Int]>([:])
+            // Item 3 fails with a statement error (duplicate key) that aborts the whole first pass.
+            try connection.query("INSERT INTO \(table) (id) VALUES (3)")
+            let results = BatchTransaction.run([1, 2, 3, 4] as [Int32], on: connection) { id, transaction in
+                runs.withLock { $0[id, default: 0] += 1 }
+                try transaction.query("INSERT INTO \(table) (id) VALUES ($1)", [id])
+                if id == 4 { throw Boom() }  // never reached in pass 1; fails alone in pass 2
+                return id
+            }
+            #expect((try? results[0].get()) == 1)
+            #expect((try? results[1].get()) == 2)
+            #expect(throws: PostgresError.self) { try results[2].get() }
+            #expect(throws: Boom.self) { try results[3].get() }
+            // Items before the failure ran twice (pass 1 rolled back), the failing one once, the ones after once.
+            #expect(runs.withLock { $0 } == [1: 2, 2: 2, 3: 1, 4: 1])
+            #expect(try Self.rows(table, on: connection) == [1, 2, 3])
+        }
+    }
+}
+}

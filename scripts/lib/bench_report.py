@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""The arithmetic and reporting half of scripts/bench (the shell half runs things and collects raw figures).
+
+    bench_report.py e2e RUN_DIR
+        RUN_DIR holds meta.json, jobs.jsonl (paypipe job publish output), times.csv (per-payment timestamps from
+        PostgreSQL) and samples.jsonl (bench_sampler.py). Writes RUN_DIR/summary.json; prints the sustained rate.
+    bench_report.py assemble WORK_DIR --mode full|quick --json OUT [--doc docs/performance.md]
+                    [--baseline bench/baseline.json] [--check] [--update-baseline]
+        Combines every figure of the run, prints the table, writes the JSON (and the doc's generated section);
+        --check compares the ratios with the baseline's (same mode) and exits 1 on a drop of more than 20%.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import statistics
+import sys
+
+# What one payment costs the services, for the naive bound (docs/performance.md, "Bounds").
+PUBLISHES_PER_PAYMENT = 5     # job, 3 hand-offs (decrypt→authorize→submit→notify), result event
+CONSUMES_PER_PAYMENT = 4      # one delivery + ack per stage
+TRANSACTIONS_PER_PAYMENT = 5  # decrypt, authorize, submit ×2 (intent before the call, outcome after), notify
+CHECK_TOLERANCE = 0.20
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = p / 100 * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def load_json(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def jsonl(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    rows.append(json.loads(line))
+    except OSError:
+        pass
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------- e2e
+
+def e2e(run_dir):
+    meta = load_json(os.path.join(run_dir, "meta.json"), {})
+    published = {row["jobId"]: row["publishedAtMs"] / 1000 for row in jsonl(os.path.join(run_dir, "jobs.jsonl"))}
+    rows = []
+    with open(os.path.join(run_dir, "times.csv")) as f:
+        for record in csv.reader(f):
+            job, times, status = record[0], record[1:6], record[6]
+            rows.append((job, *[float(t) if t else None for t in times], status))
+    # (job, received, decrypted, prepared, terminal, done, status)
+    done = sorted(r[5] for r in rows if r[5] is not None)
+    n = len(done)
+    summary = {"config": meta.get("config"), "workers": meta.get("workers"), "jobs": meta.get("jobs"),
+               "offeredRate": meta.get("rate"), "completed": n, "waitedSeconds": meta.get("waited")}
+    if n < 10:
+        summary["error"] = f"only {n} of {meta.get('jobs')} payments completed"
+        write(run_dir, summary)
+        return summary
+    first_pub = min(published.values()) if published else min(r[1] for r in rows)
+    lo, hi = int(0.1 * n), int(0.9 * n) - 1
+    steady = (hi - lo) / (done[hi] - done[lo]) if done[hi] > done[lo] else None
+    summary["sustainedPerSecond"] = round(steady, 1) if steady else None
+    summary["overallPerSecond"] = round(n / (done[-1] - first_pub), 1)
+    summary["publishSeconds"] = round(max(published.values()) - first_pub, 3) if published else None
+
+    def ms(pairs):
+        values = [(b - a) * 1000 for a, b in pairs if a is not None and b is not None]
+        return {k: round(percentile(values, p), 1) for k, p in (("p50", 50), ("p95", 95), ("p99", 99))} if values else None
+
+    pub = [published.get(r[0]) for r in rows]
+    summary["latencyMs"] = ms([(pub[i], r[5]) for i, r in enumerate(rows)])
+    summary["stageLatencyMs"] = {
+        "decrypt (publish→decrypted)": ms([(pub[i], r[2]) for i, r in enumerate(rows)]),
+        "authorize (decrypted→prepared)": ms([(r[2], r[3]) for r in rows]),
+        "submit (prepared→authorized)": ms([(r[3], r[4]) for r in rows]),
+        "notify (authorized→notified)": ms([(r[4], r[5]) for r in rows]),
+    }
+    # Each stage's own completion rate over its 10th→90th percentile: in a throughput run the slowest stage is the
+    # one whose rate equals the sustained rate while the stages before it run ahead.
+    def rate(times):
+        times = sorted(t for t in times if t is not None)
+        if len(times) < 10:
+            return None
+        a, b = int(0.1 * len(times)), int(0.9 * len(times)) - 1
+        return round((b - a) / (times[b] - times[a]), 1) if times[b] > times[a] else None
+
+    summary["stageRatePerSecond"] = {"decrypt": rate(r[2] for r in rows), "authorize": rate(r[3] for r in rows),
+                                     "submit": rate(r[4] for r in rows), "notify": rate(r[5] for r in rows)}
+    statuses = {}
+    for r in rows:
+        statuses[r[6]] = statuses.get(r[6], 0) + 1
+    summary["statuses"] = statuses
+
+    samples = jsonl(os.path.join(run_dir, "samples.jsonl"))
+    if samples:
+        window = [s for s in samples if done[lo] <= s["t"] <= done[hi]]
+        if len(window) < 2:
+            window = [s for s in samples if first_pub <= s["t"] <= done[-1] + 0.5] or samples
+        if len(window) >= 2:
+            a, b = window[0], window[-1]
+            span = b["t"] - a["t"]
+            summary["cpuPercent"] = {name: round(100 * (b["cpu"][name] - a["cpu"].get(name, 0)) / span)
+                                     for name in b["cpu"] if span > 0}
+            summary["cpuWindowSeconds"] = round(span, 1)
+        summary["peakRssMB"] = {}
+        for s in samples:
+            for name, kb in s["hwm"].items():
+                if name in ("postgres", "rabbitmq"):
+                    continue
+                summary["peakRssMB"][name] = max(summary["peakRssMB"].get(name, 0), round(kb / 1024, 1))
+    write(run_dir, summary)
+    return summary
+
+
+def write(run_dir, summary):
+    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2, sort_keys=True)
+
+
+# ----------------------------------------------------------------------------------------------------- assemble
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def decrypt_figures(work):
+    rounds = jsonl(os.path.join(work, "decrypt.jsonl"))
+    if not rounds:
+        return None
+    for r in rounds:
+        r["bound"] = 1 / (1 / r["ecdh"] + 1 / r["verify"])
+    cores = rounds[0]["cores"]
+    callgrind = load_json(os.path.join(work, "callgrind.json"))
+    return {
+        "callgrind": callgrind,
+        "rounds": len(rounds), "seconds": rounds[0]["seconds"], "tokens": rounds[0]["tokens"], "cores": cores,
+        "opensslEcdhP256": round(median(r["ecdh"] for r in rounds)),
+        "opensslEcdsaP256Verify": round(median(r["verify"] for r in rounds)),
+        "boundPerCore": round(median(r["bound"] for r in rounds)),
+        "cLoopPerCPUSecond": round(median(r.get("reference") for r in rounds) or 0) or None,
+        "oneThread": {"tokensPerSecond": round(median(r["one"]["tokensPerSecond"] for r in rounds)),
+                      "tokensPerCPUSecond": round(median(r["one"]["tokensPerCPUSecond"] for r in rounds))},
+        "allThreads": {"threads": rounds[0]["all"]["threads"],
+                       "tokensPerSecond": round(median(r["all"]["tokensPerSecond"] for r in rounds)),
+                       "tokensPerCPUSecond": round(median(r["all"]["tokensPerCPUSecond"] for r in rounds))},
+        # Side by side, per round, then the median: both sides saw the same load.
+        "ratioOneCore": round(median(r["one"]["tokensPerCPUSecond"] / r["bound"] for r in rounds), 3),
+        "ratioOneCoreWall": round(median(r["one"]["tokensPerSecond"] / r["bound"] for r in rounds), 3),
+        "ratioAllCoresWall": round(median(r["all"]["tokensPerSecond"] / (cores * r["bound"]) for r in rounds), 3),
+        # Per CPU-second with every core busy: what parallelism costs (locks, shared caches), robust to other load.
+        "ratioAllCores": round(median(r["all"]["tokensPerCPUSecond"] / r["bound"] for r in rounds), 3),
+    }
+
+
+def naive_bound(amqp, pg):
+    if not amqp or not pg:
+        return None
+    publish = amqp["confirm_publish"]["window_1000"]["messages_per_second"]
+    consume = amqp["consume_ack_prefetch100"]["messages_per_second"]
+    amqp_bound = 1 / (PUBLISHES_PER_PAYMENT / publish + CONSUMES_PER_PAYMENT / consume)
+    pg_bound = pg["tps"] / TRANSACTIONS_PER_PAYMENT
+    return {"amqpConfirmPublishPerSecond": publish, "amqpConsumeAckPerSecond": consume,
+            "amqpConfirmPublishWindow1PerSecond": amqp["confirm_publish"]["window_1"]["messages_per_second"],
+            "pgbenchTPS": round(pg["tps"]), "pgbenchClients": pg.get("clients"),
+            "amqpBound": round(amqp_bound), "postgresBound": round(pg_bound),
+            "paymentsPerSecond": round(min(amqp_bound, pg_bound)),
+            "binds": "broker" if amqp_bound < pg_bound else "postgres commits",
+            "perPayment": {"confirmedPublishes": PUBLISHES_PER_PAYMENT, "consumeAcks": CONSUMES_PER_PAYMENT,
+                           "transactions": TRANSACTIONS_PER_PAYMENT}}
+
+
+def fmt(value, unit=""):
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value < 100:
+        return f"{value:.1f}{unit}"
+    return f"{round(value):,}{unit}"
+
+
+def pct(value):
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def assemble(args):
+    work = args.work
+    results = {"mode": args.mode, "machine": load_json(os.path.join(work, "machine.json"), {})}
+    decrypt = decrypt_figures(work)
+    jwt = load_json(os.path.join(work, "jwt.json"))
+    bound = naive_bound(load_json(os.path.join(work, "amqp.json")), load_json(os.path.join(work, "pgbench.json")))
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(work, "e2e", "*", "summary.json"))):
+        runs[os.path.basename(os.path.dirname(path))] = load_json(path)
+    results.update({"decrypt": decrypt, "jwt": jwt, "rawBounds": bound, "endToEnd": runs})
+
+    ratios, unguarded = {}, {}
+    if decrypt:
+        ratios["decrypt_one_core_vs_openssl_bound"] = decrypt["ratioOneCore"]
+        ratios["decrypt_all_cores_per_cpu_second_vs_openssl_bound"] = decrypt["ratioAllCores"]
+        unguarded["decrypt_all_cores_wall_vs_openssl_bound"] = decrypt["ratioAllCoresWall"]
+    if jwt and jwt.get("hmacPerSecond"):
+        jwt["ratioSignVsHmac"] = round(jwt["signPerSecond"] / jwt["hmacPerSecond"], 3)
+        jwt["ratioBuildAndSignVsHmac"] = round(jwt["buildAndSignPerSecond"] / jwt["hmacPerSecond"], 3)
+        ratios["jwt_sign_vs_hmac"] = jwt["ratioSignVsHmac"]
+        ratios["jwt_build_and_sign_vs_hmac"] = jwt["ratioBuildAndSignVsHmac"]
+    for name, run in runs.items():
+        if not (run.get("sustainedPerSecond") and name.endswith("-throughput")):
+            continue
+        layout = name.removesuffix("-throughput")
+        if bound:
+            run["ratioToNaiveBound"] = round(run["sustainedPerSecond"] / bound["paymentsPerSecond"], 3)
+            unguarded[f"e2e_{layout}_vs_naive_bound"] = run["ratioToNaiveBound"]
+        if decrypt and run.get("cpuPercent"):
+            # Payments per CPU-second of the whole stack (broker, database, workers, simulator, receiver), against
+            # the machine's speed in the same run (openssl's per-token bound per CPU-second): a regression that adds
+            # statements, round trips or parsing shows here whatever else the machine is doing.
+            cpu_ms = sum(10 * v / run["sustainedPerSecond"] for v in run["cpuPercent"].values())
+            run["cpuMsPerPayment"] = round(cpu_ms, 3)
+            run["paymentsPerCPUSecondVsOpensslBound"] = round(1000 / cpu_ms / decrypt["boundPerCore"], 4)
+            ratios[f"e2e_{layout}_payments_per_cpu_second_vs_openssl_bound"] = run["paymentsPerCPUSecondVsOpensslBound"]
+    results["ratios"] = ratios
+    results["unguardedRatios"] = unguarded
+
+    lines = table(results)
+    text = "\n".join(lines)
+    print(text)
+
+    status = 0
+    baseline = load_json(args.baseline, {}) if args.baseline else {}
+    if args.check:
+        reference = baseline.get(args.mode, {}).get("ratios", {})
+        print(f"\n== check against {args.baseline} ({args.mode}): fail on a ratio drop of more than {CHECK_TOLERANCE:.0%}")
+        if not reference:
+            print("   no baseline ratios for this mode")
+            status = 1
+        for key, base in sorted(reference.items()):
+            now = ratios.get(key)
+            if now is None:
+                print(f"   FAIL {key}: not measured (baseline {base:.4g})")
+                status = 1
+                continue
+            change = now / base - 1
+            verdict = "FAIL" if now < base * (1 - CHECK_TOLERANCE) else "ok  "
+            if verdict.startswith("FAIL"):
+                status = 1
+            print(f"   {verdict} {key}: {now:.4g} vs {base:.4g} ({change:+.0%})")
+        results["check"] = {"baseline": args.baseline, "passed": status == 0}
+    if args.update_baseline and args.baseline:
+        # Merged, so that a run of one section (--only) updates only its own ratios.
+        merged = dict(baseline.get(args.mode, {}).get("ratios", {}))
+        merged.update(ratios)
+        baseline[args.mode] = {"ratios": merged, "date": results["machine"].get("date"),
+                               "note": "ratios only: absolute figures vary with the machine and its load"}
+        with open(args.baseline, "w") as f:
+            json.dump(baseline, f, indent=2, sort_keys=True)
+            f.write("\n")
+        print(f"baseline for {args.mode} written to {args.baseline}")
+
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+        f.write("\n")
+    if args.doc:
+        update_doc(args.doc, results, text, args.json)
+    return status
+
+
+def table(r):
+    rows = [("section", "measure", "value", "bound", "ratio")]
+    d = r["decrypt"]
+    if d:
+        rows += [
+            ("decrypt", "openssl speed ecdhp256 (ops/s, 1 core)", fmt(d["opensslEcdhP256"]), "", ""),
+            ("decrypt", "openssl speed ecdsap256 verify (ops/s, 1 core)", fmt(d["opensslEcdsaP256Verify"]), "", ""),
+            ("decrypt", "per-token bound 1/(1/ecdh + 1/verify)", fmt(d["boundPerCore"]), "", ""),
+            ("decrypt", "token bench, 1 thread (tokens/CPU-s)", fmt(d["oneThread"]["tokensPerCPUSecond"]), fmt(d["boundPerCore"]), pct(d["ratioOneCore"])),
+            ("decrypt", "token bench, 1 thread (tokens/s wall)", fmt(d["oneThread"]["tokensPerSecond"]), fmt(d["boundPerCore"]), pct(d["ratioOneCoreWall"])),
+            ("decrypt", f"token bench, {d['allThreads']['threads']} threads (tokens/s wall)", fmt(d["allThreads"]["tokensPerSecond"]),
+             fmt(d["cores"] * d["boundPerCore"]), pct(d["ratioAllCoresWall"])),
+            ("decrypt", f"token bench, {d['allThreads']['threads']} threads (tokens/CPU-s)", fmt(d["allThreads"]["tokensPerCPUSecond"]),
+             fmt(d["boundPerCore"]), pct(d["ratioAllCores"])),
+        ]
+        if d.get("callgrind"):
+            c = d["callgrind"]
+            rows.append(("decrypt", "instructions/token (callgrind) vs C loop ECDH+verify", fmt(c["instructionsPerToken"]),
+                         fmt(c["referenceInstructionsPerPair"]), pct(c["ratio"])))
+        if d.get("cLoopPerCPUSecond"):
+            rows.append(("decrypt", "C loop ECDH+verify alternating (pairs/CPU-s)", fmt(d["cLoopPerCPUSecond"]), fmt(d["boundPerCore"]),
+                         pct(d["cLoopPerCPUSecond"] / d["boundPerCore"])))
+    j = r["jwt"]
+    if j:
+        rows += [
+            ("jwt", f"HMAC-SHA256 over {j['signingInputBytes']} B (openssl speed, ops/s)", fmt(j.get("hmacPerSecond")), "", ""),
+            ("jwt", "HS256 sign of serialised claims (JWTs/CPU-s)", fmt(j["signPerSecond"]), fmt(j.get("hmacPerSecond")), pct(j.get("ratioSignVsHmac"))),
+            ("jwt", f"build {j['claimsBytes']} B claims + serialise + sign (JWTs/CPU-s)", fmt(j["buildAndSignPerSecond"]),
+             fmt(j.get("hmacPerSecond")), pct(j.get("ratioBuildAndSignVsHmac"))),
+            ("jwt", "verify (parse, HMAC, claims) (JWTs/CPU-s)", fmt(j["verifyPerSecond"]), "", ""),
+        ]
+    b = r["rawBounds"]
+    if b:
+        rows += [
+            ("raw", "AMQP confirm-publish, window 1 (msg/s)", fmt(b["amqpConfirmPublishWindow1PerSecond"]), "", ""),
+            ("raw", "AMQP confirm-publish, window 1000 (msg/s)", fmt(b["amqpConfirmPublishPerSecond"]), "", ""),
+            ("raw", "AMQP consume + ack, prefetch 100 (msg/s)", fmt(b["amqpConsumeAckPerSecond"]), "", ""),
+            ("raw", f"PostgreSQL pgbench -N, {b['pgbenchClients']} clients (TPS)", fmt(b["pgbenchTPS"]), "", ""),
+            ("raw", f"AMQP bound: {PUBLISHES_PER_PAYMENT} publishes + {CONSUMES_PER_PAYMENT} consumes (payments/s)", fmt(b["amqpBound"]), "", ""),
+            ("raw", f"PostgreSQL bound: {TRANSACTIONS_PER_PAYMENT} transactions (payments/s)", fmt(b["postgresBound"]), "", ""),
+            ("raw", f"naive pipeline bound (payments/s; {b['binds']})", fmt(b["paymentsPerSecond"]), "", ""),
+        ]
+    for name, run in r["endToEnd"].items():
+        label = f"e2e {name}"
+        workers = run.get("workers") or ""
+        if run.get("error"):
+            rows.append((label, f"{workers}: {run['error']}", "", "", ""))
+            continue
+        if name.endswith("-throughput"):
+            rows.append((label, f"{workers}; {run['completed']} jobs: sustained (payments/s)", fmt(run["sustainedPerSecond"]),
+                         fmt(b["paymentsPerSecond"]) if b else "", pct(run.get("ratioToNaiveBound"))))
+            stage_rates = ", ".join(f"{k} {fmt(v)}" for k, v in run.get("stageRatePerSecond", {}).items())
+            rows.append((label, f"  each stage's own rate (/s): {stage_rates}", "", "", ""))
+        else:
+            lat = run["latencyMs"]
+            rows.append((label, f"{workers}; {run['completed']} jobs at {fmt(run['offeredRate'])}/s: p50/p95/p99 e2e (ms)",
+                         f"{fmt(lat['p50'])}/{fmt(lat['p95'])}/{fmt(lat['p99'])}", "", ""))
+            for stage, values in run["stageLatencyMs"].items():
+                if values:
+                    rows.append((label, f"  {stage} p50/p95/p99 (ms)", f"{fmt(values['p50'])}/{fmt(values['p95'])}/{fmt(values['p99'])}", "", ""))
+        if run.get("peakRssMB"):
+            rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(run["peakRssMB"].items()))
+            rows.append((label, f"  peak RSS (MB): {rss}", "", "", ""))
+        if run.get("cpuPercent"):
+            cpu = ", ".join(f"{k} {v}" for k, v in sorted(run["cpuPercent"].items(), key=lambda kv: -kv[1]))
+            rows.append((label, f"  CPU % (of one core): {cpu}", "", "", ""))
+            rate = run.get("sustainedPerSecond") if name.endswith("-throughput") else None
+            if rate:
+                # CPU milliseconds each payment costs each process: what binds once the machine is saturated.
+                per = {k: 10 * v / rate for k, v in run["cpuPercent"].items()}
+                text = ", ".join(f"{k} {v:.2f}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
+                rows.append((label, f"  CPU ms per payment: {text}; total {sum(per.values()):.2f}", "", "", ""))
+                if run.get("paymentsPerCPUSecondVsOpensslBound"):
+                    rows.append((label, "  payments per CPU-second of the whole stack", fmt(1000 / run["cpuMsPerPayment"]),
+                                 fmt(d["boundPerCore"]) if d else "", f"{100 * run['paymentsPerCPUSecondVsOpensslBound']:.2f}%"))
+    widths = [max(len(row[i]) for row in rows if len(row[1]) < 70 or i != 1) for i in range(5)]
+    widths[1] = min(widths[1], 62)
+    lines = []
+    for row in rows:
+        lines.append(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  {row[3]:>{widths[3]}}  {row[4]:>{widths[4]}}".rstrip())
+    m = r["machine"]
+    lines.append("")
+    lines.append(f"machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}; {m.get('build', '?')} build; "
+                 f"load average at start {m.get('loadStart', '?')}, at end {m.get('loadEnd', '?')}; {m.get('date', '')}")
+    return lines
+
+
+def update_doc(path, results, text, json_path):
+    begin, end = "<!-- bench:begin (generated by scripts/bench; edit outside these markers) -->", "<!-- bench:end -->"
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except OSError:
+        doc = f"# Performance\n\n{begin}\n{end}\n"
+    if begin not in doc:
+        doc += f"\n{begin}\n{end}\n"
+    generated = (f"{begin}\n\nLast `scripts/bench` run ({results['mode']}), figures also in `{json_path}`:\n\n"
+                 f"```\n{text}\n```\n\nRatios checked by `scripts/bench --check` (CPU time against CPU-time bounds):\n\n"
+                 + "\n".join(f"- `{k}`: {v:.4g}" for k, v in sorted(results["ratios"].items()))
+                 + "\n\nWall-clock ratios (reported, not guarded: other load on the machine moves them):\n\n"
+                 + "\n".join(f"- `{k}`: {v:.3g}" for k, v in sorted(results["unguardedRatios"].items())) + f"\n\n{end}")
+    head, rest = doc.split(begin, 1)
+    tail = rest.split(end, 1)[1] if end in rest else ""
+    with open(path, "w") as f:
+        f.write(head + generated + tail)
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "e2e":
+        summary = e2e(sys.argv[2])
+        print(summary.get("sustainedPerSecond") or 0)
+        return 0
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["assemble"])
+    parser.add_argument("work")
+    parser.add_argument("--mode", default="full")
+    parser.add_argument("--json", required=True)
+    parser.add_argument("--doc")
+    parser.add_argument("--baseline")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--update-baseline", action="store_true")
+    return assemble(parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
