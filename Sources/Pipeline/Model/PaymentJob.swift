@@ -57,7 +57,7 @@ public struct PaymentJob: Sendable, Equatable {
         do {
             object = try JSONValue.parse(body)
         } catch {
-            throw .unaddressed(reason: "body is not valid JSON: \(error)")
+            throw .unaddressed(reason: "body is not a JSON object: \(error)")
         }
         guard object.isObject else { throw .unaddressed(reason: "body is not a JSON object") }
         guard let merchantId = object["merchantId"]?.stringValue, isIdentifier(merchantId) else {
