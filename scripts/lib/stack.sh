@@ -2,6 +2,7 @@
 #
 #   stack_init [debug|release]   builds (unless STACK_SKIP_BUILD=1), exports the sandbox environment (PAYPIPE_*),
 #                                sets $BIN and $STACK_LOGS
+#   stack_fresh_database NAME    drops and recreates database NAME and points PAYPIPE_DATABASE_URL at it
 #   stack_setup                  migrate, sandbox PKI + data key + merchant document, merchant apply
 #   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
 #   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
@@ -51,6 +52,16 @@ stack_init() {
 
 stack_simulator_url() { echo "http://127.0.0.1:$((STACK_PORT_BASE + 80))"; }
 stack_receiver_url() { echo "http://127.0.0.1:$((STACK_PORT_BASE + 90))/webhooks"; }
+
+# Runs that check what the pipeline did (bench, chaos) start from an empty database of their own: payments left
+# by earlier runs would otherwise be re-driven by the reconciler into this one (with card data sealed under an
+# older sandbox data key). Call after scripts/services start.
+stack_fresh_database() {
+    local psql=(psql -h 127.0.0.1 -p "${PAYPIPE_PG_PORT:-5432}" -U postgres -X -q -v ON_ERROR_STOP=1 -d postgres)
+    "${psql[@]}" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" -c "CREATE DATABASE $1" >/dev/null
+    export PAYPIPE_DATABASE_NAME="$1"
+    export PAYPIPE_DATABASE_URL="postgresql://postgres@127.0.0.1:${PAYPIPE_PG_PORT:-5432}/$1"
+}
 
 stack_setup() {
     echo "== migrate, sandbox PKI, merchant"
