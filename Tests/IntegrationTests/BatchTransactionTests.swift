@@ -56,5 +56,49 @@ extension Integration {
             #expect(try Self.rows(table, on: connection) == [1, 2, 3])
         }
     }
+    /// The set-based first step settles what it can in one statement; the rest runs one by one in the same transaction.
+    @Test func bulkSettlesPartOfTheBatchAndTheRestRunsOneByOne() throws {
+        try Self.withTable { connection, table throws in
+            let runs = Mutex<[Int32: Int]>([:])
+            let results = BatchTransaction.run(
+                [1, 2, 3, 4] as [Int32], on: connection,
+                bulk: { ids, transaction in
+                    // Odd ids in one statement; even ones left to the one-by-one path.
+                    let odd = ids.filter { $0 % 2 == 1 }
+                    try transaction.query("INSERT INTO \(table) (id) SELECT unnest($1::int[])", [PostgresArray(odd)])
+                    return ids.map { $0 % 2 == 1 ? -$0 : nil }
+                },
+                fastPath: { id, transaction in
+                    runs.withLock { $0[id, default: 0] += 1 }
+                    try transaction.query("INSERT INTO \(table) (id) VALUES ($1)", [id])
+                    return id
+                },
+                isolated: { _, _ in Issue.record("no second pass expected"); return 0 },
+                failed: { _, _, _ in Issue.record("no failure expected"); return 0 })
+            #expect(results.map { try? $0.get() } == [-1, 2, -3, 4])
+            #expect(runs.withLock { $0 } == [2: 1, 4: 1])
+            #expect(try Self.rows(table, on: connection) == [1, 2, 3, 4])
+        }
+    }
+
+    /// A failing set-based statement applies nothing of the first pass; every item then runs in its own savepoint.
+    @Test func aFailingBulkStepFallsBackToOneSavepointPerItem() throws {
+        try Self.withTable { connection, table throws in
+            try connection.query("INSERT INTO \(table) (id) VALUES (3)")
+            let results = BatchTransaction.run(
+                [1, 2, 3, 4] as [Int32], on: connection,
+                bulk: { ids, transaction in
+                    try transaction.query("INSERT INTO \(table) (id) SELECT unnest($1::int[])", [PostgresArray(ids)])
+                    return ids.map { $0 }
+                },
+                fastPath: { _, _ in Issue.record("the first pass was abandoned"); return 0 },
+                isolated: { id, transaction in
+                    (try? transaction.savepoint { try $0.query("INSERT INTO \(table) (id) VALUES ($1)", [id]) }) == nil ? -id : id
+                },
+                failed: { _, _, _ in Issue.record("no single item failed the first pass"); return 0 })
+            #expect(results.map { try? $0.get() } == [1, 2, -3, 4])
+            #expect(try Self.rows(table, on: connection) == [1, 2, 3, 4])
+        }
+    }
 }
 }

@@ -16,6 +16,11 @@ public enum BatchTransaction {
         let error: any Error
     }
 
+    /// Abandons the first pass because the set-based part failed.
+    private struct BulkFailed: Error {
+        let error: any Error
+    }
+
     /// One result per item, in order; the second pass runs each item's body in a savepoint. When the transaction
     /// itself fails (BEGIN, COMMIT, the connection), every item gets that error: nothing of the batch was applied.
     public static func run<Item, Value>(
@@ -31,36 +36,54 @@ public enum BatchTransaction {
     /// pass `isolated` handles each item (taking its own savepoints, turning its failures into a `Value`) and
     /// `failed` turns the error of the item that abandoned the first pass into its `Value`, inside the transaction
     /// (e.g. to record a permanent failure).
+    ///
+    /// `bulk`, when given, opens the first pass: one set-based call for the whole batch (a few statements instead of a
+    /// few per item) that returns a value for the items it settled and `nil` for those it leaves to `fastPath`, which
+    /// then runs for them in order, in the same transaction. If `bulk` throws, the first pass is abandoned and every
+    /// item goes through `isolated` on the second pass (no item's error stands: the set-based statement failed as a
+    /// whole, e.g. on a unique violation that one item's savepoint will pin down).
     public static func run<Item, Value>(
         _ items: [Item], on database: PostgresConnection,
+        bulk: (([Item], PostgresConnection) throws -> [Value?])? = nil,
         fastPath: (Item, PostgresConnection) throws -> Value,
         isolated: (Item, PostgresConnection) -> Value,
         failed: (Item, any Error, PostgresConnection) -> Value
     ) -> [Result<Value, any Error>] {
         guard !items.isEmpty else { return [] }
-        let failure: ItemFailed
+        let failure: ItemFailed?
         do {
             let values = try database.transaction { transaction in
-                try items.indices.map { index in
+                var settled: [Value?]
+                do {
+                    settled = try bulk?(items, transaction) ?? Array(repeating: nil, count: items.count)
+                } catch {
+                    throw BulkFailed(error: error)
+                }
+                precondition(settled.count == items.count, "bulk must return one entry per item")
+                for index in items.indices where settled[index] == nil {
                     do {
-                        return try fastPath(items[index], transaction)
+                        settled[index] = try fastPath(items[index], transaction)
                     } catch {
                         throw ItemFailed(index: index, error: error)
                     }
                 }
+                return settled.map { $0! }
             }
             return values.map { Result<Value, any Error>.success($0) }
         } catch let itemFailed as ItemFailed {
             failure = itemFailed
+        } catch is BulkFailed {
+            failure = nil
         } catch {
             return Array(repeating: .failure(error), count: items.count)
         }
         do {
             return try database.transaction { transaction in
                 items.indices.map { index in
-                    .success(index == failure.index
-                        ? failed(items[index], failure.error, transaction)
-                        : isolated(items[index], transaction))
+                    if let failure, index == failure.index {
+                        return .success(failed(items[index], failure.error, transaction))
+                    }
+                    return .success(isolated(items[index], transaction))
                 }
             }
         } catch {

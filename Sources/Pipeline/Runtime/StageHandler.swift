@@ -33,18 +33,32 @@ public protocol TransactionalStageHandler: StageHandler {
     /// Does the message's work inside the batch transaction. Throw ``StageFailure`` (or any error, which
     /// ``FailureClassifier`` classifies) to roll back this message's savepoint.
     func handle(_ message: Message, transaction: PostgresConnection) throws -> StageOutcome
+
+    /// The set-based fast path: does the common case of the whole batch in a few statements, inside the batch
+    /// transaction, and returns an outcome for each message it settled and `nil` for each message it leaves to
+    /// ``handle(_:transaction:)`` (duplicates, redeliveries, failures: whatever needs the one-by-one logic). Those run
+    /// afterwards in the same transaction. Throwing abandons the first pass: every message then runs through `handle`
+    /// in its own savepoint. The outcomes must be exactly those `handle` would give; the default settles nothing.
+    func handleInBulk(_ messages: [Message], transaction: PostgresConnection) throws -> [StageOutcome?]
 }
 
 extension TransactionalStageHandler {
+    public func handleInBulk(_ messages: [Message], transaction: PostgresConnection) throws -> [StageOutcome?] {
+        Array(repeating: nil, count: messages.count)
+    }
+
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         // ``BatchTransaction``: the whole batch without savepoints first; only if a message throws, again with a
         // savepoint per message (``outcome(of:in:_:)``).
         BatchTransaction.run(
             batch, on: database,
+            bulk: { messages, transaction in
+                try self.handleInBulk(messages, transaction: transaction).map { outcome in
+                    try outcome.map { .success(try Self.recordingFailure($0, in: transaction)) }
+                }
+            },
             fastPath: { message, transaction in
-                let outcome = try self.handle(message, transaction: transaction)
-                guard case .failed(let failure) = outcome else { return .success(outcome) }
-                return .success(.handOff(to: .notify, try PaymentStore().recordFailure(failure, on: transaction)))
+                .success(try Self.recordingFailure(try self.handle(message, transaction: transaction), in: transaction))
             },
             isolated: { message, transaction in
                 Self.outcome(of: message, in: transaction) { try self.handle(message, transaction: $0) }
@@ -57,6 +71,12 @@ extension TransactionalStageHandler {
             case .failure(let error): .failure(FailureClassifier.classify(error))
             }
         }
+    }
+
+    /// A `.failed` outcome of the first pass, recorded against its payment and turned into the hand-off to notification.
+    private static func recordingFailure(_ outcome: StageOutcome, in transaction: PostgresConnection) throws -> StageOutcome {
+        guard case .failed(let failure) = outcome else { return outcome }
+        return .handOff(to: .notify, try PaymentStore().recordFailure(failure, on: transaction))
     }
 }
 
