@@ -25,6 +25,24 @@ extension Integration {
         #expect(try migrator.status(on: connection).allSatisfy { $0.appliedAt != nil })
     }
 
+    /// Migration 3: the all-rows status index is gone (write cost only); needs_review lookups keep a partial index
+    /// that the planner uses.
+    @Test func paymentsKeepOnlyTheIndexesQueriesUse() throws {
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        _ = try Self.freshDecryptedPayment(on: connection)
+        let names = try connection.query("SELECT indexname FROM pg_indexes WHERE tablename = 'payments' ORDER BY 1")
+            .map { try $0.decode("indexname", as: String.self) }
+        #expect(!names.contains("payments_status"))
+        #expect(names.contains("payments_needs_review"))
+        try connection.transaction { transaction in
+            try transaction.simpleQuery("SET LOCAL enable_seqscan = off")
+            let plan = try transaction.query("EXPLAIN SELECT id FROM payments WHERE status = 'needs_review' ORDER BY updated_at")
+                .map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
+            #expect(plan.contains("payments_needs_review"))
+        }
+    }
+
     @Test func paymentTransitionsAreGuardedInSQL() throws {
         let connection = try TestServices.database()
         defer { connection.close() }
