@@ -76,17 +76,15 @@ public struct AuthorizeStage: TransactionalStageHandler {
         }
         let locked = try AuthorizeBatch.lock(Array(firstIndex.keys), on: transaction)
         var batch = AuthorizeBatch()
-        var merchants: [String: MerchantStore.Merchant?] = [:]
+        var merchants = BatchMerchants(directory)
         for (index, message) in messages.enumerated() where firstIndex[message.paymentId] == index {
             guard let row = locked[message.paymentId], let payment = try? PaymentRecord(row: row), payment.status == .decrypted else {
                 continue
             }
-            if merchants[payment.merchantId] == nil {
-                merchants[payment.merchantId] = .some(try? directory.entry(payment.merchantId, on: transaction)?.merchant)
-            }
+            let merchant = try merchants.entry(payment.merchantId, on: transaction)?.merchant
             // Any error here (no card data, a validation error, a vault error) is the one-by-one path's to report.
             guard let data = try? cardData.open(row, for: payment.id),
-                  let request = try? build(payment, merchant: merchants[payment.merchantId] ?? nil, data: data) else { continue }
+                  let request = try? build(payment, merchant: merchant, data: data) else { continue }
             batch.append(AuthorizeBatch.Row(index: index, payment: payment, request: request, sealed: try requests.seal(request, for: payment.id)))
         }
         let prepared = try batch.apply(on: transaction)

@@ -81,7 +81,7 @@ public struct DecryptStage: TransactionalStageHandler {
         let receivedAt = DecryptBatch.databaseTime(Date())
         var batch = DecryptBatch()
         var seenJobs: Set<[String]> = []
-        var merchants: [String: MerchantDirectory.Entry?] = [:]
+        var merchants = BatchMerchants(directory)
         for (index, input) in inputs.enumerated() {
             let job: PaymentJob
             switch input {
@@ -92,11 +92,7 @@ public struct DecryptStage: TransactionalStageHandler {
                 job = decoded
             }
             guard seenJobs.insert([job.merchantId, job.jobId]).inserted else { continue }
-            if merchants[job.merchantId] == nil {
-                // A lookup that throws leaves the merchant to the one-by-one path, which throws it again there.
-                merchants[job.merchantId] = .some(try? directory.entry(job.merchantId, on: transaction))
-            }
-            guard let merchant = merchants[job.merchantId] ?? nil,
+            guard let merchant = try merchants.entry(job.merchantId, on: transaction),
                   let verified = try? verify(job, merchant: merchant, clock: receivedAt),
                   batch.isUnclaimed(verified.transactionId) else { continue }
             let paymentId = UUID()
