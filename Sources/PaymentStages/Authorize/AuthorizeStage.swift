@@ -55,15 +55,50 @@ public struct AuthorizeStage: TransactionalStageHandler {
         let request: GatewayRequest
         do {
             let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
-            request = try TrustPaymentsClaimsBuilder.build(
-                gateway: merchant?.config.gateway, jwtSecret: merchant?.secrets.jwtSecret,
-                payment: GatewayPaymentDetails(payment), data: try cardData.load(payment.id, on: transaction),
-                issuedAt: clock())
+            request = try build(payment, merchant: merchant, data: try cardData.load(payment.id, on: transaction))
         } catch let error as AuthorizeError {
             return .failed(PaymentFailure(paymentId: payment.id, code: error.code, reason: error.reason))
         }
         try requests.save(request, for: payment.id, on: transaction)
         try payments.transition(payment.id, from: .decrypted, to: .prepared, actor: "authorize", on: transaction)
         return .handOff(to: .submit, payment.message)
+    }
+
+    /// The set-based fast path (``AuthorizeBatch``): locks the batch's payments with their card data in one
+    /// statement, builds the claims in Swift, and stores the requests, advances the payments and writes their events
+    /// in a second. Left to ``handle(_:transaction:)`` (`nil`): a payment id repeated in the batch (the later
+    /// deliveries then find it `prepared`), unknown payments, payments not `decrypted` (already advanced, or still
+    /// `received`), and every payment whose claims cannot be built (the one-by-one path records the failure).
+    public func handleInBulk(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [StageOutcome?] {
+        var firstIndex: [UUID: Int] = [:]
+        for (index, message) in messages.enumerated() where firstIndex[message.paymentId] == nil {
+            firstIndex[message.paymentId] = index
+        }
+        let locked = try AuthorizeBatch.lock(Array(firstIndex.keys), on: transaction)
+        var batch = AuthorizeBatch()
+        var merchants = BatchMerchants(directory)
+        for (index, message) in messages.enumerated() where firstIndex[message.paymentId] == index {
+            guard let row = locked[message.paymentId], let payment = try? PaymentRecord(row: row), payment.status == .decrypted else {
+                continue
+            }
+            let merchant = try merchants.entry(payment.merchantId, on: transaction)?.merchant
+            // Any error here (no card data, a validation error, a vault error) is the one-by-one path's to report.
+            guard let data = try? cardData.open(row, for: payment.id),
+                  let request = try? build(payment, merchant: merchant, data: data) else { continue }
+            batch.append(AuthorizeBatch.Row(index: index, payment: payment, request: request, sealed: try requests.seal(request, for: payment.id)))
+        }
+        let prepared = try batch.apply(on: transaction)
+        var outcomes = [StageOutcome?](repeating: nil, count: messages.count)
+        for row in batch.rows where prepared.contains(row.payment.id) {
+            outcomes[row.index] = .handOff(to: .submit, row.payment.message)
+        }
+        return outcomes
+    }
+
+    /// The claims of `payment`, shared by both paths so they build exactly the same request.
+    private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?) throws(AuthorizeError) -> GatewayRequest {
+        try TrustPaymentsClaimsBuilder.build(
+            gateway: merchant?.config.gateway, jwtSecret: merchant?.secrets.jwtSecret,
+            payment: GatewayPaymentDetails(payment), data: data, issuedAt: clock())
     }
 }

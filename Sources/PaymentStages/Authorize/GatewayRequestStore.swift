@@ -30,7 +30,7 @@ public struct GatewayRequestStore: Sendable {
     /// Stores `request` unless the payment already has one; returns whether it was inserted.
     @discardableResult
     public func save(_ request: GatewayRequest, for paymentId: UUID, on connection: PostgresConnection) throws -> Bool {
-        let sealed = try vault.seal(request.claims.serialized(), aad: CardDataStore.aad(paymentId))
+        let sealed = try seal(request, for: paymentId)
         // Request types are validated tokens (`AUTH`, `THREEDQUERY`): a comma list is a safe array transport,
         // since the Postgres module binds scalars only.
         let inserted = try connection.query(
@@ -41,6 +41,12 @@ public struct GatewayRequestStore: Sendable {
             """,
             [paymentId, request.orderReference, request.requestTypes.joined(separator: ","), sealed.keyId, sealed.nonce, sealed.ciphertext])
         return inserted.affectedRows == 1
+    }
+
+    /// The sealed claims as ``save(_:for:on:)`` stores them (AAD = payment id), for set-based statements that insert
+    /// many payments' requests at once.
+    public func seal(_ request: GatewayRequest, for paymentId: UUID) throws -> DataVault.SealedBox {
+        try vault.seal(request.claims.serialized(), aad: CardDataStore.aad(paymentId))
     }
 
     /// The stored request, or `nil` if none was built or it was purged.

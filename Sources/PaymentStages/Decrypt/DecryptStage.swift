@@ -70,6 +70,44 @@ public struct DecryptStage: TransactionalStageHandler {
         return .handOff(to: .authorize, payment.message)
     }
 
+    /// The common case of a batch in one statement (``DecryptBatch``): every new job of a known merchant whose token
+    /// passes the checks becomes a `decrypted` payment with its card data and audit events. Left to ``handle(_:transaction:)``
+    /// (`nil`): invalid jobs, unknown merchants, token and amount failures (the one-by-one path records them against
+    /// the payment it creates), a (merchant, job id) already seen earlier in the batch — a later duplicate must find
+    /// the first one's payment, and only the first occurrence may decide whether a reused id is a conflict —, a
+    /// `transactionId` already claimed earlier in the batch, and every job whose insert was skipped (an existing
+    /// payment, a replayed token).
+    public func handleInBulk(_ inputs: [DecryptInput], transaction: PostgresConnection) throws -> [StageOutcome?] {
+        let receivedAt = DecryptBatch.databaseTime(Date())
+        var batch = DecryptBatch()
+        var seenJobs: Set<[String]> = []
+        var merchants = BatchMerchants(directory)
+        for (index, input) in inputs.enumerated() {
+            let job: PaymentJob
+            switch input {
+            case .invalid(let merchantId, let jobId, _, _):
+                seenJobs.insert([merchantId, jobId])
+                continue
+            case .job(let decoded):
+                job = decoded
+            }
+            guard seenJobs.insert([job.merchantId, job.jobId]).inserted else { continue }
+            guard let merchant = try merchants.entry(job.merchantId, on: transaction),
+                  let verified = try? verify(job, merchant: merchant, clock: receivedAt),
+                  batch.isUnclaimed(verified.transactionId) else { continue }
+            let paymentId = UUID()
+            batch.append(DecryptBatch.Row(
+                index: index, paymentId: paymentId, job: job, transactionId: verified.transactionId,
+                cardData: try cardData.seal(verified.data, for: paymentId)))
+        }
+        let inserted = try batch.insert(receivedAt: receivedAt, on: transaction)
+        var outcomes = [StageOutcome?](repeating: nil, count: inputs.count)
+        for row in batch.rows where inserted.contains(row.paymentId) {
+            outcomes[row.index] = .handOff(to: .authorize, StageMessage(paymentId: row.paymentId, merchantId: row.job.merchantId, jobId: row.job.jobId))
+        }
+        return outcomes
+    }
+
     /// A permanent, payment-attributable failure of the token checks.
     struct TokenFailure: Error {
         let code: String
@@ -77,7 +115,30 @@ public struct DecryptStage: TransactionalStageHandler {
     }
 
     private func process(_ job: PaymentJob, payment: PaymentRecord, merchant: MerchantDirectory.Entry, on transaction: PostgresConnection) throws {
-        let clock = payment.firstReceivedAt
+        let verified = try verify(job, merchant: merchant, clock: payment.firstReceivedAt)
+        // The replay check and the claim of the transactionId in one statement. Unique constraint: a concurrent
+        // replay loses here and is retried, then caught by the NOT EXISTS.
+        let claimed = try transaction.query(
+            """
+            UPDATE payments SET token_transaction_id = $2 WHERE id = $1
+              AND NOT EXISTS (SELECT 1 FROM payments WHERE token_transaction_id = $2 AND id <> $1)
+            """, [payment.id, verified.transactionId])
+        guard claimed.affectedRows == 1 else {
+            throw TokenFailure(code: "token_replayed", reason: "token transactionId was already used by another payment")
+        }
+        try cardData.save(verified.data, for: payment.id, on: transaction)
+    }
+
+    /// What the token checks yield: the token's `transactionId` (to claim) and the data to store.
+    struct VerifiedToken {
+        let transactionId: String
+        let data: StoredPaymentData
+    }
+
+    /// The token checks without the database: parse, verify (and decrypt, for merchant-decrypts merchants) with
+    /// `clock` as the current time, amount and currency against the job. Shared by ``handle(_:transaction:)`` and
+    /// the set-based ``handleInBulk(_:transaction:)``, so both apply exactly the same checks.
+    func verify(_ job: PaymentJob, merchant: MerchantDirectory.Entry, clock: Date) throws(TokenFailure) -> VerifiedToken {
         let token: ApplePayToken
         var decrypted: DecryptedPaymentData?
         do {
@@ -98,22 +159,12 @@ public struct DecryptStage: TransactionalStageHandler {
                 throw TokenFailure(code: "amount_mismatch", reason: "token currency \(decrypted.currencyCode) differs from the job currency \(job.amount.currency.code)")
             }
         }
-        // The replay check and the claim of the transactionId in one statement. Unique constraint: a concurrent
-        // replay loses here and is retried, then caught by the NOT EXISTS.
-        let claimed = try transaction.query(
-            """
-            UPDATE payments SET token_transaction_id = $2 WHERE id = $1
-              AND NOT EXISTS (SELECT 1 FROM payments WHERE token_transaction_id = $2 AND id <> $1)
-            """, [payment.id, token.transactionId])
-        guard claimed.affectedRows == 1 else {
-            throw TokenFailure(code: "token_replayed", reason: "token transactionId was already used by another payment")
-        }
         let stored = StoredPaymentData(
             decrypted: decrypted,
             walletToken: decrypted == nil ? String(decoding: job.applePayToken, as: UTF8.self) : nil,
             paymentMethodDisplayName: token.paymentMethod?.displayName, paymentMethodNetwork: token.paymentMethod?.network,
             billingContact: job.billingContact, shippingContact: job.shippingContact)
-        try cardData.save(stored, for: payment.id, on: transaction)
+        return VerifiedToken(transactionId: token.transactionId, data: stored)
     }
 
     enum Located {

@@ -12,7 +12,7 @@ public struct CardDataStore: Sendable {
     }
 
     public func save(_ data: StoredPaymentData, for paymentId: UUID, on connection: PostgresConnection) throws {
-        let sealed = try vault.seal(Array(try JSONEncoder().encode(data)), aad: Self.aad(paymentId))
+        let sealed = try seal(data, for: paymentId)
         try connection.query(
             """
             INSERT INTO card_data (payment_id, key_id, nonce, ciphertext) VALUES ($1, $2, $3, $4)
@@ -20,6 +20,12 @@ public struct CardDataStore: Sendable {
                 ciphertext = EXCLUDED.ciphertext, purged_at = NULL
             """,
             [paymentId, sealed.keyId, sealed.nonce, sealed.ciphertext])
+    }
+
+    /// The sealed form of `data` as ``save(_:for:on:)`` stores it (AAD = payment id), for set-based statements that
+    /// insert many payments' card data at once.
+    public func seal(_ data: StoredPaymentData, for paymentId: UUID) throws -> DataVault.SealedBox {
+        try vault.seal(Array(try JSONEncoder().encode(data)), aad: Self.aad(paymentId))
     }
 
     /// The stored data, or `nil` if none was stored or it was already purged.

@@ -29,12 +29,16 @@ struct DecryptHarness {
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_RECONCILE_INTERVAL": "0",
         ]))
-        let stage = DecryptStage(
+        return try StageRuntime(handler: makeStage(), configuration: configuration,
+                                logger: Logger(component: "decrypt", threshold: .debug, sink: logSink))
+    }
+
+    /// The stage as the runtime runs it, for tests that drive batches directly.
+    func makeStage() -> DecryptStage {
+        DecryptStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0),
             cardData: CardDataStore(vault: vault),
             decryptor: ApplePayDecryptor(configuration: ApplePayVerifierConfiguration(trustRoot: sandbox.pki.trustRoot)))
-        return try StageRuntime(handler: stage, configuration: configuration,
-                                logger: Logger(component: "decrypt", threshold: .debug, sink: logSink))
     }
 
     func startedRuntime() throws -> StageRuntime<DecryptStage> {
