@@ -62,6 +62,11 @@ public struct SubmitStage: StageHandler {
     /// 2. the calls run concurrently on ``calls`` (keep-alive clients, at most `merchantConcurrency` per merchant);
     /// 3. one transaction records every answer.
     /// A message whose query found no AUTH starts another round (at most three, as before).
+    ///
+    /// With ``SubmitSettings/setBased`` (the default), steps 1 and 3 first settle the plain messages of the batch
+    /// with a few statements for the whole batch (``planInBulk(_:transaction:)``, ``recordInBulk(_:transaction:)``):
+    /// PostgreSQL's cost is per statement far more than per row. The per-message steps stay the reference
+    /// semantics and handle everything else in the same transaction.
     public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         let planBulk: (([StageMessage], PostgresConnection) throws -> [Plan?])? =
