@@ -51,21 +51,36 @@ public struct GatewayRequestStore: Sendable {
 
     /// The stored request, or `nil` if none was built or it was purged.
     public func load(_ paymentId: UUID, on connection: PostgresConnection) throws -> GatewayRequest? {
-        let rows = try connection.query(
-            """
-            SELECT order_reference, array_to_string(request_types, ',') AS request_types, key_id, nonce, ciphertext
-            FROM gateway_requests WHERE payment_id = $1 AND purged_at IS NULL AND ciphertext IS NOT NULL
-            """, [paymentId])
+        let rows = try connection.query(Self.loadStatement, [paymentId])
         guard let row = rows.first else { return nil }
-        let box = DataVault.SealedBox(
-            keyId: try row.decode("key_id", as: String.self), nonce: try row.decode("nonce", as: [UInt8].self),
-            ciphertext: try row.decode("ciphertext", as: [UInt8].self))
-        let plaintext = try vault.open(box, aad: CardDataStore.aad(paymentId))
+        return try open(row, for: paymentId)
+    }
+
+    /// The columns ``open(_:for:)`` reads, selected from `gateway_requests` under the alias `alias` and renamed so
+    /// they can sit beside a `payments` row in one join (the submit stage's set-based planning).
+    public static func columns(_ alias: String) -> String {
+        """
+        \(alias).order_reference AS request_order_reference, array_to_string(\(alias).request_types, ',') AS request_types,
+        \(alias).key_id AS request_key_id, \(alias).nonce AS request_nonce, \(alias).ciphertext AS request_ciphertext
+        """
+    }
+
+    private static let loadStatement = """
+        SELECT \(columns("g")) FROM gateway_requests g
+        WHERE g.payment_id = $1 AND g.purged_at IS NULL AND g.ciphertext IS NOT NULL
+        """
+
+    /// Opens the request in a row that selected ``columns(_:)``; `nil` when they are null (no request stored, or
+    /// already purged: an outer join found nothing).
+    public func open(_ row: PostgresRow, for paymentId: UUID) throws -> GatewayRequest? {
+        guard let keyId = try row.decode("request_key_id", as: String?.self), let nonce = try row.decode("request_nonce", as: [UInt8]?.self),
+              let ciphertext = try row.decode("request_ciphertext", as: [UInt8]?.self) else { return nil }
+        let plaintext = try vault.open(DataVault.SealedBox(keyId: keyId, nonce: nonce, ciphertext: ciphertext), aad: CardDataStore.aad(paymentId))
         guard let claims = try? JSONValue.parse(plaintext), claims.objectValue != nil, claims["payload"]?.objectValue != nil else {
             throw StoreError.malformedClaims(paymentId: paymentId)
         }
         return GatewayRequest(
-            orderReference: try row.decode("order_reference", as: String.self),
+            orderReference: try row.decode("request_order_reference", as: String.self),
             requestTypes: try row.decode("request_types", as: String.self).split(separator: ",").map(String.init),
             claims: claims)
     }

@@ -27,7 +27,7 @@ public struct GatewayAttemptStore: Sendable {
                    masked_pan = $10, finished_at = clock_timestamp()
             WHERE id = $1
             """,
-            [id, state.rawValue, result.reason ?? result.outcome.rawValue, result.errorCode, result.errorMessage.map { String($0.prefix(500)) },
+            [id, state.rawValue, result.recordedOutcome, result.errorCode, result.recordedErrorMessage,
              result.transactionReference, result.settleStatus, result.acquirerResponseCode, result.authCode, result.maskedPan])
     }
 

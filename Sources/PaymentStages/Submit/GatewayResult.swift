@@ -37,6 +37,11 @@ public struct GatewayResult: Sendable, Equatable {
         GatewayResult(outcome: outcome, errorCode: code, errorMessage: message)
     }
 
+    /// `gateway_attempts.outcome` of an AUTH attempt: the reason when the outcome differs from what the code says.
+    var recordedOutcome: String { reason ?? outcome.rawValue }
+    /// `gateway_attempts.error_message`: the gateway's message, capped (it is free text from outside).
+    var recordedErrorMessage: String? { errorMessage.map { String($0.prefix(500)) } }
+
     /// Error code and message for the payment's audit trail and `error_code` column.
     var failureCode: String { reason ?? "gateway_\(errorCode ?? "unknown")" }
     var failureDetail: String {

@@ -21,6 +21,8 @@ import Postgres
 /// retry tiers (``StageFailure/transient(code:reason:)``), so a gateway outage parks work in the retry queues.
 public struct SubmitStage: StageHandler {
     public let stage = Stage.submit
+    /// The `actor` of the stage's audit events.
+    static let actor = "submit"
     private let directory: MerchantDirectory
     private let cardData: CardDataStore
     private let requests: GatewayRequestStore
@@ -60,11 +62,20 @@ public struct SubmitStage: StageHandler {
     /// 2. the calls run concurrently on ``calls`` (keep-alive clients, at most `merchantConcurrency` per merchant);
     /// 3. one transaction records every answer.
     /// A message whose query found no AUTH starts another round (at most three, as before).
+    ///
+    /// With ``SubmitSettings/setBased`` (the default), steps 1 and 3 first settle the plain messages of the batch
+    /// with a few statements for the whole batch (``planInBulk(_:transaction:)``, ``recordInBulk(_:transaction:)``):
+    /// PostgreSQL's cost is per statement far more than per row. The per-message steps stay the reference
+    /// semantics and handle everything else in the same transaction.
     public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
+        let planBulk: (([StageMessage], PostgresConnection) throws -> [Plan?])? =
+            settings.setBased ? { try planInBulk($0, transaction: $1) } : nil
+        let recordBulk: (([((message: StageMessage, plan: Plan), Answer)], PostgresConnection) throws -> [Next?])? =
+            settings.setBased ? { try recordInBulk($0, transaction: $1) } : nil
         var active = Array(batch.indices)
         for _ in 0..<3 where !active.isEmpty {
-            let plans = BatchTransaction.run(active.map { batch[$0] }, on: database) { message, transaction in
+            let plans = Self.run(active.map { batch[$0] }, on: database, bulk: planBulk) { message, transaction in
                 try plan(message, transaction: transaction)
             }
             var calls: [(index: Int, plan: Plan)] = []
@@ -81,7 +92,7 @@ public struct SubmitStage: StageHandler {
             let answers = self.calls.perform(requests.count) { [self] offset, client in
                 call(requests[offset].plan, message: requests[offset].message, client: client)
             }
-            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database) { item, transaction in
+            let recorded = Self.run(Array(zip(requests, answers)), on: database, bulk: recordBulk) { item, transaction in
                 try record(item.1, for: item.0.message, plan: item.0.plan, transaction: transaction)
             }
             active = []
@@ -100,6 +111,22 @@ public struct SubmitStage: StageHandler {
             results[index] = .failure(.transient(code: "gateway_inconsistent", reason: "payment \(batch[index].paymentId) did not settle after repeated rounds"))
         }
         return results.map { $0! }
+    }
+
+    /// ``BatchTransaction/run(_:on:_:)`` with an optional set-based first step: `bulk` settles the plain messages
+    /// in a few statements for the batch and returns `nil` for the rest, which `body` then handles one by one
+    /// (savepoints only on the second pass, as without `bulk`).
+    private static func run<Item, Value>(
+        _ items: [Item], on database: PostgresConnection, bulk: (([Item], PostgresConnection) throws -> [Value?])?,
+        _ body: (Item, PostgresConnection) throws -> Value
+    ) -> [Result<Value, any Error>] {
+        BatchTransaction.run(
+            items, on: database,
+            bulk: bulk.map { bulk in { items, transaction in try bulk(items, transaction).map { $0.map { .success($0) } } } },
+            fastPath: { item, transaction in .success(try body(item, transaction)) },
+            isolated: { item, transaction in Result { try transaction.savepoint { try body(item, $0) } } },
+            failed: { _, error, _ in .failure(error) }
+        ).map { outer in outer.flatMap { $0 } }
     }
 
     // MARK: Protocol steps
@@ -195,12 +222,12 @@ public struct SubmitStage: StageHandler {
             let attemptId = try attempts.begin(
                 paymentId: payment.id, orderReference: request.orderReference,
                 requestType: request.requestTypes.joined(separator: ","), on: transaction)
-            try payments.transition(payment.id, from: .prepared, to: .submitting, actor: "submit", on: transaction)
+            try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
             return .send(attemptId: attemptId, request: request, endpoint: endpoint)
         case .submitting:
             guard let attempt = try attempts.latestAuthorization(paymentId: payment.id, on: transaction) else {
                 // `submitting` is only ever entered with an attempt row; without one, nothing was sent.
-                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: "no attempt recorded", on: transaction)
+                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "no attempt recorded", on: transaction)
                 return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting without an attempt"))
             }
             let endpoint: GatewayEndpoint
@@ -221,6 +248,67 @@ public struct SubmitStage: StageHandler {
         }
     }
 
+    /// Transaction 1, set-based: plans a `.send` for every payment of the batch that is plainly ready — `prepared`,
+    /// within its deadline, its merchant's endpoint configured and its circuit closed, its request stored — with
+    /// two statements for the batch (lock and read; attempts, transitions and events). Everything else (`nil`) goes
+    /// through ``plan(_:transaction:)``, which also reports why: a repeated id in the batch, a payment already
+    /// `submitting` or terminal or not yet `prepared`, a missing request, an open circuit, a passed deadline.
+    private func planInBulk(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Plan?] {
+        let candidates = try SubmitPlanStatement.lock(messages.map(\.paymentId), requests: requests, on: transaction)
+        let now = clock()
+        var endpoints: [String: GatewayEndpoint?] = [:]
+        var seen = Set<UUID>()
+        var ready: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint)] = []
+        for (index, message) in messages.enumerated() where seen.insert(message.paymentId).inserted {
+            guard let candidate = candidates[message.paymentId], candidate.payment.status == .prepared,
+                  now.timeIntervalSince(candidate.payment.firstReceivedAt) <= settings.paymentDeadline,
+                  let request = candidate.request else { continue }
+            let merchantId = candidate.payment.merchantId
+            if endpoints[merchantId] == nil {
+                do {
+                    endpoints[merchantId] = .some(try endpoint(for: candidate.payment, transaction: transaction))
+                } catch StageFailure.permanent {
+                    endpoints[merchantId] = .some(nil)
+                }
+            }
+            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.jwtURL, now: now) else { continue }
+            ready.append((index, request, endpoint))
+        }
+        var plans = [Plan?](repeating: nil, count: messages.count)
+        guard !ready.isEmpty else { return plans }
+        let attemptIds = try SubmitPlanStatement.begin(ready.map {
+            SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.request.orderReference,
+                                     requestType: $0.request.requestTypes.joined(separator: ","))
+        }, on: transaction)
+        for send in ready {
+            guard let attemptId = attemptIds[messages[send.index].paymentId] else { continue }
+            plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint)
+        }
+        return plans
+    }
+
+    /// Transaction 2, set-based: records every AUTH answer that ends its payment (authorised, declined, permanent
+    /// error, needs review) in one statement for the batch. Everything else (`nil`) goes through
+    /// ``record(_:for:plan:transaction:)``: uncertain and transient answers, queries, a payment no longer
+    /// `submitting`.
+    private func recordInBulk(_ items: [((message: StageMessage, plan: Plan), Answer)], transaction: PostgresConnection) throws -> [Next?] {
+        var seen = Set<UUID>()
+        var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
+        for (index, (request, answer)) in items.enumerated() {
+            guard case .send(let attemptId, _, _) = request.plan, case .sent(let result) = answer,
+                  TerminalDecision.endsPayment(result.outcome), seen.insert(request.message.paymentId).inserted else { continue }
+            endings.append((index, SubmitRecordStatement.Ending(
+                paymentId: request.message.paymentId, attemptId: attemptId, result: result, decision: TerminalDecision(result))))
+        }
+        var next = [Next?](repeating: nil, count: items.count)
+        guard !endings.isEmpty else { return next }
+        let ended = try SubmitRecordStatement.finish(endings.map(\.ending), on: transaction)
+        for (offset, handOff) in ended.enumerated() {
+            next[endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
+        }
+        return next
+    }
+
     /// Transaction 2 after an AUTH: record the answer and move the payment on.
     private func recordSend(_ message: StageMessage, attemptId: Int64, result: GatewayResult, transaction: PostgresConnection) throws -> Next {
         let payment = try lockedPayment(message, transaction: transaction)
@@ -234,7 +322,7 @@ public struct SubmitStage: StageHandler {
             return .retryLater(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
         case .transient:
             try attempts.finish(attemptId, state: .notSent, result: result, on: transaction)
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: result.failureDetail, on: transaction)
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
             return .retryLater(.transient(code: "gateway_unavailable", reason: result.failureDetail))
         }
     }
@@ -254,7 +342,7 @@ public struct SubmitStage: StageHandler {
             if let attemptId {
                 try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"), on: transaction)
             }
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: "submit", detail: "gateway confirmed no AUTH", on: transaction)
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
             return .again
         case .inconclusive(let code, let reason):
             let count = try attempts.inconclusiveQueries(paymentId: payment.id, since: attemptId ?? 0, on: transaction)
@@ -293,23 +381,15 @@ public struct SubmitStage: StageHandler {
 
     /// The terminal status a final gateway result leads to.
     private func finish(_ payment: PaymentRecord, with result: GatewayResult, transaction: PostgresConnection) throws -> StageOutcome {
-        switch result.outcome {
-        case .authorized:
-            return try finish(payment, as: .authorized, code: nil, detail: result.transactionReference.map { "transaction \($0)" }, transaction: transaction)
-        case .declined:
-            return try finish(payment, as: .declined, code: result.failureCode, detail: result.failureDetail, transaction: transaction)
-        case .needsReview:
-            return try finish(payment, as: .needsReview, code: result.failureCode, detail: result.failureDetail, transaction: transaction)
-        case .permanentError, .uncertain, .transient:
-            return try finish(payment, as: .failed, code: result.failureCode, detail: result.failureDetail, transaction: transaction)
-        }
+        let decision = TerminalDecision(result)
+        return try finish(payment, as: decision.status, code: decision.errorCode, detail: decision.detail, transaction: transaction)
     }
 
     /// Moves the payment to a terminal status, crypto-shreds its card data and hands it to notification.
     private func finish(
         _ payment: PaymentRecord, as status: PaymentStatus, code: String?, detail: String?, transaction: PostgresConnection
     ) throws -> StageOutcome {
-        try payments.transition(payment.id, from: payment.status, to: status, actor: "submit", errorCode: code, detail: detail, on: transaction)
+        try payments.transition(payment.id, from: payment.status, to: status, actor: Self.actor, errorCode: code, detail: detail, on: transaction)
         try cardData.purge(payment.id, on: transaction)
         return .handOff(to: .notify, payment.message)
     }

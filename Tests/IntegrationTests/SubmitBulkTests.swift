@@ -1,0 +1,221 @@
+import Foundation
+import HTTP
+import PaymentStages
+import Pipeline
+import Postgres
+import Testing
+
+/// The submit stage's set-based fast path (``SubmitSettings/setBased``) against the per-message reference path,
+/// on the real PostgreSQL and the gateway simulator: the same rows and outcomes, a plain batch settled in a few
+/// statements, and the odd messages of a mixed batch left to the per-message path.
+extension Integration {
+@Suite struct SubmitBulkTests {
+    /// Authorised, declined, field error (permanent), manual review, then answers the fast path leaves alone:
+    /// uncertain (99999, forged signature, dropped connection) and transient (record locked, HTTP 500).
+    static let amounts: [Int64] = [1000, 1051, 1091, 1094, 1099, 1092, 1096, 1093, 1097, 1001]
+
+    static func makeStage(_ harness: SubmitHarness, setBased: Bool) -> SubmitStage {
+        let vault = harness.authorize.vault
+        return SubmitStage(
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
+            requests: GatewayRequestStore(vault: vault),
+            client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1)),
+            settings: SubmitSettings(reconcileGrace: 0.2, maxInconclusiveQueries: 2, circuitFailureThreshold: 100,
+                                     circuitOpenSeconds: 0.5, merchantConcurrency: 8, setBased: setBased))
+    }
+
+    /// Statements a connection executed through its prepared statements (each execution plans once), and how often
+    /// the per-message path's payment lock ran.
+    struct StatementCount {
+        let total: Int64
+        let perMessageLocks: Int64
+
+        static func read(_ connection: PostgresConnection) throws -> StatementCount {
+            let row = try connection.query(
+                """
+                SELECT coalesce(sum(generic_plans + custom_plans), 0)::bigint AS total,
+                       coalesce(sum(generic_plans + custom_plans) FILTER (WHERE statement LIKE '%FROM payments WHERE id = $1 FOR UPDATE'), 0)::bigint AS locks
+                FROM pg_prepared_statements
+                """)[0]
+            return StatementCount(total: try row.decode("total", as: Int64.self), perMessageLocks: try row.decode("locks", as: Int64.self))
+        }
+    }
+
+    /// Runs one batch through `stage.process` on a connection of its own; returns the results and the statements
+    /// the batch executed (the counting query itself excluded).
+    static func process(
+        _ stage: SubmitStage, _ batch: [StageMessage], harness: SubmitHarness
+    ) throws -> (results: [Result<StageOutcome, StageFailure>], statements: Int64, perMessageLocks: Int64) {
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let before = try StatementCount.read(database)
+        let results = stage.process(batch, database: database)
+        let after = try StatementCount.read(database)
+        return (results, after.total - before.total - 1, after.perMessageLocks - before.perMessageLocks)
+    }
+
+    /// An outcome with the payment id abstracted (the two paths run on different payments).
+    static func shape(_ result: Result<StageOutcome, StageFailure>, _ message: StageMessage) -> String {
+        switch result {
+        case .success(.handOff(let stage, let handOff)): "handOff \(stage.rawValue) \(handOff == message ? "self" : "other")"
+        case .success(let other): "\(other)"
+        case .failure(.transient(let code, _)): "transient \(code)"
+        case .failure(let failure): "failure \(failure)"
+        }
+    }
+
+    /// Everything the stage writes for one payment, with the per-payment values (transaction and order references)
+    /// abstracted: the payment row, its audit events in order, its attempts in order, and the purge of its secrets.
+    static func snapshot(_ id: UUID, harness: SubmitHarness) throws -> [String] {
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let payment = try database.query(
+            """
+            SELECT status || ' ' || stage || ' ' || coalesce(error_code, '-') || ' ' || coalesce(error_message, '-') AS line
+            FROM payments WHERE id = $1
+            """, [id])
+        let attempts = try database.query(
+            """
+            SELECT a.request_type || ' ' || a.state || ' ' || coalesce(a.outcome, '-') || ' ' || coalesce(a.error_code, '-') || ' '
+                   || coalesce(a.error_message, '-') || ' ' || coalesce(a.settle_status, '-') || ' ' || coalesce(a.acquirer_response_code, '-')
+                   || ' ' || coalesce(a.auth_code, '-') || ' ' || coalesce(a.masked_pan, '-')
+                   || ' ref:' || (a.transaction_reference IS NOT NULL)::text || ' finished:' || (a.finished_at IS NOT NULL)::text
+                   || ' ordered:' || (a.started_at <= coalesce(a.finished_at, a.started_at))::text
+                   || ' order:' || (a.order_reference = g.order_reference)::text AS line,
+                   coalesce(a.transaction_reference, '') AS reference
+            FROM gateway_attempts a JOIN gateway_requests g ON g.payment_id = a.payment_id
+            WHERE a.payment_id = $1 ORDER BY a.id
+            """, [id])
+        let references = try attempts.map { try $0.decode("reference", as: String.self) }.filter { !$0.isEmpty }
+        let events = try database.query(
+            """
+            SELECT coalesce(from_status, '-') || '→' || to_status || ' ' || stage || ' ' || actor || ' ' || coalesce(error_code, '-')
+                   || ' ' || coalesce(detail, '-') AS line
+            FROM payment_events WHERE payment_id = $1 ORDER BY id
+            """, [id])
+        let secrets = try database.query(
+            """
+            SELECT 'card purged:' || (SELECT bool_and(ciphertext IS NULL AND nonce IS NULL AND purged_at IS NOT NULL) FROM card_data WHERE payment_id = $1)::text
+                   || ' request purged:' || (SELECT bool_and(ciphertext IS NULL AND nonce IS NULL AND purged_at IS NOT NULL) FROM gateway_requests WHERE payment_id = $1)::text AS line
+            """, [id])
+        return try (Array(payment) + Array(events) + Array(attempts) + Array(secrets)).map { row in
+            var line = try row.decode("line", as: String.self)
+            for reference in references { line = line.replacingOccurrences(of: reference, with: "<ref>") }
+            return line
+        }
+    }
+
+    @Test func theSetBasedPathWritesTheSameRowsAsThePerMessagePath() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        var runs: [Bool: (shapes: [String], rows: [[String]], auths: [Int])] = [:]
+        for setBased in [false, true] {
+            let prepared = try Self.amounts.map { try harness.preparedPayment(amount: $0) }
+            let batch = prepared.map(\.message)
+            let run = try Self.process(Self.makeStage(harness, setBased: setBased), batch, harness: harness)
+            runs[setBased] = (zip(run.results, batch).map { Self.shape($0, $1) }, try batch.map { try Self.snapshot($0.paymentId, harness: harness) },
+                              try prepared.map { try harness.authCount($0.orderReference) })
+        }
+        guard let reference = runs[false], let bulk = runs[true] else { return }
+        #expect(bulk.shapes == reference.shapes)
+        for (offset, amount) in Self.amounts.enumerated() {
+            #expect(bulk.rows[offset] == reference.rows[offset], "amount \(amount)")
+        }
+        #expect(bulk.auths == reference.auths)
+        // The reference itself is what the stage promises (so equal rows are right rows).
+        #expect(reference.shapes[0] == "handOff notify self")
+        #expect(reference.rows[0].first?.hasPrefix("authorized notify") == true)
+        #expect(reference.rows[0].last == "card purged:true request purged:true")
+        #expect(reference.rows[1].first?.hasPrefix("declined notify gateway_70000") == true)
+        #expect(reference.rows[2].first?.hasPrefix("failed notify gateway_30000") == true)
+        #expect(reference.rows[3].first?.hasPrefix("needs_review notify gateway_60034") == true)
+        #expect(reference.shapes[4] == "transient gateway_outcome_uncertain")
+        #expect(reference.rows[4].first?.hasPrefix("submitting submit") == true)
+        #expect(reference.rows[4].last == "card purged:false request purged:false")
+    }
+
+    @Test func aPlainBatchIsSettledInAFewStatements() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let amounts: [Int64] = [1000, 1001, 1002, 1051, 1052, 1091, 1094, 1003]
+        var statements: [Bool: Int64] = [:]
+        for setBased in [false, true] {
+            let prepared = try amounts.map { try harness.preparedPayment(amount: $0) }
+            let batch = prepared.map(\.message)
+            let run = try Self.process(Self.makeStage(harness, setBased: setBased), batch, harness: harness)
+            #expect(zip(run.results, batch).map { Self.shape($0, $1) } == Array(repeating: "handOff notify self", count: batch.count))
+            for (message, order) in prepared {
+                #expect(try harness.payment(message.paymentId).status.isTerminal)
+                #expect(try harness.isPurged(message.paymentId))
+                #expect(try harness.authCount(order) == (harness.payment(message.paymentId).errorCode == "gateway_30000" ? 0 : 1))
+            }
+            if setBased {
+                // Neither the planning nor the recording fell back to the per-message path (its lock never ran).
+                #expect(run.perMessageLocks == 0)
+            } else {
+                #expect(run.perMessageLocks == Int64(2 * batch.count))
+            }
+            statements[setBased] = run.statements
+        }
+        print("submit statements per batch of \(amounts.count): per-message \(statements[false] ?? -1), set-based \(statements[true] ?? -1)")
+        // Lock, merchant, begin, COMMIT; record, COMMIT: independent of the batch size.
+        #expect((statements[true] ?? .max) <= 8)
+        #expect((statements[false] ?? 0) >= Int64(8 * amounts.count))
+    }
+
+    @Test func theOddMessagesOfAMixedBatchGoThroughThePerMessagePath() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let stage = Self.makeStage(harness, setBased: true)
+        let plain = try harness.preparedPayment(amount: 1000)
+        let declined = try harness.preparedPayment(amount: 1051)
+        let fieldError = try harness.preparedPayment(amount: 1091)
+        let uncertain = try harness.preparedPayment(amount: 1099)
+        let terminal = try harness.preparedPayment(amount: 1002)
+        #expect(Self.shape(try harness.process(stage, terminal.message), terminal.message) == "handOff notify self")
+        let missing = try harness.preparedPayment(amount: 1003)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        try database.query("DELETE FROM gateway_requests WHERE payment_id = $1", [missing.message.paymentId])
+        let duplicate = try harness.preparedPayment(amount: 1004)
+        // Last, so that its AUTH is still within the reconciliation grace when the batch runs.
+        let awaiting = try Integration.SubmitStageTests.crashedAfterSending(harness, amount: 1000, sent: false)
+        let batch = [plain.message, duplicate.message, declined.message, terminal.message, awaiting.0, fieldError.message,
+                     missing.message, duplicate.message, uncertain.message]
+        let eventsBefore = try harness.authorize.events(terminal.message.paymentId)
+
+        let results = try Self.process(stage, batch, harness: harness).results
+        #expect(zip(results, batch).map { Self.shape($0, $1) } == [
+            "handOff notify self", "handOff notify self", "handOff notify self", "handOff notify self",
+            "transient awaiting_reconciliation", "handOff notify self", "handOff notify self",
+            "transient awaiting_reconciliation", "transient gateway_outcome_uncertain",
+        ])
+        #expect(try harness.payment(plain.message.paymentId).status == .authorized)
+        #expect(try harness.payment(declined.message.paymentId).status == .declined)
+        #expect(try harness.payment(declined.message.paymentId).errorCode == "gateway_70000")
+        #expect(try harness.payment(fieldError.message.paymentId).status == .failed)
+        #expect(try harness.payment(fieldError.message.paymentId).errorCode == "gateway_30000")
+        #expect(try harness.payment(uncertain.message.paymentId).status == .submitting)
+        #expect(try harness.attempts(uncertain.message.paymentId).map(\.state) == [.uncertain])
+        #expect(try harness.authorize.events(terminal.message.paymentId) == eventsBefore, "a finished payment is not touched")
+        #expect(try harness.payment(awaiting.0.paymentId).status == .submitting)
+        #expect(try harness.attempts(awaiting.0.paymentId).map(\.state) == [.sending])
+        #expect(try harness.payment(missing.message.paymentId).status == .failed)
+        #expect(try harness.payment(missing.message.paymentId).errorCode == "missing_gateway_request")
+        #expect(try harness.attempts(missing.message.paymentId).isEmpty)
+        // The repeated delivery neither sends a second AUTH nor adds a second attempt or transition.
+        #expect(try harness.payment(duplicate.message.paymentId).status == .authorized)
+        #expect(try harness.authCount(duplicate.orderReference) == 1)
+        #expect(try harness.attempts(duplicate.message.paymentId).map(\.state) == [.completed])
+        #expect(try harness.authorize.events(duplicate.message.paymentId).suffix(2) == ["prepared→submitting by submit", "submitting→authorized by submit"])
+        for payment in [plain, declined, fieldError, duplicate, terminal, missing] {
+            #expect(try harness.isPurged(payment.message.paymentId))
+            #expect(try harness.authorize.events(payment.message.paymentId).filter { $0.hasPrefix("prepared→submitting") }.count <= 1)
+        }
+        #expect(try !harness.isPurged(uncertain.message.paymentId))
+        #expect(try harness.authCount(plain.orderReference) == 1)
+        #expect(try harness.authCount(fieldError.orderReference) == 0)
+        #expect(try harness.authCount(awaiting.1) == 0)
+    }
+}
+}
