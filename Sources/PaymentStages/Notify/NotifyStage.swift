@@ -9,10 +9,10 @@ import Synchronization
 /// Stage 4: a terminal payment → a signed Standard Webhooks POST to the merchant, and the same event on
 /// `paypipe.results` (topic, routing key = event type).
 ///
-/// Per message, **without** a transaction (a transaction must never be held across the HTTP call): load the payment;
-/// if its stage is already `done` the webhook went out before → the results event again with the same `message_id`
-/// (its publication cannot be known to have happened; consumers dedupe). Otherwise build the event,
-/// serialise it once, sign that exact body with a fresh `webhook-timestamp` and POST it (15 s, no redirects) to the
+/// Per message, **without** a transaction (a transaction must never be held across the HTTP call), on the payment as
+/// read with the rest of its batch in one query (``PaymentEventLoader``): if its stage is already `done` the webhook
+/// went out before → the results event again with the same `message_id` (its publication cannot be known to have
+/// happened; consumers dedupe). Otherwise build the event, serialise it once, sign that exact body with a fresh `webhook-timestamp` and POST it (15 s, no redirects) to the
 /// job's `notify_url` or the merchant's webhook URL. Every attempt is written to `webhook_deliveries`.
 ///
 /// * 2xx → mark done, publish the results event (`.publish`, confirmed by the runtime before the ack).
@@ -40,13 +40,17 @@ public struct NotifyStage: StageHandler {
     private let clock: @Sendable () -> Date
     private let payments = PaymentStore()
     private let deliveries = WebhookDeliveryStore()
+    /// Set-based database work per batch (one read, one write for the common case) rather than per message; `false`
+    /// keeps the per-message statements, the reference semantics (equivalence tests compare the two).
+    private let setBased: Bool
 
     public static let userAgent = "PayPipe-Webhooks/1"
 
     public init(
         directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
-        gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() }
+        gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
+        setBased: Bool = true
     ) {
         self.directory = directory
         self.events = PaymentEventLoader(cardData: cardData)
@@ -58,6 +62,7 @@ public struct NotifyStage: StageHandler {
         self.gate = gate
         self.senders = HTTPClientPool(size: sendConcurrency, configuration: http, name: "paypipe-notify-send")
         self.clock = clock
+        self.setBased = setBased
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> NotifyMessage {
@@ -65,16 +70,18 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
-    /// the decisions that need no request, one message after the other on the lane's connection; (2) the POSTs,
+    /// the decisions that need no request: one query reads every payment of the batch with its event data, then the
+    /// decisions run one message after the other on the lane's connection; (2) the POSTs,
     /// concurrently on the worker's sender threads (each with its keep-alive libcurl handle; ``EndpointGate`` caps the
-    /// requests per endpoint); (3) recording the attempts and the outcomes in one transaction. No transaction spans
-    /// phase 2.
+    /// requests per endpoint); (3) recording the attempts and the outcomes in one transaction, the delivered ones in
+    /// one statement (``WebhookDeliveryBatch``), the rest one by one. No transaction spans phase 2.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, delivery: PendingDelivery)] = []
+        let loaded = load(batch, database: database)
         for (index, message) in batch.enumerated() {
             do {
-                switch try prepare(message, database: database) {
+                switch try prepare(message, loaded: try loaded[index].get(), database: database) {
                 case .decided(let outcome): results[index] = .success(outcome)
                 case .deliver(let delivery): pending.append((index, delivery))
                 }
@@ -83,10 +90,21 @@ public struct NotifyStage: StageHandler {
             }
         }
         let sent = send(pending.map(\.delivery))
-        // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``).
-        let completed = BatchTransaction.run(Array(zip(pending, sent)), on: database) { item, transaction in
-            try complete(item.0.delivery, item.1.classification, item.1.attempt, database: transaction)
-        }
+        // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``): the delivered answers in
+        // one statement first, everything else (and whatever that statement left) one by one.
+        let answered = zip(pending, sent).map { Answered(delivery: $0.delivery, classification: $1.classification, attempt: $1.attempt) }
+        let completed = BatchTransaction.run(
+            answered, on: database,
+            bulk: setBased ? { items, transaction in try settleDelivered(items, on: transaction) } : nil,
+            fastPath: { item, transaction in try complete(item, database: transaction) },
+            isolated: { item, transaction in
+                do {
+                    return try transaction.savepoint { try complete(item, database: $0) }
+                } catch {
+                    return .failure(FailureClassifier.classify(error))
+                }
+            },
+            failed: { _, error, _ in .failure(FailureClassifier.classify(error)) })
         for (offset, item) in pending.enumerated() {
             switch completed[offset] {
             case .success(let result): results[item.index] = result
@@ -94,6 +112,48 @@ public struct NotifyStage: StageHandler {
             }
         }
         return results.map { $0! }
+    }
+
+    /// Phase 1's reads, one result per message: a payment with its event data, `nil` for an unknown payment. One
+    /// query for the batch (``PaymentEventLoader``); two per message when not `setBased`.
+    private func load(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<LoadedPayment?, any Error>] {
+        guard setBased else {
+            return batch.map { message in
+                Result {
+                    try payments.load(message.message.paymentId, on: database).map { payment in
+                        LoadedPayment(payment: payment, loaded: try events.load(payment, on: database))
+                    }
+                }
+            }
+        }
+        let loaded: [UUID: Result<LoadedPayment, any Error>]
+        do {
+            loaded = try events.load(batch.map(\.message.paymentId), on: database)
+        } catch {
+            return Array(repeating: .failure(error), count: batch.count)
+        }
+        return batch.map { message in loaded[message.message.paymentId].map { $0.map(Optional.some) } ?? .success(nil) }
+    }
+
+    /// The bulk step of phase 3: every `.delivered` answer whose payment occurs once in the batch, recorded and marked
+    /// done in one statement, with the outcome ``complete(_:database:)`` gives it; `nil` (the per-message path) for
+    /// everything else — gone, retry, exhausted, a payment twice in the batch, a payment the statement did not settle.
+    private func settleDelivered(_ items: [Answered], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
+        var occurrences: [UUID: Int] = [:]
+        for item in items { occurrences[item.delivery.payment.id, default: 0] += 1 }
+        let candidates = items.indices.filter { index in
+            guard case .delivered = items[index].classification else { return false }
+            return occurrences[items[index].delivery.payment.id] == 1
+        }
+        let settled = try WebhookDeliveryBatch().settle(candidates.map { index in
+            WebhookDeliveryBatch.Entry(attempt: Self.deliveredAttempt(items[index].attempt), event: items[index].delivery.event)
+        }, on: database)
+        var outcomes = [Result<StageOutcome, StageFailure>?](repeating: nil, count: items.count)
+        for index in candidates where settled.contains(items[index].delivery.payment.id) {
+            let delivery = items[index].delivery
+            outcomes[index] = .success(.publish([Self.resultMessage(delivery.event, body: delivery.body)]))
+        }
+        return outcomes
     }
 
     /// Where and how to deliver one event.
@@ -117,16 +177,24 @@ public struct NotifyStage: StageHandler {
         var number: Int { message.previousRetries + 1 }
     }
 
+    /// A POSTed delivery with its answer, as phase 3 settles it.
+    private struct Answered {
+        let delivery: PendingDelivery
+        let classification: WebhookResponseClass
+        let attempt: WebhookAttempt
+    }
+
     private enum Preparation {
         case decided(StageOutcome)
         case deliver(PendingDelivery)
     }
 
-    /// Phase 1: everything up to the POST.
-    private func prepare(_ message: NotifyMessage, database: PostgresConnection) throws -> Preparation {
-        guard let payment = try payments.load(message.message.paymentId, on: database) else {
+    /// Phase 1: everything up to the POST, on the payment and event data read for the batch (`nil`: no such payment).
+    private func prepare(_ message: NotifyMessage, loaded read: LoadedPayment?, database: PostgresConnection) throws -> Preparation {
+        guard let read else {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
         }
+        let payment = read.payment
         if payment.stage == "done" {
             // Done means the webhook was settled and the results event was *committed for* publishing — not that it
             // was published: the worker may have crashed before the broker confirmed it, or the commit of `done` may
@@ -134,10 +202,10 @@ public struct NotifyStage: StageHandler {
             // delivery in place, `redelivered == false`, or a retry tier hands in a fresh copy). Neither case can be
             // told apart from a mere duplicate hand-off, so every delivery of a done payment publishes the event
             // again (same `message_id`: consumers dedupe on it). The webhook itself is never sent twice.
-            guard let loaded = try events.load(payment, on: database) else { return .decided(.completed) }
+            guard let loaded = read.loaded else { return .decided(.completed) }
             return .decided(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
         }
-        guard let loaded = try events.load(payment, on: database) else {
+        guard let loaded = read.loaded else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
             throw StageFailure.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)")
         }
@@ -192,15 +260,13 @@ public struct NotifyStage: StageHandler {
 
     /// Phase 3: record the attempt and decide the outcome.
     /// The retry case is a returned failure, not a thrown one: its attempt record and hold must commit with the batch.
-    private func complete(
-        _ delivery: PendingDelivery, _ classification: WebhookResponseClass, _ sent: WebhookAttempt, database: PostgresConnection
-    ) throws -> Result<StageOutcome, StageFailure> {
-        var attempt = sent
+    private func complete(_ answered: Answered, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
+        let delivery = answered.delivery
+        var attempt = answered.attempt
         let event = delivery.event
-        switch classification {
+        switch answered.classification {
         case .delivered:
-            attempt.outcome = .delivered
-            try deliveries.record(attempt, event: event, on: database)
+            try deliveries.record(Self.deliveredAttempt(attempt), event: event, on: database)
             return .success(try finish(event, body: delivery.body, on: database))
         case .gone:
             attempt.outcome = .disabled
@@ -223,6 +289,13 @@ public struct NotifyStage: StageHandler {
             return .failure(.transient(
                 code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(Self.endpointKey(delivery.url)) failed: \(error)"))
         }
+    }
+
+    /// The attempt of a 2xx answer as recorded (by either path).
+    private static func deliveredAttempt(_ sent: WebhookAttempt) -> WebhookAttempt {
+        var attempt = sent
+        attempt.outcome = .delivered
+        return attempt
     }
 
     private static func isRetry(_ classification: WebhookResponseClass) -> Bool {

@@ -25,22 +25,51 @@ public struct PaymentEventLoader: Sendable {
     /// `nil` if the payment is not terminal (there is nothing to notify yet). One query (one round trip) reads the
     /// payment's extra columns, its terminal time, its latest gateway attempt and its card data if not yet purged.
     public func load(_ payment: PaymentRecord, on connection: PostgresConnection) throws -> Loaded? {
+        guard PaymentEventType(status: payment.status) != nil else { return nil }
+        let rows = try connection.query(Self.query(where: "id = $1"), [payment.id])
+        return try loaded(payment, row: rows.first)
+    }
+
+    /// A whole batch in one query (one statement instead of two per payment): each payment row with everything its
+    /// event needs, keyed by payment id; ids without a payment are absent. Each payment is decoded on its own, so a
+    /// row that does not decode fails only its own entry, as it would have failed only its own message one by one.
+    public func load(_ paymentIds: [UUID], on connection: PostgresConnection) throws -> [UUID: Result<LoadedPayment, any Error>] {
+        guard !paymentIds.isEmpty else { return [:] }
+        let rows = try connection.query(Self.query(where: "id = ANY($1::uuid[])"), [PostgresArray(Array(Set(paymentIds)))])
+        var loaded: [UUID: Result<LoadedPayment, any Error>] = [:]
+        for row in rows {
+            let id = try row.decode("id", as: UUID.self)
+            loaded[id] = Result {
+                let payment = try PaymentRecord(row: row)
+                return LoadedPayment(payment: payment, loaded: try self.loaded(payment, row: row))
+            }
+        }
+        return loaded
+    }
+
+    /// The query both loads share, for the payments matching `condition` (on `payments`): the payment's columns
+    /// (``Pipeline/PaymentRecord/columns``, `metadata` as text, `notify_url`), its terminal time, its latest gateway
+    /// attempt (error columns prefixed `gateway_`, as the payment has its own) and its card data if not yet purged.
+    private static func query(where condition: String) -> String {
+        """
+        SELECT p.*,
+               (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at,
+               g.id AS attempt_id, g.transaction_reference, g.error_code AS gateway_error_code,
+               g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan,
+               c.key_id, c.nonce, c.ciphertext
+        FROM (SELECT \(PaymentRecord.columns), metadata::text AS metadata, notify_url FROM payments WHERE \(condition)) p
+        -- The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
+        LEFT JOIN LATERAL (SELECT id, transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
+                           FROM gateway_attempts WHERE payment_id = p.id
+                           ORDER BY (state = 'completed') DESC, id DESC LIMIT 1) g ON true
+        LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
+        """
+    }
+
+    /// Row → event, shared by both loads. `row` is `nil` when the payment vanished between its load and this one
+    /// (the event is then built from `payment` alone); `nil` if the payment is not terminal.
+    private func loaded(_ payment: PaymentRecord, row: PostgresRow?) throws -> Loaded? {
         guard let type = PaymentEventType(status: payment.status) else { return nil }
-        let rows = try connection.query(
-            """
-            SELECT p.metadata::text AS metadata, p.notify_url,
-                   (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at,
-                   g.id AS attempt_id, g.transaction_reference, g.error_code, g.error_message, g.settle_status, g.auth_code,
-                   g.masked_pan, c.key_id, c.nonce, c.ciphertext
-            FROM payments p
-            -- The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
-            LEFT JOIN LATERAL (SELECT id, transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
-                               FROM gateway_attempts WHERE payment_id = p.id
-                               ORDER BY (state = 'completed') DESC, id DESC LIMIT 1) g ON true
-            LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
-            WHERE p.id = $1
-            """, [payment.id])
-        let row = rows.first
         let metadataText = try row?.decode("metadata", as: String?.self) ?? "{}"
         let metadata = (try? JSONValue.parse(metadataText)) ?? .object([])
         let gateway = try row.flatMap(Self.gatewayAttempt)
@@ -63,8 +92,8 @@ public struct PaymentEventLoader: Sendable {
             return value
         }
         let result = PaymentEvent.GatewayResult(
-            transactionReference: try text("transaction_reference"), errorCode: try text("error_code"),
-            errorMessage: try text("error_message"), settleStatus: try text("settle_status"), authCode: try text("auth_code"))
+            transactionReference: try text("transaction_reference"), errorCode: try text("gateway_error_code"),
+            errorMessage: try text("gateway_error_message"), settleStatus: try text("settle_status"), authCode: try text("auth_code"))
         return (result, try text("masked_pan"))
     }
 

@@ -84,11 +84,12 @@ struct NotifyHarness {
         try PostgresConnection(configuration: try PostgresConfiguration(url: databaseURL))
     }
 
-    func makeStage(allowPrivate: Bool = true) -> NotifyStage {
+    /// `setBased: false` is the per-message reference path (equivalence tests).
+    func makeStage(allowPrivate: Bool = true, setBased: Bool = true) -> NotifyStage {
         NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
             urlGuard: WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
-            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5))
+            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), setBased: setBased)
     }
 
     func startedRuntime(allowPrivate: Bool = true, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {

@@ -1,0 +1,61 @@
+import Foundation
+import Postgres
+
+/// The set-based form of phase 3 of ``NotifyStage`` for its common case, a batch of answered webhooks: one statement
+/// records every attempt in `webhook_deliveries` and marks every payment done, where the per-message path spends two
+/// statements per payment (``WebhookDeliveryStore/record(_:event:on:)`` and ``Pipeline/PaymentStore/markDone(_:on:)``).
+///
+/// It writes exactly what those two write (same columns and values; `done` guarded by `stage = 'notify'`), but only
+/// for payments whose guarded update matched: a payment no longer at stage `notify` (another worker's duplicate
+/// settled it, a replay reset raced) gets nothing here, and the caller hands it to the per-message path, whose
+/// semantics (record the attempt anyway, `markDone` a no-op) stay the reference. The rows are locked in id order
+/// first, so two lanes settling overlapping batches cannot deadlock.
+public struct WebhookDeliveryBatch: Sendable {
+    /// One attempt to record for one payment's event.
+    public struct Entry: Sendable {
+        public let attempt: WebhookAttempt
+        public let event: PaymentEvent
+
+        public init(attempt: WebhookAttempt, event: PaymentEvent) {
+            self.attempt = attempt
+            self.event = event
+        }
+    }
+
+    public init() {}
+
+    /// Records the attempts and marks their payments done; returns the ids of the payments settled (the others had no
+    /// row written). The entries' payment ids must be distinct (a payment twice in one statement would be settled
+    /// once but recorded twice, unlike the per-message path's order of effects).
+    public func settle(_ entries: [Entry], on connection: PostgresConnection) throws -> Set<UUID> {
+        guard !entries.isEmpty else { return [] }
+        precondition(Set(entries.map(\.event.paymentId)).count == entries.count, "one entry per payment")
+        let rows = try connection.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int4[], $6::int4[], $7::int4[],
+                                     $8::text[], $9::text[])
+                    WITH ORDINALITY AS t(payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome, n)),
+            locked AS (
+                SELECT id FROM payments WHERE id IN (SELECT payment_id FROM input) AND stage = 'notify' ORDER BY id FOR UPDATE),
+            done AS (
+                UPDATE payments p SET stage = 'done', updated_at = clock_timestamp()
+                FROM locked WHERE p.id = locked.id AND p.stage = 'notify'
+                RETURNING p.id),
+            recorded AS (
+                INSERT INTO webhook_deliveries (payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome)
+                SELECT i.payment_id, i.event_id, i.event_type, i.url, i.attempt, i.status_code, i.latency_ms, i.error, i.outcome
+                FROM input i JOIN done d ON d.id = i.payment_id
+                ORDER BY i.n
+                RETURNING payment_id)
+            SELECT payment_id FROM recorded
+            """,
+            [PostgresArray(entries.map(\.event.paymentId)), PostgresArray(entries.map(\.event.id)),
+             PostgresArray(entries.map(\.event.type.rawValue)), PostgresArray(entries.map(\.attempt.url)),
+             PostgresArray(entries.map { Int32(clamping: $0.attempt.number) }),
+             PostgresArray(entries.map { $0.attempt.statusCode.map { Int32(clamping: $0) } }),
+             PostgresArray(entries.map { $0.attempt.latencyMs.map { Int32(clamping: $0) } }),
+             PostgresArray(entries.map(\.attempt.error)), PostgresArray(entries.map(\.attempt.outcome.rawValue))])
+        return Set(try rows.map { try $0.decode("payment_id", as: UUID.self) })
+    }
+}
