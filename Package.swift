@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
-        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP"]),
+        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
         .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON"]),

@@ -53,12 +53,15 @@ public struct DecryptedPaymentData: Sendable, Codable, Equatable, CustomStringCo
         let root: JSONValue
         do {
             root = try JSONValue.parse(plaintext)
-            guard root.isObject else { throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object") }
-        } catch let error as ApplePayError {
-            throw error
         } catch {
             throw .payloadInvalid("decrypted payload is not valid JSON")
         }
+        return try decode(root)
+    }
+
+    /// Decodes and sanity-checks an already parsed payload (or the stored copy written from ``jsonValue``).
+    public static func decode(_ root: JSONValue) throws(ApplePayError) -> DecryptedPaymentData {
+        guard root.isObject else { throw ApplePayError.payloadInvalid("decrypted payload is not a JSON object") }
         let fields = PayloadFields(root, path: "")
         let paymentData = try fields.object("paymentData")
         let value = DecryptedPaymentData(

@@ -51,6 +51,33 @@ import JSON
         #expect(PaymentJob.canonicalJSON(try JSONValue.parse(json)) == Array(foundation))
     }
 
+    /// The fast path for letter-only keys orders every pair exactly as Foundation's comparison does.
+    @Test func letterKeyFastPathAgreesWithFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        let letters = Array("aAbByYzZmM")
+        var keys = ["jobId", "merchantId", "amount", "applePayToken", "paymentData", "header", "ephemeralPublicKey",
+                    "publicKeyHash", "transactionId", "signature", "version", "data", "paymentMethod", "displayName", "network",
+                    "type", "notifyUrl", "billingContact", "shippingContact", "orderReference", "metadata", "value", "currency", ""]
+        for _ in 0..<300 {
+            keys.append(String((0..<Int.random(in: 1...5, using: &generator)).map { _ in letters.randomElement(using: &generator)! }))
+        }
+        var decided = 0
+        for a in keys {
+            for b in keys {
+                let foundation = a.compare(b, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.startIndex..<a.endIndex,
+                                           locale: NSLocale.system) == .orderedAscending
+                #expect(FoundationKeyOrder.areInIncreasingOrder(a, b) == foundation, "\(a) < \(b)")
+                if let fast = FoundationKeyOrder.asciiLetterOrder(a, b) {
+                    decided += 1
+                    #expect(fast == foundation, "\(a) < \(b)")
+                }
+            }
+        }
+        #expect(decided > keys.count * keys.count / 2)  // the fast path does decide most pairs
+        #expect(FoundationKeyOrder.asciiLetterOrder("item9", "item10") == nil)  // digits: Foundation's numeric order
+        #expect(FoundationKeyOrder.asciiLetterOrder("Key", "key") == nil)  // equal ignoring case: forced ordering
+    }
+
     @Test func hashIgnoresKeyOrderAndUnknownFieldsButNotContent() throws {
         let a = try PaymentJob.decode(Self.body())
         let b = try PaymentJob.decode(Self.body(["somethingNew": "changed"]))

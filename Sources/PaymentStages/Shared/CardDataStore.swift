@@ -25,7 +25,7 @@ public struct CardDataStore: Sendable {
     /// The sealed form of `data` as ``save(_:for:on:)`` stores it (AAD = payment id), for set-based statements that
     /// insert many payments' card data at once.
     public func seal(_ data: StoredPaymentData, for paymentId: UUID) throws -> DataVault.SealedBox {
-        try vault.seal(Array(try JSONEncoder().encode(data)), aad: Self.aad(paymentId))
+        try vault.seal(data.serialized(), aad: Self.aad(paymentId))
     }
 
     /// The stored data, or `nil` if none was stored or it was already purged.
@@ -41,7 +41,7 @@ public struct CardDataStore: Sendable {
         guard let keyId = try row.decode("key_id", as: String?.self), let nonce = try row.decode("nonce", as: [UInt8]?.self),
               let ciphertext = try row.decode("ciphertext", as: [UInt8]?.self) else { return nil }
         let box = DataVault.SealedBox(keyId: keyId, nonce: nonce, ciphertext: ciphertext)
-        return try JSONDecoder().decode(StoredPaymentData.self, from: Data(try vault.open(box, aad: Self.aad(paymentId))))
+        return try StoredPaymentData(serialized: try vault.open(box, aad: Self.aad(paymentId)))
     }
 
     /// Crypto-shreds the payment's card data (and stored gateway request). Idempotent.

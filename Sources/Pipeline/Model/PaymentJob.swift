@@ -131,7 +131,7 @@ public struct PaymentJob: Sendable, Equatable {
 
     /// Objects' keys sorted recursively, compact, `/` unescaped: the bytes `JSONSerialization` writes with
     /// `[.sortedKeys, .withoutEscapingSlashes]` (which this replaced), so content hashes of jobs stored before stay
-    /// valid. Its key order is Foundation's numeric, case-insensitive comparison, reproduced here.
+    /// valid. Its key order is Foundation's numeric, case-insensitive comparison (``FoundationKeyOrder``).
     static func canonicalJSON(_ value: JSONValue) -> [UInt8] {
         canonical(value).serialized()
     }
@@ -139,10 +139,8 @@ public struct PaymentJob: Sendable, Equatable {
     private static func canonical(_ value: JSONValue) -> JSONValue {
         switch value {
         case .object(let members):
-            return .object(members.sorted { a, b in
-                a.key.compare(b.key, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.key.startIndex..<a.key.endIndex,
-                              locale: NSLocale.system) == .orderedAscending
-            }.map { (key: $0.key, value: canonical($0.value)) })
+            return .object(members.sorted { FoundationKeyOrder.areInIncreasingOrder($0.key, $1.key) }
+                .map { (key: $0.key, value: canonical($0.value)) })
         case .array(let elements):
             return .array(elements.map(canonical))
         default:

@@ -1,0 +1,67 @@
+import ApplePay
+import JSON
+
+extension StoredPaymentData {
+    /// Why stored card data could not be read back. Never carries the data itself.
+    public enum FormatError: Error, Equatable, CustomStringConvertible {
+        case notAJSONObject
+        case invalidMember(String)
+
+        public var description: String {
+            switch self {
+            case .notAJSONObject: "stored card data is not a JSON object"
+            case .invalidMember(let name): "stored card data has an invalid '\(name)' member"
+            }
+        }
+    }
+
+    /// The plaintext sealed into `card_data`: the members synthesized `Codable` wrote before (so rows stored by
+    /// earlier versions still open), written with the JSON module — `JSONEncoder`/`JSONDecoder` cost more per payment
+    /// than sealing and opening it. Contact keys are sorted so the same data always gives the same bytes.
+    public func serialized() -> [UInt8] {
+        JSONValue.object(omittingAbsent: [
+            ("decrypted", decrypted?.jsonValue),
+            ("walletToken", walletToken.map(JSONValue.string)),
+            ("paymentMethodDisplayName", paymentMethodDisplayName.map(JSONValue.string)),
+            ("paymentMethodNetwork", paymentMethodNetwork.map(JSONValue.string)),
+            ("billingContact", billingContact.map(Self.contactValue)),
+            ("shippingContact", shippingContact.map(Self.contactValue)),
+        ]).serialized()
+    }
+
+    /// Reads what ``serialized()`` (or, before it, `JSONEncoder`) wrote.
+    public init(serialized bytes: [UInt8]) throws(FormatError) {
+        guard let root = try? JSONValue.parse(bytes), root.isObject else { throw .notAJSONObject }
+        func string(_ name: String) throws(FormatError) -> String? {
+            guard let value = root[name], !value.isNull else { return nil }
+            guard let text = value.stringValue else { throw .invalidMember(name) }
+            return text
+        }
+        func contact(_ name: String) throws(FormatError) -> [String: String]? {
+            guard let value = root[name], !value.isNull else { return nil }
+            guard let members = value.objectValue else { throw .invalidMember(name) }
+            var contact: [String: String] = [:]
+            for (key, member) in members {
+                guard let text = member.stringValue else { throw .invalidMember(name) }
+                contact[key] = text
+            }
+            return contact
+        }
+        var decrypted: DecryptedPaymentData?
+        if let value = root["decrypted"], !value.isNull {
+            do {
+                decrypted = try DecryptedPaymentData.decode(value)
+            } catch {
+                throw .invalidMember("decrypted")
+            }
+        }
+        self.init(
+            decrypted: decrypted, walletToken: try string("walletToken"), paymentMethodDisplayName: try string("paymentMethodDisplayName"),
+            paymentMethodNetwork: try string("paymentMethodNetwork"), billingContact: try contact("billingContact"),
+            shippingContact: try contact("shippingContact"))
+    }
+
+    private static func contactValue(_ contact: [String: String]) -> JSONValue {
+        .object(contact.sorted { $0.key < $1.key }.map { (key: $0.key, value: .string($0.value)) })
+    }
+}
