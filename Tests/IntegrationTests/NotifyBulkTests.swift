@@ -325,6 +325,45 @@ extension Integration {
             #expect(try harness.deliveries(settledElsewhere.paymentId).isEmpty)
         }
 
+        /// The settle statement finds its payments by primary key only. With `stage = 'notify'` as a scan condition the
+        /// planner could walk the partial index `payments_stage_updated`, whose `notify` entries — dead row versions of
+        /// every payment already done, until vacuum — grow with the table: in benchmark runs notify fell steadily behind.
+        @Test func settlingNeverWalksTheStageIndex() throws {
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            try harness.applyMerchant(webhookURL: nil)
+            let database = try harness.database()
+            defer { database.close() }
+            var payments: [StageMessage] = []
+            for _ in 0..<200 { payments.append(try harness.insertPayment(status: .authorized)) }
+            for payment in payments.dropLast(10) { try PaymentStore().markDone(payment.paymentId, on: database) }
+            let pending = Array(payments.suffix(10))
+            let loaded = try PaymentEventLoader(cardData: CardDataStore(vault: harness.vault)).load(pending.map(\.paymentId), on: database)
+            let entries = try pending.map { message in
+                WebhookDeliveryBatch.Entry(
+                    attempt: WebhookAttempt(url: "https://example.test/hook", number: 1, statusCode: 200, latencyMs: 1, outcome: .delivered),
+                    event: try #require(try loaded[message.paymentId]?.get().loaded?.event))
+            }
+            func stageIndexScans() throws -> Int64 {
+                // Statistics reach the shared view when a backend goes idle, at most once a second unless forced.
+                try database.query("SELECT pg_stat_force_next_flush()")
+                return try database.query(
+                    "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'payments_stage_updated'")[0].decode("idx_scan", as: Int64.self)
+            }
+            let before = try stageIndexScans()
+            struct RollBack: Error {}
+            for _ in 0..<6 {  // past the five custom plans, so a cached generic plan is exercised too
+                do {
+                    try database.transaction { transaction in
+                        #expect(try WebhookDeliveryBatch().settle(entries, on: transaction) == Set(pending.map(\.paymentId)))
+                        throw RollBack()  // the same payments settle again next round
+                    }
+                } catch is RollBack {}
+            }
+            _ = try stageIndexScans()
+            #expect(try stageIndexScans() == before)
+        }
+
         /// The batch read and the one-payment read build the same events (they share the row → event code).
         @Test func batchLoadMatchesSingleLoad() throws {
             let endpoints = try Endpoints()
