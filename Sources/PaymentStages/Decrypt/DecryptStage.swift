@@ -181,7 +181,7 @@ public struct DecryptStage: TransactionalStageHandler {
         case .job(let job):
             (merchantId, jobId, hash) = (job.merchantId, job.jobId, job.contentHash)
             (orderReference, amount, currency, notifyURL) = (job.orderReference, job.amount.value, job.amount.currency.code, job.notifyURL)
-            metadata = String(decoding: try JSONEncoder().encode(job.metadata), as: UTF8.self)
+            metadata = DecryptBatch.metadataJSON(job.metadata)
         case .invalid(let merchant, let job, let contentHash, _):
             (merchantId, jobId, hash) = (merchant, job, contentHash)
         }
