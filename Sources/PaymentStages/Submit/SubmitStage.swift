@@ -75,7 +75,7 @@ public struct SubmitStage: StageHandler {
             settings.setBased ? { try recordInBulk($0, transaction: $1) } : nil
         var active = Array(batch.indices)
         for _ in 0..<3 where !active.isEmpty {
-            let plans = Self.run(active.map { batch[$0] }, on: database, bulk: planBulk) { message, transaction in
+            let plans = BatchTransaction.run(active.map { batch[$0] }, on: database, bulk: planBulk) { message, transaction in
                 try plan(message, transaction: transaction)
             }
             var calls: [(index: Int, plan: Plan)] = []
@@ -92,7 +92,7 @@ public struct SubmitStage: StageHandler {
             let answers = self.calls.perform(requests.count) { [self] offset, client in
                 call(requests[offset].plan, message: requests[offset].message, client: client)
             }
-            let recorded = Self.run(Array(zip(requests, answers)), on: database, bulk: recordBulk) { item, transaction in
+            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database, bulk: recordBulk) { item, transaction in
                 try record(item.1, for: item.0.message, plan: item.0.plan, transaction: transaction)
             }
             active = []
@@ -111,22 +111,6 @@ public struct SubmitStage: StageHandler {
             results[index] = .failure(.transient(code: "gateway_inconsistent", reason: "payment \(batch[index].paymentId) did not settle after repeated rounds"))
         }
         return results.map { $0! }
-    }
-
-    /// ``BatchTransaction/run(_:on:_:)`` with an optional set-based first step: `bulk` settles the plain messages
-    /// in a few statements for the batch and returns `nil` for the rest, which `body` then handles one by one
-    /// (savepoints only on the second pass, as without `bulk`).
-    private static func run<Item, Value>(
-        _ items: [Item], on database: PostgresConnection, bulk: (([Item], PostgresConnection) throws -> [Value?])?,
-        _ body: (Item, PostgresConnection) throws -> Value
-    ) -> [Result<Value, any Error>] {
-        BatchTransaction.run(
-            items, on: database,
-            bulk: bulk.map { bulk in { items, transaction in try bulk(items, transaction).map { $0.map { .success($0) } } } },
-            fastPath: { item, transaction in .success(try body(item, transaction)) },
-            isolated: { item, transaction in Result { try transaction.savepoint { try body(item, $0) } } },
-            failed: { _, error, _ in .failure(error) }
-        ).map { outer in outer.flatMap { $0 } }
     }
 
     // MARK: Protocol steps

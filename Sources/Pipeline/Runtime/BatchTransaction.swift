@@ -23,10 +23,14 @@ public enum BatchTransaction {
 
     /// One result per item, in order; the second pass runs each item's body in a savepoint. When the transaction
     /// itself fails (BEGIN, COMMIT, the connection), every item gets that error: nothing of the batch was applied.
+    /// `bulk`, when given, is the set-based first step of the general form below.
     public static func run<Item, Value>(
-        _ items: [Item], on database: PostgresConnection, _ body: (Item, PostgresConnection) throws -> Value
+        _ items: [Item], on database: PostgresConnection, bulk: (([Item], PostgresConnection) throws -> [Value?])? = nil,
+        _ body: (Item, PostgresConnection) throws -> Value
     ) -> [Result<Value, any Error>] {
-        run(items, on: database, fastPath: { item, transaction in .success(try body(item, transaction)) },
+        run(items, on: database,
+            bulk: bulk.map { bulk in { items, transaction in try bulk(items, transaction).map { $0.map { .success($0) } } } },
+            fastPath: { item, transaction in .success(try body(item, transaction)) },
             isolated: { item, transaction in Result { try transaction.savepoint { try body(item, $0) } } },
             failed: { _, error, _ in .failure(error) }
         ).map { outer in outer.flatMap { $0 } }
