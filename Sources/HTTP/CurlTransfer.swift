@@ -8,6 +8,7 @@ final class CurlTransfer {
     private let handle: UnsafeMutableRawPointer
     private let maxResponseBytes: Int
     private let blocksResend: Bool
+    private let sendGate: HTTPSendGate?
 
     private(set) var body: [UInt8] = []
     private(set) var headers: [HTTPHeader] = []
@@ -15,6 +16,8 @@ final class CurlTransfer {
     private(set) var exceededResponseLimit = false
     /// Set when libcurl wanted to resend an already-sent request on a new connection and we refused.
     private(set) var refusedResend = false
+    /// Set when the request's `HTTPSendGate` refused the connected peer: the reason.
+    private(set) var gateRefusal: String?
 
     private var attempts = 0
     private var redirectsAtLastAttempt = 0
@@ -22,10 +25,11 @@ final class CurlTransfer {
 
     /// - Parameter blocksResend: refuse libcurl's silent resend of a request that was already written to a reused
     ///   connection (see `allowsAttempt()`); set for non-idempotent methods.
-    init(handle: UnsafeMutableRawPointer, maxResponseBytes: Int, blocksResend: Bool) {
+    init(handle: UnsafeMutableRawPointer, maxResponseBytes: Int, blocksResend: Bool, sendGate: HTTPSendGate? = nil) {
         self.handle = handle
         self.maxResponseBytes = maxResponseBytes
         self.blocksResend = blocksResend
+        self.sendGate = sendGate
     }
 
     /// Points libcurl's body, header and pre-request callbacks at this object.
@@ -65,6 +69,15 @@ final class CurlTransfer {
             return true
         }
         refusedResend = true
+        return false
+    }
+
+    /// The send gate's verdict on the connected peer (libcurl passes its numeric address and port).
+    private func gateAllows(ip: UnsafeMutablePointer<CChar>?, port: Int32) -> Bool {
+        guard let sendGate else { return true }
+        let peer = HTTPConnectedPeer(ip: ip.map { String(cString: $0) } ?? "", port: Int(port))
+        guard let refusal = sendGate.check(peer) else { return true }
+        gateRefusal = refusal
         return false
     }
 
@@ -129,7 +142,9 @@ final class CurlTransfer {
 
     static let beforeRequest: @convention(c) (
         UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
-    ) -> Int32 = { context, _, _, _, _ in
-        transfer(context).allowsAttempt() ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
+    ) -> Int32 = { context, primaryIP, _, primaryPort, _ in
+        let transfer = transfer(context)
+        return transfer.gateAllows(ip: primaryIP, port: primaryPort) && transfer.allowsAttempt()
+            ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
     }
 }

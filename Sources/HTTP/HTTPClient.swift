@@ -43,7 +43,8 @@ public final class HTTPClient {
         let transfer = CurlTransfer(
             handle: handle,
             maxResponseBytes: configuration.maxResponseBytes,
-            blocksResend: !Self.resendableMethods.contains(request.method)
+            blocksResend: !Self.resendableMethods.contains(request.method),
+            sendGate: request.sendGate
         )
         // Start from a clean handle each time so no option of a previous request (method, body, headers) leaks into
         // this one. curl_easy_reset keeps live connections, the DNS cache and TLS sessions.
@@ -76,7 +77,8 @@ public final class HTTPClient {
                 message: errorMessage(for: code),
                 requestBytesSent: longInfo(CURLINFO_REQUEST_SIZE) > 0,
                 exceededResponseLimit: transfer.exceededResponseLimit,
-                refusedResend: transfer.refusedResend
+                refusedResend: transfer.refusedResend,
+                gateRefusal: transfer.gateRefusal
             )
         }
         var totalTime = 0.0

@@ -11,8 +11,13 @@ extension HTTPClientError {
         message: String,
         requestBytesSent: Bool,
         exceededResponseLimit: Bool,
-        refusedResend: Bool
+        refusedResend: Bool,
+        gateRefusal: String? = nil
     ) {
+        if code == CURLE_ABORTED_BY_CALLBACK, let gateRefusal {
+            self = .refusedBeforeSending(gateRefusal)
+            return
+        }
         switch code {
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             self = .invalidRequest(message)

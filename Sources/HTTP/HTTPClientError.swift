@@ -16,6 +16,8 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
     case tls(String)
     /// The response body exceeded `HTTPClientConfiguration.maxResponseBytes`. The request had been sent.
     case tooLarge
+    /// The request's `HTTPSendGate` refused it once connected, before any request byte was written.
+    case refusedBeforeSending(String)
     /// Any other libcurl failure (`code` is the CURLcode). Treated as possibly sent.
     case other(code: Int, message: String)
 
@@ -23,7 +25,7 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
     /// "not sent" wrongly risks a double charge, while assuming "sent" wrongly only costs a status query.
     public var requestMayHaveBeenSent: Bool {
         switch self {
-        case .invalidRequest, .couldNotConnect, .tls:
+        case .invalidRequest, .couldNotConnect, .tls, .refusedBeforeSending:
             return false
         case .timedOut(let afterSending), .connectionReset(let afterSending):
             return afterSending
@@ -49,6 +51,8 @@ public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
                 : "connection lost before the request was sent"
         case .tls(let reason):
             return "TLS failure (request not sent): \(reason)"
+        case .refusedBeforeSending(let reason):
+            return "refused before sending (request not sent): \(reason)"
         case .tooLarge:
             return "response body exceeds the configured limit"
         case .other(let code, let message):

@@ -9,12 +9,17 @@ public struct HTTPRequest: Sendable {
     /// Sent in order. A field with an empty value is sent as `Name:` with no value.
     public var headers: [HTTPHeader]
     public var body: [UInt8]
+    /// Consulted once per connection attempt, right before the request is written (see `HTTPSendGate`).
+    public var sendGate: HTTPSendGate?
 
-    public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+    public init(
+        method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], sendGate: HTTPSendGate? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.sendGate = sendGate
     }
 }
 

@@ -28,6 +28,7 @@ public enum WebhookResponseClass: Sendable, Equatable {
         case .tls: .retry(error: "tls_failed")
         case .tooLarge: .retry(error: "response_too_large")
         case .invalidRequest: .retry(error: "invalid_request")
+        case .refusedBeforeSending: .retry(error: "refused_before_sending")
         case .other(let code, _): .retry(error: "curl_\(code)")
         }
     }
