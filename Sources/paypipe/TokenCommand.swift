@@ -19,7 +19,9 @@ enum TokenCommand: CLICommand {
                                   [--pan PAN] [--expiry YYMMDD] [--cryptogram B64] [--eci ECI] [--signing-time ISO8601]
                                   [--application-data TEXT] [--out FILE]
                paypipe token bench --token FILE [--token FILE …] --merchant-cert PEM --merchant-key PEM […]
-                                   [--trust-root PEM] [--now ISO8601] [--seconds N] [--threads N]
+                                   [--trust-root PEM] [--now ISO8601] [--seconds N] [--threads N] [--work-factor N]
+        bench --work-factor N decrypts each counted token N times (default 1): scripts/bench's proof that its guard
+        catches an N-times slower decrypt.
         Without --trust-root, PAYPIPE_APPLEPAY_TRUST_ROOT (a PEM path) is used if set, else the pinned Apple Root CA - G3.
         """
 
@@ -128,14 +130,18 @@ enum TokenCommand: CLICommand {
 
     private static func bench(_ arguments: [String]) throws {
         let options = try CommandArguments(
-            arguments, flags: [], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads"],
+            arguments, flags: [], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads",
+                                    "--work-factor"],
             repeatable: ["--token", "--merchant-cert", "--merchant-key"])
         let files = options.values("--token")
         guard !files.isEmpty else { throw TokenCommandError.usage("--token is required") }
         let tokens = try files.map(readFile)
         let seconds = Double(options.value("--seconds") ?? "3") ?? 0
         let threads = Int(options.value("--threads") ?? "1") ?? 0
-        guard seconds > 0, threads > 0 else { throw TokenCommandError.usage("--seconds and --threads must be positive") }
+        let workFactor = Int(options.value("--work-factor") ?? "1") ?? 0
+        guard seconds > 0, threads > 0, workFactor > 0 else {
+            throw TokenCommandError.usage("--seconds, --threads and --work-factor must be positive")
+        }
         let keyring = try keyring(options)
         let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
         let fixedNow = try fixedNow(options)
@@ -160,7 +166,9 @@ enum TokenCommand: CLICommand {
                     let token = tokens[index % tokens.count]
                     index += 1
                     do {
-                        _ = try decryptor.decrypt(ApplePayToken.parse(token), keyring: keyring, now: fixedNow ?? Date())
+                        for _ in 0..<workFactor {
+                            _ = try decryptor.decrypt(ApplePayToken.parse(token), keyring: keyring, now: fixedNow ?? Date())
+                        }
                         count += 1
                     } catch {
                         failures.add(1, ordering: .relaxed)

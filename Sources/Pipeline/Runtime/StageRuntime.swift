@@ -198,6 +198,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         metrics.acked(deliveries.count)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
         metrics.handled(batch: deliveries.count, seconds: seconds)
+        hooks.afterBatch(seconds)
     }
 
     /// Size limit, crash-loop guard and decoding: everything decided before touching the database.

@@ -25,7 +25,8 @@ public enum WorkerLauncher {
         let runtime: StageRuntime<Handler>
         do {
             let handler = try makeHandler(configuration, logger)
-            runtime = try StageRuntime(handler: handler, configuration: configuration, logger: logger)
+            runtime = try StageRuntime(
+                handler: handler, configuration: configuration, logger: logger, hooks: .forWorker(environment: environment))
             try runtime.start()
         } catch let error as ConfigurationError {
             // Stage settings and secret files (data key, permissions) are configuration too: same event, same exit.
