@@ -1,7 +1,8 @@
 # One local PayPipe stack, shared by scripts/demo, scripts/bench and scripts/chaos (source it; bash only).
 #
 #   stack_init [debug|release]   builds (unless STACK_SKIP_BUILD=1), exports the sandbox environment (PAYPIPE_*),
-#                                sets $BIN and $STACK_LOGS
+#                                sets $BIN and $STACK_LOGS ($PAYPIPE_PG_DIR, $PAYPIPE_RMQ_DIR: the services' data,
+#                                scripts/lib/service-dirs.sh)
 #   stack_fresh_database NAME    drops and recreates database NAME and points PAYPIPE_DATABASE_URL at it
 #   stack_setup                  migrate, sandbox PKI + data key + merchant document, merchant apply
 #   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
@@ -18,6 +19,8 @@
 # the simulator listens on base + 80 and the receiver on base + 90 (9180 and 9190 by default, the sandbox
 # merchant's gateway and webhook URLs).
 # The RabbitMQ and PostgreSQL ports are scripts/services' (PAYPIPE_AMQP_PORT, PAYPIPE_PG_PORT).
+
+. "$(dirname "${BASH_SOURCE[0]}")/service-dirs.sh"
 
 STACK_STAGES=(decrypt authorize submit notify)
 declare -gA STACK_PIDS=()
