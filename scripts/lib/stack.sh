@@ -124,7 +124,7 @@ stack_kill() {
 stack_wait_healthy() {
     local name stage instance
     for name in "${!STACK_PIDS[@]}"; do
-        case "$name" in simulator|receiver) continue;; esac
+        case "$name" in simulator|receiver|prometheus) continue;; esac
         stage="${name%-*}"; instance="${name##*-}"
         for _ in $(seq 1 100); do
             "$BIN/paypipe" healthcheck "http://127.0.0.1:$(stack_metrics_port "$stage" "$instance")/healthz" >/dev/null 2>&1 && break

@@ -18,6 +18,9 @@ public struct StageMetrics: Sendable {
         public static let databaseUp = "paypipe_database_up"
         public static let brokerUp = "paypipe_broker_up"
         public static let redriven = "paypipe_payments_redriven_total"
+        public static let oldestAge = "paypipe_stage_oldest_age_seconds"
+        public static let reconcilerBacklog = "paypipe_reconciler_backlog"
+        public static let needsReview = "paypipe_payments_needs_review"
     }
 
     public init(registry: MetricsRegistry, stage: Stage) {
@@ -35,6 +38,13 @@ public struct StageMetrics: Sendable {
         registry.register(Name.databaseUp, kind: .gauge, help: "1 while the last database operation succeeded.")
         registry.register(Name.brokerUp, kind: .gauge, help: "1 while the consuming connection is up.")
         registry.register(Name.redriven, kind: .counter, help: "Stuck payments re-driven by the reconciler.")
+        registry.register(Name.oldestAge, kind: .gauge, help: "Seconds since the payment idle longest in this stage last moved (0: none), set by the reconciler.")
+        registry.register(Name.reconcilerBacklog, kind: .gauge, help: "Payments idle in this stage past PAYPIPE_STUCK_AFTER, set by the reconciler.")
+        registry.register(Name.needsReview, kind: .gauge, help: "Payments in needs_review (all stages), set by the reconciler.")
+        // Present from the start, so dashboards and alert rules see the series before the first round.
+        registry.set(Name.oldestAge, labels: labels, to: 0)
+        registry.set(Name.reconcilerBacklog, labels: labels, to: 0)
+        registry.set(Name.needsReview, labels: labels, to: 0)
     }
 
     public func consumed(_ count: Int) { registry.increment(Name.consumed, labels: labels, by: Double(count)) }
@@ -51,4 +61,9 @@ public struct StageMetrics: Sendable {
     public func databaseUp(_ up: Bool) { registry.set(Name.databaseUp, labels: labels, to: up ? 1 : 0) }
     public func brokerUp(_ up: Bool) { registry.set(Name.brokerUp, labels: labels, to: up ? 1 : 0) }
     public func redriven(_ count: Int) { registry.increment(Name.redriven, labels: labels, by: Double(count)) }
+    public func stageBacklog(_ backlog: Reconciler.Backlog) {
+        registry.set(Name.oldestAge, labels: labels, to: backlog.oldestAgeSeconds)
+        registry.set(Name.reconcilerBacklog, labels: labels, to: Double(backlog.stuck))
+        registry.set(Name.needsReview, labels: labels, to: Double(backlog.needsReview))
+    }
 }

@@ -48,4 +48,40 @@ public struct Reconciler: Sendable {
             }
         }
     }
+
+    /// What the reconciler's gauges show for this stage (``StageMetrics/stageBacklog(_:)``).
+    public struct Backlog: Sendable, Equatable {
+        /// Seconds since the payment idle longest in this stage last moved (entered the stage or advanced within
+        /// it); 0 when the stage holds none. Transient retries do not touch a payment, so a payment circling
+        /// through the retry tiers keeps ageing.
+        public var oldestAgeSeconds: Double
+        /// Payments idle in this stage past the re-drive threshold: what the next rounds will re-drive.
+        public var stuck: Int
+        /// Payments waiting for a person (`needs_review`), whichever stage they are in.
+        public var needsReview: Int
+
+        public init(oldestAgeSeconds: Double, stuck: Int, needsReview: Int) {
+            self.oldestAgeSeconds = oldestAgeSeconds
+            self.stuck = stuck
+            self.needsReview = needsReview
+        }
+    }
+
+    /// Reads ``Backlog`` with three index lookups (`payments_stage_updated`, `payments_needs_review`); the explicit
+    /// `stage <> 'done'` lets the planner use the partial index with a parameter.
+    public func backlog(on connection: PostgresConnection) throws -> Backlog {
+        let rows = try connection.query(
+            """
+            SELECT coalesce((SELECT extract(epoch FROM now() - min(updated_at))::float8 FROM payments
+                             WHERE stage = $1 AND stage <> 'done'), 0) AS age,
+                   (SELECT count(*) FROM payments WHERE stage = $1 AND stage <> 'done'
+                       AND updated_at < now() - make_interval(secs => $2)) AS stuck,
+                   (SELECT count(*) FROM payments WHERE status = 'needs_review') AS review
+            """,
+            [stage.rawValue, stuckAfterSeconds])
+        guard let row = rows.first else { return Backlog(oldestAgeSeconds: 0, stuck: 0, needsReview: 0) }
+        return Backlog(
+            oldestAgeSeconds: max(0, try row.decode("age", as: Double.self)),
+            stuck: Int(try row.decode("stuck", as: Int64.self)), needsReview: Int(try row.decode("review", as: Int64.self)))
+    }
 }
