@@ -130,5 +130,25 @@ extension Integration {
         metrics.stageBacklog(backlog)
         #expect(metrics.registry.value(StageMetrics.Name.reconcilerBacklog, labels: ["stage": "authorize"]) == 2)
     }
+
+    /// `paypipe_payments_failed_total` comes from the committed audit trail: failures after the first read, by the
+    /// stage the payment failed in. (Before, the counter was registered but never incremented.)
+    @Test func failureTallyCountsCommittedFailuresOfItsStage() throws {
+        let harness = try RuntimeHarness()
+        let payments = try harness.makePayments(3)
+        let database = try TestServices.database()
+        defer { database.close() }
+        _ = try PaymentStore().recordFailure(PaymentFailure(paymentId: payments[0].paymentId, code: "early", reason: "before"), on: database)
+        var authorize = FailureTally(), submit = FailureTally()
+        #expect(try authorize.newFailures(of: .authorize, on: database).isEmpty, "the first read only finds the end")
+        _ = try submit.newFailures(of: .submit, on: database)
+        for payment in payments.dropFirst() {
+            _ = try PaymentStore().recordFailure(PaymentFailure(paymentId: payment.paymentId, code: "signature_invalid", reason: "test"), on: database)
+        }
+        let counted = try authorize.newFailures(of: .authorize, on: database)
+        #expect(counted.map(\.code) == ["signature_invalid"] && counted.map(\.count) == [2])
+        #expect(try submit.newFailures(of: .submit, on: database).isEmpty, "failed in authorize, not submit")
+        #expect(try authorize.newFailures(of: .authorize, on: database).isEmpty, "each failure counted once")
+    }
 }
 }

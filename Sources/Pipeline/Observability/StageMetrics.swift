@@ -30,7 +30,7 @@ public struct StageMetrics: Sendable {
         registry.register(Name.acked, kind: .counter, help: "Deliveries acknowledged after their effect was committed and hand-offs confirmed.")
         registry.register(Name.retried, kind: .counter, help: "Deliveries sent to a delayed-retry tier, by error code.")
         registry.register(Name.deadLettered, kind: .counter, help: "Deliveries copied to the dead-letter queue, by error code.")
-        registry.register(Name.paymentsFailed, kind: .counter, help: "Payments ended failed by this stage, by error code.")
+        registry.register(Name.paymentsFailed, kind: .counter, help: "Payments ended failed in this stage, by error code (from the audit trail, by the reconciler; every instance of a stage reports them).")
         registry.register(Name.handlerSeconds, kind: .histogram, help: "Time to handle and commit one batch, per message.")
         registry.register(Name.batchSize, kind: .histogram, help: "Deliveries handled per batch.", buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500])
         registry.register(Name.inFlight, kind: .gauge, help: "Deliveries received and not yet acknowledged.")
@@ -51,7 +51,9 @@ public struct StageMetrics: Sendable {
     public func acked(_ count: Int) { registry.increment(Name.acked, labels: labels, by: Double(count)) }
     public func retried(code: String) { registry.increment(Name.retried, labels: labels.merging(["code": code]) { $1 }) }
     public func deadLettered(code: String) { registry.increment(Name.deadLettered, labels: labels.merging(["code": code]) { $1 }) }
-    public func paymentFailed(code: String) { registry.increment(Name.paymentsFailed, labels: labels.merging(["code": code]) { $1 }) }
+    public func paymentFailed(code: String, count: Int = 1) {
+        registry.increment(Name.paymentsFailed, labels: labels.merging(["code": code]) { $1 }, by: Double(count))
+    }
     public func handled(batch: Int, seconds: Double) {
         registry.observe(Name.batchSize, labels: labels, Double(batch))
         for _ in 0..<batch { registry.observe(Name.handlerSeconds, labels: labels, seconds / Double(max(batch, 1))) }

@@ -292,10 +292,11 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         // The gauges and the upkeep once right at start (a freshly started worker reports its backlog and the
         // certificates at once); re-driving waits for the first interval, as before.
         var observed = false
+        var failures = FailureTally()
         while !isStopRequested {
             if !observed {
                 observed = true
-                if let connection = connectedDatabase(&database) { observe(reconciler, on: connection) }
+                if let connection = connectedDatabase(&database) { observe(reconciler, &failures, on: connection) }
             }
             guard Date() >= nextRun else {
                 Thread.sleep(forTimeInterval: min(0.25, configuration.reconcileIntervalSeconds))
@@ -303,7 +304,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             }
             nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
             guard let connection = connectedDatabase(&database) else { continue }
-            observe(reconciler, on: connection)
+            observe(reconciler, &failures, on: connection)
             do {
                 let stuck = try reconciler.claimStuck(on: connection)
                 guard !stuck.isEmpty else { continue }
@@ -319,9 +320,10 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     }
 
     /// One round of the backlog gauges (``Reconciler/backlog(on:)``) and the handler's upkeep; errors are logged.
-    private func observe(_ reconciler: Reconciler, on connection: PostgresConnection) {
+    private func observe(_ reconciler: Reconciler, _ failures: inout FailureTally, on connection: PostgresConnection) {
         do {
             metrics.stageBacklog(try reconciler.backlog(on: connection))
+            for (code, count) in try failures.newFailures(of: handler.stage, on: connection) { metrics.paymentFailed(code: code, count: count) }
         } catch {
             logger.error("backlog_read_failed", [("error", .string(String(describing: error)))])
         }

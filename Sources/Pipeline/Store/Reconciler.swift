@@ -85,3 +85,37 @@ public struct Reconciler: Sendable {
             stuck: Int(try row.decode("stuck", as: Int64.self)), needsReview: Int(try row.decode("review", as: Int64.self)))
     }
 }
+
+/// Payments that ended `failed`, by the stage they failed in and code, read from the audit trail (`payment_events`,
+/// an index range past the last id read) after they committed — so `paypipe_payments_failed_total` counts exactly
+/// the recorded failures, whichever path (bulk, one by one, savepoint retry) recorded them. Starts at the current
+/// end of the trail: a worker counts the failures from its start on. Every instance of a stage reads the same
+/// failures: aggregate across instances with `max`, not `sum`.
+public struct FailureTally: Sendable {
+    private var lastEventId: Int64?
+
+    public init() {}
+
+    /// The failures of `stage` committed since the previous call, as (code, count); none on the first call, which
+    /// only finds the end of the trail.
+    public mutating func newFailures(of stage: Stage, on connection: PostgresConnection) throws -> [(code: String, count: Int)] {
+        let end = try connection.query("SELECT coalesce(max(id), 0) AS id FROM payment_events").first?.decode("id", as: Int64.self) ?? 0
+        guard let after = lastEventId else {
+            lastEventId = end
+            return []
+        }
+        let rows = try connection.query(
+            """
+            SELECT from_status, coalesce(error_code, 'unknown') AS code FROM payment_events
+            WHERE id > $1 AND id <= $2 AND to_status = 'failed'
+            """, [after, end])
+        lastEventId = end
+        var counts: [String: Int] = [:]
+        for row in rows {
+            let from = try row.decode("from_status", as: String?.self).flatMap(PaymentStatus.init(rawValue:))
+            guard (from?.stage ?? .decrypt) == stage else { continue }
+            counts[try row.decode("code", as: String.self), default: 0] += 1
+        }
+        return counts.sorted { $0.key < $1.key }.map { (code: $0.key, count: $0.value) }
+    }
+}
