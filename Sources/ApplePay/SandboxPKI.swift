@@ -88,18 +88,19 @@ public struct SandboxPKI: Sendable {
         return [root, intermediate, ecLeaf, rsaLeaf]
     }
 
-    /// Issues a certificate valid from one day ago for ten years (CA certificates get basicConstraints cA=TRUE).
-    /// Public so tests can build deliberately wrong chains (missing marker OIDs, foreign roots).
+    /// Issues a certificate valid from one day ago for ten years, or until `notAfter` (CA certificates get
+    /// basicConstraints cA=TRUE). Public so tests can build deliberately wrong chains (missing marker OIDs, foreign
+    /// roots) and certificates about to expire.
     public static func issue(
         commonName: String, key: PublicKey, issuer: SandboxCertifiedKey?, signingKey: PrivateKey? = nil,
-        certificateAuthority: Bool, extensions: [CertificateExtension]
+        certificateAuthority: Bool, extensions: [CertificateExtension], notAfter: Date? = nil
     ) throws -> Certificate {
         let now = Date()
         var all = extensions
         if certificateAuthority { all.insert(.basicConstraints(certificateAuthority: true), at: 0) }
         let builder = CertificateBuilder(
             subjectCommonName: commonName, subjectPublicKey: key, notBefore: now.addingTimeInterval(-86_400),
-            notAfter: now.addingTimeInterval(10 * 365 * 86_400), extensions: all)
+            notAfter: notAfter ?? now.addingTimeInterval(10 * 365 * 86_400), extensions: all)
         guard let signer = signingKey ?? issuer?.privateKey else { throw SandboxPKIError.crypto("no signing key") }
         return try builder.sign(issuer: issuer?.certificate, issuerKey: signer)
     }

@@ -10,11 +10,19 @@ enum MerchantCommand: CLICommand {
         usage: paypipe merchant apply --file merchant.json
                paypipe merchant list
                paypipe merchant show ID
+               paypipe merchant certs [--json]
+               paypipe merchant keys [--usage] [--json]
           apply  validates the document (identities parsed, certificate and key must match) and upserts it;
                  secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
                  Relative file paths in the document are resolved against the document's folder; outside
                  PAYPIPE_ENV=sandbox every privateKeyFile, and the document itself when it holds secrets, must be
                  private to this user (chmod 600).
+          certs  every merchant's payment-processing certificates (identities[]) and merchant-identity certificate
+                 (merchantIdentityCertificateFile) with their expiry and the days left (Apple certificates last
+                 25 months; renew from 30 days before).
+          keys   every merchant's payment-processing keys by publicKeyHash; --usage adds the tokens each decrypted
+                 and when it was first and last used (from the decrypt workers, up to PAYPIPE_RECONCILE_INTERVAL
+                 behind): an old key whose last use is older than your longest token age can be removed.
           Workers pick changes up within PAYPIPE_MERCHANT_CACHE_TTL (5s). Output never contains secrets.
         """
 
@@ -55,6 +63,10 @@ enum MerchantCommand: CLICommand {
                     return ExitCode.dataError
                 }
                 print(try summary(merchant))
+            case "certs":
+                print(try MerchantLifecycle.certificates(on: connection, json: arguments.flag("--json")), terminator: "")
+            case "keys":
+                print(try MerchantLifecycle.keys(on: connection, usage: arguments.flag("--usage"), json: arguments.flag("--json")), terminator: "")
             default:
                 printError(usage)
                 return ExitCode.usage

@@ -108,5 +108,47 @@ extension Integration {
         #expect(try reconciler.claimStuck(on: database).isEmpty, "a claimed payment is not re-driven again within the window")
         #expect(try Reconciler(stage: .decrypt, stuckAfterSeconds: 1).claimStuck(on: database).isEmpty)
     }
+
+    /// The gauges behind PayPipeQueueAgeHigh, PayPipeReconcilerBacklog and PayPipeNeedsReview.
+    @Test func backlogGivesTheOldestAgeTheStuckCountAndNeedsReview() throws {
+        let harness = try RuntimeHarness()
+        let payments = try harness.makePayments(4)
+        let database = try TestServices.database()
+        defer { database.close() }
+        let reconciler = Reconciler(stage: .authorize, stuckAfterSeconds: 300)
+        #expect(try Reconciler(stage: .submit, stuckAfterSeconds: 300).backlog(on: database)
+                == Reconciler.Backlog(oldestAgeSeconds: 0, stuck: 0, needsReview: 0), "an empty stage")
+        #expect(try reconciler.backlog(on: database).stuck == 0)
+        try database.query("UPDATE payments SET updated_at = now() - interval '20 minutes' WHERE id = $1", [payments[0].paymentId])
+        try database.query("UPDATE payments SET updated_at = now() - interval '10 minutes' WHERE id = $1", [payments[1].paymentId])
+        try database.query("UPDATE payments SET status = 'needs_review', stage = 'notify' WHERE id = $1", [payments[2].paymentId])
+        let backlog = try reconciler.backlog(on: database)
+        #expect(backlog.oldestAgeSeconds >= 1200 && backlog.oldestAgeSeconds < 1260)
+        #expect(backlog.stuck == 2)
+        #expect(backlog.needsReview == 1)
+        let metrics = StageMetrics(registry: MetricsRegistry(), stage: .authorize)
+        metrics.stageBacklog(backlog)
+        #expect(metrics.registry.value(StageMetrics.Name.reconcilerBacklog, labels: ["stage": "authorize"]) == 2)
+    }
+
+    /// `paypipe_payments_failed_total` comes from the committed audit trail: failures after the first read, by the
+    /// stage the payment failed in. (Before, the counter was registered but never incremented.)
+    @Test func failureTallyCountsCommittedFailuresOfItsStage() throws {
+        let harness = try RuntimeHarness()
+        let payments = try harness.makePayments(3)
+        let database = try TestServices.database()
+        defer { database.close() }
+        _ = try PaymentStore().recordFailure(PaymentFailure(paymentId: payments[0].paymentId, code: "early", reason: "before"), on: database)
+        var authorize = FailureTally(), submit = FailureTally()
+        #expect(try authorize.newFailures(of: .authorize, on: database).isEmpty, "the first read only finds the end")
+        _ = try submit.newFailures(of: .submit, on: database)
+        for payment in payments.dropFirst() {
+            _ = try PaymentStore().recordFailure(PaymentFailure(paymentId: payment.paymentId, code: "signature_invalid", reason: "test"), on: database)
+        }
+        let counted = try authorize.newFailures(of: .authorize, on: database)
+        #expect(counted.map(\.code) == ["signature_invalid"] && counted.map(\.count) == [2])
+        #expect(try submit.newFailures(of: .submit, on: database).isEmpty, "failed in authorize, not submit")
+        #expect(try authorize.newFailures(of: .authorize, on: database).isEmpty, "each failure counted once")
+    }
 }
 }

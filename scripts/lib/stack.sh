@@ -1,7 +1,8 @@
 # One local PayPipe stack, shared by scripts/demo, scripts/bench and scripts/chaos (source it; bash only).
 #
 #   stack_init [debug|release]   builds (unless STACK_SKIP_BUILD=1), exports the sandbox environment (PAYPIPE_*),
-#                                sets $BIN and $STACK_LOGS
+#                                sets $BIN and $STACK_LOGS ($PAYPIPE_PG_DIR, $PAYPIPE_RMQ_DIR: the services' data,
+#                                scripts/lib/service-dirs.sh)
 #   stack_fresh_database NAME    drops and recreates database NAME and points PAYPIPE_DATABASE_URL at it
 #   stack_setup                  migrate, sandbox PKI + data key + merchant document, merchant apply
 #   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
@@ -18,6 +19,8 @@
 # the simulator listens on base + 80 and the receiver on base + 90 (9180 and 9190 by default, the sandbox
 # merchant's gateway and webhook URLs).
 # The RabbitMQ and PostgreSQL ports are scripts/services' (PAYPIPE_AMQP_PORT, PAYPIPE_PG_PORT).
+
+. "$(dirname "${BASH_SOURCE[0]}")/service-dirs.sh"
 
 STACK_STAGES=(decrypt authorize submit notify)
 declare -gA STACK_PIDS=()
@@ -121,7 +124,7 @@ stack_kill() {
 stack_wait_healthy() {
     local name stage instance
     for name in "${!STACK_PIDS[@]}"; do
-        case "$name" in simulator|receiver) continue;; esac
+        case "$name" in simulator|receiver|prometheus) continue;; esac
         stage="${name%-*}"; instance="${name##*-}"
         for _ in $(seq 1 100); do
             "$BIN/paypipe" healthcheck "http://127.0.0.1:$(stack_metrics_port "$stage" "$instance")/healthz" >/dev/null 2>&1 && break

@@ -18,6 +18,9 @@ public struct DecryptStage: TransactionalStageHandler {
     private let cardData: CardDataStore
     private let decryptor: ApplePayDecryptor
     private let payments = PaymentStore()
+    /// Tokens decrypted per merchant key, and the certificate-expiry watch (DecryptStage+Upkeep.swift).
+    let keyUsage = KeyUsageCounter()
+    let certificateWatch = CertificateWatch()
 
     public init(directory: MerchantDirectory, cardData: CardDataStore, decryptor: ApplePayDecryptor) {
         self.directory = directory
@@ -147,6 +150,7 @@ public struct DecryptStage: TransactionalStageHandler {
                 try decryptor.verify(token, now: clock)
             } else {
                 decrypted = try decryptor.decrypt(token, keyring: merchant.keyring, now: clock)
+                keyUsage.record(merchantId: job.merchantId, publicKeyHash: token.publicKeyHash)
             }
         } catch {
             throw TokenFailure(code: error.code, reason: error.description)

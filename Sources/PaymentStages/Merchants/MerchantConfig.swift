@@ -6,7 +6,17 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         /// base64 SHA-256 of the certificate's SubjectPublicKeyInfo: what tokens name in `publicKeyHash`.
         public var publicKeyHash: String
         public var keyType: String
+        /// The certificate's expiry (ISO 8601, UTC), recorded by `paypipe merchant apply`; absent in rows applied
+        /// before it was recorded (read from `certificatePem` then, see ``CertificateExpiry``).
         public var notAfter: String?
+    }
+
+    /// The Apple merchant-identity certificate (`merchantIdentityCertificateFile`): certificate only, kept for
+    /// expiry tracking (it authenticates merchant-validation requests, which PayPipe does not make).
+    public struct CertificateSummary: Codable, Sendable, Equatable {
+        public var certificatePem: String
+        public var subject: String
+        public var notAfter: String
     }
 
     public struct Gateway: Codable, Sendable, Equatable {
@@ -26,4 +36,12 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
     public var identities: [IdentitySummary]
     public var gateway: Gateway?
     public var webhook: Webhook?
+    public var merchantIdentityCertificate: CertificateSummary?
+
+    public init(identities: [IdentitySummary], gateway: Gateway?, webhook: Webhook?, merchantIdentityCertificate: CertificateSummary? = nil) {
+        self.identities = identities
+        self.gateway = gateway
+        self.webhook = webhook
+        self.merchantIdentityCertificate = merchantIdentityCertificate
+    }
 }

@@ -9,6 +9,10 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     public var identities: [Identity]
     public var gateway: Gateway?
     public var webhook: Webhook?
+    /// Optional: the Apple merchant-identity certificate (PEM, certificate only — never its key), relative to the
+    /// document's folder like the identities' files. Recorded only so that its expiry is tracked (`paypipe merchant
+    /// certs`, `paypipe_certificate_not_after_seconds`, `certificate_expiring`).
+    public var merchantIdentityCertificateFile: String?
 
     /// A payment-processing identity: certificate + private key, from files or inline PEM.
     public struct Identity: Codable, Sendable, Equatable {
@@ -56,11 +60,13 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
             || identities.contains { $0.privateKeyPem != nil }
     }
 
-    public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?) {
+    public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?,
+                merchantIdentityCertificateFile: String? = nil) {
         self.id = id
         self.appleMerchantIdentifier = appleMerchantIdentifier
         self.identities = identities
         self.gateway = gateway
         self.webhook = webhook
+        self.merchantIdentityCertificateFile = merchantIdentityCertificateFile
     }
 }

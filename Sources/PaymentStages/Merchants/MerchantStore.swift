@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import Pipeline
 import Postgres
@@ -55,7 +56,7 @@ public struct MerchantStore: Sendable {
             }
             summaries.append(MerchantConfig.IdentitySummary(
                 certificatePem: certificate, publicKeyHash: Data(parsed.publicKeyHash).base64EncodedString(),
-                keyType: "\(parsed.keyType)", notAfter: nil))
+                keyType: "\(parsed.keyType)", notAfter: CertificateExpiry.iso8601(parsed.certificate.notAfter.date)))
             privateKeys.append(key)
         }
         let gateway = document.gateway.map { gateway in
@@ -66,9 +67,13 @@ public struct MerchantStore: Sendable {
         if let gateway, gateway.mode == .merchantDecrypts, summaries.isEmpty {
             throw MerchantError.invalidDocument("merchant-decrypts mode needs at least one identity")
         }
+        let identityCertificate = try document.merchantIdentityCertificateFile.map { file in
+            try Self.certificateSummary(try Self.pem(nil, file: file, base: baseDirectory, what: "merchantIdentityCertificateFile", secret: nil))
+        }
         let config = MerchantConfig(
             identities: summaries, gateway: gateway,
-            webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true) })
+            webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true) },
+            merchantIdentityCertificate: identityCertificate)
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
             webhookSecrets: (document.webhook?.secret.map { [$0] } ?? []) + (document.webhook?.previousSecrets ?? []))
@@ -111,9 +116,35 @@ public struct MerchantStore: Sendable {
         try connection.query("SELECT id FROM merchants ORDER BY id").map { try $0.decode("id", as: String.self) }
     }
 
+    /// Every merchant's non-secret configuration (no secrets decrypted): certificate expiry, `paypipe merchant certs`.
+    public static func listConfigs(on connection: PostgresConnection) throws -> [(id: String, config: MerchantConfig)] {
+        try connection.query("SELECT id, config::text AS config FROM merchants ORDER BY id").map { row in
+            (try row.decode("id", as: String.self),
+             try JSONDecoder().decode(MerchantConfig.self, from: Data(try row.decode("config", as: String.self).utf8)))
+        }
+    }
+
     /// Last change of a merchant, for cheap cache revalidation.
     public func updatedAt(_ id: String, on connection: PostgresConnection) throws -> Date? {
         try connection.query("SELECT updated_at FROM merchants WHERE id = $1", [id]).first?.decode("updated_at", as: Date.self)
+    }
+
+    /// The merchant-identity certificate: exactly one certificate and no private key in the file.
+    private static func certificateSummary(_ pem: String) throws -> MerchantConfig.CertificateSummary {
+        guard !pem.contains("PRIVATE KEY") else {
+            throw MerchantError.invalidDocument("merchantIdentityCertificateFile: holds a private key; give the certificate only")
+        }
+        let certificates: [Certificate]
+        do {
+            certificates = try Certificate.certificates(pem: pem)
+        } catch {
+            throw MerchantError.invalidDocument("merchantIdentityCertificateFile: \(error)")
+        }
+        guard certificates.count == 1, let certificate = certificates.first else {
+            throw MerchantError.invalidDocument("merchantIdentityCertificateFile: expected one certificate, found \(certificates.count)")
+        }
+        return MerchantConfig.CertificateSummary(
+            certificatePem: pem, subject: certificate.subject, notAfter: CertificateExpiry.iso8601(certificate.notAfter.date))
     }
 
     /// An inline PEM or the file's text; `secret` is the deployment whose secret-file rule applies to the file.

@@ -1,4 +1,5 @@
 import Foundation
+import Pipeline
 import Synchronization
 
 /// Per-endpoint concurrency limit and circuit breaker, shared by all lanes of one notify worker, so one slow or
@@ -19,6 +20,7 @@ public final class EndpointGate: Sendable {
     public let maxPauseSeconds: Double
     private let endpoints = Mutex<[String: EndpointState]>([:])
     private let clock: @Sendable () -> Date
+    private let metrics = AttachedMetrics()
 
     private struct EndpointState {
         var inFlight = 0
@@ -72,6 +74,12 @@ public final class EndpointGate: Sendable {
                 healthy: succeeded, failureThreshold: failureThreshold, openSeconds: openSeconds,
                 pause: pause.map { min($0, maxPauseSeconds) }, now: now)
             states[endpoint] = state
+            CircuitMetrics.report(metrics, stage: .notify, circuits: states.values.map(\.circuit))
         }
+    }
+
+    /// Reports `paypipe_circuits_open{stage="notify"}` to the worker's registry.
+    public func attach(metrics registry: MetricsRegistry) {
+        CircuitMetrics.attach(metrics, to: registry, stage: .notify)
     }
 }

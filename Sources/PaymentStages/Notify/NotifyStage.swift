@@ -32,9 +32,11 @@ public struct NotifyStage: StageHandler {
     private let directory: MerchantDirectory
     private let events: PaymentEventLoader
     private let urlGuard: WebhookURLGuard
-    private let router: DeliveryRouter
+    let router: DeliveryRouter
     private let httpConfiguration: HTTPClientConfiguration
-    private let gate: EndpointGate
+    let gate: EndpointGate
+    /// `paypipe_webhooks_exhausted_total` and the other notify series (NotifyStage+Metrics.swift).
+    let metrics = AttachedMetrics()
     /// The worker's webhook threads, each with a keep-alive HTTP client (shared by the lanes).
     private let senders: HTTPClientPool
     private let clock: @Sendable () -> Date
@@ -107,7 +109,9 @@ public struct NotifyStage: StageHandler {
             failed: { _, error, _ in .failure(FailureClassifier.classify(error)) })
         for (offset, item) in pending.enumerated() {
             switch completed[offset] {
-            case .success(let result): results[item.index] = result
+            case .success(let result):
+                results[item.index] = result
+                if case .success = result, Self.isRetry(answered[offset].classification) { countIfExhausted(item.delivery.message) }
             case .failure(let error): results[item.index] = .failure(FailureClassifier.classify(error))
             }
         }

@@ -19,6 +19,9 @@ public struct SandboxEnvironment: Sendable {
     public var pkiDirectory: String { directory + "/pki" }
     public var trustRootPath: String { pkiDirectory + "/root.cert.pem" }
     public var dataKeyPath: String { directory + "/data.key" }
+    /// A stand-in for the Apple merchant-identity certificate (certificate only, valid 25 months like Apple's), so
+    /// the sandbox merchant shows one in `paypipe merchant certs`.
+    public var merchantIdentityCertificatePath: String { pkiDirectory + "/merchant-identity.cert.pem" }
     public var merchantDocumentPath: String { directory + "/merchant.json" }
     /// `KEY=value` lines for the sandbox's gateway simulator and webhook receiver (their secrets come from the
     /// merchant document), for shells and containers that cannot parse JSON: `. services.env`.
@@ -42,6 +45,7 @@ public struct SandboxEnvironment: Sendable {
         let rsa = try pki.merchant(appleMerchantIdentifier + ".rsa", keyType: .rsa)
         let environment = SandboxEnvironment(directory: directory, pki: pki, ecMerchant: ec, rsaMerchant: rsa)
         try environment.writeDataKeyIfMissing()
+        try environment.writeMerchantIdentityCertificateIfMissing()
         try environment.writeMerchantDocumentIfMissing(endpoints)
         try environment.writeServicesEnvironment()
         return environment
@@ -53,6 +57,15 @@ public struct SandboxEnvironment: Sendable {
         guard FileManager.default.createFile(atPath: dataKeyPath, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: dataKeyPath])
         }
+    }
+
+    private func writeMerchantIdentityCertificateIfMissing() throws {
+        guard !FileManager.default.fileExists(atPath: merchantIdentityCertificatePath) else { return }
+        let key = try PrivateKey.generateP256()
+        let certificate = try SandboxPKI.issue(
+            commonName: "Merchant ID: \(Self.appleMerchantIdentifier) (PayPipe sandbox)", key: key.publicKey, issuer: nil,
+            signingKey: key, certificateAuthority: false, extensions: [], notAfter: Date().addingTimeInterval(25 * 30.4 * 86_400))
+        try Data(try certificate.pem().utf8).write(to: URL(fileURLWithPath: merchantIdentityCertificatePath))
     }
 
     /// The merchant document for the sandbox merchant (gateway simulator and webhook receiver on loopback).
@@ -67,7 +80,8 @@ public struct SandboxEnvironment: Sendable {
                 jwtUsername: "jwt@paypipe.sandbox", jwtSecret: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16)),
                 mode: .merchantDecrypts, requestTypes: ["AUTH"]),
             webhook: MerchantDocument.Webhook(
-                url: endpoints.webhookURL, secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()))
+                url: endpoints.webhookURL, secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()),
+            merchantIdentityCertificateFile: relative(merchantIdentityCertificatePath))
     }
 
     /// Paths in the document are relative to its own folder, so the sandbox directory can move (or be a

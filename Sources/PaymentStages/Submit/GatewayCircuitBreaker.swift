@@ -1,4 +1,5 @@
 import Foundation
+import Pipeline
 import Synchronization
 
 /// A circuit breaker per gateway endpoint: after `failureThreshold` consecutive transport failures the endpoint is
@@ -16,6 +17,7 @@ public final class GatewayCircuitBreaker: Sendable {
     public let openSeconds: Double
 
     private let circuits = Mutex<[String: CircuitState]>([:])
+    private let metrics = AttachedMetrics()
 
     public init(failureThreshold: Int = 5, openSeconds: Double = 30) {
         self.failureThreshold = max(1, failureThreshold)
@@ -32,7 +34,13 @@ public final class GatewayCircuitBreaker: Sendable {
         circuits.withLock {
             $0[endpoint, default: CircuitState()].record(
                 healthy: healthy, failureThreshold: failureThreshold, openSeconds: openSeconds, now: now)
+            CircuitMetrics.report(metrics, stage: .submit, circuits: $0.values)
         }
+    }
+
+    /// Reports `paypipe_circuits_open{stage="submit"}` to the worker's registry.
+    public func attach(metrics registry: MetricsRegistry) {
+        CircuitMetrics.attach(metrics, to: registry, stage: .submit)
     }
 
     /// Whether a result is an endpoint-health failure (as opposed to an answer about the payment).

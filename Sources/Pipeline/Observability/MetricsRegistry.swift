@@ -54,6 +54,16 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
+    /// Replaces every series of a gauge family at once (series not in `series` disappear): for gauges describing a
+    /// set that changes, such as the configured certificates.
+    public func replace(_ name: String, with series: [[String: String]: Double]) {
+        families.withLock { families in
+            guard var family = families[name] else { preconditionFailure("metric \(name) used before register()") }
+            family.series = series.mapValues { Series(value: $0) }
+            families[name] = family
+        }
+    }
+
     /// Current value of a counter or gauge series (tests and `paypipe stats`).
     public func value(_ name: String, labels: [String: String] = [:]) -> Double {
         families.withLock { $0[name]?.series[labels]?.value ?? 0 }

@@ -18,6 +18,9 @@ public struct StageMetrics: Sendable {
         public static let databaseUp = "paypipe_database_up"
         public static let brokerUp = "paypipe_broker_up"
         public static let redriven = "paypipe_payments_redriven_total"
+        public static let oldestAge = "paypipe_stage_oldest_age_seconds"
+        public static let reconcilerBacklog = "paypipe_reconciler_backlog"
+        public static let needsReview = "paypipe_payments_needs_review"
     }
 
     public init(registry: MetricsRegistry, stage: Stage) {
@@ -27,7 +30,7 @@ public struct StageMetrics: Sendable {
         registry.register(Name.acked, kind: .counter, help: "Deliveries acknowledged after their effect was committed and hand-offs confirmed.")
         registry.register(Name.retried, kind: .counter, help: "Deliveries sent to a delayed-retry tier, by error code.")
         registry.register(Name.deadLettered, kind: .counter, help: "Deliveries copied to the dead-letter queue, by error code.")
-        registry.register(Name.paymentsFailed, kind: .counter, help: "Payments ended failed by this stage, by error code.")
+        registry.register(Name.paymentsFailed, kind: .counter, help: "Payments ended failed in this stage, by error code (from the audit trail, by the reconciler; every instance of a stage reports them).")
         registry.register(Name.handlerSeconds, kind: .histogram, help: "Time to handle and commit one batch, per message.")
         registry.register(Name.batchSize, kind: .histogram, help: "Deliveries handled per batch.", buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500])
         registry.register(Name.inFlight, kind: .gauge, help: "Deliveries received and not yet acknowledged.")
@@ -35,13 +38,22 @@ public struct StageMetrics: Sendable {
         registry.register(Name.databaseUp, kind: .gauge, help: "1 while the last database operation succeeded.")
         registry.register(Name.brokerUp, kind: .gauge, help: "1 while the consuming connection is up.")
         registry.register(Name.redriven, kind: .counter, help: "Stuck payments re-driven by the reconciler.")
+        registry.register(Name.oldestAge, kind: .gauge, help: "Seconds since the payment idle longest in this stage last moved (0: none), set by the reconciler.")
+        registry.register(Name.reconcilerBacklog, kind: .gauge, help: "Payments idle in this stage past PAYPIPE_STUCK_AFTER, set by the reconciler.")
+        registry.register(Name.needsReview, kind: .gauge, help: "Payments in needs_review (all stages), set by the reconciler.")
+        // Present from the start, so dashboards and alert rules see the series before the first round.
+        registry.set(Name.oldestAge, labels: labels, to: 0)
+        registry.set(Name.reconcilerBacklog, labels: labels, to: 0)
+        registry.set(Name.needsReview, labels: labels, to: 0)
     }
 
     public func consumed(_ count: Int) { registry.increment(Name.consumed, labels: labels, by: Double(count)) }
     public func acked(_ count: Int) { registry.increment(Name.acked, labels: labels, by: Double(count)) }
     public func retried(code: String) { registry.increment(Name.retried, labels: labels.merging(["code": code]) { $1 }) }
     public func deadLettered(code: String) { registry.increment(Name.deadLettered, labels: labels.merging(["code": code]) { $1 }) }
-    public func paymentFailed(code: String) { registry.increment(Name.paymentsFailed, labels: labels.merging(["code": code]) { $1 }) }
+    public func paymentFailed(code: String, count: Int = 1) {
+        registry.increment(Name.paymentsFailed, labels: labels.merging(["code": code]) { $1 }, by: Double(count))
+    }
     public func handled(batch: Int, seconds: Double) {
         registry.observe(Name.batchSize, labels: labels, Double(batch))
         for _ in 0..<batch { registry.observe(Name.handlerSeconds, labels: labels, seconds / Double(max(batch, 1))) }
@@ -51,4 +63,9 @@ public struct StageMetrics: Sendable {
     public func databaseUp(_ up: Bool) { registry.set(Name.databaseUp, labels: labels, to: up ? 1 : 0) }
     public func brokerUp(_ up: Bool) { registry.set(Name.brokerUp, labels: labels, to: up ? 1 : 0) }
     public func redriven(_ count: Int) { registry.increment(Name.redriven, labels: labels, by: Double(count)) }
+    public func stageBacklog(_ backlog: Reconciler.Backlog) {
+        registry.set(Name.oldestAge, labels: labels, to: backlog.oldestAgeSeconds)
+        registry.set(Name.reconcilerBacklog, labels: labels, to: Double(backlog.stuck))
+        registry.set(Name.needsReview, labels: labels, to: Double(backlog.needsReview))
+    }
 }

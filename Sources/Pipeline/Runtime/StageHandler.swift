@@ -5,7 +5,7 @@ import Postgres
 ///
 /// The runtime owns consuming, batching, transactions, hand-off publishing, acking, retries and
 /// dead-lettering; a handler only turns one decoded message into a database change and an outcome.
-public protocol StageHandler: Sendable {
+public protocol StageHandler: Sendable, StageHandlerUpkeep {
     associatedtype Message: Sendable
 
     /// The stage this handler serves: decides the queue consumed and the labels of logs and metrics.

@@ -46,6 +46,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         let stage = handler.stage
         let metrics = StageMetrics(registry: registry, stage: stage)
         self.metrics = metrics
+        handler.attach(metrics: registry)
         databaseConfiguration = try PostgresConfiguration(url: configuration.databaseURL)
         var amqp = try AMQPConfiguration(url: configuration.amqpURL)
         amqp.heartbeatSeconds = configuration.heartbeatSeconds
@@ -100,7 +101,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             thread.name = "paypipe-\(handler.stage.rawValue)-lane-\(lane)"
             thread.start()
         }
-        if configuration.reconcileIntervalSeconds > 0, handler.stage != .decrypt {
+        if configuration.reconcileIntervalSeconds > 0 {
             lanesDone.enter()
             let thread = Thread { [self] in
                 runReconciler()
@@ -283,18 +284,28 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
 
     // MARK: - Reconciler
 
-    /// Periodically re-drives payments stuck in this worker's stage (see ``Reconciler``).
+    /// Periodically re-drives payments stuck in this worker's stage (see ``Reconciler``; not the decrypt stage), sets
+    /// the backlog gauges (``StageMetrics/stageBacklog(_:)``) and runs the handler's upkeep.
     private func runReconciler() {
         let reconciler = Reconciler(stage: handler.stage, stuckAfterSeconds: configuration.stuckAfterSeconds)
         var database: PostgresConnection?
         var nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
+        // The gauges and the upkeep once right at start (a freshly started worker reports its backlog and the
+        // certificates at once); re-driving waits for the first interval, as before.
+        var observed = false
+        var failures = FailureTally()
         while !isStopRequested {
+            if !observed {
+                observed = true
+                if let connection = connectedDatabase(&database) { observe(reconciler, &failures, on: connection) }
+            }
             guard Date() >= nextRun else {
                 Thread.sleep(forTimeInterval: min(0.25, configuration.reconcileIntervalSeconds))
                 continue
             }
             nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
             guard let connection = connectedDatabase(&database) else { continue }
+            observe(reconciler, &failures, on: connection)
             do {
                 let stuck = try reconciler.claimStuck(on: connection)
                 guard !stuck.isEmpty else { continue }
@@ -307,6 +318,21 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             }
         }
         database?.close()
+    }
+
+    /// One round of the backlog gauges (``Reconciler/backlog(on:)``) and the handler's upkeep; errors are logged.
+    private func observe(_ reconciler: Reconciler, _ failures: inout FailureTally, on connection: PostgresConnection) {
+        do {
+            metrics.stageBacklog(try reconciler.backlog(on: connection))
+            for (code, count) in try failures.newFailures(of: handler.stage, on: connection) { metrics.paymentFailed(code: code, count: count) }
+        } catch {
+            logger.error("backlog_read_failed", [("error", .string(String(describing: error)))])
+        }
+        do {
+            try handler.upkeep(database: connection, logger: logger)
+        } catch {
+            logger.error("upkeep_failed", [("error", .string(String(describing: error)))])
+        }
     }
 
     /// Turns one handler result into the messages to publish before acking.

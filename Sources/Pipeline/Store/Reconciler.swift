@@ -48,4 +48,74 @@ public struct Reconciler: Sendable {
             }
         }
     }
+
+    /// What the reconciler's gauges show for this stage (``StageMetrics/stageBacklog(_:)``).
+    public struct Backlog: Sendable, Equatable {
+        /// Seconds since the payment idle longest in this stage last moved (entered the stage or advanced within
+        /// it); 0 when the stage holds none. Transient retries do not touch a payment, so a payment circling
+        /// through the retry tiers keeps ageing.
+        public var oldestAgeSeconds: Double
+        /// Payments idle in this stage past the re-drive threshold: what the next rounds will re-drive.
+        public var stuck: Int
+        /// Payments waiting for a person (`needs_review`), whichever stage they are in.
+        public var needsReview: Int
+
+        public init(oldestAgeSeconds: Double, stuck: Int, needsReview: Int) {
+            self.oldestAgeSeconds = oldestAgeSeconds
+            self.stuck = stuck
+            self.needsReview = needsReview
+        }
+    }
+
+    /// Reads ``Backlog`` with three index lookups (`payments_stage_updated`, `payments_needs_review`); the explicit
+    /// `stage <> 'done'` lets the planner use the partial index with a parameter.
+    public func backlog(on connection: PostgresConnection) throws -> Backlog {
+        let rows = try connection.query(
+            """
+            SELECT coalesce((SELECT extract(epoch FROM now() - min(updated_at))::float8 FROM payments
+                             WHERE stage = $1 AND stage <> 'done'), 0) AS age,
+                   (SELECT count(*) FROM payments WHERE stage = $1 AND stage <> 'done'
+                       AND updated_at < now() - make_interval(secs => $2)) AS stuck,
+                   (SELECT count(*) FROM payments WHERE status = 'needs_review') AS review
+            """,
+            [stage.rawValue, stuckAfterSeconds])
+        guard let row = rows.first else { return Backlog(oldestAgeSeconds: 0, stuck: 0, needsReview: 0) }
+        return Backlog(
+            oldestAgeSeconds: max(0, try row.decode("age", as: Double.self)),
+            stuck: Int(try row.decode("stuck", as: Int64.self)), needsReview: Int(try row.decode("review", as: Int64.self)))
+    }
+}
+
+/// Payments that ended `failed`, by the stage they failed in and code, read from the audit trail (`payment_events`,
+/// an index range past the last id read) after they committed — so `paypipe_payments_failed_total` counts exactly
+/// the recorded failures, whichever path (bulk, one by one, savepoint retry) recorded them. Starts at the current
+/// end of the trail: a worker counts the failures from its start on. Every instance of a stage reads the same
+/// failures: aggregate across instances with `max`, not `sum`.
+public struct FailureTally: Sendable {
+    private var lastEventId: Int64?
+
+    public init() {}
+
+    /// The failures of `stage` committed since the previous call, as (code, count); none on the first call, which
+    /// only finds the end of the trail.
+    public mutating func newFailures(of stage: Stage, on connection: PostgresConnection) throws -> [(code: String, count: Int)] {
+        let end = try connection.query("SELECT coalesce(max(id), 0) AS id FROM payment_events").first?.decode("id", as: Int64.self) ?? 0
+        guard let after = lastEventId else {
+            lastEventId = end
+            return []
+        }
+        let rows = try connection.query(
+            """
+            SELECT from_status, coalesce(error_code, 'unknown') AS code FROM payment_events
+            WHERE id > $1 AND id <= $2 AND to_status = 'failed'
+            """, [after, end])
+        lastEventId = end
+        var counts: [String: Int] = [:]
+        for row in rows {
+            let from = try row.decode("from_status", as: String?.self).flatMap(PaymentStatus.init(rawValue:))
+            guard (from?.stage ?? .decrypt) == stage else { continue }
+            counts[try row.decode("code", as: String.self), default: 0] += 1
+        }
+        return counts.sorted { $0.key < $1.key }.map { (code: $0.key, count: $0.value) }
+    }
 }

@@ -1,0 +1,17 @@
+import Pipeline
+import Postgres
+
+extension DecryptStage {
+    /// `paypipe_tokens_decrypted_total` and `paypipe_certificate_not_after_seconds`.
+    public func attach(metrics registry: MetricsRegistry) {
+        keyUsage.attach(metrics: registry)
+        certificateWatch.attach(metrics: registry)
+    }
+
+    /// At start and every reconcile interval: the certificate check, then the key-usage counts to `merchant_key_usage`
+    /// (kept in memory for the next round if that fails, e.g. before `paypipe migrate` created the table).
+    public func upkeep(database: PostgresConnection, logger: Logger) throws {
+        try certificateWatch.check(on: database, logger: logger)
+        try keyUsage.flush(on: database)
+    }
+}
