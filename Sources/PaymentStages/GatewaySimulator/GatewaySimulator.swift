@@ -16,6 +16,8 @@ import JWT
 public final class GatewaySimulator: Sendable {
     public let configuration: GatewaySimulatorConfiguration
     public let ledger = SimulatorLedger()
+    /// Answers kept back until a test releases them.
+    public let holds = SimulatorHolds()
     private let server: HTTPServer
 
     public init(configuration: GatewaySimulatorConfiguration) {
@@ -23,8 +25,9 @@ public final class GatewaySimulator: Sendable {
         let engine = SimulatorEngine(
             ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate,
             timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate)
+        let holds = holds
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
-            Self.route(request, engine: engine, configuration: configuration)
+            Self.route(request, engine: engine, configuration: configuration, holds: holds)
         }
     }
 
@@ -36,10 +39,12 @@ public final class GatewaySimulator: Sendable {
 
     // MARK: Routing
 
-    static func route(_ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration) -> HTTPServerResponse {
+    static func route(
+        _ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> HTTPServerResponse {
         switch (request.method, request.path) {
         case ("POST", "/jwt/"), ("POST", "/jwt"):
-            return jwtEndpoint(request, engine: engine, configuration: configuration)
+            return jwtEndpoint(request, engine: engine, configuration: configuration, holds: holds)
         case ("POST", "/json/"), ("POST", "/json"):
             return jsonEndpoint(request, engine: engine, configuration: configuration)
         case ("GET", "/_sim/auths"):
@@ -60,7 +65,9 @@ public final class GatewaySimulator: Sendable {
         }
     }
 
-    private static func jwtEndpoint(_ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration) -> HTTPServerResponse {
+    private static func jwtEndpoint(
+        _ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> HTTPServerResponse {
         guard let envelope = try? JSONValue.parse(request.body), let token = envelope["jwt"]?.stringValue else {
             return plainError("10205", "Malformed JSON")
         }
@@ -88,6 +95,12 @@ public final class GatewaySimulator: Sendable {
             return signedAnswer([SimulatorEngine.item("ERROR", code: "60040", message: "Invalid requesttypedescriptions")], signer: signer)
         }
         let reply = engine.handle(requestTypes: types, fields: fields)
+        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        holds.awaitRelease(requestTypes: types, orderReference: orderReference)
+        if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
+            // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
+            Thread.sleep(forTimeInterval: Double.random(in: 0...configuration.queryDelaySeconds))
+        }
         switch reply.delivery {
         case .answer: return signedAnswer(reply.items, signer: signer)
         case .slow(let seconds):

@@ -24,12 +24,16 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// client's clock, and a request processed after its `exp` must never be recorded.
     public var jwtClockSkew: Int64
     public var threads: Int
+    /// Status queries are answered after a random delay of up to this many seconds (0: at once), the answer being
+    /// what the ledger held when the query arrived: concurrent queries for one payment overlap (adversarial chaos).
+    public var queryDelaySeconds: Double
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
         slowResponseSeconds: Double = 5, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
-        maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8
+        maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8, queryDelaySeconds: Double = 0
     ) {
+        self.queryDelaySeconds = queryDelaySeconds
         self.host = host
         self.port = port
         self.merchants = merchants
@@ -45,7 +49,8 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
 
     /// From `PAYPIPE_SIM_MERCHANTS` (`user=secret,…`), `PAYPIPE_SIM_WEBSERVICES_USERS` (`user=password,…`),
     /// `PAYPIPE_SIM_HOST` (127.0.0.1), `PAYPIPE_SIM_PORT` (9180), `PAYPIPE_SIM_SLOW` (5s), `PAYPIPE_SIM_FAULT_RATE` (0),
-    /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0).
+    /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0), `PAYPIPE_SIM_QUERY_DELAY` (0s: the longest random
+    /// delay of a status query's answer), `PAYPIPE_SIM_THREADS` (8).
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
         guard !merchants.isEmpty else {
@@ -63,7 +68,9 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             merchants: merchants,
             webservicesUsers: try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS"),
             slowResponseSeconds: try environment.seconds("PAYPIPE_SIM_SLOW", default: 5, range: 0...600),
-            faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate)
+            faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate,
+            threads: try environment.integer("PAYPIPE_SIM_THREADS", default: 8, range: 1...256),
+            queryDelaySeconds: try environment.seconds("PAYPIPE_SIM_QUERY_DELAY", default: 0, range: 0...60))
     }
 
     /// A probability in 0...1 from `variable` (default 0).

@@ -59,7 +59,8 @@ public struct SimulatorEngine: Sendable {
                 ])])
             }
             return SimulatorReply(items: [Self.item("AUTH", code: "60022", message: "Unauthenticated", extra: [("customeroutput", "RESULT")])])
-        case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature:
+        case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature,
+             .cancelled, .suspended, .unavailableAfterRecording:
             break
         }
         let recorded = authItem(fields, amount: amount, behaviour: behaviour)
@@ -72,6 +73,7 @@ public struct SimulatorEngine: Sendable {
         case .slowAfterRecording: .slow(slowResponseSeconds)
         case .connectionReset: .connectionReset
         case .forgedSignature: .forged
+        case .unavailableAfterRecording: .unavailable
         default: .answer
         }
         if delivery == .answer, timeoutRate > 0 || resetRate > 0 {
@@ -91,7 +93,7 @@ public struct SimulatorEngine: Sendable {
         var extra: [(String, JSONValue)] = [
             ("transactionreference", .string(ledger.nextTransactionReference())),
             ("acquirerresponsecode", code == "0" ? "00" : "05"),
-            ("settlestatus", code == "0" ? "0" : "3"),
+            ("settlestatus", .string(behaviour.recordedSettleStatus)),
             ("baseamount", .string(String(amount))),
             ("currencyiso3a", fields["currencyiso3a"] ?? .null),
             ("orderreference", fields["orderreference"] ?? .null),
