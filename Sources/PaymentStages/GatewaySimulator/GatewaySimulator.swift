@@ -94,8 +94,9 @@ public final class GatewaySimulator: Sendable {
         guard let types else {
             return signedAnswer([SimulatorEngine.item("ERROR", code: "60040", message: "Invalid requesttypedescriptions")], signer: signer)
         }
-        let reply = engine.handle(requestTypes: types, fields: fields)
         let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return .connectionReset }
+        let reply = engine.handle(requestTypes: types, fields: fields)
         holds.awaitRelease(requestTypes: types, orderReference: orderReference)
         if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
             // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.

@@ -10,10 +10,14 @@ public final class SimulatorHolds: Sendable {
     public struct Rule: Sendable, Equatable {
         public let requestType: String
         public let orderReferencePrefix: String
+        /// Instead of holding: the request is never processed and its connection is dropped (an answer lost before
+        /// processing, which the client cannot tell from one lost after).
+        public let loseUnprocessed: Bool
 
-        public init(requestType: String, orderReferencePrefix: String = "") {
+        public init(requestType: String, orderReferencePrefix: String = "", loseUnprocessed: Bool = false) {
             self.requestType = requestType
             self.orderReferencePrefix = orderReferencePrefix
+            self.loseUnprocessed = loseUnprocessed
         }
 
         func matches(requestTypes: [String], orderReference: String) -> Bool {
@@ -73,12 +77,24 @@ public final class SimulatorHolds: Sendable {
         state.withLock { $0.holds[id]?.waiting ?? 0 }
     }
 
+    /// Whether a `loseUnprocessed` rule catches this request (counted as an arrival).
+    func losesUnprocessed(requestTypes: [String], orderReference: String) -> Bool {
+        state.withLock { state in
+            guard let (id, _) = state.holds.filter({
+                $0.value.rule.loseUnprocessed && $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference)
+            }).min(by: { $0.key < $1.key }) else { return false }
+            state.holds[id]?.arrived += 1
+            return true
+        }
+    }
+
     /// Blocks the calling server thread while a hold catches this answer.
     func awaitRelease(requestTypes: [String], orderReference: String) {
         let ticket: (id: Int, number: Int)? = state.withLock { state in
             // The oldest matching hold catches it.
-            guard let (id, hold) = state.holds.filter({ $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference) })
-                .min(by: { $0.key < $1.key }) else { return nil }
+            guard let (id, hold) = state.holds.filter({
+                !$0.value.rule.loseUnprocessed && $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference)
+            }).min(by: { $0.key < $1.key }) else { return nil }
             state.holds[id]?.arrived += 1
             state.holds[id]?.waiting += 1
             return (id, hold.arrived)
