@@ -22,9 +22,10 @@ public final class GatewaySimulator: Sendable {
 
     public init(configuration: GatewaySimulatorConfiguration) {
         self.configuration = configuration
+        let dice = SimulatorDice(seed: configuration.seed)
         let engine = SimulatorEngine(
             ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate,
-            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate)
+            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate, loseRate: configuration.loseRate, dice: dice)
         let holds = holds
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
             Self.route(request, engine: engine, configuration: configuration, holds: holds)
@@ -52,6 +53,17 @@ public final class GatewaySimulator: Sendable {
             if let reference = request.query["orderreference"] {
                 body.set(.string(reference), forKey: "orderreference")
                 body.set(.integer(Int64(engine.ledger.authCount(orderReference: reference))), forKey: "count")
+            }
+            if request.query["records"] != nil {
+                // Every processed AUTH with what the adversarial checker maps to jobs (no full PAN is ever recorded).
+                body.set(.array(engine.ledger.allRecords().map { reference, item in
+                    [
+                        "orderreference": .string(reference), "baseamount": item["baseamount"] ?? .null,
+                        "currencyiso3a": item["currencyiso3a"] ?? .null, "errorcode": item["errorcode"] ?? .null,
+                        "settlestatus": item["settlestatus"] ?? .null,
+                        "last4": item["maskedpan"]?.stringValue.map { .string(String($0.suffix(4))) } ?? .null,
+                    ]
+                }), forKey: "records")
             }
             if request.query["all"] != nil {
                 let counts = engine.ledger.authCounts().sorted { $0.key < $1.key }
@@ -100,7 +112,7 @@ public final class GatewaySimulator: Sendable {
         holds.awaitRelease(requestTypes: types, orderReference: orderReference)
         if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
             // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
-            Thread.sleep(forTimeInterval: Double.random(in: 0...configuration.queryDelaySeconds))
+            Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
         }
         switch reply.delivery {
         case .answer: return signedAnswer(reply.items, signer: signer)
