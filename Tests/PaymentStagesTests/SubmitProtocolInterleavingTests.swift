@@ -148,14 +148,9 @@ import Testing
                     if !current { violation = "marked stale attempt \(id) uncertain" }
                     next.attempts[attempt].state = .uncertain
                     next.consumers[index] = .idle(rounds: rounds - 1)
-                case .notSent:
-                    if !current { violation = "re-armed on stale attempt \(id)" }
-                    next.attempts[attempt].state = .notSent
-                    next.attempts[attempt].provenAbsent = true
-                    next.status = .prepared
-                    next.consumers[index] = .idle(rounds: rounds - 1)
-                case .confirmedAbsent:
-                    if !current { violation = "re-armed on a stale 'not found' for attempt \(id)" }
+                case .notSent, .confirmedAbsent:
+                    // Refused by the send gate, or confirmed absent by a query: either way never processed.
+                    if !current { violation = "re-armed on stale attempt \(id) (\(answer))" }
                     next.attempts[attempt].state = .notSent
                     next.attempts[attempt].provenAbsent = true
                     next.status = .prepared
