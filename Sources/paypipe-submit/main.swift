@@ -3,6 +3,7 @@ import Pipeline
 
 // paypipe-submit: consumes paypipe.submit, sends each prepared payment's AUTH to the gateway exactly once (querying
 // the gateway instead of resending when the outcome is unknown), records the result and hands off to paypipe.notify.
-WorkerLauncher.run(stage: .submit) { configuration, logger in
-    try SubmitStage.fromEnvironment(configuration, logger: logger)
+let registry = MetricsRegistry()
+WorkerLauncher.run(stage: .submit, registry: registry) { configuration, logger in
+    try SubmitStage.fromEnvironment(configuration, logger: logger, registry: registry)
 }

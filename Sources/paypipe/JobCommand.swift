@@ -11,6 +11,7 @@ enum JobCommand: CLICommand {
     static let usage = """
         usage: paypipe job publish FILE
                paypipe job publish --sample N [--merchant ID] [--prefix PREFIX] [--sandbox-dir DIR] [--all-good] [--rate R] [--card-secrets FILE]
+                                  [--order-prefix P] [--pan-offset K]
           Publishes to exchange paypipe.jobs, routing key payment.requested, persistent, content_type
           application/json, message_id = jobId, with publisher confirms. FILE holds one job object or an array.
           --sample N mints N sandbox tokens (sandbox PKI in DIR, default var/sandbox) in a mix of outcomes:
@@ -22,6 +23,8 @@ enum JobCommand: CLICommand {
           Prints one JSON line per job: {"jobId", "kind", "publishedAtMs"} (Unix milliseconds its window was sent).
           --card-secrets FILE writes the sample tokens' PANs and cryptograms (JSON lines {"jobId", "pan",
           "cryptogram"}, mode 0600) for card-data hygiene checks (scripts/hygiene); never use it elsewhere.
+          --order-prefix P gives sample n the order reference order-P-n (retries of an earlier wave's orders
+          under new job ids); --pan-offset K shifts the sample PANs by K (each wave its own cards).
         """
 
     static func run(arguments raw: [String]) -> Int32 {
@@ -37,7 +40,12 @@ enum JobCommand: CLICommand {
                 let sandbox = try SandboxEnvironment.open(directory: arguments.value("--sandbox-dir") ?? OperatorContext.sandboxDirectory)
                 let factory = SampleJobFactory(environment: sandbox, merchantId: arguments.value("--merchant") ?? SandboxEnvironment.merchantId)
                 let prefix = arguments.value("--prefix") ?? "sample-\(Int(Date().timeIntervalSince1970))"
-                let samples = try factory.makeJobs(count: count, prefix: prefix, allValid: arguments.flag("--all-good"))
+                let panOffset = try arguments.value("--pan-offset").map { text throws(CommandArguments.UsageError) in
+                    guard let offset = Int(text), (0...1_000_000_000).contains(offset) else { throw .init(description: "--pan-offset needs a non-negative number") }
+                    return offset
+                } ?? 0
+                let samples = try factory.makeJobs(count: count, prefix: prefix, allValid: arguments.flag("--all-good"),
+                                                   orderPrefix: arguments.value("--order-prefix"), panOffset: panOffset)
                 jobs = samples.map { ($0.jobId, $0.kind.rawValue, $0.body) }
                 if let path = arguments.value("--card-secrets") { try writeCardSecrets(samples, to: path) }
             } else {

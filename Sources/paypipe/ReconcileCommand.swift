@@ -1,4 +1,5 @@
 import AMQP
+import PaymentStages
 import Pipeline
 
 /// `paypipe reconcile`: one reconciler pass over every stage, for cron or an operator.
@@ -11,14 +12,21 @@ enum ReconcileCommand: CLICommand {
           Finds payments that sat in the authorize, submit or notify stage longer than DURATION
           (default PAYPIPE_STUCK_AFTER, 5m) and publishes their hand-off again. Safe to repeat: every
           stage is idempotent. Prints one JSON line per stage with the number re-driven.
+          --stuck-after must be at least the submit reconciliation time (PAYPIPE_SEND_WINDOW +
+          PAYPIPE_GATEWAY_TIMEOUT + PAYPIPE_RECONCILE_GRACE, 65s by default).
         """
 
     static func run(arguments raw: [String]) -> Int32 {
         guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
         do {
             let configuration = try WorkerConfiguration(stage: nil)
+            let reconciliation = try SubmitStage.reconciliationSeconds()
             let stuckAfter = try arguments.value("--stuck-after").map { text throws(CommandArguments.UsageError) in
                 guard let seconds = DurationParser.seconds(text) else { throw .init(description: "--stuck-after: not a duration: \(text)") }
+                guard seconds >= reconciliation else {
+                    throw .init(description: "--stuck-after: \(text) is below the submit reconciliation time of \(reconciliation)s "
+                                + "(PAYPIPE_SEND_WINDOW + PAYPIPE_GATEWAY_TIMEOUT + PAYPIPE_RECONCILE_GRACE)")
+                }
                 return seconds
             } ?? configuration.stuckAfterSeconds
             let connection = try OperatorContext.database()

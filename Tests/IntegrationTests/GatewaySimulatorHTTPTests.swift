@@ -46,7 +46,7 @@ extension Integration {
             #expect(reset.outcome == .uncertain)
             #expect(reset.errorCode == "paypipe.transport")
             let locked = Self.client.authorize(claims: Self.claims(amount: 1093, order: "O5"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "5", now: Date())
-            #expect(locked.outcome == .transient)
+            #expect(locked.outcome == .uncertain)
             #expect(simulator.ledger.totalAuths == 2)
             #expect(Self.client.queryTransaction(orderReference: "O4", endpoint: endpoint, requestId: "q", now: Date())
                     == .found(GatewayResult(outcome: .authorized, errorCode: "0", errorMessage: "Ok", transactionReference: "9-9-2",

@@ -21,7 +21,7 @@ extension Integration {
             requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1)),
             settings: SubmitSettings(reconcileGrace: 0.2, maxInconclusiveQueries: 2, circuitFailureThreshold: 100,
-                                     circuitOpenSeconds: 0.5, merchantConcurrency: 8, setBased: setBased))
+                                     circuitOpenSeconds: 0.5, merchantConcurrency: 8, setBased: setBased, sendWindow: 0.3))
     }
 
     /// Statements a connection executed through its prepared statements (each execution plans once), and how often
@@ -81,7 +81,9 @@ extension Integration {
                    || ' ' || coalesce(a.auth_code, '-') || ' ' || coalesce(a.masked_pan, '-')
                    || ' ref:' || (a.transaction_reference IS NOT NULL)::text || ' finished:' || (a.finished_at IS NOT NULL)::text
                    || ' ordered:' || (a.started_at <= coalesce(a.finished_at, a.started_at))::text
-                   || ' order:' || (a.order_reference = g.order_reference)::text AS line,
+                   || ' order:' || (a.order_reference = g.order_reference || '.' || left(replace(a.payment_id::text, '-', ''), 12))::text
+                   || ' window:' || (a.send_deadline > a.started_at AND a.reconcile_after > a.send_deadline)::text
+                   || ' site:' || coalesce(a.site_reference, '-') AS line,
                    coalesce(a.transaction_reference, '') AS reference
             FROM gateway_attempts a JOIN gateway_requests g ON g.payment_id = a.payment_id
             WHERE a.payment_id = $1 ORDER BY a.id

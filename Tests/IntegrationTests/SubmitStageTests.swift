@@ -12,8 +12,8 @@ import Testing
 /// outages, forged answers, the payment deadline and card-data purging.
 extension Integration {
 @Suite struct SubmitStageTests {
-    /// Client timeout 1 s + grace 0.2 s: a redelivery may query this long after the attempt started.
-    static let settleSeconds = 1.3
+    /// Send window 0.3 s + client timeout 1 s + grace 0.2 s: a redelivery may query this long after the attempt started.
+    static let settleSeconds = 1.6
 
     static func expectHandOffToNotify(_ result: Result<StageOutcome, StageFailure>, _ message: StageMessage) {
         #expect(result == .success(.handOff(to: .notify, message)))
@@ -185,6 +185,10 @@ extension Integration {
         var gateway = AuthorizeHarness.gateway(mode: "merchant-decrypts", secret: nil)
         gateway["baseUrl"] = harness.simulator.baseURL
         try harness.authorize.applyMerchant(SubmitHarness.merchantId, gateway: gateway, identity: true)
+        // Within the AUTH's settle window its answer may still come: nothing is decided yet.
+        #expect(Self.transientCode(try harness.process(harness.makeStage(), message)) == "awaiting_reconciliation")
+        #expect(try harness.payment(message.paymentId).status == .submitting)
+        try harness.ageAttempts(message.paymentId, by: 60)
         Self.expectHandOffToNotify(try harness.process(harness.makeStage(), message), message)
         let payment = try harness.payment(message.paymentId)
         #expect(payment.status == .needsReview)

@@ -26,9 +26,57 @@ import Testing
         #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .uncertain)
     }
 
-    @Test("locked records and generic retries are transient", arguments: ["79001", "88000"])
-    func transient(code: String) {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .transient)
+    /// No source says a locked record (79001) or a generic retry (88000) was not processed: query before resending.
+    @Test("locked records and generic retries are uncertain", arguments: ["79001", "88000"])
+    func lockedAndGenericRetryAreUncertain(code: String) {
+        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .uncertain)
+    }
+
+    static func authItem(settleStatus: String?, amount: String = "1000", currency: String = "GBP") -> JSONValue {
+        var item: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "0", "errormessage": "Ok", "transactionreference": "1-2-3",
+                               "baseamount": .string(amount), "currencyiso3a": .string(currency)]
+        if let settleStatus { item.set(.string(settleStatus), forKey: "settlestatus") }
+        return item
+    }
+
+    @Test("settlestatus decides what errorcode 0 means", arguments: [
+        ("0", GatewayOutcome.authorized, String?.none), ("1", .authorized, nil), ("10", .authorized, nil), ("100", .authorized, nil),
+        ("3", .declined, "gateway_cancelled"), ("2", .needsReview, "gateway_suspended"), ("7", .uncertain, "gateway_settlestatus_unknown"),
+    ])
+    func settleStatus(status: String, outcome: GatewayOutcome, reason: String?) {
+        let result = GatewayResponseMapper.result(fromItem: Self.authItem(settleStatus: status))
+        #expect(result.outcome == outcome)
+        #expect(result.reason == reason)
+        if let reason { #expect(TerminalDecision(result).errorCode == reason) }
+    }
+
+    @Test func anAuthWithoutSettleStatusStaysAuthorised() {
+        #expect(GatewayResponseMapper.result(fromItem: Self.authItem(settleStatus: nil)).outcome == .authorized)
+    }
+
+    static func queryClaims(_ records: [JSONValue]) -> JSONValue {
+        ["payload": ["version": "1.00", "response": [["requesttypedescription": "TRANSACTIONQUERY", "errorcode": "0",
+                                                     "found": .string(String(records.count)), "records": .array(records)]]]]
+    }
+
+    @Test func aQueryAdoptsOnlyTheOneRecordThatMatchesThePayment() {
+        let expected = GatewayResponseMapper.Expected(amountMinor: 1000, currency: "GBP")
+        let one = GatewayResponseMapper.queryResult(fromClaims: Self.queryClaims([Self.authItem(settleStatus: "0")]), expected: expected)
+        guard case .found(let adopted) = one else {
+            Issue.record("not adopted: \(one)")
+            return
+        }
+        #expect(adopted.transactionReference == "1-2-3")
+        let two = GatewayResponseMapper.queryResult(
+            fromClaims: Self.queryClaims([Self.authItem(settleStatus: "0"), Self.authItem(settleStatus: "3")]), expected: expected)
+        #expect(two == .inconclusive(code: "paypipe.query_ambiguous", reason: "2 AUTH records for one payment's reference"))
+        for mismatch in [Self.authItem(settleStatus: "0", amount: "1001"), Self.authItem(settleStatus: "0", currency: "EUR")] {
+            guard case .inconclusive(let code, _) = GatewayResponseMapper.queryResult(fromClaims: Self.queryClaims([mismatch]), expected: expected) else {
+                Issue.record("a mismatching record was adopted")
+                continue
+            }
+            #expect(code == "paypipe.query_mismatch")
+        }
     }
 
     @Test func manualInvestigationHoldsForReview() {
@@ -122,7 +170,8 @@ import Testing
 
     @Test func httpStatusesMap() {
         #expect(TrustPaymentsClient.statusFailure(200) == nil)
-        #expect(TrustPaymentsClient.statusFailure(503)?.outcome == .transient)
+        // A proxy's 503 can come after it forwarded the request.
+        #expect(TrustPaymentsClient.statusFailure(503)?.outcome == .uncertain)
         #expect(TrustPaymentsClient.statusFailure(401)?.outcome == .permanentError)
         #expect(TrustPaymentsClient.statusFailure(500)?.outcome == .uncertain)
         #expect(TrustPaymentsClient.statusFailure(502)?.outcome == .uncertain)

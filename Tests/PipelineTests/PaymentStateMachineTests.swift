@@ -9,10 +9,15 @@ import Testing
         }
     }
 
-    @Test(arguments: [PaymentStatus.authorized, .declined, .failed])
+    @Test(arguments: [PaymentStatus.authorized, .declined])
     func finalStatusesHaveNoSuccessors(status: PaymentStatus) {
         #expect(PaymentStateMachine.successors(of: status).isEmpty)
         #expect(status.isTerminal)
+    }
+
+    @Test func aFailedPaymentOnlyGoesToReviewOnALateAuthorisation() {
+        #expect(PaymentStatus.failed.isTerminal)
+        #expect(PaymentStateMachine.successors(of: .failed) == [.needsReview])
     }
 
     @Test func needsReviewIsTerminalButResolvableByAnOperator() {

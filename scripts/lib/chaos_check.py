@@ -25,6 +25,15 @@ EXPECTED = {
 }
 
 
+def gateway_reference(order, payment_id):
+    """The orderreference PayPipe sends for a payment (GatewayOrderReference): the merchant's reference plus the first
+    12 hex digits of the payment id, or the payment id alone when that would exceed 36 characters."""
+    pid = payment_id.lower()
+    merchant = order or pid
+    combined = f"{merchant}.{pid.replace('-', '')[:12]}"
+    return combined if len(combined.encode()) <= 36 else pid
+
+
 def psql(sql):
     import subprocess
     url = os.environ["PAYPIPE_DATABASE_URL"]
@@ -88,10 +97,11 @@ def main():
     line("terminal status other than the job kind's", len(mismatched), True)
     invalid = [j["jobId"] for j in attributable if j["kind"] == "invalidJob"]
 
-    # 2. Zero double charges: at most one AUTH per order reference at the gateway; and no AUTH behind a failure.
+    # 2. Zero double charges: at most one AUTH per payment at the gateway (each payment sends its own reference); and
+    # no AUTH behind a failure.
     auths = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?all=1", timeout=30))
     counts = auths.get("counts", {})
-    orders = {p["order"]: p for ps in payments.values() for p in ps if p["order"]}
+    orders = {gateway_reference(p["order"], p["id"]): p for ps in payments.values() for p in ps}
     ours = {o: c for o, c in counts.items() if o in orders}
     double = {o: c for o, c in ours.items() if c > 1}
     authorized_without_auth = [o for o, p in orders.items() if p["status"] in ("authorized", "declined") and ours.get(o, 0) == 0]

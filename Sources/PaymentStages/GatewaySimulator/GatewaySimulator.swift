@@ -16,15 +16,19 @@ import JWT
 public final class GatewaySimulator: Sendable {
     public let configuration: GatewaySimulatorConfiguration
     public let ledger = SimulatorLedger()
+    /// Answers kept back until a test releases them.
+    public let holds = SimulatorHolds()
     private let server: HTTPServer
 
     public init(configuration: GatewaySimulatorConfiguration) {
         self.configuration = configuration
+        let dice = SimulatorDice(seed: configuration.seed)
         let engine = SimulatorEngine(
             ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate,
-            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate)
+            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate, loseRate: configuration.loseRate, dice: dice)
+        let holds = holds
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
-            Self.route(request, engine: engine, configuration: configuration)
+            Self.route(request, engine: engine, configuration: configuration, holds: holds)
         }
     }
 
@@ -36,10 +40,12 @@ public final class GatewaySimulator: Sendable {
 
     // MARK: Routing
 
-    static func route(_ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration) -> HTTPServerResponse {
+    static func route(
+        _ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> HTTPServerResponse {
         switch (request.method, request.path) {
         case ("POST", "/jwt/"), ("POST", "/jwt"):
-            return jwtEndpoint(request, engine: engine, configuration: configuration)
+            return jwtEndpoint(request, engine: engine, configuration: configuration, holds: holds)
         case ("POST", "/json/"), ("POST", "/json"):
             return jsonEndpoint(request, engine: engine, configuration: configuration)
         case ("GET", "/_sim/auths"):
@@ -47,6 +53,17 @@ public final class GatewaySimulator: Sendable {
             if let reference = request.query["orderreference"] {
                 body.set(.string(reference), forKey: "orderreference")
                 body.set(.integer(Int64(engine.ledger.authCount(orderReference: reference))), forKey: "count")
+            }
+            if request.query["records"] != nil {
+                // Every processed AUTH with what the adversarial checker maps to jobs (no full PAN is ever recorded).
+                body.set(.array(engine.ledger.allRecords().map { reference, item in
+                    [
+                        "orderreference": .string(reference), "baseamount": item["baseamount"] ?? .null,
+                        "currencyiso3a": item["currencyiso3a"] ?? .null, "errorcode": item["errorcode"] ?? .null,
+                        "settlestatus": item["settlestatus"] ?? .null,
+                        "last4": item["maskedpan"]?.stringValue.map { .string(String($0.suffix(4))) } ?? .null,
+                    ]
+                }), forKey: "records")
             }
             if request.query["all"] != nil {
                 let counts = engine.ledger.authCounts().sorted { $0.key < $1.key }
@@ -60,7 +77,9 @@ public final class GatewaySimulator: Sendable {
         }
     }
 
-    private static func jwtEndpoint(_ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration) -> HTTPServerResponse {
+    private static func jwtEndpoint(
+        _ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> HTTPServerResponse {
         guard let envelope = try? JSONValue.parse(request.body), let token = envelope["jwt"]?.stringValue else {
             return plainError("10205", "Malformed JSON")
         }
@@ -87,7 +106,14 @@ public final class GatewaySimulator: Sendable {
         guard let types else {
             return signedAnswer([SimulatorEngine.item("ERROR", code: "60040", message: "Invalid requesttypedescriptions")], signer: signer)
         }
+        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return .connectionReset }
         let reply = engine.handle(requestTypes: types, fields: fields)
+        holds.awaitRelease(requestTypes: types, orderReference: orderReference)
+        if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
+            // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
+            Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
+        }
         switch reply.delivery {
         case .answer: return signedAnswer(reply.items, signer: signer)
         case .slow(let seconds):

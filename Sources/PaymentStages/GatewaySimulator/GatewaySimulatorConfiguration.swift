@@ -24,12 +24,23 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// client's clock, and a request processed after its `exp` must never be recorded.
     public var jwtClockSkew: Int64
     public var threads: Int
+    /// Status queries are answered after a random delay of up to this many seconds (0: at once), the answer being
+    /// what the ledger held when the query arrived: concurrent queries for one payment overlap (adversarial chaos).
+    public var queryDelaySeconds: Double
+    /// Probability in 0...1 that an AUTH is dropped before processing (nothing recorded, connection reset).
+    public var loseRate: Double
+    /// Seed of the fault draws (nil: unseeded).
+    public var seed: UInt64?
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
         slowResponseSeconds: Double = 5, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
-        maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8
+        maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8, queryDelaySeconds: Double = 0, loseRate: Double = 0,
+        seed: UInt64? = nil
     ) {
+        self.queryDelaySeconds = queryDelaySeconds
+        self.loseRate = loseRate
+        self.seed = seed
         self.host = host
         self.port = port
         self.merchants = merchants
@@ -45,7 +56,9 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
 
     /// From `PAYPIPE_SIM_MERCHANTS` (`user=secret,…`), `PAYPIPE_SIM_WEBSERVICES_USERS` (`user=password,…`),
     /// `PAYPIPE_SIM_HOST` (127.0.0.1), `PAYPIPE_SIM_PORT` (9180), `PAYPIPE_SIM_SLOW` (5s), `PAYPIPE_SIM_FAULT_RATE` (0),
-    /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0).
+    /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0), `PAYPIPE_SIM_QUERY_DELAY` (0s: the longest random
+    /// delay of a status query's answer), `PAYPIPE_SIM_THREADS` (8), `PAYPIPE_SIM_LOSE_RATE` (0: AUTHs dropped before
+    /// processing), `PAYPIPE_SIM_SEED` (unset: unseeded fault draws).
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
         guard !merchants.isEmpty else {
@@ -63,7 +76,14 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             merchants: merchants,
             webservicesUsers: try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS"),
             slowResponseSeconds: try environment.seconds("PAYPIPE_SIM_SLOW", default: 5, range: 0...600),
-            faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate)
+            faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate,
+            threads: try environment.integer("PAYPIPE_SIM_THREADS", default: 8, range: 1...256),
+            queryDelaySeconds: try environment.seconds("PAYPIPE_SIM_QUERY_DELAY", default: 0, range: 0...60),
+            loseRate: try probability("PAYPIPE_SIM_LOSE_RATE", environment),
+            seed: try environment.raw("PAYPIPE_SIM_SEED").map { text in
+                guard let seed = UInt64(text) else { throw ConfigurationError(variable: "PAYPIPE_SIM_SEED", problem: "expected an unsigned integer, got '\(text)'") }
+                return seed
+            })
     }
 
     /// A probability in 0...1 from `variable` (default 0).

@@ -23,6 +23,12 @@ public enum SimulatorBehaviour: Sendable, Equatable {
     case forgedSignature
     /// `…91`: refused as 30000 Invalid field naming `sitereference` (a configuration error); nothing recorded.
     case invalidField
+    /// `…90`: errorcode 0 but `settlestatus` 3 (cancelled, e.g. by the merchant's fraud rules): recorded, not authorised.
+    case cancelled
+    /// `…89`: errorcode 0 with `settlestatus` 2 (authorised but suspended): recorded.
+    case suspended
+    /// `…88`: the AUTH is recorded (authorised), then a proxy in front of the gateway answers HTTP 503.
+    case unavailableAfterRecording
 
     public static func forAmount(_ baseAmount: Int64) -> SimulatorBehaviour {
         switch baseAmount % 100 {
@@ -36,6 +42,9 @@ public enum SimulatorBehaviour: Sendable, Equatable {
         case 93: .locked
         case 92: .forgedSignature
         case 91: .invalidField
+        case 90: .cancelled
+        case 89: .suspended
+        case 88: .unavailableAfterRecording
         default: .authorize
         }
     }
@@ -43,8 +52,18 @@ public enum SimulatorBehaviour: Sendable, Equatable {
     /// Whether the gateway keeps a record of the AUTH (what TRANSACTIONQUERY later finds).
     public var recordsAuth: Bool {
         switch self {
-        case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature: true
+        case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature,
+             .cancelled, .suspended, .unavailableAfterRecording: true
         case .serverError, .challenge, .locked, .invalidField: false
+        }
+    }
+
+    /// The `settlestatus` of the recorded AUTH: 0 (pending settlement) when authorised, 3 (cancelled) otherwise.
+    var recordedSettleStatus: String {
+        switch self {
+        case .suspended: "2"
+        case .cancelled: "3"
+        default: recordedCode.code == "0" ? "0" : "3"
         }
     }
 

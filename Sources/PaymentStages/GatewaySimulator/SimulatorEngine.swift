@@ -11,8 +11,17 @@ public struct SimulatorEngine: Sendable {
     public let timeoutRate: Double
     /// Probability that an AUTH answered normally instead has its connection dropped after the AUTH is recorded.
     public let resetRate: Double
+    /// Probability that an AUTH is dropped before it is processed (connection reset, nothing recorded): an answer
+    /// lost before processing, which the client cannot tell from one lost after.
+    public let loseRate: Double
+    public let dice: SimulatorDice
 
-    public init(ledger: SimulatorLedger, slowResponseSeconds: Double, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0) {
+    public init(
+        ledger: SimulatorLedger, slowResponseSeconds: Double, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
+        loseRate: Double = 0, dice: SimulatorDice = SimulatorDice()
+    ) {
+        self.loseRate = loseRate
+        self.dice = dice
         self.ledger = ledger
         self.slowResponseSeconds = slowResponseSeconds
         self.faultRate = faultRate
@@ -22,7 +31,7 @@ public struct SimulatorEngine: Sendable {
 
     /// Handles one request whose fields (JWT payload merged with the request object) are `fields`.
     public func handle(requestTypes: [String], fields: JSONValue) -> SimulatorReply {
-        if faultRate > 0, Double.random(in: 0..<1) < faultRate {
+        if faultRate > 0, dice.next() < faultRate {
             return SimulatorReply(items: [], delivery: .unavailable)
         }
         guard !requestTypes.isEmpty, requestTypes.allSatisfy(SimulatorRequestValidator.knownRequestTypes.contains) else {
@@ -36,6 +45,9 @@ public struct SimulatorEngine: Sendable {
             return SimulatorReply(items: [Self.item("AUTH", code: "30000", message: "Invalid field", extra: [
                 ("errordata", [.string(field)]), ("customeroutput", "RESULT"),
             ])])
+        }
+        if loseRate > 0, dice.next() < loseRate {
+            return SimulatorReply(items: [], delivery: .connectionReset)
         }
         // The validator guarantees an amount.
         let amount = SimulatorRequestValidator.baseAmount(fields)!
@@ -59,7 +71,8 @@ public struct SimulatorEngine: Sendable {
                 ])])
             }
             return SimulatorReply(items: [Self.item("AUTH", code: "60022", message: "Unauthenticated", extra: [("customeroutput", "RESULT")])])
-        case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature:
+        case .authorize, .decline, .unknownError, .slowAfterRecording, .connectionReset, .manualReview, .forgedSignature,
+             .cancelled, .suspended, .unavailableAfterRecording:
             break
         }
         let recorded = authItem(fields, amount: amount, behaviour: behaviour)
@@ -72,11 +85,12 @@ public struct SimulatorEngine: Sendable {
         case .slowAfterRecording: .slow(slowResponseSeconds)
         case .connectionReset: .connectionReset
         case .forgedSignature: .forged
+        case .unavailableAfterRecording: .unavailable
         default: .answer
         }
         if delivery == .answer, timeoutRate > 0 || resetRate > 0 {
             // Injected faults (chaos runs): the AUTH is on the ledger, the answer never arrives in time.
-            let draw = Double.random(in: 0..<1)
+            let draw = dice.next()
             if draw < timeoutRate {
                 delivery = .slow(slowResponseSeconds)
             } else if draw < timeoutRate + resetRate {
@@ -91,7 +105,7 @@ public struct SimulatorEngine: Sendable {
         var extra: [(String, JSONValue)] = [
             ("transactionreference", .string(ledger.nextTransactionReference())),
             ("acquirerresponsecode", code == "0" ? "00" : "05"),
-            ("settlestatus", code == "0" ? "0" : "3"),
+            ("settlestatus", .string(behaviour.recordedSettleStatus)),
             ("baseamount", .string(String(amount))),
             ("currencyiso3a", fields["currencyiso3a"] ?? .null),
             ("orderreference", fields["orderreference"] ?? .null),

@@ -34,6 +34,13 @@ public final class SimulatorLedger: Sendable {
         state.withLock { $0.records[orderReference] ?? [] }
     }
 
+    /// Every recorded AUTH item with its order reference, in order of recording per reference.
+    public func allRecords() -> [(orderReference: String, item: JSONValue)] {
+        state.withLock { state in
+            state.records.sorted { $0.key < $1.key }.flatMap { entry in entry.value.map { (entry.key, $0) } }
+        }
+    }
+
     public func authCount(orderReference: String) -> Int {
         state.withLock { $0.records[orderReference]?.count ?? 0 }
     }

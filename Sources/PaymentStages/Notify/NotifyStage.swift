@@ -337,7 +337,7 @@ public struct NotifyStage: StageHandler {
 
     /// Marks the payment done and publishes the results event (plus `also`, e.g. a dead letter).
     private func finish(_ event: PaymentEvent, body: [UInt8]? = nil, on database: PostgresConnection, also: [AMQPOutboundMessage] = []) throws -> StageOutcome {
-        try payments.markDone(event.paymentId, on: database)
+        try payments.markDone(event.paymentId, deliveredStatus: event.status, on: database)
         return .publish([Self.resultMessage(event, body: body ?? event.body)] + also)
     }
 

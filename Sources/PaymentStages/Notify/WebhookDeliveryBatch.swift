@@ -5,7 +5,8 @@ import Postgres
 /// records every attempt in `webhook_deliveries` and marks every payment done, where the per-message path spends two
 /// statements per payment (``WebhookDeliveryStore/record(_:event:on:)`` and ``Pipeline/PaymentStore/markDone(_:on:)``).
 ///
-/// It writes exactly what those two write (same columns and values; `done` guarded by `stage = 'notify'`), but only
+/// It writes exactly what those two write (same columns and values; `done` guarded by `stage = 'notify'` and by the
+/// status the event delivered), but only
 /// for payments whose guarded update matched: a payment no longer at stage `notify` (another worker's duplicate
 /// settled it, a replay reset raced) gets nothing here, and the caller hands it to the per-message path, whose
 /// semantics (record the attempt anyway, `markDone` a no-op) stay the reference. The rows are locked in id order
@@ -40,13 +41,15 @@ public struct WebhookDeliveryBatch: Sendable {
             """
             WITH input AS (
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int4[], $6::int4[], $7::int4[],
-                                     $8::text[], $9::text[])
-                    WITH ORDINALITY AS t(payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome, n)),
+                                     $8::text[], $9::text[], $10::text[])
+                    WITH ORDINALITY AS t(payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome,
+                                         delivered_status, n)),
             locked AS (
-                SELECT id, stage FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE),
+                SELECT id, stage, status FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE),
             done AS (
                 UPDATE payments p SET stage = 'done', updated_at = clock_timestamp()
-                FROM locked WHERE p.id = locked.id AND locked.stage = 'notify'
+                FROM locked JOIN input i ON i.payment_id = locked.id
+                WHERE p.id = locked.id AND locked.stage = 'notify' AND locked.status = i.delivered_status
                 RETURNING p.id),
             recorded AS (
                 INSERT INTO webhook_deliveries (payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome)
@@ -61,7 +64,8 @@ public struct WebhookDeliveryBatch: Sendable {
              PostgresArray(entries.map { Int32(clamping: $0.attempt.number) }),
              PostgresArray(entries.map { $0.attempt.statusCode.map { Int32(clamping: $0) } }),
              PostgresArray(entries.map { $0.attempt.latencyMs.map { Int32(clamping: $0) } }),
-             PostgresArray(entries.map(\.attempt.error)), PostgresArray(entries.map(\.attempt.outcome.rawValue))])
+             PostgresArray(entries.map(\.attempt.error)), PostgresArray(entries.map(\.attempt.outcome.rawValue)),
+             PostgresArray(entries.map(\.event.status))])
         return Set(try rows.map { try $0.decode("payment_id", as: UUID.self) })
     }
 }

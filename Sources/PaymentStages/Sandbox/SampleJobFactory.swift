@@ -63,8 +63,12 @@ public struct SampleJobFactory: Sendable {
     }
 
     /// `count` jobs with ids `<prefix>-<n>`, tokens signed now. `allValid` makes every job `.valid` (EC_v1, an amount the
-    /// simulator authorises): the load of a benchmark rather than the demo's mix of outcomes.
-    public func makeJobs(count: Int, prefix: String, now: Date = Date(), allValid: Bool = false) throws -> [Sample] {
+    /// simulator authorises): the load of a benchmark rather than the demo's mix of outcomes. `orderPrefix` gives job
+    /// `n` the order reference `order-<orderPrefix>-<n>` (a retry of that earlier wave's orders under new job ids);
+    /// `panOffset` shifts the sample PANs, so that every wave's jobs have their own.
+    public func makeJobs(
+        count: Int, prefix: String, now: Date = Date(), allValid: Bool = false, orderPrefix: String? = nil, panOffset: Int = 0
+    ) throws -> [Sample] {
         let currencies: [(String, String)] = [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]
         // A replay re-sends an earlier valid job's token with the same amount, so only the replay check fails.
         var lastValid: (token: Any, amount: Int64, currency: (String, String), secrets: CardSecrets)?
@@ -90,7 +94,7 @@ public struct SampleJobFactory: Sendable {
                 var request = SandboxMintRequest(
                     version: kind == .validRSA ? .rsaV1 : .ecV1, merchantIdentifier: merchant.merchantIdentifier,
                     amount: kind == .amountMismatch ? amount + 1 : amount, currencyNumeric: numeric,
-                    pan: "4" + String(format: "%015d", 111_111_111_111_111 + index), signingTime: now)
+                    pan: "4" + String(format: "%015d", 111_111_111_111_111 + panOffset + index), signingTime: now)
                 request.merchant = merchant
                 token = try JSONSerialization.jsonObject(with: Data(try environment.pki.mintToken(request)))
                 secrets = CardSecrets(pan: request.pan, cryptogram: request.cryptogram)
@@ -99,7 +103,7 @@ public struct SampleJobFactory: Sendable {
             var job: [String: Any] = [
                 "jobId": jobId,
                 "merchantId": kind == .unknownMerchant ? "no-such-merchant" : merchantId,
-                "orderReference": "order-\(jobId)",
+                "orderReference": "order-\(orderPrefix.map { "\($0)-\(index)" } ?? jobId)",
                 "amount": ["value": amount, "currency": currency],
                 "applePayToken": token,
                 "billingContact": ["givenName": "Ada", "familyName": "Lovelace", "postalCode": "EC1A 1BB", "countryCode": "GB"],

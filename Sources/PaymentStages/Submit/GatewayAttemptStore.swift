@@ -1,4 +1,5 @@
 import Foundation
+import Pipeline
 import Postgres
 
 /// SQL for `gateway_attempts`. Stateless; callers own the transactions. The request type column tells AUTH
@@ -6,33 +7,63 @@ import Postgres
 public struct GatewayAttemptStore: Sendable {
     public static let queryRequestType = "TRANSACTIONQUERY"
 
+    /// Raised when an attempt that was read as open under the payment's row lock could not be settled: a bug (or a
+    /// writer that bypassed the lock), never bad input; the transaction rolls back.
+    public struct NotCurrent: Error, CustomStringConvertible {
+        public let attemptId: Int64
+        public var description: String { "gateway attempt \(attemptId) is no longer open" }
+    }
+
     public init() {}
 
-    /// Records an attempt in state `sending`; commit this before the call.
-    public func begin(paymentId: UUID, orderReference: String, requestType: String, on connection: PostgresConnection) throws -> Int64 {
+    /// Records an attempt in state `sending`; commit this before the call. `sendWindow` (seconds from now, on the
+    /// database clock) sets its send deadline, and `settleSeconds` (total timeout + margin) after that deadline its
+    /// reconciliation time; `siteReference` is the site the request goes to.
+    public func begin(
+        paymentId: UUID, orderReference: String, requestType: String, siteReference: String? = nil,
+        sendWindow: Double? = nil, settleSeconds: Double? = nil, on connection: PostgresConnection
+    ) throws -> Int64 {
         let rows = try connection.query(
             """
-            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at)
-            VALUES ($1, $2, $3, 'sending', clock_timestamp()) RETURNING id
-            """, [paymentId, orderReference, requestType])
+            WITH now AS (SELECT clock_timestamp() AS t)
+            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, send_deadline, reconcile_after, site_reference)
+            SELECT $1, $2, $3, 'sending', t, t + make_interval(secs => $4::float8), t + make_interval(secs => $4::float8 + $5::float8), $6::text FROM now
+            RETURNING id
+            """, [paymentId, orderReference, requestType, sendWindow, settleSeconds.map { $0 }, siteReference])
         return try rows[0].decode("id", as: Int64.self)
     }
 
-    /// Records what an attempt came to.
-    public func finish(_ id: Int64, state: GatewayAttempt.State, result: GatewayResult, on connection: PostgresConnection) throws {
-        try connection.query(
+    /// Records what an attempt came to. `open`: the attempt must still be `sending` or `uncertain` (the settling of a
+    /// current attempt, read so under the payment's row lock); anything else is ``NotCurrent``.
+    public func finish(_ id: Int64, state: GatewayAttempt.State, result: GatewayResult, open: Bool = false, on connection: PostgresConnection) throws {
+        let rows = try connection.query(
             """
             UPDATE gateway_attempts SET state = $2, outcome = $3, error_code = $4, error_message = $5,
                    transaction_reference = $6, settle_status = $7, acquirer_response_code = $8, auth_code = $9,
                    masked_pan = $10, finished_at = clock_timestamp()
-            WHERE id = $1
+            WHERE id = $1 AND (NOT $11 OR state IN ('sending', 'uncertain'))
             """,
             [id, state.rawValue, result.recordedOutcome, result.errorCode, result.recordedErrorMessage,
-             result.transactionReference, result.settleStatus, result.acquirerResponseCode, result.authCode, result.maskedPan])
+             result.transactionReference, result.settleStatus, result.acquirerResponseCode, result.authCode, result.maskedPan, open])
+        guard rows.affectedRows == 1 else { throw NotCurrent(attemptId: id) }
+    }
+
+    /// Keeps an answer that came for an attempt that was no longer current, without touching its state or outcome.
+    public func recordEvidence(_ id: Int64, result: GatewayResult, on connection: PostgresConnection) throws {
+        try connection.query(
+            """
+            UPDATE gateway_attempts SET late_outcome = $2, late_error_code = $3, late_transaction_reference = $4,
+                   late_settle_status = $5, late_answered_at = clock_timestamp()
+            WHERE id = $1
+            """, [id, result.recordedOutcome, result.errorCode, result.transactionReference, result.settleStatus])
     }
 
     /// Records one TRANSACTIONQUERY and its verdict (`found`, `not_found`, `inconclusive`) as a completed attempt.
-    public func recordQuery(paymentId: UUID, orderReference: String, result: TransactionQueryResult, on connection: PostgresConnection) throws {
+    /// A query answered for an attempt that is no longer current is kept as `stale_<verdict>`, so that it never
+    /// counts towards the confirmations or the query budget of a newer attempt.
+    public func recordQuery(
+        paymentId: UUID, orderReference: String, result: TransactionQueryResult, current: Bool = true, on connection: PostgresConnection
+    ) throws {
         let id = try begin(paymentId: paymentId, orderReference: orderReference, requestType: Self.queryRequestType, on: connection)
         let recorded: GatewayResult
         switch result {
@@ -44,7 +75,7 @@ public struct GatewayAttemptStore: Sendable {
             recorded = GatewayResult(outcome: .uncertain, errorCode: code, errorMessage: reason)
         }
         try finish(id, state: .completed, result: recorded, on: connection)
-        try connection.query("UPDATE gateway_attempts SET outcome = $2 WHERE id = $1", [id, result.verdict])
+        try connection.query("UPDATE gateway_attempts SET outcome = $2 WHERE id = $1", [id, current ? result.verdict : "stale_\(result.verdict)"])
     }
 
     /// The payment's latest AUTH attempt (status queries excluded).
@@ -53,6 +84,37 @@ public struct GatewayAttemptStore: Sendable {
             "SELECT \(GatewayAttempt.columns) FROM gateway_attempts WHERE payment_id = $1 AND request_type <> $2 ORDER BY id DESC LIMIT 1",
             [paymentId, Self.queryRequestType])
         return try rows.first.map(GatewayAttempt.init(row:))
+    }
+
+    /// What the protocol needs about a payment's attempts, with the database clock, in one statement: the latest AUTH
+    /// attempt, and the inconclusive and "not found" status queries since it. `legacySettleSeconds` stands in for the
+    /// reconciliation time of an attempt written before migration 5 (`started_at` + it).
+    func protocolView(paymentId: UUID, legacySettleSeconds: Double, on connection: PostgresConnection) throws -> ProtocolView {
+        let row = try connection.query(
+            """
+            SELECT clock_timestamp() AS now, a.id, a.state, a.order_reference, a.site_reference,
+                   coalesce(a.reconcile_after, a.started_at + make_interval(secs => $3::float8)) AS settle_at,
+                   (SELECT count(*) FROM gateway_attempts q WHERE q.payment_id = $1 AND q.request_type = $2 AND q.id > a.id
+                       AND q.outcome = 'inconclusive' AND q.error_code IS DISTINCT FROM 'merchant_busy')::bigint AS inconclusive,
+                   (SELECT count(*) FROM gateway_attempts q WHERE q.payment_id = $1 AND q.request_type = $2 AND q.id > a.id
+                       AND q.outcome = 'not_found')::bigint AS not_found,
+                   (SELECT max(started_at) FROM gateway_attempts q WHERE q.payment_id = $1 AND q.request_type = $2 AND q.id > a.id
+                       AND q.outcome = 'not_found') AS last_not_found
+            FROM (SELECT 1) one
+            LEFT JOIN LATERAL (SELECT * FROM gateway_attempts WHERE payment_id = $1 AND request_type <> $2 ORDER BY id DESC LIMIT 1) a ON true
+            """, [paymentId, Self.queryRequestType, legacySettleSeconds])[0]
+        let now = try row.decode("now", as: Date.self)
+        guard let id = try row.decode("id", as: Int64?.self) else { return ProtocolView(now: now) }
+        let stateText = try row.decode("state", as: String.self)
+        guard let state = GatewayAttempt.State(rawValue: stateText) else {
+            throw PostgresError.decoding(column: "state", expected: "GatewayAttempt.State", reason: "unknown state '\(stateText)'")
+        }
+        return ProtocolView(
+            now: now,
+            latest: SubmitProtocol.Attempt(id: id, state: state, reconcileAfter: try row.decode("settle_at", as: Date.self)),
+            orderReference: try row.decode("order_reference", as: String.self), siteReference: try row.decode("site_reference", as: String?.self),
+            inconclusive: Int(try row.decode("inconclusive", as: Int64.self)), notFound: Int(try row.decode("not_found", as: Int64.self)),
+            lastNotFound: try row.decode("last_not_found", as: Date?.self))
     }
 
     /// How many inconclusive status queries were made since attempt `id`.
@@ -68,6 +130,17 @@ public struct GatewayAttemptStore: Sendable {
         try connection.query("SELECT \(GatewayAttempt.columns) FROM gateway_attempts WHERE payment_id = $1 ORDER BY id", [paymentId])
             .map(GatewayAttempt.init(row:))
     }
+}
+
+/// The attempt facts of a payment as ``GatewayAttemptStore/protocolView(paymentId:legacySettleSeconds:on:)`` reads them.
+struct ProtocolView {
+    var now: Date
+    var latest: SubmitProtocol.Attempt?
+    var orderReference: String?
+    var siteReference: String?
+    var inconclusive = 0
+    var notFound = 0
+    var lastNotFound: Date?
 }
 
 extension TransactionQueryResult {

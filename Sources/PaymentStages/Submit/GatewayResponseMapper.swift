@@ -7,8 +7,11 @@ import JWT
 public enum GatewayResponseMapper {
     public static let declinedCodes: Set<Int> = [70000, 60022, 60042, 71000, 72000]
     public static let permanentCodes: Set<Int> = [10300, 10301, 10302, 60018, 60025, 60040]
-    public static let uncertainCodes: Set<Int> = Set(50000...50014).union([60010, 70001, 79000, 99999])
-    public static let transientCodes: Set<Int> = [79001, 88000]
+    /// 79001 (record locked) and 88000 (generic retry) are uncertain too: no source says such a request was not
+    /// processed (docs/submit.md), so they are queried before any resend.
+    public static let uncertainCodes: Set<Int> = Set(50000...50014).union([60010, 70001, 79000, 79001, 88000, 99999])
+    /// Answers that prove the request was not processed. None is documented as such today.
+    public static let transientCodes: Set<Int> = []
     public static let reviewCodes: Set<Int> = [60034]
 
     /// The outcome of one `errorcode` (a decimal string; anything else is uncertain).
@@ -49,6 +52,9 @@ public enum GatewayResponseMapper {
             transactionReference: item["transactionreference"]?.stringValue, settleStatus: item["settlestatus"]?.stringValue,
             acquirerResponseCode: item["acquirerresponsecode"]?.stringValue, authCode: item["authcode"]?.stringValue,
             maskedPan: item["maskedpan"]?.stringValue)
+        if result.outcome == .authorized {
+            applySettleStatus(&result)
+        }
         if item["customeroutput"]?.stringValue == "THREEDREDIRECT" {
             // A challenge needs the cardholder, who is not here: the server-to-server AUTH cannot complete.
             result.outcome = .declined
@@ -57,11 +63,50 @@ public enum GatewayResponseMapper {
         return result
     }
 
-    /// Interprets the verified claims of a TRANSACTIONQUERY answer.
+    /// What an errorcode 0 AUTH means by its `settlestatus` (trustpayments.md §8): 0, 1, 10, 100 authorised;
+    /// 3 cancelled (declined, `gateway_cancelled`); 2 suspended (`gateway_suspended`, for review: PayPipe sends no
+    /// manual-capture AUTH yet); no `settlestatus` at all authorised, as before; any other value uncertain.
+    static func applySettleStatus(_ result: inout GatewayResult) {
+        switch result.settleStatus {
+        case nil, "0", "1", "10", "100": break
+        case "3":
+            result.outcome = .declined
+            result.reason = "gateway_cancelled"
+        case "2":
+            result.outcome = .needsReview
+            result.reason = "gateway_suspended"
+        default:
+            result.outcome = .uncertain
+            result.reason = "gateway_settlestatus_unknown"
+        }
+    }
+
+    /// What a payment's own AUTH record must match to be adopted: its amount in minor units and its currency.
+    public struct Expected: Sendable, Equatable {
+        public let amountMinor: Int64?
+        public let currency: String?
+
+        public init(amountMinor: Int64?, currency: String?) {
+            self.amountMinor = amountMinor
+            self.currency = currency
+        }
+
+        /// Whether a record's `baseamount` and `currencyiso3a`, where present, equal the payment's.
+        func matches(_ record: JSONValue) -> Bool {
+            if let amountMinor, let recorded = record["baseamount"].flatMap({ $0.int64Value ?? $0.stringValue.flatMap { Int64($0) } }),
+               recorded != amountMinor { return false }
+            if let currency, let recorded = record["currencyiso3a"]?.stringValue, recorded != currency { return false }
+            return true
+        }
+    }
+
+    /// Interprets the verified claims of a TRANSACTIONQUERY answer for the payment described by `expected`.
     ///
     /// Only a successful query (errorcode 0) that lists no AUTH record proves "no such transaction"; a record whose
-    /// own outcome is uncertain or transient proves nothing either way.
-    public static func queryResult(fromClaims claims: JSONValue) -> TransactionQueryResult {
+    /// own outcome is uncertain or transient proves nothing either way. The reference queried is the payment's own,
+    /// so two AUTH records, or one whose amount or currency differs, mean something PayPipe does not understand:
+    /// inconclusive, never adopted.
+    public static func queryResult(fromClaims claims: JSONValue, expected: Expected = Expected(amountMinor: nil, currency: nil)) -> TransactionQueryResult {
         guard let items = responseItems(claims), let item = mainItem(items) else {
             return .inconclusive(code: "paypipe.invalid_response", reason: "query response has no version 1.00 response[]")
         }
@@ -71,9 +116,15 @@ public enum GatewayResponseMapper {
         }
         let records = item["records"]?.arrayValue ?? []
         let auths = records.filter { ($0["requesttypedescription"]?.stringValue ?? "AUTH") == "AUTH" }
-        guard let record = auths.last else {
+        guard let record = auths.first else {
             let found = item["found"]?.stringValue.flatMap { Int($0) } ?? records.count
             return found == 0 ? .notFound : .inconclusive(code: "paypipe.query_unrecognised", reason: "query found records but no AUTH")
+        }
+        guard auths.count == 1 else {
+            return .inconclusive(code: "paypipe.query_ambiguous", reason: "\(auths.count) AUTH records for one payment's reference")
+        }
+        guard expected.matches(record) else {
+            return .inconclusive(code: "paypipe.query_mismatch", reason: "the AUTH record's amount or currency differs from the payment's")
         }
         let adopted = result(fromItem: record)
         switch adopted.outcome {

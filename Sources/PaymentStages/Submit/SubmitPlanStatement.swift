@@ -14,6 +14,10 @@ enum SubmitPlanStatement {
     struct Candidate {
         let payment: PaymentRecord
         let request: GatewayRequest?
+        /// The database clock when the batch was locked.
+        let now: Date
+        /// An attempt of the payment still `sending` or `uncertain` (the protocol never sends beside one).
+        let openAttempt: Int64?
     }
 
     /// One AUTH about to be sent: its `sending` attempt, with the columns ``GatewayAttemptStore/begin`` writes.
@@ -21,6 +25,7 @@ enum SubmitPlanStatement {
         let paymentId: UUID
         let orderReference: String
         let requestType: String
+        let siteReference: String
     }
 
     /// Locks the batch's payments (`ORDER BY id FOR UPDATE OF payments`) and reads them with their stored requests
@@ -30,18 +35,21 @@ enum SubmitPlanStatement {
         for row in try connection.query(lockStatement, [PostgresArray(ids)]) {
             let payment = try PaymentRecord(row: row)
             let request = payment.status == .prepared ? (try? requests.open(row, for: payment.id)) ?? nil : nil
-            candidates[payment.id] = Candidate(payment: payment, request: request)
+            candidates[payment.id] = Candidate(
+                payment: payment, request: request, now: try row.decode("db_now", as: Date.self),
+                openAttempt: try row.decode("open_attempt", as: Int64?.self))
         }
         return candidates
     }
 
     /// Moves every payment of `sends` from `prepared` to `submitting` (guarded by status), records their `sending`
     /// attempts and audit events, in one statement; returns the attempt id of each payment it moved.
-    static func begin(_ sends: [Send], on connection: PostgresConnection) throws -> [UUID: Int64] {
+    static func begin(_ sends: [Send], sendWindow: Double, settleSeconds: Double, on connection: PostgresConnection) throws -> [UUID: Int64] {
         try PaymentStateMachine.validate(from: .prepared, to: .submitting)
         let rows = try connection.query(beginStatement, [
             PostgresArray(sends.map(\.paymentId)), PostgresArray(sends.map(\.orderReference)), PostgresArray(sends.map(\.requestType)),
             PaymentStatus.prepared.rawValue, PaymentStatus.submitting.rawValue, PaymentStatus.submitting.stage.rawValue, SubmitStage.actor,
+            PostgresArray(sends.map(\.siteReference)), sendWindow, settleSeconds,
         ])
         var attempts: [UUID: Int64] = [:]
         for row in rows {
@@ -55,7 +63,8 @@ enum SubmitPlanStatement {
         .map { "p." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")
 
     private static let lockStatement = """
-        SELECT \(paymentColumns), \(GatewayRequestStore.columns("g"))
+        SELECT \(paymentColumns), \(GatewayRequestStore.columns("g")), clock_timestamp() AS db_now,
+               (SELECT max(a.id) FROM gateway_attempts a WHERE a.payment_id = p.id AND a.state IN ('sending', 'uncertain')) AS open_attempt
         FROM payments p
         LEFT JOIN gateway_requests g ON g.payment_id = p.id AND g.purged_at IS NULL AND g.ciphertext IS NOT NULL
         WHERE p.id = ANY($1::uuid[])
@@ -64,18 +73,20 @@ enum SubmitPlanStatement {
         """
 
     /// The attempts are inserted only for payments the guarded update moved, in batch order (ids ascending as the
-    /// per-message path would assign them), with `clock_timestamp()` as `started_at` like ``GatewayAttemptStore/begin``.
+    /// per-message path would assign them), with `clock_timestamp()` as `started_at` and the same send deadline and
+    /// reconciliation time as ``GatewayAttemptStore/begin``.
     private static let beginStatement = """
         WITH input AS (
-            SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS t(payment_id, order_reference, request_type, n)),
+            SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $8::text[]) WITH ORDINALITY AS t(payment_id, order_reference, request_type, site_reference, n)),
         moved AS (
             UPDATE payments p SET status = $5, stage = $6, updated_at = clock_timestamp()
             FROM input i
             WHERE p.id = i.payment_id AND p.status = $4
-            RETURNING p.id, i.n, i.order_reference, i.request_type),
+            RETURNING p.id, i.n, i.order_reference, i.request_type, i.site_reference),
         attempts AS (
-            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at)
-            SELECT id, order_reference, request_type, 'sending', clock_timestamp() FROM moved ORDER BY n
+            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, send_deadline, reconcile_after, site_reference)
+            SELECT id, order_reference, request_type, 'sending', t, t + make_interval(secs => $9::float8), t + make_interval(secs => $9::float8 + $10::float8), site_reference
+            FROM (SELECT *, clock_timestamp() AS t FROM moved) m ORDER BY n
             RETURNING id, payment_id),
         events AS (
             INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)

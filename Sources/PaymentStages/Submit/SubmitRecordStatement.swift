@@ -16,7 +16,8 @@ enum SubmitRecordStatement {
         let decision: TerminalDecision
     }
 
-    /// Ends every payment of `endings` still `submitting` (guarded, locked in id order), completes its attempt with
+    /// Ends every payment of `endings` still `submitting` whose attempt is its current one (latest AUTH attempt, still
+    /// `sending` or `uncertain`: the protocol's guard, in SQL; guarded, locked in id order), completes its attempt with
     /// the columns ``GatewayAttemptStore/finish(_:state:result:on:)`` writes, and records the audit events; returns,
     /// per ending, the hand-off of the payment if it was ended (`nil`: not `submitting`, left to the caller).
     static func finish(_ endings: [Ending], on connection: PostgresConnection) throws -> [StageMessage?] {
@@ -33,6 +34,10 @@ enum SubmitRecordStatement {
             PaymentStatus.submitting.rawValue, GatewayAttempt.State.completed.rawValue, SubmitStage.actor,
         ])
         var ended = [StageMessage?](repeating: nil, count: endings.count)
+        if let first = rows.first, try first.decode("settled", as: Int64.self) != Int64(rows.count) {
+            // Every payment ended must have had its current attempt completed in the same statement.
+            throw GatewayAttemptStore.NotCurrent(attemptId: endings[0].attemptId)
+        }
         for row in rows {
             ended[Int(try row.decode("n", as: Int64.self)) - 1] = StageMessage(
                 paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
@@ -58,6 +63,11 @@ enum SubmitRecordStatement {
                    error_message = COALESCE(CASE WHEN i.error_code IS NULL THEN NULL ELSE i.detail END, p.error_message)
             FROM input i JOIN locked l ON l.id = i.payment_id
             WHERE p.id = i.payment_id AND p.status = $15
+              AND EXISTS (
+                  SELECT 1 FROM gateway_attempts a
+                  WHERE a.id = i.attempt_id AND a.payment_id = i.payment_id AND a.state IN ('sending', 'uncertain')
+                    AND NOT EXISTS (SELECT 1 FROM gateway_attempts b
+                                    WHERE b.payment_id = a.payment_id AND b.id > a.id AND b.request_type <> 'TRANSACTIONQUERY'))
             RETURNING p.id, p.merchant_id, p.job_id, i.n, i.to_status, i.to_stage, i.error_code, i.detail),
         attempts AS (
             UPDATE gateway_attempts a SET state = $16, outcome = i.outcome, error_code = i.attempt_error_code,
@@ -65,10 +75,11 @@ enum SubmitRecordStatement {
                    settle_status = i.settle_status, acquirer_response_code = i.acquirer_response_code, auth_code = i.auth_code,
                    masked_pan = i.masked_pan, finished_at = clock_timestamp()
             FROM input i JOIN ended e ON e.id = i.payment_id
-            WHERE a.id = i.attempt_id),
+            WHERE a.id = i.attempt_id AND a.state IN ('sending', 'uncertain')
+            RETURNING a.id),
         events AS (
             INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
             SELECT id, $15, to_status, to_stage, $17, error_code, detail FROM ended ORDER BY n)
-        SELECT id, merchant_id, job_id, n FROM ended
+        SELECT id, merchant_id, job_id, n, (SELECT count(*) FROM attempts)::bigint AS settled FROM ended
         """
 }

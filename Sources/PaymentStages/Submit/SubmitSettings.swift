@@ -20,12 +20,21 @@ public struct SubmitSettings: Sendable, Equatable {
     /// before the per-message path handles the rest. `false` runs every message through the per-message path, the
     /// reference semantics: for equivalence tests, and as an escape hatch.
     public var setBased: Bool
+    /// Seconds after its attempt was committed after which an AUTH is not sent any more (`PAYPIPE_SEND_WINDOW`): the
+    /// pool thread's send gate refuses it (`not_sent`, re-planned), so no AUTH reaches the gateway after
+    /// `send_deadline + total timeout`, however long it queued behind other calls.
+    public var sendWindow: Double
+    /// "Not found" answers required, at least ``SubmitProtocol/confirmationSpacing`` apart, before an AUTH is resent
+    /// (`PAYPIPE_NOT_FOUND_CONFIRMATIONS`).
+    public var notFoundConfirmations: Int
 
     public init(
         reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600,
         circuitFailureThreshold: Int = 5, circuitOpenSeconds: Double = 30, merchantConcurrency: Int = 4,
-        callConcurrency: Int = 8, setBased: Bool = true
+        callConcurrency: Int = 8, setBased: Bool = true, sendWindow: Double = 5, notFoundConfirmations: Int = 1
     ) {
+        self.sendWindow = sendWindow
+        self.notFoundConfirmations = notFoundConfirmations
         self.setBased = setBased
         self.callConcurrency = callConcurrency
         self.reconcileGrace = reconcileGrace
@@ -34,5 +43,10 @@ public struct SubmitSettings: Sendable, Equatable {
         self.circuitFailureThreshold = circuitFailureThreshold
         self.circuitOpenSeconds = circuitOpenSeconds
         self.merchantConcurrency = merchantConcurrency
+    }
+
+    /// The protocol's decisions with these settings.
+    public var submitProtocol: SubmitProtocol {
+        SubmitProtocol(paymentDeadline: paymentDeadline, maxInconclusiveQueries: maxInconclusiveQueries, notFoundConfirmations: notFoundConfirmations)
     }
 }

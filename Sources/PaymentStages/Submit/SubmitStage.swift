@@ -13,9 +13,13 @@ import Postgres
 ///    the call.
 /// 2. After the call, the outcome, the terminal status and the card-data purge are committed together.
 /// 3. A payment found `submitting` (a redelivery after a crash, or after an uncertain answer) is never sent again
-///    blindly: once the client's total timeout plus a grace period has passed, a TRANSACTIONQUERY by order reference
-///    decides. A found AUTH is adopted; only a confirmed "no such transaction" lets the AUTH be resent
-///    (`submitting → prepared`); too many inconclusive queries end in `needs_review`.
+///    blindly: once the attempt's reconciliation time has passed on the database clock (its send deadline, after
+///    which the send gate never lets its bytes leave, plus the total timeout and a margin), a TRANSACTIONQUERY by the
+///    attempt's own per-payment reference decides. A matching AUTH is adopted; only a confirmed "no such
+///    transaction" lets the AUTH be resent (`submitting → prepared`); too many inconclusive queries end in
+///    `needs_review`. Only the payment's current attempt is ever settled.
+///
+/// Every decision is ``SubmitProtocol``'s (a pure value); this type carries them out, per message and set-based.
 ///
 /// No AUTH is sent after the payment deadline (`deadline_exceeded`). Waiting and retrying use the runtime's delayed
 /// retry tiers (``StageFailure/transient(code:reason:)``), so a gateway outage parks work in the retry queues.
@@ -36,11 +40,16 @@ public struct SubmitStage: StageHandler {
     private let calls: HTTPClientPool
     private let payments = PaymentStore()
     private let attempts = GatewayAttemptStore()
+    private let machine: SubmitProtocol
+    /// The stage's own series (late answers); nil when no registry was given.
+    private let metrics: SubmitMetrics?
 
     public init(
         directory: MerchantDirectory, cardData: CardDataStore, requests: GatewayRequestStore, client: any PaymentGateway,
-        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }
+        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }, registry: MetricsRegistry? = nil
     ) {
+        machine = settings.submitProtocol
+        metrics = registry.map(SubmitMetrics.init(registry:))
         self.directory = directory
         self.cardData = cardData
         self.requests = requests
@@ -69,14 +78,17 @@ public struct SubmitStage: StageHandler {
     /// semantics and handle everything else in the same transaction.
     public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
-        let planBulk: (([StageMessage], PostgresConnection) throws -> [Plan?])? =
-            settings.setBased ? { try planInBulk($0, transaction: $1) } : nil
-        let recordBulk: (([((message: StageMessage, plan: Plan), Answer)], PostgresConnection) throws -> [Next?])? =
-            settings.setBased ? { try recordInBulk($0, transaction: $1) } : nil
         var active = Array(batch.indices)
         for _ in 0..<3 where !active.isEmpty {
+            // Taken before any attempt of the round is committed, so the send gate closes no later than the
+            // attempts' `send_deadline` on the database clock.
+            let window = SendWindow(seconds: settings.sendWindow, from: ContinuousClock.now, wallClock: Date())
+            let planBulk: (([StageMessage], PostgresConnection) throws -> [Plan?])? =
+                settings.setBased ? { try planInBulk($0, window: window, transaction: $1) } : nil
+            let recordBulk: (([((message: StageMessage, plan: Plan), Answer)], PostgresConnection) throws -> [Next?])? =
+                settings.setBased ? { try recordInBulk($0, transaction: $1) } : nil
             let plans = BatchTransaction.run(active.map { batch[$0] }, on: database, bulk: planBulk) { message, transaction in
-                try plan(message, transaction: transaction)
+                try plan(message, window: window, transaction: transaction)
             }
             var calls: [(index: Int, plan: Plan)] = []
             for (offset, planned) in plans.enumerated() {
@@ -115,52 +127,53 @@ public struct SubmitStage: StageHandler {
 
     // MARK: Protocol steps
 
-    /// What the first transaction decided.
+    /// What the first transaction decided, with what the call needs.
     private enum Plan: Sendable {
         case finished(StageOutcome)
-        case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint)
-        case query(attemptId: Int64?, orderReference: String, endpoint: GatewayEndpoint)
+        case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String, window: SendWindow)
+        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected)
         /// Commit what was decided, then retry the message later.
         case retryLater(StageFailure)
+
+        var attempt: (id: Int64, reference: String)? {
+            switch self {
+            case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _): (id, reference)
+            case .finished, .retryLater: nil
+            }
+        }
     }
 
-    /// What the gateway said (or that no slot was free to ask it).
-    private enum Answer: Sendable {
-        case sent(GatewayResult)
-        case queried(TransactionQueryResult)
-    }
+    private typealias Answer = SubmitProtocol.Answer
 
     /// What the second transaction decided.
     private enum Next {
         case finished(StageOutcome)
-        /// The gateway confirmed no AUTH exists: start over from `prepared` (bounded by the rounds in `process`).
+        /// The attempt is certainly not processed: start over from `prepared` (bounded by the rounds in `process`).
         case again
         case retryLater(StageFailure)
     }
 
     /// Step 2 for one message, on a pool thread. The merchant's slot caps its calls in flight in this worker, so a
     /// merchant whose gateway is slow cannot occupy every thread; a call that finds no slot within a second is not
-    /// sent (recorded like a gateway that did not take the request: retried later).
+    /// made (an AUTH is then certainly not sent; a query asked nothing and spends no query budget).
     private func call(_ plan: Plan, message: StageMessage, client: HTTPClient) -> Answer {
         let busy = "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight"
         switch plan {
-        case .send(let attemptId, let request, let endpoint):
+        case .send(let attemptId, let request, let endpoint, let reference, let window):
             guard limiter.acquire(message.merchantId, timeout: 1) else {
                 return .sent(.local(.transient, code: "merchant_busy", message: busy))
             }
             defer { limiter.release(message.merchantId) }
             let result = self.client.authorize(
-                claims: request.claims, requestTypes: request.requestTypes, endpoint: endpoint,
-                requestId: "A\(attemptId)", now: clock(), using: client)
+                claims: Self.claims(request.claims, orderReference: reference), requestTypes: request.requestTypes, endpoint: endpoint,
+                requestId: "A\(attemptId)", now: clock(), window: window, using: client)
             breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
             return .sent(result)
-        case .query(let attemptId, let orderReference, let endpoint):
-            guard limiter.acquire(message.merchantId, timeout: 1) else {
-                return .queried(.inconclusive(code: "merchant_busy", reason: busy))
-            }
+        case .query(let attemptId, let reference, let endpoint, let expected):
+            guard limiter.acquire(message.merchantId, timeout: 1) else { return .busy(busy) }
             defer { limiter.release(message.merchantId) }
             let result = self.client.queryTransaction(
-                orderReference: orderReference, endpoint: endpoint, requestId: "Q\(attemptId ?? 0)", now: clock(), using: client)
+                orderReference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .inconclusive(let code, _) = result {
                 breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
             } else {
@@ -172,117 +185,186 @@ public struct SubmitStage: StageHandler {
         }
     }
 
+    /// The stored request claims with the per-payment `orderreference` (the stored claims carry the merchant's).
+    static func claims(_ claims: JSONValue, orderReference: String) -> JSONValue {
+        guard var payload = claims["payload"], payload.objectValue != nil else { return claims }
+        payload.set(.string(orderReference), forKey: "orderreference")
+        var signed = claims
+        signed.set(payload, forKey: "payload")
+        return signed
+    }
+
+    /// The protocol's view of a payment, read under its row lock in the current transaction.
+    private func snapshot(
+        _ payment: PaymentRecord, view: ProtocolView, gateway: SubmitProtocol.Gateway = .ready, requestStored: Bool = true
+    ) -> SubmitProtocol.Snapshot {
+        SubmitProtocol.Snapshot(
+            status: payment.status, firstReceivedAt: payment.firstReceivedAt, now: view.now, latest: view.latest,
+            inconclusiveQueries: view.inconclusive, notFoundQueries: view.notFound, lastNotFound: view.lastNotFound,
+            gateway: gateway, requestStored: requestStored)
+    }
+
+    /// Seconds from an attempt's send deadline to its reconciliation: the call's total timeout plus the margin.
+    private var settleSeconds: Double { client.totalTimeout + settings.reconcileGrace }
+
+    private func protocolView(_ payment: PaymentRecord, transaction: PostgresConnection) throws -> ProtocolView {
+        // An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace).
+        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: settleSeconds, on: transaction)
+    }
+
     /// Step 3 for one message.
     private func record(_ answer: Answer, for message: StageMessage, plan: Plan, transaction: PostgresConnection) throws -> Next {
-        switch (plan, answer) {
-        case (.send(let attemptId, _, _), .sent(let result)):
-            return try recordSend(message, attemptId: attemptId, result: result, transaction: transaction)
-        case (.query(let attemptId, let orderReference, _), .queried(let result)):
-            return try recordQuery(message, attemptId: attemptId, orderReference: orderReference, result: result, transaction: transaction)
-        default:
-            preconditionFailure("answer does not match its plan")
+        guard let (attemptId, reference) = plan.attempt else { preconditionFailure("answer without a call") }
+        let payment = try lockedPayment(message, transaction: transaction)
+        let decision = machine.record(answer, attemptId: attemptId, snapshot: snapshot(payment, view: try protocolView(payment, transaction: transaction)))
+        if case .queried(let result) = answer {
+            // Every status query is kept, whatever it leads to; a stale one never counts for a newer attempt.
+            var current = true
+            if case .evidence = decision { current = false }
+            try attempts.recordQuery(paymentId: payment.id, orderReference: reference, result: result, current: current, on: transaction)
+        }
+        switch decision {
+        case .end(let result, let terminal):
+            try attempts.finish(attemptId, state: .completed, result: result, open: true, on: transaction)
+            return .finished(try finish(payment, as: terminal.status, code: terminal.errorCode, detail: terminal.detail, transaction: transaction))
+        case .uncertain(let result):
+            try attempts.finish(attemptId, state: .uncertain, result: result, open: true, on: transaction)
+            return .retryLater(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
+        case .notSent(let result):
+            try attempts.finish(attemptId, state: .notSent, result: result, open: true, on: transaction)
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
+            // Refused by the send window: re-plan at once (a new attempt, a new window). Otherwise the gateway or
+            // this worker is busy: retry later.
+            return result.errorCode == "paypipe.send_window" ? .again : .retryLater(.transient(code: "gateway_unavailable", reason: result.failureDetail))
+        case .confirmedAbsent:
+            try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"),
+                                open: true, on: transaction)
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
+            return .again
+        case .awaitConfirmation(let found):
+            return .retryLater(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
+        case .inconclusive(_, let code, let reason):
+            return .retryLater(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
+        case .review(let count, let code, let reason):
+            return .finished(try finish(payment, as: .needsReview, code: "reconciliation_inconclusive",
+                                        detail: "\(count) status queries gave no answer; last: \(code): \(reason)", transaction: transaction))
+        case .retry(let code, let reason):
+            return .retryLater(.transient(code: code, reason: reason))
+        case .evidence(let result, let lateAuthorization):
+            if case .sent = answer, let result { try attempts.recordEvidence(attemptId, result: result, on: transaction) }
+            if payment.status.isTerminal { metrics?.lateAnswer(outcome: result?.outcome.rawValue ?? "none") }
+            if lateAuthorization {
+                // The gateway authorised a payment PayPipe had failed: both facts stay in the audit trail, and the
+                // merchant hears `payment.needs_review` (the capture/void issue replaces this with an automatic void).
+                try payments.transition(payment.id, from: .failed, to: .needsReview, actor: Self.actor, errorCode: "late_authorization",
+                                        detail: "AUTH attempt \(attemptId) was authorised after the payment failed: \(result?.failureDetail ?? "")",
+                                        on: transaction)
+                return .finished(.handOff(to: .notify, payment.message))
+            }
+            if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
+            // A newer attempt (or none) is the payment's business now; this message waits like any other.
+            return .retryLater(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
         }
     }
 
     /// Transaction 1: decide what to do, and when sending, commit the `sending` attempt first.
-    private func plan(_ message: StageMessage, transaction: PostgresConnection) throws -> Plan {
+    private func plan(_ message: StageMessage, window: SendWindow, transaction: PostgresConnection) throws -> Plan {
         let payment = try lockedPayment(message, transaction: transaction)
-        switch payment.status {
-        case .authorized, .declined, .failed, .needsReview:
+        let view = try protocolView(payment, transaction: transaction)
+        var gateway = SubmitProtocol.Gateway.ready
+        var endpoint: GatewayEndpoint?
+        var request: GatewayRequest?
+        if payment.status == .prepared || payment.status == .submitting {
+            do {
+                // A status query goes to the site the AUTH went to, not today's configuration.
+                endpoint = try self.endpoint(for: payment, site: payment.status == .submitting ? view.siteReference : nil, transaction: transaction)
+                if !breaker.permits(endpoint!.jwtURL, now: clock()) { gateway = .circuitOpen }
+            } catch StageFailure.permanent(let failure) {
+                gateway = .notConfigured(failure.reason)
+            }
+            if payment.status == .prepared { request = try requests.load(payment.id, on: transaction) }
+        }
+        let decision = machine.plan(snapshot(payment, view: view, gateway: gateway, requestStored: payment.status != .prepared || request != nil))
+        switch decision {
+        case .handOff:
             try cardData.purge(payment.id, on: transaction)
             return .finished(.handOff(to: .notify, payment.message))
-        case .received, .decrypted:
-            throw StageFailure.transient(code: "payment_not_prepared", reason: "payment \(payment.id) is still \(payment.status.rawValue)")
-        case .prepared:
-            if clock().timeIntervalSince(payment.firstReceivedAt) > settings.paymentDeadline {
-                return .finished(try finish(payment, as: .failed, code: "deadline_exceeded",
-                                            detail: "no AUTH sent: payment deadline of \(Int(settings.paymentDeadline))s passed", transaction: transaction))
-            }
-            let endpoint = try self.endpoint(for: payment, transaction: transaction)
-            try requireClosedCircuit(endpoint)
-            guard let request = try requests.load(payment.id, on: transaction) else {
-                throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "missing_gateway_request", reason: "no stored gateway request"))
-            }
+        case .wait(let code, let reason):
+            throw StageFailure.transient(code: code, reason: "payment \(payment.id): \(reason)")
+        case .end(let status, let code, let detail):
+            return .finished(try finish(payment, as: status, code: code, detail: detail, transaction: transaction))
+        case .send:
+            guard let request, let endpoint else { preconditionFailure("the protocol sends only with a request and an endpoint") }
+            let reference = GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: payment.id)
             let attemptId = try attempts.begin(
-                paymentId: payment.id, orderReference: request.orderReference,
-                requestType: request.requestTypes.joined(separator: ","), on: transaction)
+                paymentId: payment.id, orderReference: reference, requestType: request.requestTypes.joined(separator: ","),
+                siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds, on: transaction)
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
-            return .send(attemptId: attemptId, request: request, endpoint: endpoint)
-        case .submitting:
-            guard let attempt = try attempts.latestAuthorization(paymentId: payment.id, on: transaction) else {
-                // `submitting` is only ever entered with an attempt row; without one, nothing was sent.
-                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "no attempt recorded", on: transaction)
-                return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting without an attempt"))
-            }
-            let endpoint: GatewayEndpoint
-            do {
-                endpoint = try self.endpoint(for: payment, transaction: transaction)
-            } catch StageFailure.permanent(let failure) {
-                // An AUTH may be outstanding: the payment cannot simply fail, a person must look.
-                return .finished(try finish(payment, as: .needsReview, code: failure.code,
-                                            detail: "\(failure.reason); AUTH attempt \(attempt.id) unresolved", transaction: transaction))
-            }
-            let settleAfter = attempt.startedAt.addingTimeInterval(client.totalTimeout + settings.reconcileGrace)
-            guard clock() >= settleAfter else {
-                throw StageFailure.transient(code: "awaiting_reconciliation",
-                                             reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(settleAfter)")
-            }
-            try requireClosedCircuit(endpoint)
-            return .query(attemptId: attempt.id, orderReference: attempt.orderReference, endpoint: endpoint)
+            return .send(attemptId: attemptId, request: request, endpoint: endpoint, reference: reference, window: window)
+        case .query(let attemptId):
+            guard let endpoint, let reference = view.orderReference else { preconditionFailure("the protocol queries only an attempt with an endpoint") }
+            return .query(attemptId: attemptId, reference: reference, endpoint: endpoint,
+                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency))
+        case .rearm(let detail):
+            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
+            return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
         }
     }
 
-    /// Transaction 1, set-based: plans a `.send` for every payment of the batch that is plainly ready — `prepared`,
-    /// within its deadline, its merchant's endpoint configured and its circuit closed, its request stored — with
-    /// two statements for the batch (lock and read; attempts, transitions and events). Everything else (`nil`) goes
-    /// through ``plan(_:transaction:)``, which also reports why: a repeated id in the batch, a payment already
-    /// `submitting` or terminal or not yet `prepared`, a missing request, an open circuit, a passed deadline.
-    private func planInBulk(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Plan?] {
+    /// Transaction 1, set-based: plans a `.send` for every payment of the batch the protocol sends for — `prepared`,
+    /// no open attempt, within its deadline, its merchant's endpoint configured and its circuit closed, its request
+    /// stored — with two statements for the batch (lock and read; attempts, transitions and events). Everything else
+    /// (`nil`) goes through ``plan(_:window:transaction:)``, which decides it again under the same locks.
+    private func planInBulk(_ messages: [StageMessage], window: SendWindow, transaction: PostgresConnection) throws -> [Plan?] {
         let candidates = try SubmitPlanStatement.lock(messages.map(\.paymentId), requests: requests, on: transaction)
-        let now = clock()
         var endpoints: [String: GatewayEndpoint?] = [:]
         var seen = Set<UUID>()
-        var ready: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint)] = []
+        var ready: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)] = []
         for (index, message) in messages.enumerated() where seen.insert(message.paymentId).inserted {
-            guard let candidate = candidates[message.paymentId], candidate.payment.status == .prepared,
-                  now.timeIntervalSince(candidate.payment.firstReceivedAt) <= settings.paymentDeadline,
-                  let request = candidate.request else { continue }
+            guard let candidate = candidates[message.paymentId], candidate.payment.status == .prepared, let request = candidate.request else { continue }
             let merchantId = candidate.payment.merchantId
             if endpoints[merchantId] == nil {
                 do {
-                    endpoints[merchantId] = .some(try endpoint(for: candidate.payment, transaction: transaction))
+                    endpoints[merchantId] = .some(try endpoint(for: candidate.payment, site: nil, transaction: transaction))
                 } catch StageFailure.permanent {
                     endpoints[merchantId] = .some(nil)
                 }
             }
-            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.jwtURL, now: now) else { continue }
-            ready.append((index, request, endpoint))
+            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.jwtURL, now: clock()) else { continue }
+            let snapshot = SubmitProtocol.Snapshot(
+                status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
+                latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) })
+            guard machine.plan(snapshot) == .send else { continue }
+            ready.append((index, request, endpoint, GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
         var plans = [Plan?](repeating: nil, count: messages.count)
         guard !ready.isEmpty else { return plans }
         let attemptIds = try SubmitPlanStatement.begin(ready.map {
-            SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.request.orderReference,
-                                     requestType: $0.request.requestTypes.joined(separator: ","))
-        }, on: transaction)
+            SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.reference,
+                                     requestType: $0.request.requestTypes.joined(separator: ","), siteReference: $0.endpoint.siteReference)
+        }, sendWindow: settings.sendWindow, settleSeconds: settleSeconds, on: transaction)
         for send in ready {
             guard let attemptId = attemptIds[messages[send.index].paymentId] else { continue }
-            plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint)
+            plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference, window: window)
         }
         return plans
     }
 
-    /// Transaction 2, set-based: records every AUTH answer that ends its payment (authorised, declined, permanent
-    /// error, needs review) in one statement for the batch. Everything else (`nil`) goes through
-    /// ``record(_:for:plan:transaction:)``: uncertain and transient answers, queries, a payment no longer
-    /// `submitting`.
+    /// Transaction 2, set-based: records every AUTH answer the protocol ends its payment with (authorised, declined,
+    /// permanent error, needs review) in one statement for the batch, which re-checks in SQL what the protocol
+    /// assumes here: the payment is `submitting` and the attempt is its latest AUTH attempt, still open. Everything
+    /// else (`nil`) goes through ``record(_:for:plan:transaction:)``: uncertain and transient answers, queries, a
+    /// stale attempt, a payment no longer `submitting`.
     private func recordInBulk(_ items: [((message: StageMessage, plan: Plan), Answer)], transaction: PostgresConnection) throws -> [Next?] {
         var seen = Set<UUID>()
         var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
         for (index, (request, answer)) in items.enumerated() {
-            guard case .send(let attemptId, _, _) = request.plan, case .sent(let result) = answer,
-                  TerminalDecision.endsPayment(result.outcome), seen.insert(request.message.paymentId).inserted else { continue }
-            endings.append((index, SubmitRecordStatement.Ending(
-                paymentId: request.message.paymentId, attemptId: attemptId, result: result, decision: TerminalDecision(result))))
+            guard case .send(let attemptId, _, _, _, _) = request.plan, seen.insert(request.message.paymentId).inserted else { continue }
+            let assumed = SubmitProtocol.Snapshot(
+                status: .submitting, firstReceivedAt: .distantPast, now: .distantPast,
+                latest: SubmitProtocol.Attempt(id: attemptId, state: .sending, reconcileAfter: .distantFuture))
+            guard case .end(let result, let terminal) = machine.record(answer, attemptId: attemptId, snapshot: assumed) else { continue }
+            endings.append((index, SubmitRecordStatement.Ending(paymentId: request.message.paymentId, attemptId: attemptId, result: result, decision: terminal)))
         }
         var next = [Next?](repeating: nil, count: items.count)
         guard !endings.isEmpty else { return next }
@@ -293,59 +375,36 @@ public struct SubmitStage: StageHandler {
         return next
     }
 
-    /// Transaction 2 after an AUTH: record the answer and move the payment on.
-    private func recordSend(_ message: StageMessage, attemptId: Int64, result: GatewayResult, transaction: PostgresConnection) throws -> Next {
-        let payment = try lockedPayment(message, transaction: transaction)
-        guard payment.status == .submitting else { return .finished(.handOff(to: payment.status.stage, payment.message)) }
-        switch result.outcome {
-        case .authorized, .declined, .permanentError, .needsReview:
-            try attempts.finish(attemptId, state: .completed, result: result, on: transaction)
-            return .finished(try finish(payment, with: result, transaction: transaction))
-        case .uncertain:
-            try attempts.finish(attemptId, state: .uncertain, result: result, on: transaction)
-            return .retryLater(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
-        case .transient:
-            try attempts.finish(attemptId, state: .notSent, result: result, on: transaction)
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
-            return .retryLater(.transient(code: "gateway_unavailable", reason: result.failureDetail))
-        }
-    }
+    // MARK: Reconciliation
 
-    /// Transaction 2 after a TRANSACTIONQUERY: adopt, re-arm or count the inconclusive answer.
-    private func recordQuery(
-        _ message: StageMessage, attemptId: Int64?, orderReference: String, result: TransactionQueryResult, transaction: PostgresConnection
-    ) throws -> Next {
-        let payment = try lockedPayment(message, transaction: transaction)
-        guard payment.status == .submitting else { return .finished(.handOff(to: payment.status.stage, payment.message)) }
-        try attempts.recordQuery(paymentId: payment.id, orderReference: orderReference, result: result, on: transaction)
-        switch result {
-        case .found(let adopted):
-            if let attemptId { try attempts.finish(attemptId, state: .completed, result: adopted, on: transaction) }
-            return .finished(try finish(payment, with: adopted, transaction: transaction))
-        case .notFound:
-            if let attemptId {
-                try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"), on: transaction)
+    /// Fails every payment stuck in `decrypted` or `prepared` past the payment deadline (`deadline_exceeded`), which
+    /// shreds its card data, so card data is never kept longer than the deadline whichever stage lost the payment.
+    /// The protocol decides (``SubmitProtocol/mayExpire(_:)``): never while an attempt may be in flight. Claims with
+    /// `SKIP LOCKED`, so it never waits for a lane and never races one. Returns the hand-offs to notification.
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
+        try connection.transaction { transaction in
+            let rows = try transaction.query(
+                """
+                SELECT \(PaymentRecord.columns) FROM payments
+                WHERE stage IN ('authorize', 'submit') AND status IN ('decrypted', 'prepared')
+                  AND first_received_at < clock_timestamp() - make_interval(secs => $1)
+                ORDER BY first_received_at LIMIT 500
+                FOR UPDATE SKIP LOCKED
+                """, [settings.paymentDeadline])
+            var ended: [(stage: Stage, message: StageMessage)] = []
+            for row in rows {
+                let payment = try PaymentRecord(row: row)
+                guard machine.mayExpire(snapshot(payment, view: try protocolView(payment, transaction: transaction))) else { continue }
+                let outcome = try finish(payment, as: .failed, code: "deadline_exceeded",
+                                         detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s",
+                                         transaction: transaction)
+                if case .handOff(let stage, let message) = outcome { ended.append((stage, message)) }
             }
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
-            return .again
-        case .inconclusive(let code, let reason):
-            let count = try attempts.inconclusiveQueries(paymentId: payment.id, since: attemptId ?? 0, on: transaction)
-            guard count >= settings.maxInconclusiveQueries else {
-                return .retryLater(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
-            }
-            return .finished(try finish(payment, as: .needsReview, code: "reconciliation_inconclusive",
-                                        detail: "\(count) status queries gave no answer; last: \(code): \(reason)", transaction: transaction))
+            return ended
         }
     }
 
     // MARK: Helpers
-
-    /// Parks the message (payment unchanged, nothing sent) while the endpoint's circuit is open.
-    private func requireClosedCircuit(_ endpoint: GatewayEndpoint) throws {
-        guard breaker.permits(endpoint.jwtURL, now: clock()) else {
-            throw StageFailure.transient(code: "circuit_open", reason: "gateway \(endpoint.jwtURL) is failing; requests paused")
-        }
-    }
 
     private func lockedPayment(_ message: StageMessage, transaction: PostgresConnection) throws -> PaymentRecord {
         guard let payment = try payments.load(message.paymentId, forUpdate: true, on: transaction) else {
@@ -354,19 +413,14 @@ public struct SubmitStage: StageHandler {
         return payment
     }
 
-    private func endpoint(for payment: PaymentRecord, transaction: PostgresConnection) throws -> GatewayEndpoint {
+    /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
+    private func endpoint(for payment: PaymentRecord, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
         let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
         guard let gateway = merchant?.config.gateway, let secret = merchant?.secrets.jwtSecret, !secret.isEmpty else {
             throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
                                                         reason: "merchant \(payment.merchantId) has no gateway settings or JWT secret"))
         }
-        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, jwtUsername: gateway.jwtUsername, secret: secret)
-    }
-
-    /// The terminal status a final gateway result leads to.
-    private func finish(_ payment: PaymentRecord, with result: GatewayResult, transaction: PostgresConnection) throws -> StageOutcome {
-        let decision = TerminalDecision(result)
-        return try finish(payment, as: decision.status, code: decision.errorCode, detail: decision.detail, transaction: transaction)
+        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, jwtUsername: gateway.jwtUsername, secret: secret)
     }
 
     /// Moves the payment to a terminal status, crypto-shreds its card data and hands it to notification.

@@ -6,33 +6,70 @@ extension SubmitStage {
     /// - `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`): opens stored requests and merchant secrets;
     /// - `PAYPIPE_GATEWAY_CONNECT_TIMEOUT` (5s), `PAYPIPE_GATEWAY_TIMEOUT` (30s, total per call),
     ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https;
-    /// - `PAYPIPE_RECONCILE_GRACE` (30s), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
+    /// - `PAYPIPE_RECONCILE_GRACE` (30s, at least 2s: the margin after an attempt's send deadline plus total timeout
+    ///   before it is queried), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
+    /// - `PAYPIPE_SEND_WINDOW` (5s: an AUTH not sent this long after its attempt was committed is not sent),
+    ///   `PAYPIPE_NOT_FOUND_CONFIRMATIONS` (1: "not found" answers, 10 s apart, required before a resend);
     /// - `PAYPIPE_CIRCUIT_FAILURES` (5), `PAYPIPE_CIRCUIT_OPEN` (30s), `PAYPIPE_MERCHANT_CONCURRENCY` (4),
     ///   `PAYPIPE_GATEWAY_CONCURRENCY` (8: calls in flight per worker, each thread with a keep-alive connection);
     /// - `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
-    public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> SubmitStage {
+    public static func fromEnvironment(
+        _ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry? = nil
+    ) throws -> SubmitStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let vault = DataVault(keyring: keyring)
         let http = HTTPClientConfiguration(
             connectTimeout: try environment.seconds("PAYPIPE_GATEWAY_CONNECT_TIMEOUT", default: 5, range: 0.1...120),
-            totalTimeout: try environment.seconds("PAYPIPE_GATEWAY_TIMEOUT", default: 30, range: 0.2...600),
+            totalTimeout: try gatewayTimeout(environment),
             caCertificatePath: environment.raw("PAYPIPE_GATEWAY_CA_FILE"))
         let settings = SubmitSettings(
-            reconcileGrace: try environment.seconds("PAYPIPE_RECONCILE_GRACE", default: 30, range: 0...3600),
+            reconcileGrace: try reconcileGrace(environment),
             maxInconclusiveQueries: try environment.integer("PAYPIPE_MAX_STATUS_QUERIES", default: 5, range: 1...100),
             paymentDeadline: try environment.seconds("PAYPIPE_PAYMENT_DEADLINE", default: 600, range: 1...86_400),
             circuitFailureThreshold: try environment.integer("PAYPIPE_CIRCUIT_FAILURES", default: 5, range: 1...1000),
             circuitOpenSeconds: try environment.seconds("PAYPIPE_CIRCUIT_OPEN", default: 30, range: 0...3600),
             merchantConcurrency: try environment.integer("PAYPIPE_MERCHANT_CONCURRENCY", default: 4, range: 1...256),
-            callConcurrency: try environment.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: 8, range: 1...256))
+            callConcurrency: try environment.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: 8, range: 1...256),
+            sendWindow: try sendWindow(environment),
+            notFoundConfirmations: try environment.integer("PAYPIPE_NOT_FOUND_CONFIRMATIONS", default: 1, range: 1...10))
+        if configuration.concurrency * configuration.batchSize > settings.callConcurrency {
+            // Safe (the send window refuses an AUTH that queued too long), but such AUTHs are re-planned, not sent.
+            logger.warning("submit_batches_exceed_gateway_concurrency", [
+                ("lanes", .int(configuration.concurrency)), ("batchSize", .int(configuration.batchSize)),
+                ("gatewayConcurrency", .int(settings.callConcurrency)),
+            ])
+        }
         let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
         logger.info("submit_configured", [
             ("gatewayTimeout", .double(http.totalTimeout)), ("reconcileGrace", .double(settings.reconcileGrace)),
-            ("paymentDeadline", .double(settings.paymentDeadline)),
+            ("paymentDeadline", .double(settings.paymentDeadline)), ("sendWindow", .double(settings.sendWindow)),
+            ("notFoundConfirmations", .int(settings.notFoundConfirmations)),
         ])
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             cardData: CardDataStore(vault: vault), requests: GatewayRequestStore(vault: vault),
-            client: TrustPaymentsClient(http: http), settings: settings)
+            client: TrustPaymentsClient(http: http), settings: settings, registry: registry)
+    }
+
+    /// The least `PAYPIPE_RECONCILE_GRACE`: an AUTH's `exp` is rounded up to the second after its send deadline plus
+    /// the total timeout, and the gateway's clock may differ from the database's by about a second.
+    public static let minimumReconcileGrace: Double = 2
+
+    static func gatewayTimeout(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
+        try environment.seconds("PAYPIPE_GATEWAY_TIMEOUT", default: 30, range: 0.2...600)
+    }
+
+    static func reconcileGrace(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
+        try environment.seconds("PAYPIPE_RECONCILE_GRACE", default: 30, range: minimumReconcileGrace...3600)
+    }
+
+    static func sendWindow(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
+        try environment.seconds("PAYPIPE_SEND_WINDOW", default: 5, range: 0.1...600)
+    }
+
+    /// Seconds from an attempt's start to its reconciliation with this environment's settings: send window + gateway
+    /// timeout + grace. A re-drive sooner finds the attempt still possibly in flight (`paypipe reconcile` refuses).
+    public static func reconciliationSeconds(_ environment: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) -> Double {
+        try sendWindow(environment) + gatewayTimeout(environment) + reconcileGrace(environment)
     }
 }

@@ -4,13 +4,13 @@ import Pipeline
 ///
 /// Why a type: the per-message recording (`SubmitStage.finish(_:with:transaction:)`) and the set-based one
 /// (``SubmitRecordStatement``) must write exactly the same columns and audit rows; both read them from here.
-struct TerminalDecision: Sendable, Equatable {
-    let status: PaymentStatus
-    let errorCode: String?
-    let detail: String?
+public struct TerminalDecision: Sendable, Equatable {
+    public let status: PaymentStatus
+    public let errorCode: String?
+    public let detail: String?
 
     /// Any answer taken as final: `uncertain` and `transient` ones (an adopted query result) end `failed`.
-    init(_ result: GatewayResult) {
+    public init(_ result: GatewayResult) {
         switch result.outcome {
         case .authorized:
             self.init(status: .authorized, errorCode: nil, detail: result.transactionReference.map { "transaction \($0)" })

@@ -21,41 +21,45 @@ public struct TrustPaymentsClient: PaymentGateway {
         self.clockSkew = clockSkew
     }
 
-    /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH), expiring
-    /// (`exp`) once this call has certainly timed out: ``requestLifetime(totalTimeout:)``.
+    /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH). With a
+    /// ``SendWindow``, the request's bytes never leave after its deadline (the send gate refuses on the pool thread,
+    /// certain-not-sent) and the JWT's `exp` is derived from it; without one, `exp` is ``requestLifetime(totalTimeout:)``
+    /// after `now`, as before.
     public func authorize(
-        claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date(),
-        using client: HTTPClient
+        claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date,
+        window: SendWindow?, using client: HTTPClient
     ) -> GatewayResult {
-        let jwt = TrustPaymentsClaimsBuilder.signedJWT(
-            claims: claims, secret: endpoint.secret, issuedAt: now, expiresIn: Self.requestLifetime(totalTimeout: totalTimeout))
-        switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, client: client) {
+        let lifetime = window.map { Int64(($0.expiresAt.timeIntervalSince(now) + totalTimeout).rounded(.up)) + 1 }
+            ?? Self.requestLifetime(totalTimeout: totalTimeout)
+        let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now, expiresIn: max(1, lifetime))
+        switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
         case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
         case .failure(let failure): return failure.result
         }
     }
 
-    /// Seconds from `iat` to the AUTH's `exp`: the whole-second total timeout plus one, because `iat` is rounded down —
-    /// so `exp` never falls before the client gave up (an answer refused as expired while the client still waits
-    /// would be misread), and is at most `timeout + 1` s after the send.
+    /// Seconds from `iat` to the AUTH's `exp` when no send window is given: the whole-second total timeout plus one,
+    /// because `iat` is rounded down, so `exp` never falls before the client gave up.
     ///
-    /// Why: an AUTH the client gave up on may still be queued at the gateway. Were it processed after the status
-    /// query answered "not found", the resend would charge twice (`scripts/chaos` found exactly that). A gateway that
-    /// refuses expired request JWTs cannot act on it after `exp`, and the submit stage queries only after
-    /// `started + timeout + PAYPIPE_RECONCILE_GRACE`, i.e. after `exp` as long as the grace exceeds 1 s plus the
-    /// gateway's clock skew. [UNCONFIRMED] that Trust Payments enforces `exp` on request JWTs; the simulator does.
+    /// With a send window, `exp` is the send deadline plus the total timeout (plus one for rounding): a gateway that
+    /// refuses expired request JWTs cannot act on the AUTH after that, which is before the attempt's reconciliation
+    /// time (`send deadline + total timeout + margin`, margin at least 2 s). Defence in depth only: it is
+    /// [UNCONFIRMED] that Trust Payments enforces `exp` on request JWTs (the simulator does), which is why the send
+    /// gate, not `exp`, is what guarantees that no AUTH leaves late.
     public static func requestLifetime(totalTimeout: Double) -> Int64 {
         Int64(totalTimeout.rounded(.up)) + 1
     }
 
-    /// Asks which transactions the gateway holds for `orderReference` on the endpoint's site.
+    /// Asks which transactions the gateway holds for `orderReference` on the endpoint's site; a record is adopted only
+    /// if it matches `expected`.
     public func queryTransaction(
-        orderReference: String, endpoint: GatewayEndpoint, requestId: String, now: Date = Date(), using client: HTTPClient
+        orderReference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        using client: HTTPClient
     ) -> TransactionQueryResult {
         let claims = Self.queryClaims(orderReference: orderReference, endpoint: endpoint)
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
-        switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId, client: client) {
-        case .success(let claims): return GatewayResponseMapper.queryResult(fromClaims: claims)
+        switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId, gate: nil, client: client) {
+        case .success(let claims): return GatewayResponseMapper.queryResult(fromClaims: claims, expected: expected)
         case .failure(let failure): return .inconclusive(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed")
         }
     }
@@ -92,15 +96,20 @@ public struct TrustPaymentsClient: PaymentGateway {
     }
 
     /// POSTs the envelope and returns the verified claims of the answer.
-    func exchange(jwt: String, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, client: HTTPClient) -> Result<JSONValue, Failure> {
+    func exchange(
+        jwt: String, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, gate: HTTPSendGate?, client: HTTPClient
+    ) -> Result<JSONValue, Failure> {
         let body = Self.envelope(jwt: jwt, alias: endpoint.jwtUsername, requestTypes: requestTypes, requestId: requestId).serialized()
         let request = HTTPRequest(method: "POST", url: endpoint.jwtURL, headers: [
             HTTPHeader(name: "Content-Type", value: "application/json;charset=utf-8"),
             HTTPHeader(name: "Accept", value: "application/json"),
-        ], body: body)
+        ], body: body, sendGate: gate)
         let response: HTTPResponse
         do {
             response = try client.send(request)
+        } catch HTTPClientError.refusedBeforeSending(let reason) {
+            // Not an endpoint failure (the circuit breaker ignores it): the request waited too long on our side.
+            return .failure(Failure(result: .local(.transient, code: "paypipe.send_window", message: "not sent: \(reason)")))
         } catch {
             let outcome: GatewayOutcome = error.requestMayHaveBeenSent ? .uncertain : .transient
             return .failure(Failure(result: .local(outcome, code: "paypipe.transport", message: error.description)))
@@ -110,7 +119,11 @@ public struct TrustPaymentsClient: PaymentGateway {
             return .failure(Failure(result: .local(.uncertain, code: "paypipe.invalid_response", message: "answer is not a {\"jwt\": …} object")))
         }
         do {
-            let verified = try JWTVerifier(key: Array(endpoint.secret.utf8), algorithms: [.hs256], clockSkew: clockSkew).verify(token)
+            // An answer older than the call itself can be (its whole timeout plus the tolerated skew) is a replay.
+            let verified = try JWTVerifier(
+                key: Array(endpoint.secret.utf8), algorithms: [.hs256], maxAge: Self.maximumAnswerAge(totalTimeout: totalTimeout, clockSkew: clockSkew),
+                clockSkew: clockSkew
+            ).verify(token)
             return .success(verified.claims)
         } catch {
             // Fail closed: an answer we cannot authenticate says nothing, so the outcome stays unknown.
@@ -118,12 +131,17 @@ public struct TrustPaymentsClient: PaymentGateway {
         }
     }
 
-    /// Non-200 statuses: 503 means the gateway did not take the request; 401/403 a credentials problem; any other
-    /// status leaves the outcome unknown.
+    /// The oldest `iat` accepted on an answer: the call's total timeout plus the clock skew.
+    public static func maximumAnswerAge(totalTimeout: Double, clockSkew: Int64) -> Int64 {
+        Int64(totalTimeout.rounded(.up)) + clockSkew
+    }
+
+    /// Non-200 statuses: 401/403 a credentials problem; any other status, 503 included (a proxy in front of the
+    /// gateway may answer it after forwarding the request), leaves the outcome unknown.
     static func statusFailure(_ status: Int) -> GatewayResult? {
         switch status {
         case 200: nil
-        case 503: .local(.transient, code: "paypipe.http_503", message: "gateway unavailable (HTTP 503)")
+        case 503: .local(.uncertain, code: "paypipe.http_503", message: "gateway unavailable (HTTP 503)")
         case 401, 403: .local(.permanentError, code: "paypipe.http_\(status)", message: "gateway refused the credentials (HTTP \(status))")
         default: .local(.uncertain, code: "paypipe.http_\(status)", message: "gateway answered HTTP \(status)")
         }

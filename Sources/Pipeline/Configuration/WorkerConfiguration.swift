@@ -45,6 +45,15 @@ public struct WorkerConfiguration: Sendable {
         }
     }
 
+    /// 50, except for submit: a batch's AUTHs are all committed before any is sent, so the lanes' batches together
+    /// should not exceed the worker's gateway calls (`PAYPIPE_GATEWAY_CONCURRENCY`, default 8), or AUTHs wait in the
+    /// call queue (the send window refuses those that wait too long).
+    static func defaultBatchSize(for stage: Stage?, lanes: Int, _ reader: EnvironmentReader) throws(ConfigurationError) -> Int {
+        guard stage == .submit else { return 50 }
+        let calls = try reader.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: 8, range: 1...256)
+        return max(1, calls / max(1, lanes))
+    }
+
     public init(stage: Stage?, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
         amqpURL = reader.string("PAYPIPE_AMQP_URL", default: Self.defaultAMQPURL)
         databaseURL = reader.string("PAYPIPE_DATABASE_URL", default: Self.defaultDatabaseURL)
@@ -52,7 +61,7 @@ public struct WorkerConfiguration: Sendable {
         logLevel = try reader.choice("PAYPIPE_LOG_LEVEL", default: LogLevel.info)
         prefetch = try reader.integer("PAYPIPE_PREFETCH", default: 100, range: 1...5000)
         concurrency = try reader.integer("PAYPIPE_CONCURRENCY", default: 2, range: 1...64)
-        batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: 50, range: 1...1000)
+        batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: Self.defaultBatchSize(for: stage, lanes: concurrency, reader), range: 1...1000)
         heartbeatSeconds = try reader.integer("PAYPIPE_HEARTBEAT_SECONDS", default: 10, range: 2...600)
         metricsPort = try reader.integer("PAYPIPE_METRICS_PORT", default: Self.defaultMetricsPort(for: stage), range: 0...65535)
         metricsHost = reader.string("PAYPIPE_METRICS_HOST", default: "0.0.0.0")

@@ -20,7 +20,9 @@ public enum PaymentStateMachine {
         case .submitting: [.prepared, .authorized, .declined, .failed, .needsReview]
         // An operator closes a review by hand (`paypipe payment resolve`).
         case .needsReview: [.authorized, .declined, .failed]
-        case .authorized, .declined, .failed: []
+        // The gateway authorised a payment PayPipe had failed (a late answer): a person must act.
+        case .failed: [.needsReview]
+        case .authorized, .declined: []
         }
     }
 

@@ -19,6 +19,14 @@ public protocol StageHandler: Sendable, StageHandlerUpkeep {
     /// Implementations must be idempotent: a message redelivered after a crash must find its effect
     /// already applied and return the same hand-off again (so the runtime re-publishes it).
     func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>]
+
+    /// The stage's own part of each reconciler round, after stuck payments are re-driven: e.g. submit fails payments
+    /// that waited past their deadline before any AUTH. Returns the hand-offs to publish; the default does nothing.
+    func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)]
+}
+
+extension StageHandler {
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
 }
 
 /// A stage whose whole effect is a database change (no network call-out).

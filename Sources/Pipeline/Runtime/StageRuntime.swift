@@ -307,6 +307,10 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             guard let connection = connectedDatabase(&database) else { continue }
             observe(reconciler, &failures, on: connection)
             do {
+                let ended = try handler.reconcile(on: connection)
+                if !ended.isEmpty, publishConfirmed(ended.map { router.handOff($0.message, to: $0.stage) }) {
+                    logger.warning("payments_ended_by_reconciler", [("count", .int(ended.count))])
+                }
                 let stuck = try reconciler.claimStuck(on: connection)
                 guard !stuck.isEmpty else { continue }
                 if publishConfirmed(stuck.map { router.handOff($0, to: handler.stage) }) {

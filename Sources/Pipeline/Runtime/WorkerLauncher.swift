@@ -6,7 +6,7 @@ public enum WorkerLauncher {
     /// Runs a worker until signalled. Exit codes: 0 clean stop, 1 in-flight work did not drain in time,
     /// 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start.
     public static func run<Handler: StageHandler>(
-        stage: Stage, environment: EnvironmentReader = EnvironmentReader(),
+        stage: Stage, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry = MetricsRegistry(),
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
         let configuration: WorkerConfiguration
@@ -26,7 +26,8 @@ public enum WorkerLauncher {
         do {
             let handler = try makeHandler(configuration, logger)
             runtime = try StageRuntime(
-                handler: handler, configuration: configuration, logger: logger, hooks: .forWorker(environment: environment))
+                handler: handler, configuration: configuration, logger: logger, registry: registry,
+                hooks: .forWorker(environment: environment))
             try runtime.start()
         } catch let error as ConfigurationError {
             // Stage settings and secret files (data key, permissions) are configuration too: same event, same exit.

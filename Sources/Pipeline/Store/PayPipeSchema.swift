@@ -9,6 +9,7 @@ public enum PayPipeSchema {
         Migration(version: 2, name: "purge card data at terminal status", sql: terminalPurge),
         Migration(version: 3, name: "lean payments indexes", sql: leanIndexes),
         Migration(version: 4, name: "merchant key usage", sql: keyUsage),
+        Migration(version: 5, name: "attempt send deadline, reconciliation time, site and late answers", sql: attemptGuards),
     ]
 
     /// Advisory-lock key for migrations (ASCII "paypipe" as an integer), shared by every PayPipe process.

@@ -65,15 +65,21 @@ public struct PaymentStore: Sendable {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(failure.paymentId) does not exist")
         }
         if !payment.status.isTerminal {
-            try transition(payment.id, from: payment.status, to: .failed, actor: "pipeline",
+            // A `submitting` payment may have an AUTH at the gateway: it never simply fails, a person must look.
+            let target: PaymentStatus = payment.status == .submitting ? .needsReview : .failed
+            try transition(payment.id, from: payment.status, to: target, actor: "pipeline",
                            errorCode: failure.code, detail: failure.reason, on: connection)
         }
         return payment.message
     }
 
     /// Marks a terminal payment as fully handled (notification done): it leaves every queue for good.
-    public func markDone(_ paymentId: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE payments SET stage = 'done', updated_at = clock_timestamp() WHERE id = $1 AND stage = 'notify'", [paymentId])
+    /// With `deliveredStatus`, only while the payment still has the status that was delivered: an operator who resolved
+    /// a `needs_review` payment while its webhook was in flight has queued the new status, which must still go out.
+    public func markDone(_ paymentId: UUID, deliveredStatus: String? = nil, on connection: PostgresConnection) throws {
+        try connection.query(
+            "UPDATE payments SET stage = 'done', updated_at = clock_timestamp() WHERE id = $1 AND stage = 'notify' AND ($2::text IS NULL OR status = $2)",
+            [paymentId, deliveredStatus])
     }
 
     public func appendEvent(

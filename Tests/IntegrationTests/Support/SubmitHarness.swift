@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JWT
 import PaymentStages
 import Pipeline
 import Postgres
@@ -33,8 +34,10 @@ struct SubmitHarness {
     }
 
     /// A payment taken through the real authorize stage to `prepared`, with card data stored.
-    func preparedPayment(amount: Int64, receivedSecondsAgo: Double = 0) throws -> (message: StageMessage, orderReference: String) {
-        let orderReference = "ORD-\(UUID().uuidString.prefix(12))"
+    func preparedPayment(
+        amount: Int64, receivedSecondsAgo: Double = 0, orderReference given: String? = nil
+    ) throws -> (message: StageMessage, orderReference: String) {
+        let orderReference = given ?? "ORD-\(UUID().uuidString.prefix(12))"
         let message = try authorize.insertPayment(
             merchantId: Self.merchantId, amount: amount, currency: "GBP", orderReference: orderReference,
             data: Integration.AuthorizeStageTests.stored(Integration.AuthorizeStageTests.card(amount: amount)))
@@ -51,7 +54,8 @@ struct SubmitHarness {
 
     func makeStage(
         timeout: Double = 1, grace: Double = 0.2, maxQueries: Int = 2, deadline: Double = 600,
-        circuitFailures: Int = 100, circuitOpen: Double = 0.5
+        circuitFailures: Int = 100, circuitOpen: Double = 0.5, merchantConcurrency: Int = 4, callConcurrency: Int = 8,
+        sendWindow: Double = 0.3, notFoundConfirmations: Int = 1, clock: @escaping @Sendable () -> Date = { Date() }
     ) -> SubmitStage {
         let vault = authorize.vault
         return SubmitStage(
@@ -59,7 +63,10 @@ struct SubmitHarness {
             requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: timeout)),
             settings: SubmitSettings(reconcileGrace: grace, maxInconclusiveQueries: maxQueries, paymentDeadline: deadline,
-                                     circuitFailureThreshold: circuitFailures, circuitOpenSeconds: circuitOpen))
+                                     circuitFailureThreshold: circuitFailures, circuitOpenSeconds: circuitOpen,
+                                     merchantConcurrency: merchantConcurrency, callConcurrency: callConcurrency, sendWindow: sendWindow,
+                                     notFoundConfirmations: notFoundConfirmations),
+            clock: clock)
     }
 
     /// One message through the stage's own `process`, as the runtime calls it.
@@ -112,11 +119,28 @@ struct SubmitHarness {
         return try rows[0].decode("live", as: Int64.self) == 0
     }
 
-    /// AUTHs the simulator accepted for `orderReference`, read through its `/_sim/auths` endpoint.
+    /// Moves the payment's attempts `seconds` into the past (as if their reconciliation time had come), instead of
+    /// sleeping through it.
+    func ageAttempts(_ id: UUID, by seconds: Double) throws {
+        let database = try authorize.database()
+        defer { database.close() }
+        try database.query(
+            """
+            UPDATE gateway_attempts SET started_at = started_at - make_interval(secs => $2),
+                   send_deadline = send_deadline - make_interval(secs => $2), reconcile_after = reconcile_after - make_interval(secs => $2)
+            WHERE payment_id = $1
+            """, [id, seconds])
+    }
+
+    /// AUTH records the simulator's ledger holds for order references starting with `prefix` (a per-payment
+    /// reference starts with the merchant's), read in-process.
+    func ledgerAuths(prefix: String) -> [JSONValue] {
+        simulator.ledger.authCounts().keys.filter { $0.hasPrefix(prefix) }.flatMap { simulator.ledger.records(orderReference: $0) }
+    }
+
+    /// AUTHs the simulator accepted for the payment whose merchant reference is `orderReference` (the reference sent
+    /// is that plus a suffix of the payment id).
     func authCount(_ orderReference: String) throws -> Int {
-        let response = try HTTPClient().send(HTTPRequest(url: "\(simulator.baseURL)/_sim/auths?orderreference=\(orderReference)"))
-        guard response.status == 200, let count = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
-              let value = count["count"] as? Int else { throw TestFailure("bad /_sim/auths answer: \(response)") }
-        return value
+        ledgerAuths(prefix: orderReference).count
     }
 }

@@ -1,0 +1,247 @@
+import Foundation
+import Pipeline
+
+/// The submit stage's exactly-once protocol as one pure value: from what a transaction read under the payment's
+/// row lock (``Snapshot``: the payment, its latest AUTH attempt, the status queries since, the database clock) and,
+/// after a call, the gateway's answer, it decides what to do. The database and the HTTP call only carry the
+/// decisions out, in the per-message path (`SubmitStage.plan`/`record`) and in the set-based one
+/// (``SubmitPlanStatement``/``SubmitRecordStatement``, which apply the same decisions and re-check the same guards
+/// in SQL), so no rule is written twice. `SubmitProtocolTests` enumerate every interleaving of competing consumers
+/// against it.
+///
+/// The rules it enforces:
+/// - only the *current* attempt (the payment's latest AUTH attempt, still `sending` or `uncertain`, while the payment
+///   is `submitting`) is ever settled; any other answer is evidence on its own attempt and never moves the payment;
+/// - an open attempt is queried only after its `reconcile_after` (send deadline + total timeout + margin) on the
+///   database clock, when its AUTH can no longer reach the gateway; only a query's "not found" (confirmed
+///   `notFoundConfirmations` times, `confirmationSpacing` apart) lets a new AUTH be planned;
+/// - nothing is sent after the payment deadline; a payment with an open attempt never fails, it goes to review.
+public struct SubmitProtocol: Sendable, Equatable {
+    /// Seconds after the payment was first received after which no AUTH is sent any more (`deadline_exceeded`).
+    public var paymentDeadline: Double
+    /// Inconclusive status queries tolerated before `needs_review`.
+    public var maxInconclusiveQueries: Int
+    /// "Not found" answers required before an attempt counts as never processed (`PAYPIPE_NOT_FOUND_CONFIRMATIONS`).
+    public var notFoundConfirmations: Int
+    /// Least time between two confirming "not found" queries.
+    public static let confirmationSpacing: Double = 10
+
+    public init(paymentDeadline: Double = 600, maxInconclusiveQueries: Int = 5, notFoundConfirmations: Int = 1) {
+        self.paymentDeadline = paymentDeadline
+        self.maxInconclusiveQueries = max(1, maxInconclusiveQueries)
+        self.notFoundConfirmations = max(1, notFoundConfirmations)
+    }
+
+    /// An AUTH attempt as the protocol sees it.
+    public struct Attempt: Sendable, Equatable, Hashable {
+        public var id: Int64
+        public var state: GatewayAttempt.State
+        /// When it may be queried (database clock).
+        public var reconcileAfter: Date
+
+        public init(id: Int64, state: GatewayAttempt.State, reconcileAfter: Date) {
+            self.id = id
+            self.state = state
+            self.reconcileAfter = reconcileAfter
+        }
+
+        public var isOpen: Bool { state == .sending || state == .uncertain }
+    }
+
+    /// Whether the merchant's gateway can be called now.
+    public enum Gateway: Sendable, Equatable, Hashable {
+        case ready
+        case circuitOpen
+        case notConfigured(String)
+    }
+
+    /// What a transaction read about one payment, under its row lock.
+    public struct Snapshot: Sendable, Equatable, Hashable {
+        public var status: PaymentStatus
+        public var firstReceivedAt: Date
+        /// The database's clock (`clock_timestamp()`), never a worker's.
+        public var now: Date
+        /// The payment's latest AUTH attempt.
+        public var latest: Attempt?
+        /// Inconclusive status queries since the latest attempt.
+        public var inconclusiveQueries: Int
+        /// "Not found" status queries since the latest attempt, and when the last one was made.
+        public var notFoundQueries: Int
+        public var lastNotFound: Date?
+        public var gateway: Gateway
+        /// Whether the gateway request to send is stored (and readable).
+        public var requestStored: Bool
+
+        public init(
+            status: PaymentStatus, firstReceivedAt: Date, now: Date, latest: Attempt?, inconclusiveQueries: Int = 0,
+            notFoundQueries: Int = 0, lastNotFound: Date? = nil, gateway: Gateway = .ready, requestStored: Bool = true
+        ) {
+            self.lastNotFound = lastNotFound
+            self.status = status
+            self.firstReceivedAt = firstReceivedAt
+            self.now = now
+            self.latest = latest
+            self.inconclusiveQueries = inconclusiveQueries
+            self.notFoundQueries = notFoundQueries
+            self.gateway = gateway
+            self.requestStored = requestStored
+        }
+
+        /// Whether an answer for attempt `id` may settle the payment.
+        public func isCurrent(_ id: Int64) -> Bool {
+            status == .submitting && latest?.id == id && latest?.isOpen == true
+        }
+    }
+
+    /// The planning transaction's decision.
+    public enum Plan: Sendable, Equatable, Hashable {
+        /// Already terminal: purge what is left and hand to notification again.
+        case handOff
+        /// Nothing to do now: retry the message later (payment unchanged).
+        case wait(code: String, reason: String)
+        /// End the payment without a call.
+        case end(PaymentStatus, code: String, detail: String)
+        /// Record a `sending` attempt, `prepared → submitting`, commit, then send the AUTH.
+        case send
+        /// Ask the gateway what became of the open attempt.
+        case query(attemptId: Int64)
+        /// `submitting` with no open attempt: nothing can be in flight, back to `prepared`, retry later.
+        case rearm(detail: String)
+    }
+
+    /// What came back from a call (the facts only).
+    public enum Answer: Sendable, Equatable {
+        case sent(GatewayResult)
+        case queried(TransactionQueryResult)
+        /// No call slot was free in this worker: the gateway was not asked.
+        case busy(String)
+    }
+
+    /// The recording transaction's decision.
+    public enum Record: Sendable, Equatable {
+        /// A final answer for the current attempt (sent, or adopted by a query): complete it and end the payment.
+        case end(GatewayResult, TerminalDecision)
+        /// No trustworthy answer: mark the attempt `uncertain` and reconcile it later.
+        case uncertain(GatewayResult)
+        /// Certainly not processed (refused before sending): mark it `not_sent`, back to `prepared`, plan again.
+        case notSent(GatewayResult)
+        /// The query confirmed the attempt was never processed: it becomes `not_sent`, back to `prepared`, plan again.
+        case confirmedAbsent
+        /// A "not found" that still needs confirming: recorded, retry later.
+        case awaitConfirmation(found: Int)
+        /// An inconclusive query within the budget: recorded, retry later.
+        case inconclusive(count: Int, code: String, reason: String)
+        /// The query budget is spent: a person must look.
+        case review(count: Int, code: String, reason: String)
+        /// Nothing was asked (no call slot): retry later, no budget spent.
+        case retry(code: String, reason: String)
+        /// The answer is not for the current attempt: stored as evidence on its own attempt, the payment unchanged.
+        /// `lateAuthorization`: the gateway authorised a payment PayPipe ended `failed` (a person must act).
+        case evidence(GatewayResult?, lateAuthorization: Bool)
+    }
+
+    // MARK: Planning
+
+    public func plan(_ snapshot: Snapshot) -> Plan {
+        switch snapshot.status {
+        case .authorized, .declined, .failed, .needsReview:
+            return .handOff
+        case .received, .decrypted:
+            return .wait(code: "payment_not_prepared", reason: "payment is still \(snapshot.status.rawValue)")
+        case .prepared:
+            return planPrepared(snapshot)
+        case .submitting:
+            return planSubmitting(snapshot)
+        }
+    }
+
+    private func planPrepared(_ snapshot: Snapshot) -> Plan {
+        if let latest = snapshot.latest, latest.isOpen {
+            // Not reachable through the protocol (an attempt is closed before `prepared`); never send beside one.
+            return .wait(code: "attempt_open", reason: "AUTH attempt \(latest.id) is \(latest.state.rawValue)")
+        }
+        if isPastDeadline(snapshot) {
+            return .end(.failed, code: "deadline_exceeded", detail: "no AUTH sent: payment deadline of \(Int(paymentDeadline))s passed")
+        }
+        switch snapshot.gateway {
+        case .notConfigured(let reason): return .end(.failed, code: "gateway_not_configured", detail: reason)
+        case .circuitOpen: return .wait(code: "circuit_open", reason: "the gateway is failing; requests paused")
+        case .ready: break
+        }
+        guard snapshot.requestStored else { return .end(.failed, code: "missing_gateway_request", detail: "no stored gateway request") }
+        return .send
+    }
+
+    private func planSubmitting(_ snapshot: Snapshot) -> Plan {
+        guard let attempt = snapshot.latest else { return .rearm(detail: "no attempt recorded") }
+        switch attempt.state {
+        case .notSent: return .rearm(detail: "AUTH attempt \(attempt.id) was not sent")
+        case .completed:
+            // An answer was recorded without ending the payment: never resend on top of it.
+            return .end(.needsReview, code: "attempt_state_inconsistent", detail: "AUTH attempt \(attempt.id) completed while submitting")
+        case .sending, .uncertain: break
+        }
+        guard snapshot.now >= attempt.reconcileAfter else {
+            return .wait(code: "awaiting_reconciliation",
+                         reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(attempt.reconcileAfter)")
+        }
+        switch snapshot.gateway {
+        case .notConfigured(let reason):
+            // An AUTH may be outstanding and cannot be asked about: a person must look.
+            return .end(.needsReview, code: "gateway_not_configured", detail: "\(reason); AUTH attempt \(attempt.id) unresolved")
+        case .circuitOpen: return .wait(code: "circuit_open", reason: "the gateway is failing; requests paused")
+        case .ready: break
+        }
+        if let last = snapshot.lastNotFound, snapshot.now < last.addingTimeInterval(Self.confirmationSpacing) {
+            return .wait(code: "awaiting_confirmation", reason: "a second 'not found' for AUTH attempt \(attempt.id) is due after \(last.addingTimeInterval(Self.confirmationSpacing))")
+        }
+        return .query(attemptId: attempt.id)
+    }
+
+    func isPastDeadline(_ snapshot: Snapshot) -> Bool {
+        snapshot.now.timeIntervalSince(snapshot.firstReceivedAt) > paymentDeadline
+    }
+
+    /// Whether the reconciler may fail a payment stuck before submitting (`decrypted`/`prepared`) for its deadline:
+    /// only when no attempt can be in flight and the last one's reconciliation time has passed.
+    public func mayExpire(_ snapshot: Snapshot) -> Bool {
+        guard snapshot.status == .decrypted || snapshot.status == .prepared, isPastDeadline(snapshot) else { return false }
+        guard let latest = snapshot.latest else { return true }
+        return !latest.isOpen && snapshot.now >= latest.reconcileAfter
+    }
+
+    // MARK: Recording
+
+    /// Decides what an answer for attempt `attemptId` does, given the snapshot re-read under the row lock.
+    public func record(_ answer: Answer, attemptId: Int64, snapshot: Snapshot) -> Record {
+        if case .busy(let reason) = answer { return .retry(code: "merchant_busy", reason: reason) }
+        guard snapshot.isCurrent(attemptId) else {
+            let evidence: GatewayResult? = switch answer {
+            case .sent(let result): result
+            case .queried(.found(let result)): result
+            case .queried, .busy: nil
+            }
+            let late = snapshot.status == .failed && evidence?.outcome == .authorized
+            return .evidence(evidence, lateAuthorization: late)
+        }
+        switch answer {
+        case .sent(let result):
+            switch result.outcome {
+            case .authorized, .declined, .permanentError, .needsReview: return .end(result, TerminalDecision(result))
+            case .uncertain: return .uncertain(result)
+            case .transient: return .notSent(result)
+            }
+        case .queried(.found(let result)):
+            return .end(result, TerminalDecision(result))
+        case .queried(.notFound):
+            let found = snapshot.notFoundQueries + 1
+            return found >= notFoundConfirmations ? .confirmedAbsent : .awaitConfirmation(found: found)
+        case .queried(.inconclusive(let code, let reason)):
+            let count = snapshot.inconclusiveQueries + 1
+            return count >= maxInconclusiveQueries
+                ? .review(count: count, code: code, reason: reason) : .inconclusive(count: count, code: code, reason: reason)
+        case .busy:
+            preconditionFailure("handled above")
+        }
+    }
+}
