@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT", "HTTP"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),

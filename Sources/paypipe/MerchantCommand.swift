@@ -14,7 +14,8 @@ enum MerchantCommand: CLICommand {
                  secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
                  Relative file paths in the document are resolved against the document's folder; outside
                  PAYPIPE_ENV=sandbox every privateKeyFile, and the document itself when it holds secrets, must be
-                 private to this user (chmod 600).
+                 private to this user (chmod 600). The gateway baseUrl must be https:// outside sandbox; sandbox also
+                 allows http:// to loopback and to the hosts in PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS.
           Workers pick changes up within PAYPIPE_MERCHANT_CACHE_TTL (5s). Output never contains secrets.
         """
 
@@ -44,7 +45,9 @@ enum MerchantCommand: CLICommand {
                 if document.containsInlineSecrets {
                     try SecretFile.requirePrivate(path, variable: "--file (holds secrets)", deployment: deployment)
                 }
-                let merchant = try store.apply(document, baseDirectory: base, deployment: deployment, on: connection)
+                let merchant = try store.apply(
+                    document, baseDirectory: base, deployment: deployment,
+                    transport: .fromEnvironment(environment, deployment: deployment), on: connection)
                 print(try summary(merchant))
             case "list":
                 for id in try store.listIds(on: connection) { print(id) }

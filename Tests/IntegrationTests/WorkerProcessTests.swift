@@ -38,6 +38,29 @@ extension Integration {
         #expect(try harness.base.depth("paypipe.authorize") == Int(payments))
     }
 
+    /// Outside sandbox every worker refuses a replacement Apple Pay trust root (exit 78, naming the variable); it used
+    /// to be honoured with a warning, so anyone with the sandbox root's key could mint tokens production accepted.
+    @Test(arguments: ["paypipe-decrypt", "paypipe-authorize", "paypipe-submit", "paypipe-notify"])
+    func productionRefusesAReplacedTrustRoot(worker: String) throws {
+        let harness = try DecryptHarness()
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("trust-root-\(UUID()).log").path
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let process = try ChildProcess.spawn(Self.binaryDirectory + "/" + worker, [], environment: [
+            "PAYPIPE_ENV": "production",
+            "PAYPIPE_AMQP_URL": try TestServices.amqpsURL(), "PAYPIPE_DATABASE_URL": try TestServices.databaseTLSURL(),
+            "PAYPIPE_DATA_KEY_FILE": harness.sandbox.dataKeyPath, "PAYPIPE_APPLEPAY_TRUST_ROOT": harness.sandbox.trustRootPath,
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RECONCILE_INTERVAL": "0",
+        ], logPath: logPath)
+        let status = process.wait(timeout: 20)
+        if status == nil {
+            process.signal(SIGKILL)
+            _ = process.wait()
+        }
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        #expect(status == 78, "\(worker) did not refuse the trust root: \(log)")
+        #expect(log.contains("PAYPIPE_APPLEPAY_TRUST_ROOT"), "\(log)")
+    }
+
     @Test func invalidConfigurationNamesTheVariable() throws {
         let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("decrypt-\(UUID()).log").path
         defer { try? FileManager.default.removeItem(atPath: logPath) }

@@ -5,7 +5,8 @@ extension SubmitStage {
     /// Builds the stage from the environment for `paypipe-submit`:
     /// - `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`): opens stored requests and merchant secrets;
     /// - `PAYPIPE_GATEWAY_CONNECT_TIMEOUT` (5s), `PAYPIPE_GATEWAY_TIMEOUT` (30s, total per call),
-    ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https;
+    ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https, and https is required
+    ///   outside sandbox (sandbox: also loopback and `PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS`, ``CardDataTransportPolicy``);
     /// - `PAYPIPE_RECONCILE_GRACE` (30s), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
     /// - `PAYPIPE_CIRCUIT_FAILURES` (5), `PAYPIPE_CIRCUIT_OPEN` (30s), `PAYPIPE_MERCHANT_CONCURRENCY` (4),
     ///   `PAYPIPE_GATEWAY_CONCURRENCY` (8: calls in flight per worker, each thread with a keep-alive connection);
@@ -33,6 +34,8 @@ extension SubmitStage {
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             cardData: CardDataStore(vault: vault), requests: GatewayRequestStore(vault: vault),
-            client: TrustPaymentsClient(http: http), settings: settings)
+            client: TrustPaymentsClient(
+                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment)),
+            settings: settings)
     }
 }

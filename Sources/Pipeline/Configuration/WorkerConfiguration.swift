@@ -75,6 +75,8 @@ public struct WorkerConfiguration: Sendable {
         try Self.validateURL(amqpURL, variable: "PAYPIPE_AMQP_URL", schemes: ["amqp", "amqps"])
         try Self.validateURL(databaseURL, variable: "PAYPIPE_DATABASE_URL", schemes: ["postgresql", "postgres"])
         insecureTransportAllowed = try ConnectionSecurityPolicy.enforce(reader, deployment: environment)
+        // Every worker, not only decrypt: a production deployment that sets the sandbox root anywhere is misconfigured.
+        if stage != nil { _ = try TrustRootPolicy.replacementPath(reader, deployment: environment) }
     }
 
     /// Cheap early check so a typo fails at start-up with the variable's name; the client modules parse fully.
