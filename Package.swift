@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
-        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON"]),
+        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
 
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
