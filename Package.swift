@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
 
         // MARK: Runtime
-        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON"]),
+        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),

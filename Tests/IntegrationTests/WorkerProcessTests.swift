@@ -22,6 +22,11 @@ extension Integration {
         ], logPath: logPath)
         defer { try? FileManager.default.removeItem(atPath: logPath) }
         try TestServices.eventually("healthy") { try HTTPProbe.get("http://127.0.0.1:9181/healthz").status == 200 }
+        // Core dumps are off in the running worker (RLIMIT_CORE 0; PR_SET_DUMPABLE 0 is checked in-process by
+        // ProcessHardeningTests): a core file would hold decrypted card data and keys.
+        let limits = try String(contentsOfFile: "/proc/\(worker.pid)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }.map(String.init) ?? ""
+        #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
         let jobs = try (0..<60).map { try harness.job("proc-\($0)", token: harness.token()) }
         try harness.publishJobs(jobs)
         try TestServices.eventually("work started") { try harness.outcome("proc-0") != nil }
