@@ -49,13 +49,13 @@ let package = Package(
         .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
 
         // MARK: Runtime
-        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON"]),
+        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
-        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON"]),
+        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
 
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT", "HTTP"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),

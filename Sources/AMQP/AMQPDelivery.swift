@@ -11,7 +11,8 @@ public struct AMQPDelivery: Sendable, Equatable {
     /// Which connection of the owning consumer received it. Delivery tags are only valid on their
     /// connection, so acks for an older generation are ignored (the broker has requeued those messages).
     public var generation: UInt64
-    /// Quorum queues' `x-delivery-count` header (failed delivery attempts so far), 0 if absent.
+    /// Quorum queues' `x-delivery-count` header (failed delivery attempts so far), 0 if absent. The broker writes it
+    /// only when it redelivers, so on a delivery not marked `redelivered` the header is the publisher's and counts 0.
     public var deliveryCount: Int
 
     public init(body: [UInt8], properties: AMQPProperties, exchange: String, routingKey: String,
@@ -23,6 +24,9 @@ public struct AMQPDelivery: Sendable, Equatable {
         self.redelivered = redelivered
         self.deliveryTag = deliveryTag
         self.generation = generation
-        self.deliveryCount = Int(clamping: properties.headers["x-delivery-count"]?.intValue ?? 0)
+        self.deliveryCount = redelivered ? max(0, Int(clamping: properties.headers[Self.deliveryCountHeader]?.intValue ?? 0)) : 0
     }
+
+    /// The quorum queue's redelivery counter.
+    public static let deliveryCountHeader = "x-delivery-count"
 }

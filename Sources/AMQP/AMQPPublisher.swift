@@ -46,6 +46,23 @@ public final class AMQPPublisher: Sendable {
         }
     }
 
+    /// Publishes every message as its own confirm window, pipelined, and returns each one's outcome (`nil`: confirmed),
+    /// so a caller can tell which of them failed (e.g. which were `.unroutable`). Slower than ``publish(_:timeout:)``
+    /// only by the bookkeeping; meant for the exceptional path, after a batch failed.
+    public func publishEach(_ messages: [AMQPOutboundMessage], timeout: Double) -> [AMQPError?] {
+        let requests = messages.map { AMQPPublishRequest(messages: [$0]) }
+        let deadline: DispatchTime = timeout.isFinite ? .now() + max(0, timeout) : .distantFuture
+        let accepted = requests.map { core.submit($0) }
+        return zip(requests, accepted).map { request, accepted -> AMQPError? in
+            guard accepted else { return .closed }
+            switch request.wait(until: deadline) {
+            case .success?: return nil
+            case .failure(let error)?: return error
+            case nil: return .timeout
+            }
+        }
+    }
+
     /// Publishes one message and waits for its confirm.
     public func publish(_ message: AMQPOutboundMessage, timeout: Double) throws(AMQPError) {
         try publish([message], timeout: timeout)

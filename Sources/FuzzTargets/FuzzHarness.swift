@@ -1,7 +1,10 @@
 import ApplePay
 import Crypto
 import Foundation
+import HTTP
 import JSON
+import JWT
+import PaymentStages
 import Pipeline
 
 /// The function the fuzzer calls for every input, and the unit tests for every regression input.
@@ -31,6 +34,56 @@ public enum FuzzHarness {
         case .x509: x509(payload)
         case .payload: decryptedPayload(payload)
         case .json: json(payload)
+        case .webhookResponse: webhookResponse(payload)
+        case .gatewayResponse: gatewayResponse(payload)
+        }
+    }
+
+    // MARK: Peers' answers
+
+    static func webhookResponse(_ bytes: [UInt8]) -> FuzzOutcome {
+        guard bytes.count >= 2 else { return FuzzOutcome(.webhookResponse, .rejected(code: "too_short")) }
+        let status = 100 + (Int(bytes[0]) << 8 | Int(bytes[1])) % 500
+        var headers: [HTTPHeader] = []
+        for line in bytes.dropFirst(2).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            switch HTTPHeaderLine.parse(line) {
+            case .statusLine: headers.removeAll()
+            case .field(let header): headers.append(header)
+            case .ignored: break
+            }
+        }
+        let retryAfter = headers.value(for: "retry-after")
+        if let seconds = RetryAfter.seconds(retryAfter, now: verificationClock), !(0...RetryAfter.maximumSeconds).contains(seconds) {
+            return FuzzOutcome(.webhookResponse, .oracleFailure("Retry-After gave \(seconds) s, outside 0…\(RetryAfter.maximumSeconds)"))
+        }
+        switch WebhookResponseClass.classify(status: status, retryAfter: retryAfter) {
+        case .delivered, .gone: return FuzzOutcome(.webhookResponse, .accepted)
+        case .retry, .refused: return FuzzOutcome(.webhookResponse, .rejected(code: "retry"))
+        }
+    }
+
+    /// The secret the gateway-response seeds are signed with.
+    public static let gatewaySecret = "fuzz-gateway-secret"
+
+    static func gatewayResponse(_ body: [UInt8]) -> FuzzOutcome {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(body)
+        } catch {
+            return FuzzOutcome(.gatewayResponse, .rejected(code: "invalid_json"), detail: error.description)
+        }
+        // A verified answer's claims and the raw document alike go through the mapper: a gateway holding the secret is
+        // still a peer whose values must not crash a worker.
+        _ = GatewayResponseMapper.result(fromClaims: document)
+        _ = GatewayResponseMapper.queryResult(fromClaims: document)
+        guard let token = document["jwt"]?.stringValue else { return FuzzOutcome(.gatewayResponse, .rejected(code: "no_jwt")) }
+        do {
+            let verified = try JWTVerifier(key: Array(gatewaySecret.utf8), algorithms: [.hs256], clockSkew: 300).verify(token)
+            _ = GatewayResponseMapper.result(fromClaims: verified.claims)
+            _ = GatewayResponseMapper.queryResult(fromClaims: verified.claims)
+            return FuzzOutcome(.gatewayResponse, .accepted)
+        } catch {
+            return FuzzOutcome(.gatewayResponse, .rejected(code: "jwt_rejected"))
         }
     }
 

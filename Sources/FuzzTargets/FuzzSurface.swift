@@ -24,6 +24,13 @@ public enum FuzzSurface: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     case payload = 6
     /// Strict JSON: `JSONValue.parse`, checked for a stable serialize → parse round trip.
     case json = 7
+    /// A webhook endpoint's answer as notify reads it: two bytes of status, then the raw header block, line by line
+    /// through `HTTPHeaderLine.parse` (what the HTTP client does with libcurl's lines), then `RetryAfter.seconds` and
+    /// `WebhookResponseClass.classify`. Oracle: the delay is always within 0…`RetryAfter.maximumSeconds`.
+    case webhookResponse = 8
+    /// A gateway's HTTP body as the submit stage reads it: strict JSON, the `jwt` member verified as HS256 with a fixed
+    /// secret (`JWTVerifier`), and the document's claims through `GatewayResponseMapper` (result and query forms).
+    case gatewayResponse = 9
 
     /// The surface an input's first byte selects.
     public init(selector: UInt8) {
@@ -45,6 +52,8 @@ public enum FuzzSurface: UInt8, CaseIterable, Sendable, CustomStringConvertible 
         case .x509: "x509"
         case .payload: "payload"
         case .json: "json"
+        case .webhookResponse: "webhook_response"
+        case .gatewayResponse: "gateway_response"
         }
     }
 }

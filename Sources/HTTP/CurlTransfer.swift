@@ -95,29 +95,14 @@ final class CurlTransfer {
         return true
     }
 
-    /// Parses one raw header line. A status line starts a new response (interim 1xx, or the next redirect hop), so
-    /// only the final response's fields are kept.
+    /// One raw header line. A status line starts a new response (interim 1xx, or the next redirect hop), so only the
+    /// final response's fields are kept.
     private func appendHeaderLine(_ line: UnsafeRawBufferPointer) {
-        var bytes = line[...]
-        while let last = bytes.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: "\n") {
-            bytes = bytes.dropLast()
+        switch HTTPHeaderLine.parse(line) {
+        case .statusLine: headers.removeAll(keepingCapacity: true)
+        case .field(let header): headers.append(header)
+        case .ignored: break
         }
-        if bytes.starts(with: "HTTP/".utf8) {
-            headers.removeAll(keepingCapacity: true)
-            return
-        }
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return }
-        let name = String(decoding: bytes[..<colon], as: UTF8.self)
-        let value = String(decoding: Self.trimmingWhitespace(bytes[(colon + 1)...]), as: UTF8.self)
-        headers.append(HTTPHeader(name: name, value: value))
-    }
-
-    private static func trimmingWhitespace(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
-        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        var trimmed = bytes
-        while let first = trimmed.first, isSpace(first) { trimmed = trimmed.dropFirst() }
-        while let last = trimmed.last, isSpace(last) { trimmed = trimmed.dropLast() }
-        return trimmed
     }
 
     private static func transfer(_ context: UnsafeMutableRawPointer?) -> CurlTransfer {

@@ -28,7 +28,8 @@ enum DLQCommand: CLICommand {
                   workers, or for messages the broker dead-lettered (delivery limit), the first x-death entry.
                   The dead-letter headers are dropped. Each message is acked in the DLQ only after the broker
                   confirmed its re-publication (at-least-once; the pipeline is idempotent on jobId/paymentId).
-                  Messages with no known origin are left in the DLQ and reported.
+                  Messages with no known origin, or one that is not an exchange the pipeline declares (paypipe.jobs,
+                  paypipe.stages, paypipe.results), are left in the DLQ and reported.
           Exit codes: 0 ok, 1 some messages could not be replayed, 64 usage, 69 broker unavailable.
         """
 
@@ -141,6 +142,12 @@ enum DLQCommand: CLICommand {
             }
             guard let (exchange, routingKey) = origin(delivery) else {
                 printError("paypipe: \(delivery.properties.messageId ?? "a message without id") has no known origin; left in the DLQ")
+                kept.append(delivery)
+                stranded += 1
+                continue
+            }
+            guard PipelineTopology.isReplayTarget(exchange: exchange) else {
+                printError("paypipe: \(delivery.properties.messageId ?? "a message without id") came from '\(exchange.isEmpty ? "(default)" : exchange)', not an exchange of the pipeline; left in the DLQ")
                 kept.append(delivery)
                 stranded += 1
                 continue

@@ -16,7 +16,8 @@ enum MerchantCommand: CLICommand {
                  secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
                  Relative file paths in the document are resolved against the document's folder; outside
                  PAYPIPE_ENV=sandbox every privateKeyFile, and the document itself when it holds secrets, must be
-                 private to this user (chmod 600).
+                 private to this user (chmod 600). The gateway baseUrl must be https:// outside sandbox; sandbox also
+                 allows http:// to loopback and to the hosts in PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS.
           certs  every merchant's payment-processing certificates (identities[]) and merchant-identity certificate
                  (merchantIdentityCertificateFile) with their expiry and the days left (Apple certificates last
                  25 months; renew from 30 days before).
@@ -52,7 +53,9 @@ enum MerchantCommand: CLICommand {
                 if document.containsInlineSecrets {
                     try SecretFile.requirePrivate(path, variable: "--file (holds secrets)", deployment: deployment)
                 }
-                let merchant = try store.apply(document, baseDirectory: base, deployment: deployment, on: connection)
+                let merchant = try store.apply(
+                    document, baseDirectory: base, deployment: deployment,
+                    transport: .fromEnvironment(environment, deployment: deployment), on: connection)
                 print(try summary(merchant))
             case "list":
                 for id in try store.listIds(on: connection) { print(id) }

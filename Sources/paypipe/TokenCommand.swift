@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import Dispatch
 import Foundation
+import Pipeline
 import Synchronization
 
 /// `paypipe token decrypt|mint|bench`: operator tools around the ApplePay module.
@@ -23,6 +24,7 @@ enum TokenCommand: CLICommand {
         bench --work-factor N decrypts each counted token N times (default 1): scripts/bench's proof that its guard
         catches an N-times slower decrypt.
         Without --trust-root, PAYPIPE_APPLEPAY_TRUST_ROOT (a PEM path) is used if set, else the pinned Apple Root CA - G3.
+        PAYPIPE_APPLEPAY_TRUST_ROOT is honoured only with PAYPIPE_ENV=sandbox: otherwise decrypt and bench exit 78.
         """
 
     static func run(arguments: [String]) -> Int32 {
@@ -230,9 +232,17 @@ enum TokenCommand: CLICommand {
         return MerchantKeyring(identities: identities)
     }
 
-    /// The `--trust-root` PEM, else the environment's, else Apple's pinned root.
+    /// The `--trust-root` PEM, else the environment's (sandbox only, as for the workers), else Apple's pinned root.
     private static func trustRoot(_ options: CommandArguments) throws(TokenCommandError) -> TrustRoot {
-        guard let path = options.value("--trust-root") ?? ProcessInfo.processInfo.environment["PAYPIPE_APPLEPAY_TRUST_ROOT"] else {
+        let environment = EnvironmentReader()
+        let fromEnvironment: String?
+        do {
+            let deployment = try environment.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
+            fromEnvironment = try TrustRootPolicy.replacementPath(environment, deployment: deployment)
+        } catch {
+            throw .configuration(code: "trust_root_refused", message: error.description)
+        }
+        guard let path = options.value("--trust-root") ?? fromEnvironment else {
             return .appleRootCAG3
         }
         do {

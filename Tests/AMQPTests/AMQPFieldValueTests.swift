@@ -52,6 +52,18 @@ struct AMQPFieldValueTests {
         #expect(fresh.deliveryCount == 0)
     }
 
+    /// The broker writes `x-delivery-count` only when it redelivers; on a first delivery the header is whatever the
+    /// publisher put there, so it counts for nothing (a forged 25 would dead-letter a fresh job as a crash loop).
+    @Test func aPublishersDeliveryCountIsIgnored() {
+        let forged = AMQPProperties(headers: ["x-delivery-count": .int(25)])
+        let first = AMQPDelivery(body: [], properties: forged, exchange: "paypipe.jobs", routingKey: "q",
+                                 redelivered: false, deliveryTag: 1, generation: 1)
+        #expect(first.deliveryCount == 0)
+        let negative = AMQPDelivery(body: [], properties: AMQPProperties(headers: ["x-delivery-count": .int(-4)]),
+                                    exchange: "", routingKey: "q", redelivered: true, deliveryTag: 1, generation: 1)
+        #expect(negative.deliveryCount == 0)
+    }
+
     @Test func backoffIsCappedExponentialWithFullJitter() {
         let backoff = AMQPBackoff()
         #expect(backoff.ceiling(forAttempt: 1) == 0.2)

@@ -62,8 +62,19 @@ import Testing
     @Test func selectorByteRoutesEveryValue() {
         #expect(FuzzSurface(selector: 0) == .job)
         #expect(FuzzSurface(selector: 3) == .cms)
-        #expect(FuzzSurface(selector: 8) == .job)
-        #expect(FuzzSurface(selector: 255) == .json)
+        #expect(FuzzSurface(selector: 8) == .webhookResponse)
+        #expect(FuzzSurface(selector: 9) == .gatewayResponse)
+        #expect(FuzzSurface(selector: 10) == .job)
+        #expect(FuzzSurface(selector: 255) == .x509)  // 255 % 10
         #expect(FuzzHarness.run([]).code == "job:empty_input")
+    }
+
+    /// The peers' answers: a hostile endpoint's huge Retry-After (which trapped notify) and a gateway answer signed with
+    /// the seed secret go through the same code the workers run.
+    @Test func peerAnswersAreClassified() {
+        let huge = FuzzSurface.webhookResponse.framed([0x01, 0x93] + Array("Retry-After: 9223372036854775807\r\n".utf8))
+        #expect(FuzzHarness.run(huge).code == "webhook_response:retry")
+        #expect(FuzzHarness.run(FuzzSurface.webhookResponse.framed([0x00, 100])).code == "webhook_response:accepted")  // 200
+        #expect(FuzzHarness.run(FuzzSurface.gatewayResponse.framed(Array("[]".utf8))).code == "gateway_response:no_jwt")
     }
 }

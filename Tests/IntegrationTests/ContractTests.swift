@@ -209,7 +209,7 @@ extension Integration {
             document.id = merchant
             let database = try TestServices.database()
             defer { database.close() }
-            try MerchantStore(vault: harness.vault).apply(document, baseDirectory: URL(fileURLWithPath: harness.sandbox.directory), on: database)
+            try MerchantStore(vault: harness.vault).apply(document, baseDirectory: URL(fileURLWithPath: harness.sandbox.directory), deployment: .sandbox, on: database)
 
             let replay = try ChildProcess.runCapturingOutput(Self.paypipe, ["dlq", "replay", "decrypt"], environment: Self.serviceEnvironment)
             #expect(replay.status == 0, "\(replay.text)")

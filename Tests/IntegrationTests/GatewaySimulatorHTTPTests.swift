@@ -27,7 +27,7 @@ extension Integration {
         ]]
     }
 
-    static let client = TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 3))
+    static let client = TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 3), transport: .init(deployment: .sandbox))
 
     @Test func clientAndSimulatorAgreeOnEveryOutcome() throws {
         try Self.withSimulator { simulator, endpoint in

@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import HTTP
 import JSON
 import PaymentStages
 import Pipeline
@@ -129,6 +130,28 @@ extension Integration {
             }
         }
 
+        /// A hostile endpoint answering `Retry-After: 9223372036854775807` trapped `Int(seconds)` (the delay did not
+        /// fit an Int once made a Double), crash-looping notify for every merchant. The delay is clamped instead.
+        @Test func aHugeRetryAfterIsClampedAndTheWorkerKeepsDelivering() throws {
+            try withNotify(maxRetries: 5) { harness, receiver in
+                receiver.script([503])
+                receiver.respond(with: [HTTPHeader("Retry-After", "9223372036854775807")])
+                let message = try harness.insertPayment(status: .declined)
+                try harness.publish([message])
+                try TestServices.eventually("the first attempt recorded") { try !harness.deliveries(message.paymentId).isEmpty }
+                let first = try #require(try harness.deliveries(message.paymentId).first)
+                #expect(first.outcome == "retrying")
+                #expect(first.error == "http_503 retry-after=86400s")
+                // The worker is alive: another merchant's endpoint still gets its delivery.
+                let other = try WebhookTestReceiver(secret: NotifyHarness.secret)
+                defer { other.stop() }
+                let next = try harness.insertPayment(status: .authorized, notifyURL: other.url)
+                try harness.publish([next])
+                try harness.waitDone(next.paymentId)
+                #expect(other.requests.count == 1)
+            }
+        }
+
         @Test func exhaustedRetriesDeadLetterAndRecordFailure() throws {
             try withNotify(maxRetries: 2) { harness, receiver in
                 receiver.script([], then: 500)
@@ -182,6 +205,32 @@ extension Integration {
                 #expect(deliveries.first?.error?.hasPrefix("ssrf_refused") == true)
                 #expect(try harness.drain(harness.resultsQueue).count == 1)
             }
+        }
+
+        /// DNS rebinding: the guard's lookup says "public", libcurl's own lookup of the same name gives loopback. With
+        /// PAYPIPE_WEBHOOK_ALLOW_PRIVATE=0 the POST used to reach the internal address; the connected-address check
+        /// refuses it before any byte is sent, and the delivery is recorded as refused. Only loopback is contacted.
+        @Test func aRebindingHostIsRefusedAtTheConnectedAddress() throws {
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { receiver.stop() }
+            #expect(try !NotifyStage.allowsPrivateTargets(.production, environment: EnvironmentReader(["PAYPIPE_WEBHOOK_ALLOW_PRIVATE": "0"])))
+            let rebinding = WebhookURLGuard(allowPrivate: false, resolve: { host in
+                host == "localhost" ? [IPAddress("93.184.216.34")!] : []
+            })
+            #expect(rebinding.check(receiver.url(host: "localhost")) == .allowed, "the guard's lookup is fooled")
+            try harness.applyMerchant(webhookURL: receiver.url(host: "localhost"))
+            let runtime = try harness.startedRuntime(urlGuard: rebinding)
+            defer { runtime.stopAndWait() }
+            let message = try harness.insertPayment(status: .authorized)
+            try harness.publish([message])
+            try harness.waitDone(message.paymentId)
+            #expect(receiver.requests.isEmpty, "the receiver never saw the POST")
+            let deliveries = try harness.deliveries(message.paymentId)
+            #expect(deliveries.map(\.outcome) == ["failed"])
+            #expect(deliveries.first?.error?.hasPrefix("ssrf_refused: connected to internal address") == true, "\(deliveries)")
+            #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.authorized"])
         }
 
         @Test func jobNotifyURLOverridesTheMerchantWebhook() throws {

@@ -51,7 +51,9 @@ extension Integration {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let sandbox = try SandboxEnvironment.open(directory: directory)
         let vault = DataVault(keyring: try DataKeyring.load(EnvironmentReader(["PAYPIPE_DATA_KEY_FILE": sandbox.dataKeyPath]), deployment: .sandbox))
-        let document = sandbox.merchantDocument()
+        var document = sandbox.merchantDocument()
+        // Production takes only an https:// gateway (card data); the sandbox document's is the local simulator.
+        document.gateway?.baseUrl = "https://webservices.securetrading.net"
         let keyPath = directory + "/" + (try #require(document.identities.first?.privateKeyFile))
         let database = try TestServices.database()
         defer { database.close() }
@@ -77,7 +79,8 @@ extension Integration {
         try TestServices.resetDatabase()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("merchant-doc-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let sandbox = try SandboxEnvironment.open(directory: directory)
+        // Production takes only an https:// gateway (card data), so this document names one.
+        let sandbox = try SandboxEnvironment.open(directory: directory, endpoints: .init(gatewayURL: "https://webservices.securetrading.net"))
         let environment = [
             "PAYPIPE_ENV": "production", "PAYPIPE_DATABASE_URL": try TestServices.databaseTLSURL(),
             "PAYPIPE_DATA_KEY_FILE": sandbox.dataKeyPath,

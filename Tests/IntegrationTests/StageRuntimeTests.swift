@@ -54,6 +54,66 @@ extension Integration {
         #expect(try harness.statuses()["decrypted"] == 1, "the payment itself is untouched")
     }
 
+    /// A publisher's `x-delivery-count: 25` dead-lettered a first delivery as a crash loop, its `x-paypipe-retries: 2`
+    /// used up the retries before the first attempt, and `x-paypipe-retries: -1` trapped the worker (`delays[-1]`).
+    @Test func publisherHeadersDoNotSteerTheRuntime() throws {
+        let harness = try RuntimeHarness()
+        let payments = try harness.makePayments(2)
+        harness.stage.controls.withLock { controls in
+            for payment in payments { controls.transientFailures[payment.paymentId] = 1 }
+        }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publish([payments[0].encoded()], exchange: "", routingKey: "paypipe.authorize",
+                            headers: [DeliveryRouter.Header.retries: .int(2), "x-delivery-count": .int(25)])
+        try harness.publish([payments[1].encoded()], exchange: "", routingKey: "paypipe.authorize",
+                            headers: [DeliveryRouter.Header.retries: .int(-1)])
+        try TestServices.eventually("both payments prepared after one retry each") { try harness.statuses()["prepared"] == 2 }
+        #expect(harness.stage.controls.withLock { $0.handled } == 4)
+        #expect(try harness.depth("paypipe.authorize.dlq") == 0)
+    }
+
+    /// A hand-off whose queue was deleted under a running worker came back unroutable on every attempt: the
+    /// publisher declares the topology only when it connects, so the runtime retried the same publish forever.
+    @Test func anUnroutableHandOffRedeclaresTheTopologyOnce() throws {
+        let harness = try RuntimeHarness()
+        let payment = try harness.makePayments(1)[0]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try TestServices.eventually("the worker connected") { runtime.health().isHealthy }
+        // The publisher connects (and declares) on its first publish; make sure that happened before the deletion.
+        try harness.publish([payment])
+        try TestServices.eventually("first hand-off") { try harness.depth("paypipe.submit") == 1 }
+        _ = try harness.drain("paypipe.submit")
+        let admin = try TestServices.amqp()
+        _ = try admin.deleteQueue("paypipe.submit")
+        admin.close()
+        let second = try harness.makePayments(1)[0]
+        try harness.publish([second], declaring: false)
+        try TestServices.eventually("the hand-off routed after re-declaring") { try harness.depth("paypipe.submit") == 1 }
+        #expect(try harness.drain("paypipe.submit").map { try StageMessage.decode($0.body) } == [second])
+        #expect(try harness.depth("paypipe.authorize.dlq") == 0)
+    }
+
+    /// What still has no route after re-declaring is dead-lettered `unroutable` (with where it was going), and the
+    /// delivery acked: it never loops.
+    @Test func aMessageWithNoRouteAfterRedeclaringIsDeadLetteredUnroutable() throws {
+        let harness = try RuntimeHarness()
+        let payments = try harness.makePayments(2)
+        harness.stage.controls.withLock { $0.unroutable = true }
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publish(payments)
+        try TestServices.eventually("dead letters") { try harness.depth("paypipe.authorize.dlq") == 2 }
+        let dead = try harness.drain("paypipe.authorize.dlq")
+        #expect(dead.allSatisfy { $0.properties.headers[DeliveryRouter.Header.errorCode] == .string("unroutable") })
+        #expect(dead.allSatisfy { $0.properties.headers[DeliveryRouter.Header.originalExchange] == .string(PipelineTopology.stagesExchange) })
+        #expect(dead.allSatisfy { $0.properties.headers[DeliveryRouter.Header.originalRoutingKey] == .string("nowhere") })
+        #expect(Set(try dead.map { try StageMessage.decode($0.body).paymentId }) == Set(payments.map(\.paymentId)))
+        try TestServices.eventually("deliveries acked") { try harness.depth("paypipe.authorize") == 0 }
+        #expect(runtime.metrics.registry.value(StageMetrics.Name.deadLettered, labels: ["stage": "authorize", "code": "unroutable"]) == 2)
+    }
+
     @Test func duplicateMessageHasNoSecondEffect() throws {
         let harness = try RuntimeHarness()
         let payment = try harness.makePayments(1)[0]

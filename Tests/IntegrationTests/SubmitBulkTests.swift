@@ -19,7 +19,7 @@ extension Integration {
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
             requests: GatewayRequestStore(vault: vault),
-            client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1)),
+            client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox)),
             settings: SubmitSettings(reconcileGrace: 0.2, maxInconclusiveQueries: 2, circuitFailureThreshold: 100,
                                      circuitOpenSeconds: 0.5, merchantConcurrency: 8, setBased: setBased, sendWindow: 0.3))
     }

@@ -94,7 +94,7 @@ extension Integration {
         #expect(try harness.authCount(order) == 1)
 
         // The client alone: an answer signed with another key is never believed.
-        let forged = TrustPaymentsClient(http: HTTPClientConfiguration(totalTimeout: 2)).queryTransaction(
+        let forged = TrustPaymentsClient(http: HTTPClientConfiguration(totalTimeout: 2), transport: .init(deployment: .sandbox)).queryTransaction(
             orderReference: order,
             endpoint: GatewayEndpoint(baseUrl: harness.simulator.baseURL, siteReference: "test_site12345", jwtUsername: "jwt.paypipe.test", secret: "not-the-secret"),
             requestId: "Q1")
@@ -113,7 +113,7 @@ extension Integration {
         defer { database.close() }
         if sent {
             guard let request = try harness.authorize.storedRequest(message.paymentId) else { throw TestFailure("no stored request") }
-            let result = TrustPaymentsClient(http: HTTPClientConfiguration(totalTimeout: 5)).authorize(
+            let result = TrustPaymentsClient(http: HTTPClientConfiguration(totalTimeout: 5), transport: .init(deployment: .sandbox)).authorize(
                 claims: request.claims, requestTypes: request.requestTypes,
                 endpoint: GatewayEndpoint(baseUrl: harness.simulator.baseURL, siteReference: "test_site12345",
                                           jwtUsername: "jwt.paypipe.test", secret: AuthorizeHarness.jwtSecret),

@@ -99,7 +99,10 @@ extension Integration {
     }
 
     /// `paypipe-decrypt` as production runs it: PAYPIPE_ENV=production (so the connection policy and the key-file
-    /// check apply), amqps:// and verify-full URLs with the non-default user; it must become healthy and decrypt.
+    /// check apply), amqps:// and verify-full URLs with the non-default user, and Apple's pinned root only (production
+    /// refuses a replacement root). It must become healthy and carry a job through both TLS connections: consume it,
+    /// record the payment (a sandbox token does not chain to Apple's root, so it is `failed certificate_invalid`) and
+    /// hand it to notify.
     @Test func productionWorkerOverTLSBecomesHealthyAndProcessesAJob() throws {
         let harness = try DecryptHarness()
         let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("decrypt-tls-\(UUID()).log").path
@@ -108,7 +111,7 @@ extension Integration {
         let worker = try ChildProcess.spawn(WorkerProcessTests.binaryDirectory + "/paypipe-decrypt", [], environment: [
             "PAYPIPE_ENV": "production",
             "PAYPIPE_AMQP_URL": try TestServices.amqpsURL(), "PAYPIPE_DATABASE_URL": try TestServices.databaseTLSURL(),
-            "PAYPIPE_DATA_KEY_FILE": harness.sandbox.dataKeyPath, "PAYPIPE_APPLEPAY_TRUST_ROOT": harness.sandbox.trustRootPath,
+            "PAYPIPE_DATA_KEY_FILE": harness.sandbox.dataKeyPath,
             "PAYPIPE_METRICS_PORT": String(metricsPort), "PAYPIPE_METRICS_HOST": "127.0.0.1",
             "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_RETRY_DELAYS": "300ms",
         ], logPath: logPath)
@@ -126,8 +129,11 @@ extension Integration {
             throw error
         }
         try harness.publishJobs([try harness.job("tls-1", token: harness.token())])
-        try TestServices.eventually("decrypted by the TLS worker") { try harness.outcome("tls-1")?.status == "decrypted" }
-        try TestServices.eventually("handed to authorize") { try harness.base.depth("paypipe.authorize") == 1 }
+        try TestServices.eventually("recorded by the TLS worker") { try harness.outcome("tls-1") != nil }
+        let outcome = try #require(try harness.outcome("tls-1"))
+        #expect(outcome.status == "failed" && outcome.code == "certificate_invalid", "only Apple's root is trusted: \(outcome)")
+        try TestServices.eventually("handed to notify") { try harness.base.depth("paypipe.notify") == 1 }
+        #expect(try harness.base.depth("paypipe.authorize") == 0)
         #expect(!log().contains(try TestServices.amqpsURL()), "the URL with its password is never logged")
         #expect(!log().contains("configuration_invalid"))
     }

@@ -89,6 +89,28 @@ extension Integration {
             #expect(!output.text.contains(Self.pan))
         }
 
+        /// Outside sandbox a replacement trust root is refused (exit 78, naming the variable): with the sandbox root in
+        /// PAYPIPE_APPLEPAY_TRUST_ROOT the minted token used to decrypt in production as if Apple had signed it.
+        @Test func aReplacedTrustRootIsRefusedOutsideSandbox() throws {
+            let sandbox = try Sandbox()
+            defer { sandbox.close() }
+            let root = sandbox.directory.appendingPathComponent("pki/root.cert.pem").path
+            let identity = Array(sandbox.identity.prefix(4)) + ["--now", ISO8601DateFormatter().string(from: Date())]
+            let arguments = ["token", "decrypt", "--token", sandbox.tokenPath] + identity
+            for deployment in ["production", ""] {
+                let refused = try ChildProcess.runCapturingOutput(Self.binary, arguments, environment: [
+                    "PAYPIPE_ENV": deployment, "PAYPIPE_APPLEPAY_TRUST_ROOT": root,
+                ])
+                #expect(refused.status == 78, "\(refused.text)")
+                #expect(refused.text.contains("PAYPIPE_APPLEPAY_TRUST_ROOT"), "\(refused.text)")
+                #expect(!refused.text.contains(Self.pan))
+            }
+            let sandboxed = try ChildProcess.runCapturingOutput(Self.binary, arguments, environment: [
+                "PAYPIPE_ENV": "sandbox", "PAYPIPE_APPLEPAY_TRUST_ROOT": root,
+            ])
+            #expect(sandboxed.status == 0, "\(sandboxed.text)")
+        }
+
         @Test func usageErrorsExit64() throws {
             let sandbox = try Sandbox()
             defer { sandbox.close() }

@@ -47,6 +47,52 @@ import Testing
         #expect(WebhookURLGuard(allowPrivate: false).check(url) != .allowed, "\(url)")
     }
 
+    /// IPv6 spellings that embed or translate to an internal IPv4 address, which the guard let through.
+    @Test(arguments: ["::127.0.0.1", "::10.0.0.5", "::169.254.169.254", "::ffff:0:127.0.0.1", "::ffff:0:169.254.169.254",
+                      "64:ff9b:1::a00:5", "64:ff9b:1:ffff::1", "64:ff9b:1::8.8.8.8"])
+    func ipv6FormsOfInternalAddressesAreInternal(text: String) throws {
+        #expect(try #require(IPAddress(text)).isInternal, "\(text)")
+        #expect(WebhookURLGuard(allowPrivate: false, resolve: { _ in [] }).check("http://[\(text)]/") != .allowed)
+    }
+
+    @Test(arguments: ["8.8.8.8", "::ffff:8.8.8.8", "::ffff:0:8.8.8.8", "64:ff9b::8.8.8.8", "2001:4860:4860::8888"])
+    func publicAddressesStayPublic(text: String) throws {
+        #expect(try !#require(IPAddress(text)).isInternal, "\(text)")
+    }
+
+    /// The connected-address check (DNS rebinding) refuses what the guard refuses, and anything that is not an address.
+    @Test func theSendGateJudgesTheConnectedPeer() throws {
+        let gate = try #require(WebhookURLGuard(allowPrivate: false).sendGate)
+        #expect(gate.check(HTTPConnectedPeer(ip: "127.0.0.1", port: 80)) != nil)
+        #expect(gate.check(HTTPConnectedPeer(ip: "::ffff:10.0.0.5", port: 80)) != nil)
+        #expect(gate.check(HTTPConnectedPeer(ip: "169.254.169.254", port: 80)) != nil)
+        #expect(gate.check(HTTPConnectedPeer(ip: "", port: 0)) != nil)
+        #expect(gate.check(HTTPConnectedPeer(ip: "93.184.216.34", port: 443)) == nil)
+        #expect(WebhookURLGuard(allowPrivate: true).sendGate == nil)
+        #expect(WebhookResponseClass.classify(.refusedBeforeSending("connected to internal address 127.0.0.1"))
+                == .refused(error: "ssrf_refused: connected to internal address 127.0.0.1"))
+    }
+
+    /// Endpoints come from publishers (`notify_url`): the gate's state stays bounded however many there are.
+    @Test func endpointStateIsBounded() {
+        let clock = TestClock()
+        let gate = EndpointGate(failureThreshold: 2, openSeconds: 10, maxWait: 0.05, maxEndpoints: 50, clock: { clock.now })
+        for index in 0..<1_000 {
+            let key = "https://e\(index).example:443"
+            #expect(gate.acquire(endpoint: key) == .acquired(key))
+            gate.release(key, succeeded: index % 2 == 0)
+            #expect(gate.trackedEndpoints <= 50)
+        }
+        // A clean record is not kept at all.
+        let clean = EndpointGate(maxEndpoints: 50)
+        for index in 0..<100 {
+            let key = "https://c\(index).example:443"
+            _ = clean.acquire(endpoint: key)
+            clean.release(key, succeeded: true)
+        }
+        #expect(clean.trackedEndpoints == 0)
+    }
+
     @Test func resolvesLocalhostToLoopback() {
         let addresses = WebhookURLGuard.resolve("localhost")
         #expect(!addresses.isEmpty)
@@ -62,6 +108,15 @@ import Testing
         #expect(RetryAfter.seconds("Wed, 31 Dec 2025 23:00:00 GMT", now: now) == 0)
         #expect(RetryAfter.seconds("soon", now: now) == nil)
         #expect(RetryAfter.seconds(nil, now: now) == nil)
+    }
+
+    /// A hostile endpoint's delay cannot trap the worker: any delay, in seconds or as a far-future date, is clamped.
+    @Test(arguments: ["9223372036854775807", "9223372036854775806", "99999999999", "99999999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"])
+    func clampsHugeRetryAfter(value: String) {
+        let now = Date(timeIntervalSince1970: 1_767_225_600)
+        #expect(RetryAfter.seconds(value, now: now) == 86400)
+        #expect(WebhookResponseClass.classify(status: 503, retryAfter: value)
+                == .retry(error: "http_503 retry-after=86400s"))
     }
 
     @Test func classifiesResponses() {

@@ -28,6 +28,61 @@ import Testing
         }
     }
 
+    /// `x-paypipe-retries: -1` indexed `delays[-1]` and trapped the worker at its first transient failure.
+    @Test(arguments: [Int64.min, -1, Int64(Int32.max), Int64.max])
+    func retryCountsAreClampedToTheSchedule(retries: Int64) {
+        var hostile = delivery()
+        hostile.properties.headers[DeliveryRouter.Header.retries] = .int(retries)
+        let previous = router.previousRetries(of: hostile)
+        #expect((0...router.retrySchedule.maxRetries).contains(previous))
+        let (message, exhausted) = router.retry(hostile, after: .transient(code: "gateway_5xx", reason: "503"))
+        #expect(exhausted == (retries > 0))
+        #expect(message.routingKey == (retries > 0 ? "paypipe.submit.dlq" : "paypipe.submit.retry.1s"))
+    }
+
+    @Test func theScheduleItselfClampsNegativeCounts() {
+        #expect(RetrySchedule(delays: [1, 5], maxRetries: 3).decision(previousRetries: -7) == .retry(tier: 0, delay: 1))
+    }
+
+    /// Only the runtime's own routes (hand-offs and retry tiers, through `paypipe.stages`) may carry the runtime's
+    /// headers; a job from `paypipe.jobs` or a message sent straight to a queue has its `x-paypipe-*` dropped, and a
+    /// first delivery's `x-delivery-count` too, so neither reaches a retry copy or a dead letter.
+    @Test func publisherSetRuntimeHeadersAreDropped() {
+        var properties = AMQPProperties()
+        properties.messageId = "job-1"
+        properties.headers = [
+            DeliveryRouter.Header.retries: .int(2), DeliveryRouter.Header.errorCode: .string("forged"),
+            "x-paypipe-anything": .string("x"), "x-delivery-count": .int(19), "x-custom": .string("kept"),
+        ]
+        for exchange in [PipelineTopology.jobsExchange, ""] {
+            let job = AMQPDelivery(body: Array("{}".utf8), properties: properties, exchange: exchange, routingKey: "payment.requested",
+                                   redelivered: false, deliveryTag: 3, generation: 1)
+            let admitted = router.admitted(job)
+            #expect(admitted.properties.headers.keys.sorted() == ["x-custom"])
+            #expect(admitted.deliveryTag == 3 && admitted.generation == 1)
+            #expect(router.previousRetries(of: admitted) == 0)
+            let (retry, exhausted) = router.retry(admitted, after: .transient(code: "t", reason: "r"))
+            #expect(!exhausted)
+            #expect(retry.properties.headers[DeliveryRouter.Header.retries] == .int(1))
+            #expect(retry.properties.headers["x-delivery-count"] == nil)
+        }
+        // The runtime's own retry copy, dead-lettered back through paypipe.stages by its tier queue, keeps its count;
+        // the broker's count of a redelivery is not copied into the next retry either.
+        let tier = AMQPDelivery(body: Array("{}".utf8), properties: properties, exchange: PipelineTopology.stagesExchange,
+                                routingKey: "submit", redelivered: true, deliveryTag: 4, generation: 1)
+        let admitted = router.admitted(tier)
+        #expect(router.previousRetries(of: admitted) == 2)
+        #expect(admitted.deliveryCount == 19)
+        #expect(router.retry(admitted, after: .transient(code: "t", reason: "r")).message.properties.headers["x-delivery-count"] == nil)
+    }
+
+    @Test func replayGoesOnlyToDeclaredExchanges() {
+        let declared = Set(PipelineTopology.topology(retrySchedule: .standard).exchanges.map(\.name))
+        #expect(declared == PipelineTopology.exchangeNames)
+        for exchange in declared { #expect(PipelineTopology.isReplayTarget(exchange: exchange)) }
+        for exchange in ["", "amq.direct", "amq.topic", "paypipe.jobs.evil"] { #expect(!PipelineTopology.isReplayTarget(exchange: exchange)) }
+    }
+
     @Test func exhaustedRetriesBecomeADeadLetterWithTheLastError() {
         let (message, exhausted) = router.retry(delivery(retries: 2), after: .transient(code: "gateway_5xx", reason: "503"))
         #expect(exhausted)

@@ -57,6 +57,28 @@ import Testing
         }
     }
 
+    /// A replacement Apple Pay trust root is a sandbox-only setting, for every worker; empty counts as unset.
+    @Test func aReplacedTrustRootIsRefusedOutsideSandbox() throws {
+        let production = [
+            "PAYPIPE_AMQP_URL": "amqps://paypipe:s3cret@broker:5671/%2f",
+            "PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@db:5432/paypipe?sslmode=verify-full",
+            "PAYPIPE_APPLEPAY_TRUST_ROOT": "/sandbox/pki/root.cert.pem",
+        ]
+        for stage in Stage.allCases {
+            let error = #expect(throws: ConfigurationError.self) { try WorkerConfiguration(stage: stage, environment: EnvironmentReader(production)) }
+            #expect(error?.variable == "PAYPIPE_APPLEPAY_TRUST_ROOT")
+        }
+        #expect(throws: ConfigurationError.self) {
+            try TrustRootPolicy.replacementPath(EnvironmentReader(production), deployment: .production)
+        }
+        #expect(try TrustRootPolicy.replacementPath(EnvironmentReader(production), deployment: .sandbox) == "/sandbox/pki/root.cert.pem")
+        #expect(try TrustRootPolicy.replacementPath(EnvironmentReader(["PAYPIPE_APPLEPAY_TRUST_ROOT": " "]), deployment: .production) == nil)
+        // The insecure-transport escape hatch does not lift it.
+        #expect(throws: ConfigurationError.self) {
+            try WorkerConfiguration(stage: .decrypt, environment: EnvironmentReader(production.merging(["PAYPIPE_ALLOW_INSECURE_TRANSPORT": "1"]) { $1 }))
+        }
+    }
+
     @Test func batchMustFitPrefetch() {
         #expect(throws: ConfigurationError.self) {
             try WorkerConfiguration(stage: .submit, environment: EnvironmentReader(["PAYPIPE_PREFETCH": "10", "PAYPIPE_BATCH_SIZE": "50"]))

@@ -236,7 +236,9 @@ def machine_summary(machine):
 def check(ratios, reference, args, work):
     """The guard. Returns (exit status, report). A ratio passes if any of its measurements so far reached
     baseline × (1 − margin); the failing ones' sections are written to WORK/remeasure."""
-    base_ratios = {k: v for k, v in reference.get("ratios", {}).items() if guarded(k)}
+    sections = set(args.sections.split(",")) if args.sections else None
+    base_ratios = {k: v for k, v in reference.get("ratios", {}).items()
+                   if guarded(k) and (sections is None or section_of(k) in sections)}
     margins = reference.get("margins", {})
     history = load_json(args.history, []) if args.history else []
     history.append({k: ratios.get(k) for k in base_ratios})
@@ -557,6 +559,7 @@ def main():
     parser.add_argument("--baseline")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--history")
+    parser.add_argument("--sections", help="comma-separated: check only the ratios of these sections (--only)")
     parser.add_argument("--update-baseline", action="store_true")
     return assemble(parser.parse_args())
 

@@ -9,12 +9,13 @@ public struct DecryptConfiguration: Sendable {
     public var trustRootOverridden: Bool
     public var merchantCacheSeconds: Double
 
-    /// Reads `PAYPIPE_APPLEPAY_TRUST_ROOT` (PEM file; default the pinned Apple Root CA - G3),
-    /// `PAYPIPE_APPLEPAY_MAX_AGE` (5m), `PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW` (1m), `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
-    public init(environment: EnvironmentReader) throws(ConfigurationError) {
+    /// Reads `PAYPIPE_APPLEPAY_TRUST_ROOT` (PEM file; default the pinned Apple Root CA - G3; sandbox only, see
+    /// ``TrustRootPolicy``), `PAYPIPE_APPLEPAY_MAX_AGE` (5m), `PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW` (1m),
+    /// `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
+    public init(environment: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) {
         var trustRoot = TrustRoot.appleRootCAG3
         trustRootOverridden = false
-        if let path = environment.raw("PAYPIPE_APPLEPAY_TRUST_ROOT") {
+        if let path = try TrustRootPolicy.replacementPath(environment, deployment: deployment) {
             guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw ConfigurationError(variable: "PAYPIPE_APPLEPAY_TRUST_ROOT", problem: "cannot read \(path)")
             }

@@ -5,7 +5,7 @@ extension DecryptStage {
     /// Builds the stage from the environment (data key, trust root, merchant cache) for `paypipe-decrypt`.
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> DecryptStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
-        let settings = try DecryptConfiguration(environment: environment)
+        let settings = try DecryptConfiguration(environment: environment, deployment: configuration.environment)
         if settings.trustRootOverridden {
             logger.warning("applepay_trust_root_overridden", [("environment", .string(configuration.environment.rawValue))])
         }

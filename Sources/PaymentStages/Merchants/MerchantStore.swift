@@ -34,10 +34,12 @@ public struct MerchantStore: Sendable {
 
     /// Validates and upserts a document. Identities are parsed here (certificate, key, their match),
     /// so a broken document is refused at apply time rather than failing payments later. Outside sandbox a
-    /// `privateKeyFile` must be private to the applying user (``SecretFile``), like every secret file.
+    /// `privateKeyFile` must be private to the applying user (``SecretFile``), like every secret file. The gateway's
+    /// `baseUrl` carries card data, so it must pass `transport` (default: the deployment's rule without extra sandbox
+    /// hosts, ``CardDataTransportPolicy``): `https://` outside sandbox.
     @discardableResult
     public func apply(_ document: MerchantDocument, baseDirectory: URL?, deployment: DeploymentEnvironment = .production,
-                      on connection: PostgresConnection) throws -> Merchant {
+                      transport: CardDataTransportPolicy? = nil, on connection: PostgresConnection) throws -> Merchant {
         guard document.id.wholeMatch(of: /[A-Za-z0-9._-]{1,64}/) != nil else {
             throw MerchantError.invalidDocument("id must be 1-64 characters [A-Za-z0-9._-]")
         }
@@ -63,6 +65,9 @@ public struct MerchantStore: Sendable {
             MerchantConfig.Gateway(
                 type: gateway.type, baseUrl: gateway.baseUrl, siteReference: gateway.siteReference,
                 jwtUsername: gateway.jwtUsername, mode: gateway.mode, requestTypes: gateway.requestTypes ?? ["AUTH"])
+        }
+        if let gateway, let refusal = (transport ?? CardDataTransportPolicy(deployment: deployment)).refusal(gateway.baseUrl) {
+            throw MerchantError.invalidDocument("gateway.baseUrl: \(refusal)")
         }
         if let gateway, gateway.mode == .merchantDecrypts, summaries.isEmpty {
             throw MerchantError.invalidDocument("merchant-decrypts mode needs at least one identity")

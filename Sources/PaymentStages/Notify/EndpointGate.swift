@@ -12,12 +12,16 @@ import Synchronization
 ///   `circuit_open` (no request is sent). Then one probe is let through (half-open); its success closes the circuit.
 /// * A failed response with `Retry-After` (429/503 throttling) opens the circuit at once for that long, capped at
 ///   `maxPauseSeconds`: the worker stops calling an endpoint that asked for a pause.
+/// * Endpoints are publisher-controlled (a job's `notify_url`), so the state map is bounded: an endpoint with nothing
+///   in flight and a clean record is forgotten at once, and past `maxEndpoints` entries the idle ones (nothing in
+///   flight, circuit not open) are dropped before a new endpoint is added, then any idle one.
 public final class EndpointGate: Sendable {
     public let maxConcurrent: Int
     public let failureThreshold: Int
     public let openSeconds: Double
     public let maxWait: Double
     public let maxPauseSeconds: Double
+    public let maxEndpoints: Int
     private let endpoints = Mutex<[String: EndpointState]>([:])
     private let clock: @Sendable () -> Date
     private let metrics = AttachedMetrics()
@@ -35,8 +39,9 @@ public final class EndpointGate: Sendable {
     }
 
     public init(maxConcurrent: Int = 4, failureThreshold: Int = 5, openSeconds: Double = 30, maxWait: Double = 15,
-                maxPauseSeconds: Double = 300, clock: @escaping @Sendable () -> Date = { Date() }) {
+                maxPauseSeconds: Double = 300, maxEndpoints: Int = 10_000, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.maxPauseSeconds = maxPauseSeconds
+        self.maxEndpoints = max(1, maxEndpoints)
         self.maxConcurrent = max(1, maxConcurrent)
         self.failureThreshold = max(1, failureThreshold)
         self.openSeconds = openSeconds
@@ -49,8 +54,9 @@ public final class EndpointGate: Sendable {
         while true {
             let now = clock()
             let verdict: Acquisition? = endpoints.withLock { states in
+                if states[endpoint] == nil, states.count >= maxEndpoints { Self.prune(&states, now: now) }
                 var state = states[endpoint] ?? EndpointState()
-                defer { states[endpoint] = state }
+                defer { Self.store(state, for: endpoint, in: &states) }
                 if state.circuit.isOpen(at: now) { return .rejected("circuit_open") }
                 // Half-open: a single probe at a time.
                 if state.circuit.isHalfOpen(at: now), state.inFlight > 0 { return .rejected("circuit_open") }
@@ -73,7 +79,7 @@ public final class EndpointGate: Sendable {
             state.circuit.record(
                 healthy: succeeded, failureThreshold: failureThreshold, openSeconds: openSeconds,
                 pause: pause.map { min($0, maxPauseSeconds) }, now: now)
-            states[endpoint] = state
+            Self.store(state, for: endpoint, in: &states)
             CircuitMetrics.report(metrics, stage: .notify, circuits: states.values.map(\.circuit))
         }
     }
@@ -81,5 +87,21 @@ public final class EndpointGate: Sendable {
     /// Reports `paypipe_circuits_open{stage="notify"}` to the worker's registry.
     public func attach(metrics registry: MetricsRegistry) {
         CircuitMetrics.attach(metrics, to: registry, stage: .notify)
+    }
+
+    /// The number of endpoints with state (in flight, or a failure record): bounded by `maxEndpoints` plus those in flight.
+    public var trackedEndpoints: Int { endpoints.withLock { $0.count } }
+
+    /// Keeps only state that says something: an idle endpoint with a clean record is the same as an unknown one.
+    private static func store(_ state: EndpointState, for endpoint: String, in states: inout [String: EndpointState]) {
+        states[endpoint] = state.inFlight == 0 && state.circuit == CircuitState() ? nil : state
+    }
+
+    /// Makes room: drops idle endpoints whose circuit is not open, and if that freed nothing, every idle endpoint
+    /// (forgetting an open circuit costs one more failed attempt, never a wrong delivery).
+    private static func prune(_ states: inout [String: EndpointState], now: Date) {
+        let before = states.count
+        states = states.filter { $0.value.inFlight > 0 || $0.value.circuit.isOpen(at: now) }
+        if states.count == before { states = states.filter { $0.value.inFlight > 0 } }
     }
 }

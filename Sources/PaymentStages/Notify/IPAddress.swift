@@ -25,8 +25,10 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Addresses a webhook must not reach from production: loopback, RFC 1918 private, carrier-grade NAT, link-local
     /// (169.254/16 holds cloud metadata endpoints), unspecified, benchmarking, multicast and reserved ranges, and
-    /// their IPv6 counterparts (`::1`, `fc00::/7`, `fe80::/10`, `ff00::/8`). IPv4-mapped / NAT64 addresses are judged
-    /// by the IPv4 address they embed, so `::ffff:127.0.0.1` cannot slip through.
+    /// their IPv6 counterparts (`::1`, `fc00::/7`, `fe80::/10`, `ff00::/8`). IPv4-mapped (`::ffff:a.b.c.d`),
+    /// IPv4-translated (`::ffff:0:a.b.c.d`) and well-known NAT64 (`64:ff9b::/96`) addresses are judged by the IPv4
+    /// address they embed, so `::ffff:127.0.0.1` cannot slip through; IPv4-compatible `::a.b.c.d` (deprecated) and the
+    /// local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215, translated by the operator's own gateway) are internal.
     public var isInternal: Bool {
         switch self {
         case .v4(let b):
@@ -52,6 +54,11 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
             if b[0..<12] == [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] {           // 64:ff9b::/96 NAT64
                 return IPAddress.v4(Array(b[12..<16])).isInternal
             }
+            if b[0..<8].allSatisfy({ $0 == 0 }) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0 {
+                return IPAddress.v4(Array(b[12..<16])).isInternal                       // ::ffff:0:a.b.c.d IPv4-translated
+            }
+            if b[0..<12].allSatisfy({ $0 == 0 }) { return true }                        // ::a.b.c.d IPv4-compatible (deprecated, never public)
+            if b[0..<6] == [0x00, 0x64, 0xff, 0x9b, 0x00, 0x01] { return true }         // 64:ff9b:1::/48 local-use NAT64
             if b[0] & 0xfe == 0xfc { return true }                                      // fc00::/7 unique local
             if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return true }                      // fe80::/10 link-local
             if b[0] == 0xfe && b[1] & 0xc0 == 0xc0 { return true }                      // fec0::/10 site-local (deprecated)

@@ -280,6 +280,11 @@ public struct NotifyStage: StageHandler {
                 try deliveries.disableMerchantWebhook(delivery.payment.merchantId, url: delivery.url, on: database)
             }
             return .success(try finish(event, body: delivery.body, on: database))
+        case .refused(let error):
+            attempt.outcome = .failed
+            attempt.error = error
+            try deliveries.record(attempt, event: event, on: database)
+            return .success(try finish(event, body: delivery.body, on: database))
         case .retry(let error):
             attempt.error = error
             guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
@@ -315,7 +320,7 @@ public struct NotifyStage: StageHandler {
         let started = DispatchTime.now()
         defer { attempt.latencyMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
         do {
-            let response = try client.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body))
+            let response = try client.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body, sendGate: urlGuard.sendGate))
             attempt.statusCode = response.status
             attempt.retryAfterSeconds = RetryAfter.seconds(response.header("retry-after"))
             return WebhookResponseClass.classify(status: response.status, retryAfter: response.header("retry-after"))

@@ -6,6 +6,9 @@ import HTTP
 public enum WebhookResponseClass: Sendable, Equatable {
     case delivered
     case gone
+    /// The SSRF check of the connected address refused the POST before any byte was sent (DNS rebinding): final, like
+    /// the guard's own refusal. `error` is `ssrf_refused: …`.
+    case refused(error: String)
     /// `error` is what `webhook_deliveries.error` records, e.g. `http_503 retry-after=30s` or `timeout`.
     case retry(error: String)
 
@@ -15,7 +18,8 @@ public enum WebhookResponseClass: Sendable, Equatable {
         case 410: return .gone
         default:
             var error = "http_\(status)"
-            if let seconds = RetryAfter.seconds(retryAfter) { error += " retry-after=\(Int(seconds))s" }
+            // RetryAfter clamps to a day, so the conversion cannot trap whatever the endpoint sent.
+            if let seconds = RetryAfter.seconds(retryAfter) { error += " retry-after=\(Int(seconds.rounded(.down)))s" }
             return .retry(error: error)
         }
     }
@@ -28,7 +32,8 @@ public enum WebhookResponseClass: Sendable, Equatable {
         case .tls: .retry(error: "tls_failed")
         case .tooLarge: .retry(error: "response_too_large")
         case .invalidRequest: .retry(error: "invalid_request")
-        case .refusedBeforeSending: .retry(error: "refused_before_sending")
+        // Notify's only send gate is the SSRF check of the connected address (WebhookURLGuard.sendGate).
+        case .refusedBeforeSending(let reason): .refused(error: "ssrf_refused: \(reason)")
         case .other(let code, _): .retry(error: "curl_\(code)")
         }
     }

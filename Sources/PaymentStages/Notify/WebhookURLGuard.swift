@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,9 +8,10 @@ import Glibc
 /// (databases, broker, cloud metadata). A URL is refused unless it is http(s) and **every** address its host
 /// resolves to is public (``IPAddress/isInternal``); resolution uses getaddrinfo like libcurl does.
 ///
-/// Known limit: libcurl resolves again when sending, so a DNS-rebinding host could change its answer in between.
-/// Production deployments should still send through an egress proxy or an isolated network, as the Standard
-/// Webhooks spec recommends.
+/// libcurl resolves again when sending, so a DNS-rebinding host could change its answer in between: ``sendGate``
+/// therefore checks the address libcurl actually connected to, with the same rule, right before any request byte is
+/// written (``HTTPSendGate``), and the POST is refused there. Production deployments should still send through an
+/// egress proxy or an isolated network, as the Standard Webhooks spec recommends.
 public struct WebhookURLGuard: Sendable {
     /// Allow loopback/private targets: `PAYPIPE_WEBHOOK_ALLOW_PRIVATE=1`, the default in sandbox.
     public let allowPrivate: Bool
@@ -39,6 +41,16 @@ public struct WebhookURLGuard: Sendable {
             return .refused("host resolves to internal address \(blocked)")
         }
         return .allowed
+    }
+
+    /// The connected-address check for the POST itself (`nil` when private targets are allowed): refuses a peer whose
+    /// address is internal, or not an IP address at all (a Unix socket or a proxy would hide the real peer).
+    public var sendGate: HTTPSendGate? {
+        guard !allowPrivate else { return nil }
+        return HTTPSendGate { peer in
+            guard let address = IPAddress(peer.ip) else { return "connected to unverifiable peer '\(peer.ip.prefix(64))'" }
+            return address.isInternal ? "connected to internal address \(address)" : nil
+        }
     }
 
     /// All addresses getaddrinfo returns for `host` (empty on failure).

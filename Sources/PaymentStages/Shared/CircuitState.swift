@@ -6,7 +6,7 @@ import Foundation
 /// Closed while failures stay below the threshold; a failure at or past it opens the circuit for `openSeconds`
 /// (or longer when the endpoint asked for a pause with `Retry-After`). After that the circuit is half-open: the
 /// next success closes it, the next failure re-opens it at once, since the failure count only resets on success.
-struct CircuitState {
+struct CircuitState: Equatable {
     private(set) var consecutiveFailures = 0
     private(set) var openUntil: Date?
 

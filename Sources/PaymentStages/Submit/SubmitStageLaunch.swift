@@ -5,13 +5,14 @@ extension SubmitStage {
     /// Builds the stage from the environment for `paypipe-submit`:
     /// - `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`): opens stored requests and merchant secrets;
     /// - `PAYPIPE_GATEWAY_CONNECT_TIMEOUT` (5s), `PAYPIPE_GATEWAY_TIMEOUT` (30s, total per call),
-    ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https;
+    ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https, and https is required
+    ///   outside sandbox (sandbox: also loopback and `PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS`, ``CardDataTransportPolicy``);
     /// - `PAYPIPE_RECONCILE_GRACE` (30s, at least 2s: the margin after an attempt's send deadline plus total timeout
     ///   before it is queried), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
     /// - `PAYPIPE_SEND_WINDOW` (5s: an AUTH not sent this long after its attempt was committed is not sent),
     ///   `PAYPIPE_NOT_FOUND_CONFIRMATIONS` (1: "not found" answers, 10 s apart, required before a resend);
     /// - `PAYPIPE_CIRCUIT_FAILURES` (5), `PAYPIPE_CIRCUIT_OPEN` (30s), `PAYPIPE_MERCHANT_CONCURRENCY` (4),
-    ///   `PAYPIPE_GATEWAY_CONCURRENCY` (8: calls in flight per worker, each thread with a keep-alive connection);
+    ///   `PAYPIPE_GATEWAY_CONCURRENCY` (32: calls in flight per worker, each thread with a keep-alive connection);
     /// - `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
     public static func fromEnvironment(
         _ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry? = nil
@@ -29,7 +30,7 @@ extension SubmitStage {
             circuitFailureThreshold: try environment.integer("PAYPIPE_CIRCUIT_FAILURES", default: 5, range: 1...1000),
             circuitOpenSeconds: try environment.seconds("PAYPIPE_CIRCUIT_OPEN", default: 30, range: 0...3600),
             merchantConcurrency: try environment.integer("PAYPIPE_MERCHANT_CONCURRENCY", default: 4, range: 1...256),
-            callConcurrency: try environment.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: 8, range: 1...256),
+            callConcurrency: try environment.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: WorkerConfiguration.defaultGatewayConcurrency, range: 1...256),
             sendWindow: try sendWindow(environment),
             notFoundConfirmations: try environment.integer("PAYPIPE_NOT_FOUND_CONFIRMATIONS", default: 1, range: 1...10))
         if configuration.concurrency * configuration.batchSize > settings.callConcurrency {
@@ -48,7 +49,9 @@ extension SubmitStage {
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             cardData: CardDataStore(vault: vault), requests: GatewayRequestStore(vault: vault),
-            client: TrustPaymentsClient(http: http), settings: settings, registry: registry)
+            client: TrustPaymentsClient(
+                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment)),
+            settings: settings, registry: registry)
     }
 
     /// The least `PAYPIPE_RECONCILE_GRACE`: an AUTH's `exp` is rounded up to the second after its send deadline plus

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import JWT
+import Pipeline
 
 /// Talks to Trust Payments' `/jwt/` webservices endpoint: sends a signed request JWT in the JSON envelope, verifies
 /// the signed answer with the merchant's JWT secret (failing closed), and reduces everything — answers, HTTP
@@ -13,12 +14,16 @@ public struct TrustPaymentsClient: PaymentGateway {
     public let http: HTTPClientConfiguration
     /// Tolerated clock difference for the answer's `iat`.
     public let clockSkew: Int64
+    /// Which gateway URLs may carry card data: checked before every call (``CardDataTransportPolicy``).
+    public let transport: CardDataTransportPolicy
 
     public var totalTimeout: Double { http.totalTimeout }
 
-    public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), clockSkew: Int64 = 300) {
+    public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), clockSkew: Int64 = 300,
+                transport: CardDataTransportPolicy = .strict) {
         self.http = http
         self.clockSkew = clockSkew
+        self.transport = transport
     }
 
     /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH). With a
@@ -99,6 +104,10 @@ public struct TrustPaymentsClient: PaymentGateway {
     func exchange(
         jwt: String, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, gate: HTTPSendGate?, client: HTTPClient
     ) -> Result<JSONValue, Failure> {
+        if let refusal = transport.refusal(endpoint.jwtURL) {
+            // Certain-not-sent and unfixable by retrying: the merchant's gateway URL must change.
+            return .failure(Failure(result: .local(.permanentError, code: "paypipe.insecure_gateway_url", message: refusal)))
+        }
         let body = Self.envelope(jwt: jwt, alias: endpoint.jwtUsername, requestTypes: requestTypes, requestId: requestId).serialized()
         let request = HTTPRequest(method: "POST", url: endpoint.jwtURL, headers: [
             HTTPHeader(name: "Content-Type", value: "application/json;charset=utf-8"),

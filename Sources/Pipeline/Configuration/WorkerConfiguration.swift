@@ -46,11 +46,15 @@ public struct WorkerConfiguration: Sendable {
     }
 
     /// 50, except for submit: a batch's AUTHs are all committed before any is sent, so the lanes' batches together
-    /// should not exceed the worker's gateway calls (`PAYPIPE_GATEWAY_CONCURRENCY`, default 8), or AUTHs wait in the
+    /// should not exceed the worker's gateway calls (`PAYPIPE_GATEWAY_CONCURRENCY`, default 32), or AUTHs wait in the
     /// call queue (the send window refuses those that wait too long).
+    /// Gateway calls one submit worker runs at once. 32, so that the default two lanes batch 16 AUTHs each: with
+    /// fewer, the set-based statements of a batch are amortised over too few payments.
+    public static let defaultGatewayConcurrency = 32
+
     static func defaultBatchSize(for stage: Stage?, lanes: Int, _ reader: EnvironmentReader) throws(ConfigurationError) -> Int {
         guard stage == .submit else { return 50 }
-        let calls = try reader.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: 8, range: 1...256)
+        let calls = try reader.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: Self.defaultGatewayConcurrency, range: 1...256)
         return max(1, calls / max(1, lanes))
     }
 
@@ -84,6 +88,8 @@ public struct WorkerConfiguration: Sendable {
         try Self.validateURL(amqpURL, variable: "PAYPIPE_AMQP_URL", schemes: ["amqp", "amqps"])
         try Self.validateURL(databaseURL, variable: "PAYPIPE_DATABASE_URL", schemes: ["postgresql", "postgres"])
         insecureTransportAllowed = try ConnectionSecurityPolicy.enforce(reader, deployment: environment)
+        // Every worker, not only decrypt: a production deployment that sets the sandbox root anywhere is misconfigured.
+        if stage != nil { _ = try TrustRootPolicy.replacementPath(reader, deployment: environment) }
     }
 
     /// Cheap early check so a typo fails at start-up with the variable's name; the client modules parse fully.

@@ -5,6 +5,8 @@ import Foundation
 /// dead-letter copies. Pure, so the routing rules are unit-testable without a broker.
 public struct DeliveryRouter: Sendable {
     public enum Header {
+        /// Every header the runtime owns starts with this; publishers' values are dropped (``DeliveryRouter/admitted(_:)``).
+        public static let prefix = "x-paypipe-"
         public static let errorCode = "x-paypipe-error-code"
         public static let error = "x-paypipe-error"
         public static let stage = "x-paypipe-stage"
@@ -34,10 +36,26 @@ public struct DeliveryRouter: Sendable {
             body: message.encoded(), properties: properties, mandatory: true)
     }
 
-    /// How many times this delivery was already retried through the retry tiers.
+    /// The delivery as the runtime may trust it. The runtime's own headers (`x-paypipe-*`) are honoured only on what
+    /// comes through ``PipelineTopology/stagesExchange`` — hand-offs and the retry tiers, which dead-letter back through
+    /// it, and which only workers publish to (docs/security.md, broker permissions) — and dropped from a job published to
+    /// `paypipe.jobs` or a message sent straight to a queue, so a publisher can neither skip retries nor forge a dead
+    /// letter's origin. `x-delivery-count` is dropped from the copy unless the broker redelivered it (see
+    /// ``AMQPDelivery/deliveryCount``), so a publisher's value never reaches a retry or a dead letter either.
+    public func admitted(_ delivery: AMQPDelivery) -> AMQPDelivery {
+        var admitted = delivery
+        if delivery.exchange != PipelineTopology.stagesExchange {
+            admitted.properties.headers = admitted.properties.headers.filter { !$0.key.lowercased().hasPrefix(Header.prefix) }
+        }
+        if !delivery.redelivered { admitted.properties.headers[AMQPDelivery.deliveryCountHeader] = nil }
+        return admitted
+    }
+
+    /// How many times this delivery was already retried through the retry tiers, within 0…`maxRetries` whatever the
+    /// header says (`-1` once indexed the tier list at -1 and trapped the worker).
     public func previousRetries(of delivery: AMQPDelivery) -> Int {
-        if case .int(let count)? = delivery.properties.headers[Header.retries] { return Int(count) }
-        return 0
+        guard case .int(let count)? = delivery.properties.headers[Header.retries] else { return 0 }
+        return Int(clamping: min(max(count, 0), Int64(retrySchedule.maxRetries)))
     }
 
     /// A transient failure: a copy for the next retry tier, or a dead letter once retries are exhausted.
@@ -50,6 +68,8 @@ public struct DeliveryRouter: Sendable {
         case .retry(let tier, let delay):
             var properties = delivery.properties
             properties.persistent = true
+            // The broker's count belongs to the delivery, not to the fresh copy (which starts at zero on its way back).
+            properties.headers[AMQPDelivery.deliveryCountHeader] = nil
             // Jitter: each message expires after 80–100 % of its tier's delay, so retries of a burst spread out.
             // A per-message expiration shorter than the queue TTL cannot overtake the head of the queue, so the
             // tier delay stays an upper bound and no message waits behind a longer one by more than the tier.
@@ -66,17 +86,37 @@ public struct DeliveryRouter: Sendable {
     /// A copy of the delivery for the stage's dead-letter queue. A broker dead-letter exchange cannot add
     /// headers, which is why the runtime publishes this copy itself (with confirm) before acking.
     public func deadLetter(_ delivery: AMQPDelivery, code: String, reason: String, now: Date = Date()) -> AMQPOutboundMessage {
-        var properties = delivery.properties
+        deadLetter(body: delivery.body, properties: delivery.properties, code: code, reason: reason,
+                   origin: (delivery.exchange, delivery.routingKey), now: now)
+    }
+
+    /// A message the broker could not route even after the topology was re-declared, as a dead letter in this stage's
+    /// DLQ: code `unroutable`, and where it was going as its origin, so `paypipe dlq replay` sends it there once the
+    /// route exists.
+    public func unroutable(_ message: AMQPOutboundMessage, reason: String, now: Date = Date()) -> AMQPOutboundMessage {
+        deadLetter(body: message.body, properties: message.properties, code: "unroutable", reason: reason,
+                   origin: (message.exchange, message.routingKey), now: now)
+    }
+
+    private func deadLetter(body: [UInt8], properties original: AMQPProperties, code: String, reason: String,
+                            origin: (exchange: String, routingKey: String), now: Date) -> AMQPOutboundMessage {
+        var properties = original
         properties.persistent = true
+        // A fresh copy: the broker's count of the original's deliveries means nothing for it (and the DLQ counts its own).
+        properties.headers[AMQPDelivery.deliveryCountHeader] = nil
         properties.headers[Header.errorCode] = .string(code)
         properties.headers[Header.error] = .string(Self.truncate(reason))
         properties.headers[Header.stage] = .string(stage.rawValue)
         properties.headers[Header.deadLetteredAt] = .string(Logger.timestamp(now))
-        properties.headers[Header.originalExchange] = .string(delivery.exchange)
-        properties.headers[Header.originalRoutingKey] = .string(delivery.routingKey)
+        properties.headers[Header.originalExchange] = .string(origin.exchange)
+        properties.headers[Header.originalRoutingKey] = .string(origin.routingKey)
         return AMQPOutboundMessage(
-            exchange: "", routingKey: stage.deadLetterQueueName, body: delivery.body,
-            properties: properties, mandatory: true)
+            exchange: "", routingKey: stage.deadLetterQueueName, body: body, properties: properties, mandatory: true)
+    }
+
+    /// Whether `message` is already a copy for this stage's DLQ (which has nowhere further to go).
+    public func isDeadLetter(_ message: AMQPOutboundMessage) -> Bool {
+        message.exchange.isEmpty && message.routingKey == stage.deadLetterQueueName
     }
 
     /// Header values are bounded so a pathological error text cannot bloat every dead letter.

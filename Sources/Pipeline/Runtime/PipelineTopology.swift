@@ -53,6 +53,15 @@ public enum PipelineTopology {
             bindings: bindings)
     }
 
+    /// The exchanges the topology declares: the only places `paypipe dlq replay` sends a dead letter back to. A recorded
+    /// origin is header data (a worker's, or a publisher's on the default exchange, i.e. straight into any queue), so
+    /// anything else is refused rather than followed.
+    public static let exchangeNames: Set<String> = [jobsExchange, stagesExchange, resultsExchange]
+
+    public static func isReplayTarget(exchange: String) -> Bool {
+        exchangeNames.contains(exchange)
+    }
+
     /// Arguments shared by every queue that dead-letters.
     private static let quorum: [String: AMQPFieldValue] = [
         "x-queue-type": .string("quorum"),

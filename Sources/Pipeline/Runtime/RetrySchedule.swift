@@ -26,8 +26,10 @@ public struct RetrySchedule: Sendable, Equatable {
     }
 
     public func decision(previousRetries: Int) -> Decision {
-        guard previousRetries < maxRetries else { return .exhausted }
-        let tier = min(previousRetries, delays.count - 1)
+        // A negative count (a header nobody should have trusted) is a first retry, never a negative tier index.
+        let previous = max(previousRetries, 0)
+        guard previous < maxRetries else { return .exhausted }
+        let tier = min(previous, delays.count - 1)
         return .retry(tier: tier, delay: delays[tier])
     }
 

@@ -25,6 +25,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private let publisher: AMQPPublisher
     private let router: DeliveryRouter
     private let hooks: RuntimeHooks
+    private let amqpConfiguration: AMQPConfiguration
+    private let topology: AMQPTopology
     private let lanesDone = DispatchGroup()
     private let state = Mutex(State())
 
@@ -52,6 +54,10 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         amqp.heartbeatSeconds = configuration.heartbeatSeconds
         amqp.connectionName = "paypipe-\(stage.rawValue)"
         let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule)
+        self.topology = topology
+        var declaring = amqp
+        declaring.connectionName = "paypipe-\(stage.rawValue)-declare"
+        amqpConfiguration = declaring
         let onEvent: @Sendable (String, AMQPEvent) -> Void = { role, event in
             switch event {
             case .connected(let generation):
@@ -164,8 +170,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         database?.close()
     }
 
-    private func handleBatch(_ deliveries: [AMQPDelivery], database: inout PostgresConnection?) {
+    private func handleBatch(_ received: [AMQPDelivery], database: inout PostgresConnection?) {
         let started = DispatchTime.now()
+        let deliveries = received.map(router.admitted)
         metrics.consumed(deliveries.count)
         metrics.inFlight(deliveries.count)
         defer { metrics.inFlight(-deliveries.count) }
@@ -388,19 +395,62 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     /// Publishes with confirms, retrying through broker outages (the publisher reconnects by itself).
     /// Returns `false` only when stopping before the broker confirmed: the deliveries then stay unacked
     /// and are redelivered, which idempotent handlers turn into the same publishes again.
+    ///
+    /// A mandatory message the broker returns as unroutable (a queue or binding deleted under the running worker; the
+    /// publisher declares the topology only when it connects) does not make this retry the same publish forever:
+    /// see ``reroute(_:)``.
     private func publishConfirmed(_ messages: [AMQPOutboundMessage]) -> Bool {
         guard !messages.isEmpty else { return true }
+        var pending = messages
         var attempt = 0
         while true {
             do {
-                try publisher.publish(messages, timeout: 30)
+                try publisher.publish(pending, timeout: 30)
                 return true
             } catch {
-                logger.error("publish_failed", [("messages", .int(messages.count)), ("error", .string(String(describing: error))), ("attempt", .int(attempt))])
+                logger.error("publish_failed", [("messages", .int(pending.count)), ("error", .string(String(describing: error))), ("attempt", .int(attempt))])
+                if case .unroutable = error, let rest = reroute(pending) {
+                    if rest.isEmpty { return true }
+                    pending = rest
+                }
                 if isStopRequested { return false }
                 attempt += 1
                 Thread.sleep(forTimeInterval: AMQPBackoff(baseSeconds: 0.5, capSeconds: 10).delay(forAttempt: attempt))
             }
         }
+    }
+
+    /// After an unroutable publish: re-declares the topology once, publishes the messages one by one to learn which
+    /// ones still have no route, and replaces each of those by its `unroutable` dead letter in this stage's DLQ (which
+    /// the declaration just made sure exists). Returns what is still to be published (`[]`: everything confirmed), or
+    /// `nil` when the topology could not be declared (the broker is unwell: the caller backs off as for any failure).
+    /// A dead letter that is itself unroutable stays pending, so nothing is lost, but it is never re-wrapped. Messages
+    /// of the batch that were routed the first time are published again: duplicates, as after any reconnect.
+    private func reroute(_ messages: [AMQPOutboundMessage]) -> [AMQPOutboundMessage]? {
+        do {
+            let connection = try AMQPConnection(configuration: amqpConfiguration)
+            defer { connection.close() }
+            try connection.declare(topology)
+            logger.warning("topology_redeclared", [("reason", .string("unroutable publish"))])
+        } catch {
+            logger.error("topology_redeclare_failed", [("error", .string(String(describing: error)))])
+            return nil
+        }
+        var rest: [AMQPOutboundMessage] = []
+        for (message, failure) in zip(messages, publisher.publishEach(messages, timeout: 30)) {
+            guard let failure else { continue }
+            guard case .unroutable = failure, !router.isDeadLetter(message) else {
+                rest.append(message)
+                continue
+            }
+            metrics.deadLettered(code: "unroutable")
+            logger.error("dead_lettered", [
+                ("code", .string("unroutable")), ("exchange", .string(message.exchange)), ("routingKey", .string(message.routingKey)),
+            ] + (message.properties.messageId.map { [("messageId", LogValue.string(String($0.prefix(128))))] } ?? []))
+            rest.append(router.unroutable(message, reason: "no queue took the message after the topology was re-declared: \(failure)"))
+        }
+        guard !rest.isEmpty else { return [] }
+        // The dead letters (and anything that failed otherwise) once more; whatever still fails goes back to the caller.
+        return zip(rest, publisher.publishEach(rest, timeout: 30)).compactMap { $1 == nil ? nil : $0 }
     }
 }

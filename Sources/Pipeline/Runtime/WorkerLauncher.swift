@@ -9,6 +9,8 @@ public enum WorkerLauncher {
         stage: Stage, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry = MetricsRegistry(),
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
+        // Before any configuration (keys) is read: nothing in this process may end up in a core file.
+        let hardeningFailures = ProcessHardening.disableCoreDumps()
         let configuration: WorkerConfiguration
         do {
             configuration = try WorkerConfiguration(stage: stage, environment: environment)
@@ -18,6 +20,9 @@ public enum WorkerLauncher {
         }
         let logger = Logger(component: stage.rawValue, threshold: configuration.logLevel)
             .with([("pid", .int(Int(ProcessInfo.processInfo.processIdentifier)))])
+        for failure in hardeningFailures {
+            logger.warning("core_dumps_not_disabled", [("error", .string(failure))])
+        }
         if configuration.insecureTransportAllowed {
             logger.warning("insecure_transport_allowed", [("variable", .string(ConnectionSecurityPolicy.allowInsecureTransportVariable))])
         }

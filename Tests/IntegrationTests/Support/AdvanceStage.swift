@@ -12,6 +12,8 @@ final class AdvanceStage: TransactionalStageHandler {
         var transientFailures: [UUID: Int] = [:]
         /// Seconds each message's handling sleeps (to keep work in flight).
         var delay: Double = 0
+        /// Hand off to a routing key no queue is bound to (a message no re-declaration can route).
+        var unroutable = false
         var handled = 0
     }
 
@@ -23,11 +25,15 @@ final class AdvanceStage: TransactionalStageHandler {
     }
 
     func handle(_ message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome {
-        let (fail, delay) = controls.withLock { controls -> (Bool, Double) in
+        let (fail, delay, unroutable) = controls.withLock { controls -> (Bool, Double, Bool) in
             controls.handled += 1
             let remaining = controls.transientFailures[message.paymentId] ?? 0
             if remaining > 0 { controls.transientFailures[message.paymentId] = remaining - 1 }
-            return (remaining > 0, controls.delay)
+            return (remaining > 0, controls.delay, controls.unroutable)
+        }
+        if unroutable {
+            return .publish([AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: "nowhere",
+                                                 body: message.encoded(), mandatory: true)])
         }
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         if fail { throw StageFailure.transient(code: "test_transient", reason: "injected transient failure") }

@@ -96,7 +96,7 @@ struct AuthorizeHarness {
         let decoded = try JSONDecoder().decode(MerchantDocument.self, from: try JSONSerialization.data(withJSONObject: document))
         let database = try database()
         defer { database.close() }
-        try MerchantStore(vault: vault).apply(decoded, baseDirectory: nil, on: database)
+        try MerchantStore(vault: vault).apply(decoded, baseDirectory: nil, deployment: .sandbox, on: database)
     }
 
     func merchant(_ id: String) throws -> MerchantStore.Merchant? {

@@ -63,11 +63,28 @@ struct ChildProcess {
         return waitpid(pid, &status, WNOHANG) == 0
     }
 
+    /// The exit status, or `nil` if the process is still running after `timeout` seconds (it is left running).
+    func wait(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while Date() < deadline {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid { return Self.exitStatus(status) }
+            if result < 0 { return nil }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return nil
+    }
+
     /// Waits for exit; returns the exit status, or 128 + signal number if killed.
     @discardableResult
     func wait() -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return Self.exitStatus(status)
+    }
+
+    private static func exitStatus(_ status: Int32) -> Int32 {
         if status & 0x7f == 0 { return (status >> 8) & 0xff }
         return 128 + (status & 0x7f)
     }

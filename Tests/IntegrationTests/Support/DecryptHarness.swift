@@ -20,7 +20,7 @@ struct DecryptHarness {
         vault = DataVault(keyring: try DataKeyring.load(EnvironmentReader(["PAYPIPE_DATA_KEY_FILE": sandbox.dataKeyPath]), deployment: .sandbox))
         let database = try TestServices.database()
         defer { database.close() }
-        try MerchantStore(vault: vault).apply(sandbox.merchantDocument(), baseDirectory: URL(fileURLWithPath: sandbox.directory), on: database)
+        try MerchantStore(vault: vault).apply(sandbox.merchantDocument(), baseDirectory: URL(fileURLWithPath: sandbox.directory), deployment: .sandbox, on: database)
     }
 
     func makeRuntime() throws -> StageRuntime<DecryptStage> {

@@ -85,15 +85,16 @@ struct NotifyHarness {
     }
 
     /// `setBased: false` is the per-message reference path (equivalence tests).
-    func makeStage(allowPrivate: Bool = true, setBased: Bool = true) -> NotifyStage {
+    /// `urlGuard` replaces the one `allowPrivate` makes (a test resolver, say).
+    func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, setBased: Bool = true) -> NotifyStage {
         NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
-            urlGuard: WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
+            urlGuard: urlGuard ?? WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), setBased: setBased)
     }
 
-    func startedRuntime(allowPrivate: Bool = true, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
-        let runtime = try StageRuntime(handler: makeStage(allowPrivate: allowPrivate), configuration: configuration,
+    func startedRuntime(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
+        let runtime = try StageRuntime(handler: makeStage(allowPrivate: allowPrivate, urlGuard: urlGuard), configuration: configuration,
                                        logger: Logger(component: "notify", threshold: .debug, sink: logSink), hooks: hooks)
         try runtime.start()
         return runtime
@@ -108,7 +109,7 @@ struct NotifyHarness {
         let document = try JSONDecoder().decode(MerchantDocument.self, from: try JSONSerialization.data(withJSONObject: json))
         let database = try database()
         defer { database.close() }
-        try MerchantStore(vault: vault).apply(document, baseDirectory: nil, on: database)
+        try MerchantStore(vault: vault).apply(document, baseDirectory: nil, deployment: .sandbox, on: database)
     }
 
     /// Inserts a payment already in a terminal status, queued for notification, with a completed gateway attempt.

@@ -52,20 +52,24 @@ struct RuntimeHarness {
         }
     }
 
-    /// Publishes raw bodies to the authorize stage, as an upstream stage would.
-    func publish(_ bodies: [[UInt8]]) throws {
-        let publisher = AMQPPublisher(configuration: try AMQPConfiguration(url: TestServices.amqpURL),
-                                      topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
+    /// Publishes raw bodies to the authorize stage, as an upstream stage would (or, with `exchange: ""` and the queue
+    /// name as routing key, straight into the queue as any publisher with access to the default exchange could).
+    func publish(_ bodies: [[UInt8]], exchange: String = PipelineTopology.stagesExchange, routingKey: String = "authorize",
+                 headers: [String: AMQPFieldValue] = [:], declaring: Bool = true) throws {
+        let topology = declaring ? PipelineTopology.topology(retrySchedule: configuration.retrySchedule) : AMQPTopology()
+        let publisher = AMQPPublisher(configuration: try AMQPConfiguration(url: TestServices.amqpURL), topology: topology)
         defer { publisher.close() }
         var properties = AMQPProperties()
         properties.contentType = "application/json"
+        properties.headers = headers
         try publisher.publish(bodies.map {
-            AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: "authorize", body: $0, properties: properties, mandatory: true)
+            AMQPOutboundMessage(exchange: exchange, routingKey: routingKey, body: $0, properties: properties, mandatory: true)
         }, timeout: 30)
     }
 
-    func publish(_ messages: [StageMessage]) throws {
-        try publish(messages.map { $0.encoded() })
+    /// `declaring: false` leaves the broker's topology as it is (a test that deleted a queue keeps it deleted).
+    func publish(_ messages: [StageMessage], declaring: Bool = true) throws {
+        try publish(messages.map { $0.encoded() }, declaring: declaring)
     }
 
     func statuses() throws -> [String: Int] {

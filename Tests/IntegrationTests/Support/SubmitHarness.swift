@@ -61,7 +61,7 @@ struct SubmitHarness {
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
             requests: GatewayRequestStore(vault: vault),
-            client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: timeout)),
+            client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: timeout), transport: .init(deployment: .sandbox)),
             settings: SubmitSettings(reconcileGrace: grace, maxInconclusiveQueries: maxQueries, paymentDeadline: deadline,
                                      circuitFailureThreshold: circuitFailures, circuitOpenSeconds: circuitOpen,
                                      merchantConcurrency: merchantConcurrency, callConcurrency: callConcurrency, sendWindow: sendWindow,

@@ -22,6 +22,8 @@ final class WebhookTestReceiver: Sendable {
         let script = Mutex<(next: [Int], fallback: Int)>(([], 204))
         /// Seconds each response is held back (a slow endpoint).
         let delay = Mutex<Double>(0)
+        /// Headers of every response (a hostile endpoint's `Retry-After`, say).
+        let headers = Mutex<[HTTPHeader]>([])
     }
 
     init(secret: String) throws {
@@ -34,12 +36,15 @@ final class WebhookTestReceiver: Sendable {
             let delay = state.delay.withLock { $0 }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             let status = state.script.withLock { script in script.next.isEmpty ? script.fallback : script.next.removeFirst() }
-            return HTTPServerResponse(status: verified ? status : 401)
+            return HTTPServerResponse(status: verified ? status : 401, headers: state.headers.withLock { $0 })
         }
         try server.start()
     }
 
-    var url: String { "http://127.0.0.1:\(server.boundPort)/webhooks" }
+    var url: String { url(host: "127.0.0.1") }
+
+    /// The receiver's URL under another name for the same address (`localhost`).
+    func url(host: String) -> String { "http://\(host):\(server.boundPort)/webhooks" }
 
     /// Answer `statuses` to the next requests, then `fallback`.
     func script(_ statuses: [Int], then fallback: Int = 204) {
@@ -49,6 +54,11 @@ final class WebhookTestReceiver: Sendable {
     /// Hold every response back by `seconds`.
     func respond(after seconds: Double) {
         state.delay.withLock { $0 = seconds }
+    }
+
+    /// Send `headers` with every response.
+    func respond(with headers: [HTTPHeader]) {
+        state.headers.withLock { $0 = headers }
     }
 
     var requests: [Request] { state.requests.withLock { $0 } }
