@@ -30,7 +30,8 @@ extension Integration {
         }
 
         static func authorize(_ baseURL: String) -> GatewayResult {
-            TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 2)).authorize(
+            TrustPaymentsClient(
+                http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 2), transport: .init(deployment: .sandbox)).authorize(
                 claims: ["iss": "jwt.user", "payload": ["baseamount": "1000"]], requestTypes: ["AUTH"],
                 endpoint: GatewayEndpoint(baseUrl: baseURL, siteReference: "test_site", jwtUsername: "jwt.user", secret: secret),
                 requestId: "A1")
