@@ -28,6 +28,9 @@ extension Integration {
             let handOff = try PaymentResolution(paymentId: message.paymentId, as: "authorized", reason: "captured in back office", actor: "ops")
                 .apply(on: database)
             receiver.respond(after: 0)
+            // The resolution's hand-off is handled only after the in-flight delivery settled (one busy lane): that
+            // settlement must not mark the payment done for a status it did not deliver.
+            try TestServices.eventually(timeout: 10, "the needs_review delivery recorded") { try !harness.deliveries(message.paymentId).isEmpty }
             try harness.publish([handOff])
             try TestServices.eventually(timeout: 20, "the resolved status delivered") {
                 receiver.requests.contains { (try? JSONValue.parse($0.body))?["type"]?.stringValue == "payment.authorized" }
