@@ -12,7 +12,8 @@ enum SandboxCommand: CLICommand {
             data.key    a random data-encryption key (mode 0600) for PAYPIPE_DATA_KEY_FILE
             merchant.json  the sandbox merchant document for `paypipe merchant apply`; its gateway is the
                         simulator (--gateway-url, default http://127.0.0.1:9180) and its webhook the receiver
-                        (--webhook-url, default http://127.0.0.1:9190/webhooks)
+                        (--webhook-url, default http://127.0.0.1:9190/webhooks); a URL given again later
+                        replaces the one in the existing document (its secrets and keys are kept)
             services.env   PAYPIPE_SIM_MERCHANTS and PAYPIPE_WEBHOOK_SECRET for the simulator and receiver
           Workers accept the sandbox root only when PAYPIPE_APPLEPAY_TRUST_ROOT names it.
           Prints the paths as JSON.

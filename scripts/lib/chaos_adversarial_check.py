@@ -4,34 +4,22 @@
   chaos_adversarial_check.py --prefix P --jobs JOBS.jsonl --cards CARDS.jsonl --simulator URL --seed S --elapsed SECONDS
 
 Every AUTH the simulator processed (`/_sim/auths?records=1`: orderreference, amount, currency, PAN last four) is
-mapped to its payment by the reference PayPipe sends for it (merchant reference + 12 hex of the payment id, or the
-payment id), and checked against the job's own amount, currency and sandbox PAN. Then: at most one AUTH per payment;
+mapped to its payment by the reference PayPipe recorded on the attempt that sent it (chaos_ledger.py), and checked against the job's own amount, currency and sandbox PAN. Then: at most one AUTH per payment;
 a payment is authorised only if the gateway authorised it and declined only if it declined it; a payment the gateway
 charged never ends failed or declined; every payment terminal and notified. Exit 1 if any must-be-zero count is not 0.
 """
 import argparse
 import collections
 import json
-import os
-import subprocess
 import sys
 import urllib.request
+
+from chaos_ledger import psql, sent_references
 
 TERMINAL = {"authorized", "declined", "failed", "needs_review"}
 DEAD_LETTERED = {"unknownMerchant", "malformed"}
 
 
-def gateway_reference(order, payment_id):
-    pid = payment_id.lower()
-    merchant = order or pid
-    combined = f"{merchant}.{pid.replace('-', '')[:12]}"
-    return combined if len(combined.encode()) <= 36 else pid
-
-
-def psql(sql):
-    out = subprocess.run(["psql", os.environ["PAYPIPE_DATABASE_URL"], "-AtqF", "\t", "-c", sql],
-                         check=True, capture_output=True, text=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line]
 
 
 def main():
@@ -47,14 +35,15 @@ def main():
     for job_id, pid, status, stage, order, amount, currency in psql(
             "SELECT job_id, id, status, stage, coalesce(order_reference, ''), coalesce(amount_minor::text, ''), coalesce(currency, '') "
             f"FROM payments WHERE left(job_id, {n}) = '{a.prefix}-'"):
-        payments[gateway_reference(order, pid)] = {"job": job_id, "id": pid, "status": status, "stage": stage,
+        payments[pid] = {"job": job_id, "id": pid, "status": status, "stage": stage,
                                                    "amount": amount, "currency": currency}
     ledger = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?records=1", timeout=30)).get("records", [])
 
+    sent = sent_references(a.prefix)
     auths = collections.defaultdict(list)
     unattributed, foreign = [], []
     for record in ledger:
-        payment = payments.get(record["orderreference"])
+        payment = payments.get(sent.get(record["orderreference"], ""))
         if payment is None:
             unattributed.append(record["orderreference"])
             continue
@@ -62,7 +51,7 @@ def main():
         if str(record.get("baseamount")) != payment["amount"] or record.get("currencyiso3a") != payment["currency"] \
                 or (pan and record.get("last4") != pan[-4:]):
             foreign.append(f"{record['orderreference']}: {record} vs {payment} (card …{pan[-4:]})")
-        auths[record["orderreference"]].append(record)
+        auths[payment["id"]].append(record)
 
     def gateway_says(records):
         if not records:
@@ -72,10 +61,10 @@ def main():
             return "authorized" if r.get("settlestatus") in ("0", "1", "10", "100", None) else f"settlestatus {r.get('settlestatus')}"
         return "declined" if r.get("errorcode") == "70000" else f"errorcode {r.get('errorcode')}"
 
-    double = {ref: len(rs) for ref, rs in auths.items() if len(rs) > 1}
+    double = {pid: len(rs) for pid, rs in auths.items() if len(rs) > 1}
     contradicting, review = [], []
-    for ref, p in payments.items():
-        said = gateway_says(auths.get(ref, []))
+    for pid, p in payments.items():
+        said = gateway_says(auths.get(pid, []))
         if p["status"] == "authorized" and said != "authorized":
             contradicting.append(f"{p['job']}: authorized, gateway {said}")
         elif p["status"] == "declined" and said not in ("declined", "nothing"):

@@ -11,9 +11,10 @@ and exits 1 if any must-be-zero count is not zero.
 import argparse
 import collections
 import json
-import os
 import sys
 import urllib.request
+
+from chaos_ledger import psql, sent_references
 
 TERMINAL = {"authorized", "declined", "failed", "needs_review"}
 DEAD_LETTERED = {"unknownMerchant", "malformed"}
@@ -25,20 +26,6 @@ EXPECTED = {
 }
 
 
-def gateway_reference(order, payment_id):
-    """The orderreference PayPipe sends for a payment (GatewayOrderReference): the merchant's reference plus the first
-    12 hex digits of the payment id, or the payment id alone when that would exceed 36 characters."""
-    pid = payment_id.lower()
-    merchant = order or pid
-    combined = f"{merchant}.{pid.replace('-', '')[:12]}"
-    return combined if len(combined.encode()) <= 36 else pid
-
-
-def psql(sql):
-    import subprocess
-    url = os.environ["PAYPIPE_DATABASE_URL"]
-    out = subprocess.run(["psql", url, "-AtqF", "\t", "-c", sql], check=True, capture_output=True, text=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line]
 
 
 def main():
@@ -101,18 +88,20 @@ def main():
     # no AUTH behind a failure.
     auths = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?all=1", timeout=30))
     counts = auths.get("counts", {})
-    orders = {gateway_reference(p["order"], p["id"]): p for ps in payments.values() for p in ps}
-    ours = {o: c for o, c in counts.items() if o in orders}
-    double = {o: c for o, c in ours.items() if c > 1}
-    authorized_without_auth = [o for o, p in orders.items() if p["status"] in ("authorized", "declined") and ours.get(o, 0) == 0]
-    charged_but_failed = [o for o, p in orders.items() if p["status"] == "failed" and ours.get(o, 0) > 0]
+    ours = collections.Counter()
+    for reference, pid in sent_references(a.prefix).items():
+        ours[pid] += counts.get(reference, 0)
+    every = [p for ps in payments.values() for p in ps]
+    double = {p["id"]: ours[p["id"]] for p in every if ours[p["id"]] > 1}
+    authorized_without_auth = [p["id"] for p in every if p["status"] in ("authorized", "declined") and ours[p["id"]] == 0]
+    charged_but_failed = [p["id"] for p in every if p["status"] == "failed" and ours[p["id"]] > 0]
     line("gateway AUTHs recorded (this run)", sum(ours.values()))
     attempts = dict(((t, st, o), int(c)) for t, st, o, c in psql(
         f"SELECT a.request_type, a.state, coalesce(a.outcome, ''), count(*) FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
         f"WHERE left(p.job_id, {n}) = '{a.prefix}-' GROUP BY 1, 2, 3"))
     line("  lost answers settled by TRANSACTIONQUERY (found)", attempts.get(("TRANSACTIONQUERY", "completed", "found"), 0))
     line("  AUTHs refused before recording (503) and resent", attempts.get(("AUTH", "not_sent", "transient"), 0))
-    line("double charges (order refs with >1 AUTH)", len(double), True)
+    line("double charges (payments with >1 AUTH)", len(double), True)
     line("authorized/declined without a gateway AUTH", len(authorized_without_auth), True)
     line("failed although the gateway recorded an AUTH", len(charged_but_failed), True)
 

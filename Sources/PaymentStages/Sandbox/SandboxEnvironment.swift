@@ -29,11 +29,17 @@ public struct SandboxEnvironment: Sendable {
 
     /// Where the sandbox merchant's gateway and webhook live: the local simulator and receiver by default,
     /// service names under docker compose.
+    /// A URL given explicitly also replaces the one in an existing merchant document (a stack on other ports reusing
+    /// the sandbox directory); the defaults only fill a new document.
     public struct Endpoints: Sendable {
         public var gatewayURL = "http://127.0.0.1:9180"
         public var webhookURL = "http://127.0.0.1:9190/webhooks"
+        let explicitGatewayURL: String?
+        let explicitWebhookURL: String?
 
         public init(gatewayURL: String? = nil, webhookURL: String? = nil) {
+            explicitGatewayURL = gatewayURL
+            explicitWebhookURL = webhookURL
             if let gatewayURL { self.gatewayURL = gatewayURL }
             if let webhookURL { self.webhookURL = webhookURL }
         }
@@ -46,7 +52,7 @@ public struct SandboxEnvironment: Sendable {
         let environment = SandboxEnvironment(directory: directory, pki: pki, ecMerchant: ec, rsaMerchant: rsa)
         try environment.writeDataKeyIfMissing()
         try environment.writeMerchantIdentityCertificateIfMissing()
-        try environment.writeMerchantDocumentIfMissing(endpoints)
+        try environment.writeMerchantDocument(endpoints)
         try environment.writeServicesEnvironment()
         return environment
     }
@@ -90,11 +96,28 @@ public struct SandboxEnvironment: Sendable {
         path.hasPrefix(directory + "/") ? String(path.dropFirst(directory.count + 1)) : path
     }
 
-    private func writeMerchantDocumentIfMissing(_ endpoints: Endpoints) throws {
-        guard !FileManager.default.fileExists(atPath: merchantDocumentPath) else { return }
+    /// Writes a new document, or points an existing one at the explicitly given URLs, keeping its secrets and keys
+    /// (they are what the running simulator, receiver and stored card data were set up with).
+    private func writeMerchantDocument(_ endpoints: Endpoints) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try Self.writeSecret(try encoder.encode(merchantDocument(endpoints)), to: merchantDocumentPath)
+        guard FileManager.default.fileExists(atPath: merchantDocumentPath) else {
+            try Self.writeSecret(try encoder.encode(merchantDocument(endpoints)), to: merchantDocumentPath)
+            return
+        }
+        guard endpoints.explicitGatewayURL != nil || endpoints.explicitWebhookURL != nil else { return }
+        let data = try Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath))
+        guard var document = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
+        if let url = endpoints.explicitGatewayURL, var gateway = document["gateway"] as? [String: Any] {
+            gateway["baseUrl"] = url
+            document["gateway"] = gateway
+        }
+        if let url = endpoints.explicitWebhookURL, var webhook = document["webhook"] as? [String: Any] {
+            webhook["url"] = url
+            document["webhook"] = webhook
+        }
+        let updated = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        if updated != data { try Self.writeSecret(updated, to: merchantDocumentPath) }
     }
 
     /// Rewritten on every open from the merchant document on disk, so it always matches what was applied.

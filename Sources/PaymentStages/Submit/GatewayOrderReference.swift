@@ -5,18 +5,18 @@ import Foundation
 /// same reference, as the job contract's own example shows); it stays unchanged in PayPipe's events and webhooks.
 ///
 /// Form: `<merchant reference>.<first 12 hex digits of the payment id>`, so it still reads as the merchant's order
-/// in the gateway's back office. The field's length limit is not in any stored source (Trust Payments documents
-/// `orderreference` as "Alphanumeric" without a length, see docs/submit.md), so PayPipe stays within
-/// ``maximumLength`` (36, the length of a payment id) and sends the payment id alone when the merchant's reference
-/// is too long for the combined form.
+/// in the gateway's back office. Trust Payments gives the field 25 characters and warns that a longer value "may
+/// result in the text being truncated" (help.trustpayments.com, "3DS API Field Specification", `orderreference`;
+/// docs/submit.md). Truncation would cut the payment-id suffix first and make retries of one order share a reference
+/// again, so the whole reference stays within ``maximumLength``: when the merchant's reference is too long for the
+/// combined form, the payment id alone is sent, as its first 25 hex digits (100 bits).
 public enum GatewayOrderReference {
-    public static let maximumLength = 36
+    public static let maximumLength = 25
     static let suffixLength = 12
 
     public static func forPayment(merchantReference: String, paymentId: UUID) -> String {
-        let id = paymentId.uuidString.lowercased()
-        let suffix = String(id.replacingOccurrences(of: "-", with: "").prefix(suffixLength))
-        let combined = "\(merchantReference).\(suffix)"
-        return !merchantReference.isEmpty && combined.utf8.count <= maximumLength ? combined : id
+        let hex = paymentId.uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let combined = "\(merchantReference).\(hex.prefix(suffixLength))"
+        return !merchantReference.isEmpty && combined.utf8.count <= maximumLength ? combined : String(hex.prefix(maximumLength))
     }
 }

@@ -37,7 +37,7 @@ struct SubmitHarness {
     func preparedPayment(
         amount: Int64, receivedSecondsAgo: Double = 0, orderReference given: String? = nil
     ) throws -> (message: StageMessage, orderReference: String) {
-        let orderReference = given ?? "ORD-\(UUID().uuidString.prefix(12))"
+        let orderReference = given ?? "ORD-\(UUID().uuidString.prefix(8))"
         let message = try authorize.insertPayment(
             merchantId: Self.merchantId, amount: amount, currency: "GBP", orderReference: orderReference,
             data: Integration.AuthorizeStageTests.stored(Integration.AuthorizeStageTests.card(amount: amount)))
