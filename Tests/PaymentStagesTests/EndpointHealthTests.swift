@@ -108,6 +108,29 @@ import Testing
         #expect(slow.capacity == 1, "at least one token, so a slow rate still lets one through")
     }
 
+    @Test func gateRateLimitsEachEndpointWithoutCountingItAsAFailure() throws {
+        let clock = TestClock()
+        // A breaker that opens on the first failure: a rate-limited request must not trip it.
+        let gate = EndpointGate(failureThreshold: 1, maxWait: 0, clock: { clock.now })
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
+        gate.release("a", succeeded: true)
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .rejected("rate_limited"))
+        #expect(gate.acquire(endpoint: "b", rate: 1) == .acquired("b"), "buckets are per endpoint")
+        gate.release("b", succeeded: true)
+        #expect(gate.acquire(endpoint: "a") == .acquired("a"), "no rate: no limit, and the circuit stayed closed")
+        gate.release("a", succeeded: true)
+        clock.advance(1)
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
+        gate.release("a", succeeded: true)
+        // Touched again once its bucket has refilled, an endpoint with a clean record is forgotten ("b" is not
+        // touched and stays until the state map needs room).
+        clock.advance(10)
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
+        clock.advance(10)
+        gate.release("a", succeeded: true)
+        #expect(gate.trackedEndpoints == 1)
+    }
+
     // MARK: Operational events
 
     @Test func endpointDisabledEventShape() throws {
