@@ -32,6 +32,17 @@ extension Integration {
             return seen
         }
 
+        /// With jsonschema available, `body` matches docs/schemas/operational-event.schema.json.
+        func expectMatchesSchema(_ body: [UInt8]) throws {
+            guard (try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import jsonschema"])) == 0 else { return }
+            let schema = ContractTests.packageRoot.appendingPathComponent("docs/schemas/operational-event.schema.json").path
+            let file = try ContractTests.temporaryFile(body)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let script = "import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))"
+            let output = try ContractTests.python(["-c", script, schema, file.path])
+            #expect(output.status == 0, "\(output.text)")
+        }
+
         @Test func anEndpointFailingLongerThanThePeriodIsDisabledHoldsDeliveriesAndIsReEnabledByTheCLI() throws {
             let harness = try NotifyHarness(maxRetries: 50, concurrency: 2)
             defer { harness.tearDown() }
@@ -61,6 +72,7 @@ extension Integration {
             #expect(event["data"]?["url"]?.stringValue == receiver.url)
             #expect(event["data"]?["reason"]?.stringValue == "failing_continuously")
             #expect(events.first?.properties.messageId == event["data"]?["id"]?.stringValue)
+            try expectMatchesSchema(try #require(events.first).body)
 
             // Held, not dropped and not marked notified; the reconciler's backlog leaves it out.
             #expect(try harness.stage(of: first.paymentId) == "notify")
@@ -126,6 +138,7 @@ extension Integration {
             #expect(exhausted["data"]?["eventId"]?.stringValue == PaymentEvent.id(paymentId: message.paymentId, type: .authorized))
             #expect(exhausted["data"]?["attempts"]?.int64Value == 2)
             #expect(exhausted["data"]?["lastError"]?.stringValue == "http_500")
+            try expectMatchesSchema(try #require(seen.first { $0.routingKey == "webhook.exhausted" }).body)
             #expect(try harness.drain(Stage.notify.deadLetterQueueName).count == 1, "the dead letter as before")
         }
 
