@@ -473,16 +473,21 @@ public struct NotifyStage: StageHandler {
     /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
     /// it like on `webhook-id`). Not mandatory: a results exchange nobody binds to is a valid deployment.
     public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> AMQPOutboundMessage {
+        resultsExchangeMessage(id: event.id, type: event.type.rawValue, body: body, timestamp: event.occurredAt)
+    }
+
+    /// Any event on `paypipe.results` (payment results and ``OperationalEvent``s): routing key and AMQP `type` = the
+    /// event type, `message_id` = the event id, persistent, not mandatory.
+    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date) -> AMQPOutboundMessage {
         var properties = AMQPProperties()
         properties.contentType = "application/json"
-        properties.messageId = event.id
-        properties.type = event.type.rawValue
+        properties.messageId = id
+        properties.type = type
         properties.persistent = true
         properties.appId = "paypipe-notify"
-        properties.timestamp = event.occurredAt
+        properties.timestamp = timestamp
         return AMQPOutboundMessage(
-            exchange: PipelineTopology.resultsExchange, routingKey: event.type.rawValue, body: body,
-            properties: properties, mandatory: false)
+            exchange: PipelineTopology.resultsExchange, routingKey: type, body: body, properties: properties, mandatory: false)
     }
 
     /// `scheme://host:port` of a URL: the unit of the per-endpoint concurrency limit and circuit breaker.

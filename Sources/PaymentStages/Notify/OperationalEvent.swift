@@ -74,15 +74,7 @@ public struct OperationalEvent: Sendable, Equatable {
 
     /// The message on `paypipe.results`, shaped like ``NotifyStage/resultMessage(_:body:)``'s.
     public var message: AMQPOutboundMessage {
-        var properties = AMQPProperties()
-        properties.contentType = "application/json"
-        properties.messageId = id
-        properties.type = kind.rawValue
-        properties.persistent = true
-        properties.appId = "paypipe-notify"
-        properties.timestamp = occurredAt
-        return AMQPOutboundMessage(
-            exchange: PipelineTopology.resultsExchange, routingKey: kind.rawValue, body: body, properties: properties, mandatory: false)
+        NotifyStage.resultsExchangeMessage(id: id, type: kind.rawValue, body: body, timestamp: occurredAt)
     }
 
     /// The URL as events and listings show it: no user info, query or fragment (where endpoints carry tokens).
