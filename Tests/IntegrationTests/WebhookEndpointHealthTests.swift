@@ -119,6 +119,37 @@ extension Integration {
             #expect(try harness.paypipe(["webhooks", "endpoints", "enable", "m-notify"]).status == 65)
         }
 
+        /// The worker that disabled the endpoint "crashes" after its commit, before publishing: the broker's redelivery
+        /// to the next worker is held and publishes `endpoint.disabled` (same id) after all.
+        @Test func aCrashBeforePublishingEndpointDisabledIsMadeUpByTheRedelivery() throws {
+            let harness = try NotifyHarness(maxRetries: 50, concurrency: 1)
+            defer { harness.tearDown() }
+            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            defer { receiver.stop() }
+            receiver.script([], then: 503)
+            try harness.applyMerchant(webhookURL: receiver.url)
+            let policy = EndpointHealthPolicy(disableAfter: 1)
+            let isDisabled: @Sendable () -> Bool = {
+                guard let database = try? harness.database() else { return false }
+                defer { database.close() }
+                return (try? WebhookEndpointStore().list(disabledOnly: true, on: database).isEmpty) == false
+            }
+            let crashing = try harness.startedRuntime(
+                harness.makeStage(gate: Self.openGate(), healthPolicy: policy),
+                hooks: RuntimeHooks(afterCommit: { if isDisabled() { throw TestFailure("simulated crash") } }))
+            let message = try harness.insertPayment(status: .authorized)
+            try harness.publish([message])
+            try TestServices.eventually(timeout: 30, "endpoint disabled") { isDisabled() }
+            crashing.stopAndWait()
+            #expect(try harness.drain(harness.resultsQueue).isEmpty, "the crash came before the publication")
+            let healthy = try harness.startedRuntime(harness.makeStage(gate: Self.openGate(), healthPolicy: policy))
+            defer { healthy.stopAndWait() }
+            let events = try results(harness, "endpoint.disabled after the redelivery") { !$0.isEmpty }
+            #expect(events.map(\.routingKey) == ["endpoint.disabled"])
+            #expect(try harness.stage(of: message.paymentId) == "notify")
+            #expect(try harness.deliveries(message.paymentId).last?.outcome == "held")
+        }
+
         @Test func aDeliveryThatRunsOutOfAttemptsPublishesWebhookExhausted() throws {
             let harness = try NotifyHarness(maxRetries: 1, concurrency: 1)
             defer { harness.tearDown() }

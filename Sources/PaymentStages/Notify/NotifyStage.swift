@@ -332,7 +332,12 @@ public struct NotifyStage: StageHandler {
                     WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
                     event: delivery.event, on: database)
                 held.append(delivery.payment.id)
-                results[item.index] = .success(.completed)
+                // A broker redelivery may be the very delivery whose batch disabled the endpoint and crashed before
+                // publishing `endpoint.disabled`: publish it again (same id: consumers dedupe). Fresh deliveries and
+                // retry-tier copies do not, or every held delivery would repeat the event.
+                let event = item.delivery.message.delivery.redelivered
+                    ? disabled[item.delivery.endpoint].map { OperationalEvent.endpointDisabled(item.delivery.endpoint, health: $0) } : nil
+                results[item.index] = .success(event.map { .publish([$0.message]) } ?? .completed)
             } catch {
                 results[item.index] = .failure(FailureClassifier.classify(error))
             }
