@@ -15,7 +15,7 @@ struct CommandArguments {
     private var flags: Set<String> = []
 
     /// Options that take no value; everything else starting with `--` consumes the next argument.
-    static let knownFlags: Set<String> = ["--reveal", "--failed", "--json", "--all", "--dry-run", "--force", "--status", "--all-good", "--usage"]
+    static let knownFlags: Set<String> = ["--reveal", "--failed", "--json", "--all", "--dry-run", "--force", "--status", "--all-good", "--usage", "--disabled"]
 
     /// - Parameters:
     ///   - flags: the `--names` that take no value.

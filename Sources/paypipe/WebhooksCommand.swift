@@ -7,7 +7,7 @@ import Postgres
 /// log and replay/recovery for merchants whose endpoint was down).
 enum WebhooksCommand: CLICommand {
     static let name = "webhooks"
-    static let summary = "list webhook delivery attempts, replay webhooks"
+    static let summary = "list webhook delivery attempts, replay webhooks, list and re-enable endpoints"
     static let usage = """
         usage: paypipe webhooks list [--failed] [--payment ID] [--limit N]
           Prints delivery attempts, newest first, one JSON object per line (payment, event id and type, URL, attempt,
@@ -21,6 +21,17 @@ enum WebhooksCommand: CLICommand {
           disabled attempt since TIME (ISO 8601, e.g. 2026-01-01T00:00:00Z, or a duration ago such as 2h).
           A merchant endpoint disabled by a 410 must be re-enabled first (paypipe merchant apply).
           Exit 65 if nothing matched.
+
+               paypipe webhooks endpoints [--disabled] [--merchant ID]
+          Prints the endpoints that have failed (or are disabled), disabled first, one JSON object per line: merchant,
+          host (scheme://host:port), URL without user info and query, failingSince, lastError, disabledAt, reason,
+          heldDeliveries. An endpoint failing continuously for PAYPIPE_WEBHOOK_DISABLE_AFTER (5d) is disabled: its
+          deliveries are held (not sent, not dropped) until it is re-enabled.
+
+               paypipe webhooks endpoints enable MERCHANT [--url URL]
+          Re-enables the merchant's disabled endpoints (or only URL, exactly as stored), forgets their failure record
+          and re-delivers every held delivery (same webhook-id) by publishing its hand-off to paypipe.notify.
+          Exit 65 if no disabled endpoint matched.
         """
 
     static func run(arguments raw: [String]) -> Int32 {
@@ -32,6 +43,7 @@ enum WebhooksCommand: CLICommand {
             switch action {
             case "list": return try list(arguments)
             case "replay": return try replay(arguments)
+            case "endpoints": return try endpoints(arguments)
             default:
                 printError(usage)
                 return ExitCode.usage
@@ -88,6 +100,69 @@ enum WebhooksCommand: CLICommand {
         for message in messages {
             print("replaying \(message.paymentId.uuidString.lowercased()) (merchant \(message.merchantId), job \(message.jobId))")
         }
+        return ExitCode.ok
+    }
+
+    private static func endpoints(_ arguments: CommandArguments) throws -> Int32 {
+        switch arguments.positionals.dropFirst().first {
+        case nil: return try listEndpoints(arguments)
+        case "enable": return try enableEndpoints(arguments)
+        default:
+            printError(usage)
+            return ExitCode.usage
+        }
+    }
+
+    private static func listEndpoints(_ arguments: CommandArguments) throws -> Int32 {
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        let rows = try WebhookEndpointStore().list(merchantId: arguments.value("--merchant"), disabledOnly: arguments.flag("--disabled"), on: connection)
+        let held = try WebhookDeliveryStore().heldCounts(on: connection)
+        for row in rows {
+            var object: [String: Any] = [
+                "merchant": row.endpoint.merchantId, "host": NotifyStage.endpointKey(row.endpoint.url),
+                "url": OperationalEvent.redacted(row.endpoint.url), "state": row.health.isDisabled ? "disabled" : (row.health.failingSince == nil ? "healthy" : "failing"),
+                "heldDeliveries": held[row.endpoint] ?? 0, "updatedAt": Logger.timestamp(row.updatedAt),
+            ]
+            object["failingSince"] = row.health.failingSince.map(Logger.timestamp)
+            object["lastFailureAt"] = row.health.lastFailureAt.map(Logger.timestamp)
+            object["lastSuccessAt"] = row.health.lastSuccessAt.map(Logger.timestamp)
+            object["lastError"] = row.health.lastError
+            object["disabledAt"] = row.health.disabledAt.map(Logger.timestamp)
+            object["reason"] = row.health.disabledReason
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            print(String(decoding: data, as: UTF8.self))
+        }
+        return ExitCode.ok
+    }
+
+    private static func enableEndpoints(_ arguments: CommandArguments) throws -> Int32 {
+        guard let merchant = arguments.positionals.dropFirst(2).first, arguments.positionals.count == 3 else {
+            throw CommandArguments.UsageError(description: "give the merchant: paypipe webhooks endpoints enable MERCHANT [--url URL]")
+        }
+        let configuration = try WorkerConfiguration(stage: nil)
+        let connection = try OperatorContext.database()
+        defer { connection.close() }
+        // Enable and release in one transaction, then publish: if publishing fails the released payments have
+        // `redriven_at` cleared and the reconciler re-drives them.
+        let (enabled, messages) = try connection.transaction { transaction in
+            let enabled = try WebhookEndpointStore().enable(merchantId: merchant, url: arguments.value("--url"), on: transaction)
+            return (enabled, try WebhookDeliveryStore().releaseHeld(enabled, on: transaction))
+        }
+        guard !enabled.isEmpty else {
+            printError("paypipe: no disabled endpoint of merchant \(merchant) matched")
+            return ExitCode.dataError
+        }
+        if !messages.isEmpty {
+            let publisher = try OperatorContext.publisher(configuration)
+            defer { publisher.close() }
+            let replay = WebhookReplay()
+            try publisher.publish(messages.map(replay.handOff), timeout: 60)
+        }
+        for endpoint in enabled {
+            print("enabled \(NotifyStage.endpointKey(endpoint.url)) for merchant \(endpoint.merchantId)")
+        }
+        print("re-delivering \(messages.count) held deliver\(messages.count == 1 ? "y" : "ies")")
         return ExitCode.ok
     }
 

@@ -35,6 +35,7 @@ extension Integration {
                 doc = yaml.safe_load(open(sys.argv[1]))
                 jobs = doc["channels"]["paypipe.jobs"]
                 results = doc["channels"]["paypipe.results"]
+                operational = doc["channels"]["paypipe.results/operational"]
                 print(json.dumps({
                     "version": doc["asyncapi"],
                     "jobsExchange": jobs["bindings"]["amqp"]["exchange"]["name"],
@@ -45,6 +46,9 @@ extension Integration {
                     "resultKeys": results["subscribe"]["bindings"]["amqp"]["cc"],
                     "jobPayload": doc["components"]["messages"]["PaymentJob"]["payload"]["$ref"],
                     "eventPayload": doc["components"]["messages"]["PaymentEvent"]["payload"]["$ref"],
+                    "operationalExchange": operational["bindings"]["amqp"]["exchange"]["name"],
+                    "operationalKeys": operational["subscribe"]["bindings"]["amqp"]["cc"],
+                    "operationalPayload": doc["components"]["messages"]["OperationalEvent"]["payload"]["$ref"],
                 }))
                 """
             let output = try Self.python(["-c", script, Self.packageRoot.appendingPathComponent("docs/asyncapi.yaml").path])
@@ -60,7 +64,9 @@ extension Integration {
             #expect(document["resultKeys"] as? [String] == ["payment.authorized", "payment.declined", "payment.failed", "payment.needs_review"])
 
             let docs = Self.packageRoot.appendingPathComponent("docs")
-            for reference in [document["jobPayload"], document["eventPayload"]] {
+            #expect(document["operationalExchange"] as? String == PipelineTopology.resultsExchange)
+            #expect(document["operationalKeys"] as? [String] == OperationalEvent.Kind.allCases.map(\.rawValue))
+            for reference in [document["jobPayload"], document["eventPayload"], document["operationalPayload"]] {
                 let path = try #require(reference as? String)
                 let data = try Data(contentsOf: docs.appendingPathComponent(path))
                 #expect(try JSONSerialization.jsonObject(with: data) is [String: Any], "\(path) parses")

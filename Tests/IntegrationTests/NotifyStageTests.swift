@@ -171,7 +171,7 @@ extension Integration {
                 #expect(dead.count == 1)
                 #expect(dead.first?.properties.headers[DeliveryRouter.Header.errorCode] == .string("retries_exhausted"))
                 #expect((try? StageMessage.decode(dead.first?.body ?? [])) == message)
-                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed"])
+                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed", "webhook.exhausted"])
             }
         }
 

@@ -91,5 +91,15 @@ import Testing
         #expect(DurationParser.seconds("1.5") == 1.5)
         #expect(DurationParser.seconds("1h") == 3600)
         #expect(DurationParser.seconds("soon") == nil)
+        #expect(DurationParser.seconds("5d") == 432_000, "PAYPIPE_WEBHOOK_DISABLE_AFTER's default, as written")
+    }
+
+    @Test func decimalNumbers() throws {
+        let environment = EnvironmentReader(["RATE": "0.5", "BAD": "fast", "NAN": "nan", "BIG": "20000"])
+        #expect(try environment.double("RATE", default: 0, range: 0...10_000) == 0.5)
+        #expect(try environment.double("UNSET", default: 0, range: 0...10_000) == 0)
+        for name in ["BAD", "NAN", "BIG"] {
+            #expect(throws: ConfigurationError.self) { try environment.double(name, default: 0, range: 0...10_000) }
+        }
     }
 }

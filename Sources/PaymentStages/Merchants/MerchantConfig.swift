@@ -31,6 +31,8 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
     public struct Webhook: Codable, Sendable, Equatable {
         public var url: String
         public var enabled: Bool
+        /// The document's `webhook.ratePerSecond`: the merchant's rate limit, overriding `PAYPIPE_WEBHOOK_RATE`.
+        public var ratePerSecond: Double? = nil
     }
 
     public var identities: [IdentitySummary]

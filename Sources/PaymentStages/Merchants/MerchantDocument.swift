@@ -51,6 +51,8 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// Secrets still being rotated out: requests carry one signature per secret (current first) until the
         /// merchant's endpoint has switched, as Standard Webhooks recommends for zero-downtime rotation.
         public var previousSecrets: [String]?
+        /// Requests per second to this merchant's endpoints (> 0), overriding `PAYPIPE_WEBHOOK_RATE` for them.
+        public var ratePerSecond: Double?
     }
 
     /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which

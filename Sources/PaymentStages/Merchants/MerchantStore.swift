@@ -75,9 +75,12 @@ public struct MerchantStore: Sendable {
         let identityCertificate = try document.merchantIdentityCertificateFile.map { file in
             try Self.certificateSummary(try Self.pem(nil, file: file, base: baseDirectory, what: "merchantIdentityCertificateFile", secret: nil))
         }
+        if let rate = document.webhook?.ratePerSecond, !(rate > 0 && rate <= 10_000) {
+            throw MerchantError.invalidDocument("webhook.ratePerSecond must be > 0 and at most 10000")
+        }
         let config = MerchantConfig(
             identities: summaries, gateway: gateway,
-            webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true) },
+            webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true, ratePerSecond: $0.ratePerSecond) },
             merchantIdentityCertificate: identityCertificate)
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,

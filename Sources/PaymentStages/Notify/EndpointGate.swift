@@ -10,6 +10,10 @@ import Synchronization
 ///   the next retry tier and the lane serves other endpoints).
 /// * After `failureThreshold` consecutive failures the circuit opens for `openSeconds`: attempts fail at once with
 ///   `circuit_open` (no request is sent). Then one probe is let through (half-open); its success closes the circuit.
+/// * With a rate (`PAYPIPE_WEBHOOK_RATE` or the merchant's `webhook.ratePerSecond`), at most that many requests per
+///   second start to one endpoint (a ``TokenBucket`` with a one-second burst): a lane waits for its booked token,
+///   or gives up with `rate_limited` when it is more than `maxWait` away (transient, like `endpoint_busy`). Neither
+///   counts as a failure of the endpoint (breaker, endpoint health): the worker held the request back itself.
 /// * A failed response with `Retry-After` (429/503 throttling) opens the circuit at once for that long, capped at
 ///   `maxPauseSeconds`: the worker stops calling an endpoint that asked for a pause.
 /// * Endpoints are publisher-controlled (a job's `notify_url`), so the state map is bounded: an endpoint with nothing
@@ -29,12 +33,13 @@ public final class EndpointGate: Sendable {
     private struct EndpointState {
         var inFlight = 0
         var circuit = CircuitState()
+        var bucket: TokenBucket?
     }
 
     public enum Acquisition: Sendable, Equatable {
         /// A slot is held: call ``release(_:succeeded:)`` with this endpoint key.
         case acquired(String)
-        /// `circuit_open` or `endpoint_busy`.
+        /// `circuit_open`, `rate_limited` or `endpoint_busy`.
         case rejected(String)
     }
 
@@ -49,14 +54,22 @@ public final class EndpointGate: Sendable {
         self.clock = clock
     }
 
-    public func acquire(endpoint: String) -> Acquisition {
+    /// - Parameter rate: requests per second allowed to start to this endpoint; `nil` or 0: no rate limit.
+    public func acquire(endpoint: String, rate: Double? = nil) -> Acquisition {
         let deadline = Date().addingTimeInterval(maxWait)
+        if let rate, rate > 0 {
+            switch reserve(endpoint: endpoint, rate: rate) {
+            case .refused?: return .rejected("rate_limited")
+            case .after(let wait)? where wait > 0: Thread.sleep(forTimeInterval: wait)
+            default: break
+            }
+        }
         while true {
             let now = clock()
             let verdict: Acquisition? = endpoints.withLock { states in
                 if states[endpoint] == nil, states.count >= maxEndpoints { Self.prune(&states, now: now) }
                 var state = states[endpoint] ?? EndpointState()
-                defer { Self.store(state, for: endpoint, in: &states) }
+                defer { Self.store(state, for: endpoint, in: &states, now: now) }
                 if state.circuit.isOpen(at: now) { return .rejected("circuit_open") }
                 // Half-open: a single probe at a time.
                 if state.circuit.isHalfOpen(at: now), state.inFlight > 0 { return .rejected("circuit_open") }
@@ -79,8 +92,25 @@ public final class EndpointGate: Sendable {
             state.circuit.record(
                 healthy: succeeded, failureThreshold: failureThreshold, openSeconds: openSeconds,
                 pause: pause.map { min($0, maxPauseSeconds) }, now: now)
-            Self.store(state, for: endpoint, in: &states)
+            Self.store(state, for: endpoint, in: &states, now: now)
             CircuitMetrics.report(metrics, stage: .notify, circuits: states.values.map(\.circuit))
+        }
+    }
+
+    /// Books a token of the endpoint's bucket (created full, or retuned when the rate changed); `nil` while its
+    /// circuit is open (the caller's next step rejects that).
+    private func reserve(endpoint: String, rate: Double) -> TokenBucket.Reservation? {
+        let now = clock()
+        return endpoints.withLock { states in
+            if states[endpoint] == nil, states.count >= maxEndpoints { Self.prune(&states, now: now) }
+            var state = states[endpoint] ?? EndpointState()
+            defer { Self.store(state, for: endpoint, in: &states, now: now) }
+            if state.circuit.isOpen(at: now) { return nil }
+            var bucket = state.bucket ?? TokenBucket(rate: rate, now: now)
+            if bucket.rate != rate { bucket.retune(rate: rate, at: now) }
+            let reservation = bucket.reserve(at: now, maxWait: maxWait)
+            state.bucket = bucket
+            return reservation
         }
     }
 
@@ -92,9 +122,11 @@ public final class EndpointGate: Sendable {
     /// The number of endpoints with state (in flight, or a failure record): bounded by `maxEndpoints` plus those in flight.
     public var trackedEndpoints: Int { endpoints.withLock { $0.count } }
 
-    /// Keeps only state that says something: an idle endpoint with a clean record is the same as an unknown one.
-    private static func store(_ state: EndpointState, for endpoint: String, in states: inout [String: EndpointState]) {
-        states[endpoint] = state.inFlight == 0 && state.circuit == CircuitState() ? nil : state
+    /// Keeps only state that says something: an idle endpoint with a clean record and a full bucket is the same as an
+    /// unknown one.
+    private static func store(_ state: EndpointState, for endpoint: String, in states: inout [String: EndpointState], now: Date) {
+        let forgettable = state.inFlight == 0 && state.circuit == CircuitState() && (state.bucket?.isFull(at: now) ?? true)
+        states[endpoint] = forgettable ? nil : state
     }
 
     /// Makes room: drops idle endpoints whose circuit is not open, and if that freed nothing, every idle endpoint

@@ -25,6 +25,11 @@ import Synchronization
 ///   ``Pipeline/DeliveryRouter``), so the DLQ and the results exchange both get exactly one message.
 /// * no webhook configured, webhook disabled, no usable secret, or a target refused by the SSRF guard → no POST
 ///   (a `failed` record with the reason when a URL was given), mark done, publish.
+/// * an endpoint that has failed continuously for ``EndpointHealthPolicy/disableAfter`` is disabled
+///   (`webhook_endpoints`, shared by all workers): its deliveries are **held** — a `held` record, the payment left
+///   in stage `notify` away from the reconciler, the message acked, nothing published — until an operator re-enables
+///   it (`paypipe webhooks endpoints enable`), which sends them. The disabling publishes `endpoint.disabled` on
+///   `paypipe.results`; a delivery that runs out of attempts publishes `webhook.exhausted` (``OperationalEvent``).
 ///
 /// Receivers must dedupe on `webhook-id` (the event id): delivery is at-least-once.
 public struct NotifyStage: StageHandler {
@@ -42,6 +47,11 @@ public struct NotifyStage: StageHandler {
     private let clock: @Sendable () -> Date
     private let payments = PaymentStore()
     private let deliveries = WebhookDeliveryStore()
+    private let endpoints = WebhookEndpointStore()
+    /// When a failing endpoint is disabled (`PAYPIPE_WEBHOOK_DISABLE_AFTER`).
+    let healthPolicy: EndpointHealthPolicy
+    /// `PAYPIPE_WEBHOOK_RATE`: requests per second per endpoint unless the merchant sets its own; `nil`: no limit.
+    private let rate: Double?
     /// Set-based database work per batch (one read, one write for the common case) rather than per message; `false`
     /// keeps the per-message statements, the reference semantics (equivalence tests compare the two).
     private let setBased: Bool
@@ -52,8 +62,10 @@ public struct NotifyStage: StageHandler {
         directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
-        setBased: Bool = true
+        setBased: Bool = true, healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil
     ) {
+        self.healthPolicy = healthPolicy
+        self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
         self.directory = directory
         self.events = PaymentEventLoader(cardData: cardData)
         self.urlGuard = urlGuard
@@ -91,10 +103,23 @@ public struct NotifyStage: StageHandler {
                 results[index] = .failure(FailureClassifier.classify(error))
             }
         }
+        pending = holdDisabled(pending, results: &results, database: database)
         let sent = send(pending.map(\.delivery))
+        // Between phases 2 and 3, in its own short transaction: what the answers say about each endpoint's health.
+        // A failed delivery to an endpoint this disables is held instead of retried, and one of them carries the
+        // `endpoint.disabled` event.
+        let decision = recordHealth(zip(pending, sent).map { ($0.delivery, $1) }, database: database)
+        var carried: Set<WebhookEndpoint> = []
+        let answered = zip(pending, sent).map { item, result in
+            let endpoint = item.delivery.endpoint
+            var held: Held?
+            if Self.isRetry(result.classification), let health = decision.newlyDisabled[endpoint] {
+                held = Held(event: carried.insert(endpoint).inserted ? OperationalEvent.endpointDisabled(endpoint, health: health) : nil)
+            }
+            return Answered(delivery: item.delivery, classification: result.classification, attempt: result.attempt, held: held)
+        }
         // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``): the delivered answers in
         // one statement first, everything else (and whatever that statement left) one by one.
-        let answered = zip(pending, sent).map { Answered(delivery: $0.delivery, classification: $1.classification, attempt: $1.attempt) }
         let completed = BatchTransaction.run(
             answered, on: database,
             bulk: setBased ? { items, transaction in try settleDelivered(items, on: transaction) } : nil,
@@ -111,7 +136,13 @@ public struct NotifyStage: StageHandler {
             switch completed[offset] {
             case .success(let result):
                 results[item.index] = result
-                if case .success = result, Self.isRetry(answered[offset].classification) { countIfExhausted(item.delivery.message) }
+                if case .success = result, Self.isRetry(answered[offset].classification) {
+                    if let held = answered[offset].held {
+                        if held.event != nil { countEvent(.endpointDisabled) }
+                    } else {
+                        countIfExhausted(item.delivery.message)
+                    }
+                }
             case .failure(let error): results[item.index] = .failure(FailureClassifier.classify(error))
             }
         }
@@ -166,6 +197,8 @@ public struct NotifyStage: StageHandler {
         let secrets: [String]
         /// The URL came from the merchant's configuration (a 410 disables it), not from the job's `notify_url`.
         let isMerchantWebhook: Bool
+        /// The merchant's `webhook.ratePerSecond`.
+        let ratePerSecond: Double?
     }
 
     /// An event that needs a POST.
@@ -178,7 +211,16 @@ public struct NotifyStage: StageHandler {
         let signer: WebhookSigner
         /// The event serialised once: the exact bytes signed, POSTed and published to `paypipe.results`.
         let body: [UInt8]
+        /// Requests per second allowed to the endpoint (the merchant's, else `PAYPIPE_WEBHOOK_RATE`); `nil`: no limit.
+        let rate: Double?
         var number: Int { message.previousRetries + 1 }
+        var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: payment.merchantId, url: url) }
+    }
+
+    /// A failed delivery whose endpoint its batch disabled: held rather than retried; `event` is the batch's one
+    /// `endpoint.disabled` event for that endpoint, on the first such delivery.
+    private struct Held {
+        let event: OperationalEvent?
     }
 
     /// A POSTed delivery with its answer, as phase 3 settles it.
@@ -186,6 +228,7 @@ public struct NotifyStage: StageHandler {
         let delivery: PendingDelivery
         let classification: WebhookResponseClass
         let attempt: WebhookAttempt
+        var held: Held? = nil
     }
 
     private enum Preparation {
@@ -232,34 +275,109 @@ public struct NotifyStage: StageHandler {
         }
         return .deliver(PendingDelivery(
             message: message, payment: payment, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer,
-            body: event.body))
+            body: event.body, rate: target.ratePerSecond ?? rate))
     }
 
     /// Phase 2: the batch's POSTs concurrently on ``senders`` (keep-alive clients; ``EndpointGate`` caps the
     /// requests per endpoint); results in the order of `pending`.
-    private func send(_ pending: [PendingDelivery]) -> [(classification: WebhookResponseClass, attempt: WebhookAttempt)] {
-        senders.perform(pending.count) { [self] index, client in
-            let (classification, attempt) = post(pending[index], client: client)
-            return SendResult(classification: classification, attempt: attempt)
-        }.map { ($0.classification, $0.attempt) }
+    private func send(_ pending: [PendingDelivery]) -> [SendResult] {
+        senders.perform(pending.count) { [self] index, client in post(pending[index], client: client) }
     }
 
     private struct SendResult: Sendable {
         let classification: WebhookResponseClass
         let attempt: WebhookAttempt
+        /// When the answer came, if a request was sent (not refused by the gate): what endpoint health goes by.
+        let answeredAt: Date?
     }
 
     /// One POST through the endpoint gate, on the calling pool thread's client.
-    private func post(_ delivery: PendingDelivery, client: HTTPClient) -> (WebhookResponseClass, WebhookAttempt) {
+    private func post(_ delivery: PendingDelivery, client: HTTPClient) -> SendResult {
         var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
-        switch gate.acquire(endpoint: Self.endpointKey(delivery.url)) {
+        switch gate.acquire(endpoint: Self.endpointKey(delivery.url), rate: delivery.rate) {
         case .rejected(let reason):
-            return (.retry(error: reason), attempt)
+            return SendResult(classification: .retry(error: reason), attempt: attempt, answeredAt: nil)
         case .acquired(let endpoint):
             let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
             gate.release(endpoint, succeeded: !Self.isRetry(classification), pause: attempt.retryAfterSeconds)
-            return (classification, attempt)
+            return SendResult(classification: classification, attempt: attempt, answeredAt: clock())
         }
+    }
+
+    /// Phase 1's last step: deliveries whose endpoint is disabled are held, not sent (one read for the batch); returns
+    /// the others.
+    private func holdDisabled(
+        _ pending: [(index: Int, delivery: PendingDelivery)], results: inout [Result<StageOutcome, StageFailure>?], database: PostgresConnection
+    ) -> [(index: Int, delivery: PendingDelivery)] {
+        guard !pending.isEmpty else { return pending }
+        let disabled: [WebhookEndpoint: EndpointHealth]
+        do {
+            disabled = try endpoints.disabled(among: Set(pending.map(\.delivery.endpoint)), on: database)
+        } catch {
+            for item in pending { results[item.index] = .failure(FailureClassifier.classify(error)) }
+            return []
+        }
+        guard !disabled.isEmpty else { return pending }
+        var held: [UUID] = []
+        var remaining: [(index: Int, delivery: PendingDelivery)] = []
+        for item in pending {
+            guard disabled[item.delivery.endpoint] != nil else {
+                remaining.append(item)
+                continue
+            }
+            let delivery = item.delivery
+            do {
+                // The record first: a held payment without its `held` attempt could not be found by a re-enable.
+                try deliveries.record(
+                    WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
+                    event: delivery.event, on: database)
+                held.append(delivery.payment.id)
+                // A broker redelivery may be the very delivery whose batch disabled the endpoint and crashed before
+                // publishing `endpoint.disabled`: publish it again (same id: consumers dedupe). Fresh deliveries and
+                // retry-tier copies do not, or every held delivery would repeat the event.
+                let event = item.delivery.message.delivery.redelivered
+                    ? disabled[item.delivery.endpoint].map { OperationalEvent.endpointDisabled(item.delivery.endpoint, health: $0) } : nil
+                results[item.index] = .success(event.map { .publish([$0.message]) } ?? .completed)
+            } catch {
+                results[item.index] = .failure(FailureClassifier.classify(error))
+            }
+        }
+        do {
+            try deliveries.hold(held, on: database)
+        } catch {
+            for item in pending where held.contains(item.delivery.payment.id) { results[item.index] = .failure(FailureClassifier.classify(error)) }
+        }
+        return remaining
+    }
+
+    /// What the endpoints' health becomes, and which endpoints this batch disables. Only answers count (a 2xx, or a
+    /// failure that will be retried); the worker's own refusals and final answers (410, SSRF) do not. A failure to
+    /// record health does not fail the deliveries (the next batch observes again); it is counted.
+    private func recordHealth(_ sent: [(PendingDelivery, SendResult)], database: PostgresConnection) -> HealthDecision {
+        let observations: [EndpointObservation] = sent.compactMap { delivery, result in
+            guard let at = result.answeredAt else { return nil }
+            switch result.classification {
+            case .delivered: return EndpointObservation(endpoint: delivery.endpoint, at: at, error: nil)
+            case .retry(let error): return EndpointObservation(endpoint: delivery.endpoint, at: at, error: error)
+            case .gone, .refused: return nil
+            }
+        }
+        guard !observations.isEmpty else { return HealthDecision() }
+        do {
+            return try database.transaction { transaction in
+                let current = try endpoints.lock(Set(observations.map(\.endpoint)), on: transaction)
+                let decision = healthPolicy.decide(observations, current: current)
+                try endpoints.write(decision.updates, on: transaction)
+                return HealthDecision(newlyDisabled: Dictionary(uniqueKeysWithValues: decision.disabled.map { ($0, decision.updates[$0]!) }))
+            }
+        } catch {
+            countHealthFailure()
+            return HealthDecision()
+        }
+    }
+
+    private struct HealthDecision {
+        var newlyDisabled: [WebhookEndpoint: EndpointHealth] = [:]
     }
 
     /// Phase 3: record the attempt and decide the outcome.
@@ -287,11 +405,22 @@ public struct NotifyStage: StageHandler {
             return .success(try finish(event, body: delivery.body, on: database))
         case .retry(let error):
             attempt.error = error
+            if let held = answered.held {
+                // The endpoint was just disabled: no retry (and no exhaustion, even on the last attempt) until an
+                // operator re-enables it.
+                attempt.outcome = .held
+                try deliveries.record(attempt, event: event, on: database)
+                try deliveries.hold([delivery.payment.id], on: database)
+                return .success(held.event.map { .publish([$0.message]) } ?? .completed)
+            }
             guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
                 attempt.outcome = .failed
                 try deliveries.record(attempt, event: event, on: database)
                 let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
-                return .success(try finish(event, body: delivery.body, on: database, also: [router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason)]))
+                let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
+                return .success(try finish(event, body: delivery.body, on: database, also: [
+                    router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason), exhausted.message,
+                ]))
             }
             try deliveries.record(attempt, event: event, on: database)
             try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
@@ -334,10 +463,10 @@ public struct NotifyStage: StageHandler {
         let merchant = try directory.entry(payment.merchantId, on: database)?.merchant
         let secrets = merchant?.secrets.webhookSecrets ?? []
         if let notifyURL, !notifyURL.isEmpty {
-            return Target(url: notifyURL, secrets: secrets, isMerchantWebhook: false)
+            return Target(url: notifyURL, secrets: secrets, isMerchantWebhook: false, ratePerSecond: merchant?.config.webhook?.ratePerSecond)
         }
         guard let webhook = merchant?.config.webhook, webhook.enabled, !webhook.url.isEmpty else { return nil }
-        return Target(url: webhook.url, secrets: secrets, isMerchantWebhook: true)
+        return Target(url: webhook.url, secrets: secrets, isMerchantWebhook: true, ratePerSecond: webhook.ratePerSecond)
     }
 
     /// Marks the payment done and publishes the results event (plus `also`, e.g. a dead letter).
@@ -349,20 +478,25 @@ public struct NotifyStage: StageHandler {
     /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
     /// it like on `webhook-id`). Not mandatory: a results exchange nobody binds to is a valid deployment.
     public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> AMQPOutboundMessage {
+        resultsExchangeMessage(id: event.id, type: event.type.rawValue, body: body, timestamp: event.occurredAt)
+    }
+
+    /// Any event on `paypipe.results` (payment results and ``OperationalEvent``s): routing key and AMQP `type` = the
+    /// event type, `message_id` = the event id, persistent, not mandatory.
+    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date) -> AMQPOutboundMessage {
         var properties = AMQPProperties()
         properties.contentType = "application/json"
-        properties.messageId = event.id
-        properties.type = event.type.rawValue
+        properties.messageId = id
+        properties.type = type
         properties.persistent = true
         properties.appId = "paypipe-notify"
-        properties.timestamp = event.occurredAt
+        properties.timestamp = timestamp
         return AMQPOutboundMessage(
-            exchange: PipelineTopology.resultsExchange, routingKey: event.type.rawValue, body: body,
-            properties: properties, mandatory: false)
+            exchange: PipelineTopology.resultsExchange, routingKey: type, body: body, properties: properties, mandatory: false)
     }
 
     /// `scheme://host:port` of a URL: the unit of the per-endpoint concurrency limit and circuit breaker.
-    static func endpointKey(_ url: String) -> String {
+    public static func endpointKey(_ url: String) -> String {
         guard let components = URLComponents(string: url), let host = components.host else { return url }
         let scheme = components.scheme?.lowercased() ?? "http"
         return "\(scheme)://\(host.lowercased()):\(components.port ?? (scheme == "https" ? 443 : 80))"

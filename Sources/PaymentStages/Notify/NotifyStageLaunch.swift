@@ -24,8 +24,9 @@ extension NotifyStage {
     /// webhook secrets and card data are sealed with it), `PAYPIPE_MERCHANT_CACHE_TTL` (5s),
     /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE` (default on in sandbox, off in production), `PAYPIPE_WEBHOOK_TIMEOUT` (15s),
     /// `PAYPIPE_WEBHOOK_MAX_CONCURRENCY` (4 per endpoint), `PAYPIPE_WEBHOOK_BREAKER_FAILURES` (5) and
-    /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s) and `PAYPIPE_WEBHOOK_MAX_PAUSE` (5m: the longest `Retry-After` obeyed by
-    /// pausing the endpoint).
+    /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s), `PAYPIPE_WEBHOOK_MAX_PAUSE` (5m: the longest `Retry-After` obeyed by
+    /// pausing the endpoint), `PAYPIPE_WEBHOOK_DISABLE_AFTER` (5d: an endpoint failing that long without a success
+    /// is disabled) and `PAYPIPE_WEBHOOK_RATE` (requests per second per endpoint; 0, the default: no limit).
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> NotifyStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
@@ -35,11 +36,14 @@ extension NotifyStage {
         let breakerFailures = try environment.integer("PAYPIPE_WEBHOOK_BREAKER_FAILURES", default: 5, range: 1...1000)
         let breakerOpen = try environment.seconds("PAYPIPE_WEBHOOK_BREAKER_OPEN", default: 30, range: 0...3600)
         let maxPause = try environment.seconds("PAYPIPE_WEBHOOK_MAX_PAUSE", default: 300, range: 0...86_400)
+        let disableAfter = try environment.seconds("PAYPIPE_WEBHOOK_DISABLE_AFTER", default: 5 * 86_400, range: 1...(90 * 86_400))
+        let rate = try environment.double("PAYPIPE_WEBHOOK_RATE", default: 0, range: 0...10_000)
         let vault = DataVault(keyring: keyring)
         logger.info("notify_configured", [
             ("allowPrivateTargets", .bool(allowPrivate)), ("timeoutSeconds", .double(timeout)),
             ("retryDelays", .string(configuration.retrySchedule.delays.map { String($0) }.joined(separator: ","))),
             ("maxRetries", .int(configuration.retrySchedule.maxRetries)),
+            ("disableAfterSeconds", .double(disableAfter)), ("ratePerSecond", .double(rate)),
         ])
         return NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
@@ -48,6 +52,7 @@ extension NotifyStage {
             retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
             gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout,
-                               maxPauseSeconds: maxPause))
+                               maxPauseSeconds: maxPause),
+            healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate)
     }
 }

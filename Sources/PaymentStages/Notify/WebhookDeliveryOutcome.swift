@@ -8,4 +8,7 @@ public enum WebhookDeliveryOutcome: String, Sendable, CaseIterable {
     case failed
     /// 410 Gone: the endpoint was disabled and receives nothing more until re-enabled.
     case disabled
+    /// Not sent: the endpoint is disabled for failing too long (`webhook_endpoints`). The payment stays in stage
+    /// `notify`, kept away from the reconciler, until `paypipe webhooks endpoints enable` releases it for delivery.
+    case held
 }

@@ -39,6 +39,15 @@ public struct EnvironmentReader: Sendable {
         return value
     }
 
+    /// A decimal number (e.g. a rate, `0.5`).
+    public func double(_ name: String, default defaultValue: Double, range: ClosedRange<Double>) throws(ConfigurationError) -> Double {
+        guard let text = raw(name) else { return defaultValue }
+        guard let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, range.contains(value) else {
+            throw ConfigurationError(variable: name, problem: "expected a number in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+
     public func flag(_ name: String, default defaultValue: Bool) throws(ConfigurationError) -> Bool {
         guard let text = raw(name)?.lowercased() else { return defaultValue }
         switch text {
@@ -59,10 +68,10 @@ public struct EnvironmentReader: Sendable {
     }
 }
 
-/// Parses durations written as `250ms`, `5s`, `2m`, `1h` or plain seconds (`1.5`).
+/// Parses durations written as `250ms`, `5s`, `2m`, `1h`, `5d` or plain seconds (`1.5`).
 public enum DurationParser {
     public static func seconds(_ text: String) -> Double? {
-        let units: [(suffix: String, factor: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        let units: [(suffix: String, factor: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
         for unit in units where trimmed.hasSuffix(unit.suffix) {
             guard let number = Double(trimmed.dropLast(unit.suffix.count)), number >= 0 else { return nil }

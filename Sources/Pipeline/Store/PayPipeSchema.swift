@@ -10,6 +10,7 @@ public enum PayPipeSchema {
         Migration(version: 3, name: "lean payments indexes", sql: leanIndexes),
         Migration(version: 4, name: "merchant key usage", sql: keyUsage),
         Migration(version: 5, name: "attempt send deadline, reconciliation time, site and late answers", sql: attemptGuards),
+        Migration(version: 6, name: "webhook endpoint health", sql: webhookEndpoints),
     ]
 
     /// Advisory-lock key for migrations (ASCII "paypipe" as an integer), shared by every PayPipe process.

@@ -67,14 +67,17 @@ public struct Reconciler: Sendable {
         }
     }
 
+    /// Payments parked on purpose (`redriven_at = 'infinity'`: a webhook held for a disabled endpoint, see the notify
+    /// stage) are neither idle nor re-drivable and are left out; their own gauge and alert cover them.
     /// Reads ``Backlog`` with three index lookups (`payments_stage_updated`, `payments_needs_review`); the explicit
     /// `stage <> 'done'` lets the planner use the partial index with a parameter.
     public func backlog(on connection: PostgresConnection) throws -> Backlog {
         let rows = try connection.query(
             """
             SELECT coalesce((SELECT extract(epoch FROM now() - min(updated_at))::float8 FROM payments
-                             WHERE stage = $1 AND stage <> 'done'), 0) AS age,
+                             WHERE stage = $1 AND stage <> 'done' AND redriven_at IS DISTINCT FROM 'infinity'), 0) AS age,
                    (SELECT count(*) FROM payments WHERE stage = $1 AND stage <> 'done'
+                       AND redriven_at IS DISTINCT FROM 'infinity'
                        AND updated_at < now() - make_interval(secs => $2)) AS stuck,
                    (SELECT count(*) FROM payments WHERE status = 'needs_review') AS review
             """,

@@ -86,15 +86,21 @@ struct NotifyHarness {
 
     /// `setBased: false` is the per-message reference path (equivalence tests).
     /// `urlGuard` replaces the one `allowPrivate` makes (a test resolver, say).
-    func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, setBased: Bool = true) -> NotifyStage {
+    /// `gate`, `healthPolicy` and `rate` as ``NotifyStage/init`` takes them (endpoint health and rate tests).
+    func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, setBased: Bool = true, gate: EndpointGate = EndpointGate(),
+                   healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil) -> NotifyStage {
         NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
             urlGuard: urlGuard ?? WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
-            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), setBased: setBased)
+            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), gate: gate, setBased: setBased, healthPolicy: healthPolicy, rate: rate)
     }
 
     func startedRuntime(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
-        let runtime = try StageRuntime(handler: makeStage(allowPrivate: allowPrivate, urlGuard: urlGuard), configuration: configuration,
+        try startedRuntime(makeStage(allowPrivate: allowPrivate, urlGuard: urlGuard), hooks: hooks)
+    }
+
+    func startedRuntime(_ stage: NotifyStage, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
+        let runtime = try StageRuntime(handler: stage, configuration: configuration,
                                        logger: Logger(component: "notify", threshold: .debug, sink: logSink), hooks: hooks)
         try runtime.start()
         return runtime
@@ -103,9 +109,14 @@ struct NotifyHarness {
     // MARK: Data
 
     /// Applies the merchant as an operator would: the sandbox document's shape with `webhookURL` and the test secret.
-    func applyMerchant(_ id: String = "m-notify", webhookURL: String?, secret: String = secret, previousSecrets: [String] = []) throws {
+    func applyMerchant(_ id: String = "m-notify", webhookURL: String?, secret: String = secret, previousSecrets: [String] = [],
+                       ratePerSecond: Double? = nil) throws {
         var json: [String: Any] = ["id": id, "identities": [Any]()]
-        json["webhook"] = webhookURL.map { ["url": $0, "secret": secret, "previousSecrets": previousSecrets] }
+        json["webhook"] = webhookURL.map { url -> [String: Any] in
+            var webhook: [String: Any] = ["url": url, "secret": secret, "previousSecrets": previousSecrets]
+            webhook["ratePerSecond"] = ratePerSecond
+            return webhook
+        }
         let document = try JSONDecoder().decode(MerchantDocument.self, from: try JSONSerialization.data(withJSONObject: json))
         let database = try database()
         defer { database.close() }
@@ -132,6 +143,13 @@ struct NotifyHarness {
             VALUES ($1, 'ORDER-1', 'AUTH', 'completed', 'authorized', '0', 'Ok', '1-2-346', '0', '411111######4242')
             """, [id])
         return StageMessage(paymentId: id, merchantId: merchantId, jobId: jobId)
+    }
+
+    /// Runs `paypipe ARGS` against this harness's database and vhost.
+    func paypipe(_ arguments: [String]) throws -> ChildProcess.Output {
+        try ChildProcess.runCapturingOutput(PipelineProcesses.binary("paypipe"), arguments, environment: [
+            "PAYPIPE_ENV": "sandbox", "PAYPIPE_DATABASE_URL": databaseURL, "PAYPIPE_AMQP_URL": amqpURL,
+        ])
     }
 
     func publish(_ messages: [StageMessage]) throws {

@@ -1,0 +1,180 @@
+import Foundation
+import JSON
+import PaymentStages
+import Testing
+
+/// The pure parts of endpoint health: the disabling rule, the token bucket and the operational events' shape.
+@Suite struct EndpointHealthTests {
+    let start = Date(timeIntervalSince1970: 1_767_225_600)
+    let endpoint = WebhookEndpoint(merchantId: "m1", url: "https://hooks.example/pp?token=secret")
+    let other = WebhookEndpoint(merchantId: "m2", url: "https://other.example/hooks")
+    let policy = EndpointHealthPolicy(disableAfter: 5 * 86_400)
+
+    func failure(_ endpoint: WebhookEndpoint, after seconds: Double, _ error: String = "http_503") -> EndpointObservation {
+        EndpointObservation(endpoint: endpoint, at: start.addingTimeInterval(seconds), error: error)
+    }
+
+    func success(_ endpoint: WebhookEndpoint, after seconds: Double) -> EndpointObservation {
+        EndpointObservation(endpoint: endpoint, at: start.addingTimeInterval(seconds), error: nil)
+    }
+
+    @Test func aFirstFailureStartsTheFailingPeriod() {
+        let decision = policy.decide([failure(endpoint, after: 0, "timeout")], current: [:])
+        #expect(decision.disabled.isEmpty)
+        #expect(decision.updates[endpoint] == EndpointHealth(failingSince: start, lastFailureAt: start, lastError: "timeout"))
+    }
+
+    @Test func failingContinuouslyForThePeriodDisables() {
+        let failing = EndpointHealth(failingSince: start, lastFailureAt: start.addingTimeInterval(3600), lastError: "http_500")
+        let almost = policy.decide([failure(endpoint, after: 5 * 86_400 - 1)], current: [endpoint: failing])
+        #expect(almost.disabled.isEmpty)
+        #expect(almost.updates[endpoint]?.failingSince == start, "the period is measured from the first failure")
+        let decision = policy.decide([failure(endpoint, after: 5 * 86_400, "connect_failed")], current: [endpoint: failing])
+        #expect(decision.disabled == [endpoint])
+        let health = decision.updates[endpoint]
+        #expect(health?.disabledAt == start.addingTimeInterval(5 * 86_400))
+        #expect(health?.disabledReason == EndpointHealthPolicy.failingReason)
+        #expect(health?.lastError == "connect_failed")
+    }
+
+    @Test func anySuccessEndsTheFailingPeriod() {
+        let failing = EndpointHealth(failingSince: start, lastFailureAt: start, lastError: "http_500")
+        // Out of order within the batch: the success at +4d sits between failures; the fold goes by time.
+        let decision = policy.decide(
+            [failure(endpoint, after: 5 * 86_400 + 10), success(endpoint, after: 4 * 86_400), failure(endpoint, after: 4 * 86_400 + 5)],
+            current: [endpoint: failing])
+        #expect(decision.disabled.isEmpty)
+        #expect(decision.updates[endpoint]?.failingSince == start.addingTimeInterval(4 * 86_400 + 5))
+        #expect(decision.updates[endpoint]?.lastSuccessAt == start.addingTimeInterval(4 * 86_400))
+    }
+
+    @Test func aHealthyEndpointWithoutARowNeedsNoWrite() {
+        let decision = policy.decide([success(endpoint, after: 0), failure(other, after: 1), success(other, after: 2)], current: [:])
+        #expect(decision.updates.isEmpty)
+        #expect(decision.disabled.isEmpty)
+    }
+
+    @Test func aDisabledEndpointStaysAsItIs() {
+        let disabled = EndpointHealth(failingSince: start, lastFailureAt: start, disabledAt: start, disabledReason: EndpointHealthPolicy.failingReason)
+        let decision = policy.decide([success(endpoint, after: 10), failure(endpoint, after: 20)], current: [endpoint: disabled])
+        #expect(decision.updates.isEmpty, "only an operator re-enables an endpoint")
+        #expect(decision.disabled.isEmpty)
+    }
+
+    @Test func eachEndpointIsDecidedOnItsOwn() {
+        let failing = EndpointHealth(failingSince: start, lastFailureAt: start, lastError: "http_500")
+        let decision = policy.decide(
+            [failure(endpoint, after: 6 * 86_400), failure(endpoint, after: 6 * 86_400 + 1), success(other, after: 6 * 86_400)],
+            current: [endpoint: failing, other: failing])
+        #expect(decision.disabled == [endpoint], "one disabling per endpoint, however many failures the batch has")
+        #expect(decision.updates[other]?.failingSince == nil)
+        #expect(decision.updates[other]?.disabledAt == nil)
+    }
+
+    // MARK: Token bucket
+
+    @Test func tokenBucketAllowsABurstThenTheRate() {
+        var bucket = TokenBucket(rate: 2, now: start)
+        #expect(bucket.reserve(at: start, maxWait: 1) == .after(0))
+        #expect(bucket.reserve(at: start, maxWait: 1) == .after(0))
+        // Empty: the next tokens are booked half a second apart.
+        #expect(bucket.reserve(at: start, maxWait: 1) == .after(0.5))
+        #expect(bucket.reserve(at: start, maxWait: 1) == .after(1))
+        #expect(bucket.reserve(at: start, maxWait: 1) == .refused(wait: 1.5), "more than maxWait away: nothing booked")
+        #expect(bucket.reserve(at: start.addingTimeInterval(1), maxWait: 0) == .refused(wait: 0.5))
+        #expect(bucket.reserve(at: start.addingTimeInterval(1.5), maxWait: 0) == .after(0))
+        #expect(!bucket.isFull(at: start.addingTimeInterval(1.5)))
+        #expect(bucket.isFull(at: start.addingTimeInterval(2.5)))
+    }
+
+    @Test func tokenBucketNeverExceedsItsRateOverTime() {
+        var bucket = TokenBucket(rate: 5, now: start)
+        var granted = 0
+        // Ten seconds of callers every 10 ms, none willing to wait.
+        for step in 0..<1000 where bucket.reserve(at: start.addingTimeInterval(Double(step) * 0.01), maxWait: 0) == .after(0) {
+            granted += 1
+        }
+        #expect(granted <= 5 + 5 * 10, "burst + rate × time")
+        #expect(granted >= 5 * 10 - 1)
+    }
+
+    @Test func tokenBucketRetunesKeepingItsSavings() {
+        var bucket = TokenBucket(rate: 10, now: start)
+        bucket.retune(rate: 1, at: start)
+        #expect(bucket.capacity == 1)
+        #expect(bucket.reserve(at: start, maxWait: 0) == .after(0))
+        #expect(bucket.reserve(at: start, maxWait: 0) == .refused(wait: 1))
+        let slow = TokenBucket(rate: 0.5, now: start)
+        #expect(slow.capacity == 1, "at least one token, so a slow rate still lets one through")
+    }
+
+    @Test func gateRateLimitsEachEndpointWithoutCountingItAsAFailure() throws {
+        let clock = TestClock()
+        // A breaker that opens on the first failure: a rate-limited request must not trip it.
+        let gate = EndpointGate(failureThreshold: 1, maxWait: 0, clock: { clock.now })
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
+        gate.release("a", succeeded: true)
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .rejected("rate_limited"))
+        #expect(gate.acquire(endpoint: "b", rate: 1) == .acquired("b"), "buckets are per endpoint")
+        gate.release("b", succeeded: true)
+        #expect(gate.acquire(endpoint: "a") == .acquired("a"), "no rate: no limit, and the circuit stayed closed")
+        gate.release("a", succeeded: true)
+        clock.advance(1)
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
+        gate.release("a", succeeded: true)
+        // Touched again once its bucket has refilled, an endpoint with a clean record is forgotten ("b" is not
+        // touched and stays until the state map needs room).
+        clock.advance(10)
+        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
+        clock.advance(10)
+        gate.release("a", succeeded: true)
+        #expect(gate.trackedEndpoints == 1)
+    }
+
+    // MARK: Operational events
+
+    @Test func endpointDisabledEventShape() throws {
+        let health = EndpointHealth(
+            failingSince: start, lastFailureAt: start.addingTimeInterval(432_000), lastError: "http_503",
+            disabledAt: start.addingTimeInterval(432_000), disabledReason: EndpointHealthPolicy.failingReason)
+        let event = OperationalEvent.endpointDisabled(endpoint, health: health)
+        let json = try JSONValue.parse(event.body)
+        #expect(json["type"]?.stringValue == "endpoint.disabled")
+        #expect(json["timestamp"]?.stringValue == "2026-01-06T00:00:00.000Z")
+        let data = try #require(json["data"])
+        #expect(data["id"]?.stringValue == event.id)
+        #expect(event.id.hasPrefix("evt_") && event.id.count == 36 && !event.id.contains("."))
+        #expect(data["merchantId"]?.stringValue == "m1")
+        #expect(data["url"]?.stringValue == "https://hooks.example/pp", "no query: endpoints carry tokens there")
+        #expect(data["endpoint"]?.stringValue == "https://hooks.example:443")
+        #expect(data["reason"]?.stringValue == "failing_continuously")
+        #expect(data["failingSince"]?.stringValue == "2026-01-01T00:00:00.000Z")
+        #expect(data["disabledAt"]?.stringValue == "2026-01-06T00:00:00.000Z")
+        #expect(data["lastError"]?.stringValue == "http_503")
+        let message = event.message
+        #expect(message.exchange == "paypipe.results" && message.routingKey == "endpoint.disabled")
+        #expect(message.properties.messageId == event.id && message.properties.persistent && !message.mandatory)
+        #expect(OperationalEvent.endpointDisabled(endpoint, health: health).id == event.id, "the same disabling dedupes")
+        var later = health
+        later.disabledAt = start.addingTimeInterval(900_000)
+        #expect(OperationalEvent.endpointDisabled(endpoint, health: later).id != event.id, "a later disabling is a new event")
+    }
+
+    @Test func webhookExhaustedEventShape() throws {
+        let payment = PaymentEvent(
+            type: .declined, paymentId: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, jobId: "job-1", merchantId: "m1",
+            orderReference: nil, amount: nil, gateway: nil, card: nil, errorCode: nil, errorReason: nil, metadata: .object([]),
+            receivedAt: start, occurredAt: start)
+        let event = OperationalEvent.webhookExhausted(payment, url: "http://user:pw@10.0.0.1:8080/h", attempts: 9, lastError: "timeout", at: start)
+        let json = try JSONValue.parse(event.body)
+        #expect(json["type"]?.stringValue == "webhook.exhausted")
+        let data = try #require(json["data"])
+        #expect(data["paymentId"]?.stringValue == "00000000-0000-4000-8000-000000000001")
+        #expect(data["eventId"]?.stringValue == payment.id)
+        #expect(data["eventType"]?.stringValue == "payment.declined")
+        #expect(data["url"]?.stringValue == "http://10.0.0.1:8080/h", "no user info")
+        #expect(data["attempts"]?.int64Value == 9)
+        #expect(data["lastError"]?.stringValue == "timeout")
+        #expect(event.message.routingKey == "webhook.exhausted")
+    }
+}
