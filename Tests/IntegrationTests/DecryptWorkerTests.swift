@@ -66,6 +66,35 @@ extension Integration {
         #expect(!harness.logSink.lines.joined().contains("4111111111111111"), "no PAN in logs")
     }
 
+    /// A 6-minute backlog (a decrypt outage): the device signed and the backend published 6 minutes before decrypt first
+    /// sees the job. Both clocks are injected into the past, so no test waits. The signing-time window is measured
+    /// from the AMQP `timestamp` the publisher set; a timestamp outside [first receipt − PAYPIPE_MAX_QUEUE_AGE,
+    /// first receipt + PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW] is ignored and first receipt is the clock, as without one.
+    @Test func aBacklogIsJudgedByThePublishTimestamp() throws {
+        let harness = try DecryptHarness()
+        let now = Date()
+        func signed(_ offset: TimeInterval, pan: String) throws -> [UInt8] {
+            try harness.token(pan: pan) { $0.signingTime = now.addingTimeInterval(offset) }
+        }
+        let jobs: [(id: String, token: [UInt8], timestamp: Date?, status: String)] = [
+            ("backlog", try signed(-362, pan: "4111111111111111"), now.addingTimeInterval(-360), "decrypted"),
+            ("backlog-untimed", try signed(-362, pan: "5500005555555559"), nil, "failed"),
+            // Older than the queue-age bound: ignored (the exact edges are VerificationClockTests'), so first receipt judges.
+            ("backlog-ancient-stamp", try signed(-362, pan: "4000056655665556"), now.addingTimeInterval(-25 * 3600), "failed"),
+            // Later than first receipt + the future skew: ignored, or a publisher's clock could let future tokens in.
+            ("backlog-future-stamp", try signed(600, pan: "4242424242424242"), now.addingTimeInterval(600), "failed"),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(try jobs.map { JobIngress.Job(body: try harness.job($0.id, token: $0.token), timestamp: $0.timestamp) })
+        for job in jobs {
+            try TestServices.eventually("\(job.id) settled") { try harness.outcome(job.id).map { $0.status != "received" } ?? false }
+            let outcome = try harness.outcome(job.id)
+            #expect(outcome?.status == job.status, "\(job.id): \(String(describing: outcome))")
+            if job.status == "failed" { #expect(outcome?.code == "signing_time_out_of_range", "\(job.id)") }
+        }
+    }
+
     @Test func replayedTokenIsRejectedAndTheFirstPaymentKept() throws {
         let harness = try DecryptHarness()
         let token = try harness.token()

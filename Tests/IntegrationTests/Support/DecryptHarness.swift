@@ -61,7 +61,11 @@ struct DecryptHarness {
 
     /// Publishes job bodies to the ingress exchange, as a backend would.
     func publishJobs(_ bodies: [[UInt8]]) throws {
-        try JobIngress.publish(bodies.map { JobIngress.Job(body: $0) }, retrySchedule: base.configuration.retrySchedule)
+        try publishJobs(bodies.map { JobIngress.Job(body: $0) })
+    }
+
+    func publishJobs(_ jobs: [JobIngress.Job]) throws {
+        try JobIngress.publish(jobs, retrySchedule: base.configuration.retrySchedule)
     }
 
     /// (status, error code) of the payment for a job id, if it exists.
