@@ -95,6 +95,66 @@ extension Integration {
         }
     }
 
+    /// Apple's step 6: the job's `applicationData` (base64 of the app's bytes) must hash to the header's
+    /// `applicationData`; differing, or present on one side only, fails the payment `application_data_mismatch`.
+    @Test func applicationDataMustMatchTheTokenHeader() throws {
+        let harness = try DecryptHarness()
+        let appData = Array("order-42|basket-7".utf8)
+        func token(_ pan: String, appData: [UInt8]?) throws -> [UInt8] {
+            try harness.token(pan: pan) { $0.applicationData = appData }
+        }
+        func job(_ id: String, _ token: [UInt8], appData: [UInt8]?) throws -> [UInt8] {
+            try SandboxEnvironment.jobBody(id, token: token, extra: appData.map { ["applicationData": Data($0).base64EncodedString()] } ?? [:])
+        }
+        let cases: [(id: String, body: [UInt8], code: String?)] = [
+            ("appdata-match", try job("appdata-match", token("4111111111111111", appData: appData), appData: appData), nil),
+            ("appdata-neither", try job("appdata-neither", token("4000056655665556", appData: nil), appData: nil), nil),
+            ("appdata-differ", try job("appdata-differ", token("5500005555555559", appData: appData), appData: Array("order-43".utf8)),
+             "application_data_mismatch"),
+            ("appdata-job-lacks", try job("appdata-job-lacks", token("4242424242424242", appData: appData), appData: nil), "application_data_mismatch"),
+            ("appdata-header-lacks", try job("appdata-header-lacks", token("4012888888881881", appData: nil), appData: appData),
+             "application_data_mismatch"),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(cases.map(\.body))
+        for testCase in cases {
+            try TestServices.eventually("\(testCase.id) settled") { try harness.outcome(testCase.id).map { $0.status != "received" } ?? false }
+            let outcome = try harness.outcome(testCase.id)
+            #expect(outcome?.status == (testCase.code == nil ? "decrypted" : "failed"), "\(testCase.id): \(String(describing: outcome))")
+            #expect(outcome?.code == testCase.code, "\(testCase.id)")
+        }
+    }
+
+    /// A merchant migrating its publishers sets `applicationDataCheck: "when-present"`: a header value is accepted from a
+    /// job without one; a job with one is still checked, and one the header lacks is still refused.
+    @Test func whenPresentAcceptsAJobThatDoesNotSendApplicationDataYet() throws {
+        let harness = try DecryptHarness()
+        var document = harness.sandbox.merchantDocument()
+        document.id = "migrating-merchant"
+        document.applicationDataCheck = .whenPresent
+        let database = try TestServices.database()
+        defer { database.close() }
+        try MerchantStore(vault: harness.vault).apply(document, baseDirectory: URL(fileURLWithPath: harness.sandbox.directory), deployment: .sandbox, on: database)
+        let appData = Array("order-42".utf8)
+        func body(_ id: String, pan: String, header: [UInt8]?, job: [UInt8]?) throws -> [UInt8] {
+            try SandboxEnvironment.jobBody(id, token: harness.token(pan: pan) { $0.applicationData = header }, merchantId: document.id,
+                                           extra: job.map { ["applicationData": Data($0).base64EncodedString()] } ?? [:])
+        }
+        let cases: [(id: String, body: [UInt8], code: String?)] = [
+            ("migrating-job-lacks", try body("migrating-job-lacks", pan: "4111111111111111", header: appData, job: nil), nil),
+            ("migrating-differ", try body("migrating-differ", pan: "5500005555555559", header: appData, job: Array("x".utf8)), "application_data_mismatch"),
+            ("migrating-header-lacks", try body("migrating-header-lacks", pan: "4242424242424242", header: nil, job: appData), "application_data_mismatch"),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(cases.map(\.body))
+        for testCase in cases {
+            try TestServices.eventually("\(testCase.id) settled") { try harness.outcome(testCase.id).map { $0.status != "received" } ?? false }
+            #expect(try harness.outcome(testCase.id)?.code == testCase.code, "\(testCase.id)")
+        }
+    }
+
     @Test func replayedTokenIsRejectedAndTheFirstPaymentKept() throws {
         let harness = try DecryptHarness()
         let token = try harness.token()

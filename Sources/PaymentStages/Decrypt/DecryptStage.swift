@@ -164,6 +164,11 @@ public struct DecryptStage: TransactionalStageHandler {
         } catch {
             throw TokenFailure(code: error.code, reason: error.description)
         }
+        // After the signature check, which covers the header's applicationData.
+        if let reason = ApplicationDataBinding.mismatch(
+            headerHash: token.applicationData, jobBytes: job.applicationData, check: merchant.merchant.config.applicationDataCheck ?? .strict) {
+            throw TokenFailure(code: "application_data_mismatch", reason: reason)
+        }
         if let decrypted {
             guard decrypted.transactionAmount == job.amount.value else {
                 throw TokenFailure(code: "amount_mismatch", reason: "token amount \(decrypted.transactionAmount) differs from the job amount \(job.amount.value)")

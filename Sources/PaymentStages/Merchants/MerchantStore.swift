@@ -78,7 +78,7 @@ public struct MerchantStore: Sendable {
         let config = MerchantConfig(
             identities: summaries, gateway: gateway,
             webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true) },
-            merchantIdentityCertificate: identityCertificate)
+            merchantIdentityCertificate: identityCertificate, applicationDataCheck: document.applicationDataCheck)
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
             webhookSecrets: (document.webhook?.secret.map { [$0] } ?? []) + (document.webhook?.previousSecrets ?? []))
