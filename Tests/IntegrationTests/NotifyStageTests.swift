@@ -194,6 +194,56 @@ extension Integration {
             }
         }
 
+        /// `paypipe merchant apply` accepts only `whsec_` + base64 of 24-64 bytes, current and previous secrets alike;
+        /// the error names the field, never the secret.
+        @Test func applyRefusesAWebhookSecretOutsideTheRules() throws {
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            func secret(_ count: Int) -> String { "whsec_" + Data((0..<count).map { UInt8($0) }).base64EncodedString() }
+            for bad in [secret(16), secret(23), secret(65), Data((0..<32).map { UInt8($0) }).base64EncodedString(), "whsec_not base64!", "whsec_"] {
+                #expect(throws: MerchantStore.MerchantError.self, "\(bad)") { try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: bad) }
+                #expect(throws: MerchantStore.MerchantError.self, "\(bad)") {
+                    try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: secret(32), previousSecrets: [bad])
+                }
+                do {
+                    try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: bad)
+                } catch {
+                    #expect(!"\(error)".contains(bad.dropFirst(6).prefix(8)) || bad.count <= 8, "the error does not echo the secret")
+                }
+            }
+            for good in [secret(24), secret(32), secret(64)] {
+                try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: good)
+            }
+        }
+
+        /// A secret stored before the rule (or written around `merchant apply`) is never used to sign: the attempt is
+        /// recorded failed `invalid_webhook_secret`, nothing is sent, and `webhook_secret_invalid` names the merchant only.
+        @Test func notifyRefusesToSignWithAStoredSecretOutsideTheRules() throws {
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            let short = "whsec_" + Data((1...16).map { UInt8($0) }).base64EncodedString()
+            let receiver = try WebhookTestReceiver(secret: short)
+            defer { receiver.stop() }
+            try harness.applyMerchant(webhookURL: receiver.url)
+            let database = try harness.database()
+            defer { database.close() }
+            let sealed = try harness.vault.seal(Array(try JSONEncoder().encode(MerchantSecrets(privateKeys: [], jwtSecret: nil, webhookSecrets: [short]))),
+                                                aad: Array("m-notify".utf8))
+            try database.query("UPDATE merchants SET secrets_ciphertext = $1, secrets_nonce = $2, secrets_key_id = $3 WHERE id = 'm-notify'",
+                               [sealed.ciphertext, sealed.nonce, sealed.keyId])
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+            let message = try harness.insertPayment(status: .authorized)
+            try harness.publish([message])
+            try harness.waitDone(message.paymentId)
+            #expect(receiver.requests.isEmpty)
+            #expect(try harness.deliveries(message.paymentId).map(\.error) == ["invalid_webhook_secret"])
+            let logged = harness.logSink.lines.filter { $0.contains("webhook_secret_invalid") }
+            #expect(logged.count == 1, "\(harness.logSink.lines)")
+            #expect(logged.first?.contains("m-notify") == true)
+            #expect(!harness.logSink.lines.joined().contains(String(short.dropFirst(6))), "the secret is never logged")
+        }
+
         @Test func ssrfGuardRefusesPrivateTargetsInProduction() throws {
             try withNotify(allowPrivate: false) { harness, receiver in
                 let message = try harness.insertPayment(status: .authorized)

@@ -16,7 +16,7 @@ import Postgres
 public struct DecryptStage: TransactionalStageHandler {
     public let stage = Stage.decrypt
     private let directory: MerchantDirectory
-    private let cardData: CardDataStore
+    let cardData: CardDataStore
     private let decryptor: ApplePayDecryptor
     private let verificationClock: VerificationClock
     private let payments = PaymentStore()

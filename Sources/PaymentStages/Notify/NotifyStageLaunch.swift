@@ -48,6 +48,7 @@ extension NotifyStage {
             retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
             gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout,
-                               maxPauseSeconds: maxPause))
+                               maxPauseSeconds: maxPause),
+            logger: logger)
     }
 }
