@@ -155,6 +155,31 @@ extension Integration {
         }
     }
 
+    /// The series the `PaymentFailuresByCode` alert uses moves when a payment fails: scraped from the worker's
+    /// `/metrics`, as Prometheus does (docs/operations.md, prometheus/alerts.yml), after causing one failure per code.
+    @Test func aFailedPaymentMovesPaymentsFailedTotalOnMetrics() throws {
+        let harness = try DecryptHarness()
+        let runtime = try harness.startedRuntime(reconcileInterval: "200ms")
+        defer { runtime.stopAndWait() }
+        let port = try #require(runtime.observabilityPort)
+        func scraped(_ code: String) throws -> Double? {
+            let body = try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body
+            let prefix = #"paypipe_payments_failed_total{code="\#(code)",stage="decrypt"} "#
+            return body.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
+        }
+        // The tally starts at the audit trail's end once the reconciler has read it: wait for that first round.
+        try TestServices.eventually("the reconciler ran") { try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body.contains(#"paypipe_reconciler_backlog{stage="decrypt"}"#) }
+        let before = try scraped("amount_mismatch") ?? 0
+        try harness.publishJobs([try harness.job("metric-amount", token: harness.token(amount: 1000)),
+                                 try harness.job("metric-stale", token: harness.token { TokenDefect.staleSigningTime.apply(to: &$0, sandbox: harness.sandbox) })])
+        try TestServices.eventually("both failed") {
+            try harness.outcome("metric-amount")?.status == "failed" && harness.outcome("metric-stale")?.status == "failed"
+        }
+        try TestServices.eventually("the failures are counted on /metrics") {
+            try scraped("amount_mismatch") == before + 1 && scraped("signing_time_out_of_range").map { $0 >= 1 } == true
+        }
+    }
+
     @Test func replayedTokenIsRejectedAndTheFirstPaymentKept() throws {
         let harness = try DecryptHarness()
         let token = try harness.token()

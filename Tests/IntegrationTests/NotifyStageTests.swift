@@ -13,6 +13,13 @@ extension Integration {
         /// Runs `body` with a harness, a receiver and a started runtime, and tears all of them down.
         func withNotify(maxRetries: Int = 3, concurrency: Int = 2, allowPrivate: Bool = true, webhook: Bool = true,
                         _ body: (NotifyHarness, WebhookTestReceiver) throws -> Void) throws {
+            try withNotify(maxRetries: maxRetries, concurrency: concurrency, allowPrivate: allowPrivate, webhook: webhook) { harness, receiver, _ in
+                try body(harness, receiver)
+            }
+        }
+
+        func withNotify(maxRetries: Int = 3, concurrency: Int = 2, allowPrivate: Bool = true, webhook: Bool = true,
+                        _ body: (NotifyHarness, WebhookTestReceiver, StageRuntime<NotifyStage>) throws -> Void) throws {
             let harness = try NotifyHarness(maxRetries: maxRetries, concurrency: concurrency)
             defer { harness.tearDown() }
             let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
@@ -20,7 +27,7 @@ extension Integration {
             try harness.applyMerchant(webhookURL: webhook ? receiver.url : nil)
             let runtime = try harness.startedRuntime(allowPrivate: allowPrivate)
             defer { runtime.stopAndWait() }
-            try body(harness, receiver)
+            try body(harness, receiver, runtime)
         }
 
         @Test func deliversOnceSignedAndPublishesOneResultEvent() throws {
@@ -153,7 +160,7 @@ extension Integration {
         }
 
         @Test func exhaustedRetriesDeadLetterAndRecordFailure() throws {
-            try withNotify(maxRetries: 2) { harness, receiver in
+            try withNotify(maxRetries: 2) { harness, receiver, runtime in
                 receiver.script([], then: 500)
                 let message = try harness.insertPayment(status: .failed)
                 try harness.publish([message])
@@ -172,6 +179,10 @@ extension Integration {
                 #expect(dead.first?.properties.headers[DeliveryRouter.Header.errorCode] == .string("retries_exhausted"))
                 #expect((try? StageMessage.decode(dead.first?.body ?? [])) == message)
                 #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed"])
+                // The series the WebhooksExhausted alert uses moved, as Prometheus scrapes it.
+                let port = try #require(runtime.observabilityPort)
+                let metrics = try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body
+                #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("paypipe_webhooks_exhausted_total{") && $0.split(separator: " ").last.flatMap { Double($0) } == 1 }, "\(metrics)")
             }
         }
 
