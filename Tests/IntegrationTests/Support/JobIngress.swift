@@ -11,6 +11,8 @@ enum JobIngress {
         var messageId: String?
         /// The AMQP `timestamp` property, as the contract asks publishers to set it (the publish time).
         var timestamp: Date?
+        /// AMQP headers (the bad-input corpus's hostile ones).
+        var headers: [String: AMQPFieldValue] = [:]
     }
 
     static func publish(_ jobs: [Job], amqpURL: String = TestServices.amqpURL, retrySchedule: RetrySchedule) throws {
@@ -20,7 +22,7 @@ enum JobIngress {
         try publisher.publish(jobs.map {
             AMQPOutboundMessage(
                 exchange: PipelineTopology.jobsExchange, routingKey: PipelineTopology.jobRoutingKey, body: $0.body,
-                properties: AMQPProperties(contentType: "application/json", messageId: $0.messageId, persistent: true, timestamp: $0.timestamp),
+                properties: AMQPProperties(contentType: "application/json", messageId: $0.messageId, persistent: true, headers: $0.headers, timestamp: $0.timestamp),
                 mandatory: true)
         }, timeout: 30)
     }
