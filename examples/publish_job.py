@@ -2,7 +2,7 @@
 """Publish one PayPipe payment job exactly as docs/asyncapi.yaml describes.
 
 Exchange paypipe.jobs (direct), routing key payment.requested, delivery_mode 2 (persistent),
-content_type application/json, message_id = jobId, mandatory, publisher confirms: the job counts as
+content_type application/json, message_id = jobId, timestamp = now (the token freshness clock), mandatory, publisher confirms: the job counts as
 handed over only once the broker has confirmed it. Republishing after a missing confirm is safe, since
 jobId is the idempotency key.
 
@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import pika
 
@@ -62,6 +63,7 @@ def publish(amqp_url, job):
                 content_type="application/json",
                 delivery_mode=2,
                 message_id=job["jobId"],
+                timestamp=int(time.time()),
             ),
             mandatory=True,
         )

@@ -85,13 +85,21 @@ extension Integration {
                 case "replay": body = try SandboxEnvironment.jobBody(jobId, token: try #require(replaying, "replay needs a token"))
                 case "oversized": body = try sized(jobId, maxMessageBytes + 1)
                 case "atLimit": body = try sized(jobId, maxMessageBytes)
+                case "good": body = try SandboxEnvironment.jobBody(jobId, token: token(for: jobId))
                 case "privateWebhook":
                     let url = (item.notifyUrl ?? "").replacingOccurrences(of: "{receiverPort}", with: String(receiverPort))
                     body = try SandboxEnvironment.jobBody(jobId, token: token(for: jobId), extra: url.isEmpty ? [:] : ["notifyUrl": url])
                 default:
                     throw TestFailure("unknown build recipe \(recipe) of \(item.id)")
                 }
-                return JobIngress.Job(body: body, messageId: item.id)
+                var job = JobIngress.Job(body: body, messageId: item.id)
+                for (name, value) in item.headers ?? [:] {
+                    switch value {
+                    case .int(let integer): job.headers[name] = .int(integer)
+                    case .string(let string): job.headers[name] = .string(string)
+                    }
+                }
+                return job
             }
         }
 

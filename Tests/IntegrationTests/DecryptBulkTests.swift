@@ -57,7 +57,7 @@ extension Integration {
 
     static func jobId(_ input: DecryptInput) -> String {
         switch input {
-        case .job(let job): job.jobId
+        case .job(let job, _): job.jobId
         case .invalid(_, let jobId, _, _): jobId
         }
     }

@@ -66,6 +66,120 @@ extension Integration {
         #expect(!harness.logSink.lines.joined().contains("4111111111111111"), "no PAN in logs")
     }
 
+    /// A 6-minute backlog (a decrypt outage): the device signed and the backend published 6 minutes before decrypt first
+    /// sees the job. Both clocks are injected into the past, so no test waits. The signing-time window is measured
+    /// from the AMQP `timestamp` the publisher set; a timestamp outside [first receipt − PAYPIPE_MAX_QUEUE_AGE,
+    /// first receipt + PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW] is ignored and first receipt is the clock, as without one.
+    @Test func aBacklogIsJudgedByThePublishTimestamp() throws {
+        let harness = try DecryptHarness()
+        let now = Date()
+        func signed(_ offset: TimeInterval, pan: String) throws -> [UInt8] {
+            try harness.token(pan: pan) { $0.signingTime = now.addingTimeInterval(offset) }
+        }
+        let jobs: [(id: String, token: [UInt8], timestamp: Date?, status: String)] = [
+            ("backlog", try signed(-362, pan: "4111111111111111"), now.addingTimeInterval(-360), "decrypted"),
+            ("backlog-untimed", try signed(-362, pan: "5500005555555559"), nil, "failed"),
+            // Older than the queue-age bound: ignored (the exact edges are VerificationClockTests'), so first receipt judges.
+            ("backlog-ancient-stamp", try signed(-362, pan: "4000056655665556"), now.addingTimeInterval(-25 * 3600), "failed"),
+            // Later than first receipt + the future skew: ignored, or a publisher's clock could let future tokens in.
+            ("backlog-future-stamp", try signed(600, pan: "4242424242424242"), now.addingTimeInterval(600), "failed"),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(try jobs.map { JobIngress.Job(body: try harness.job($0.id, token: $0.token), timestamp: $0.timestamp) })
+        for job in jobs {
+            try TestServices.eventually("\(job.id) settled") { try harness.outcome(job.id).map { $0.status != "received" } ?? false }
+            let outcome = try harness.outcome(job.id)
+            #expect(outcome?.status == job.status, "\(job.id): \(String(describing: outcome))")
+            if job.status == "failed" { #expect(outcome?.code == "signing_time_out_of_range", "\(job.id)") }
+        }
+    }
+
+    /// Apple's step 6: the job's `applicationData` (base64 of the app's bytes) must hash to the header's
+    /// `applicationData`; differing, or present on one side only, fails the payment `application_data_mismatch`.
+    @Test func applicationDataMustMatchTheTokenHeader() throws {
+        let harness = try DecryptHarness()
+        let appData = Array("order-42|basket-7".utf8)
+        func token(_ pan: String, appData: [UInt8]?) throws -> [UInt8] {
+            try harness.token(pan: pan) { $0.applicationData = appData }
+        }
+        func job(_ id: String, _ token: [UInt8], appData: [UInt8]?) throws -> [UInt8] {
+            try SandboxEnvironment.jobBody(id, token: token, extra: appData.map { ["applicationData": Data($0).base64EncodedString()] } ?? [:])
+        }
+        let cases: [(id: String, body: [UInt8], code: String?)] = [
+            ("appdata-match", try job("appdata-match", token("4111111111111111", appData: appData), appData: appData), nil),
+            ("appdata-neither", try job("appdata-neither", token("4000056655665556", appData: nil), appData: nil), nil),
+            ("appdata-differ", try job("appdata-differ", token("5500005555555559", appData: appData), appData: Array("order-43".utf8)),
+             "application_data_mismatch"),
+            ("appdata-job-lacks", try job("appdata-job-lacks", token("4242424242424242", appData: appData), appData: nil), "application_data_mismatch"),
+            ("appdata-header-lacks", try job("appdata-header-lacks", token("4012888888881881", appData: nil), appData: appData),
+             "application_data_mismatch"),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(cases.map(\.body))
+        for testCase in cases {
+            try TestServices.eventually("\(testCase.id) settled") { try harness.outcome(testCase.id).map { $0.status != "received" } ?? false }
+            let outcome = try harness.outcome(testCase.id)
+            #expect(outcome?.status == (testCase.code == nil ? "decrypted" : "failed"), "\(testCase.id): \(String(describing: outcome))")
+            #expect(outcome?.code == testCase.code, "\(testCase.id)")
+        }
+    }
+
+    /// A merchant migrating its publishers sets `applicationDataCheck: "when-present"`: a header value is accepted from a
+    /// job without one; a job with one is still checked, and one the header lacks is still refused.
+    @Test func whenPresentAcceptsAJobThatDoesNotSendApplicationDataYet() throws {
+        let harness = try DecryptHarness()
+        var document = harness.sandbox.merchantDocument()
+        document.id = "migrating-merchant"
+        document.applicationDataCheck = .whenPresent
+        let database = try TestServices.database()
+        defer { database.close() }
+        try MerchantStore(vault: harness.vault).apply(document, baseDirectory: URL(fileURLWithPath: harness.sandbox.directory), deployment: .sandbox, on: database)
+        let appData = Array("order-42".utf8)
+        func body(_ id: String, pan: String, header: [UInt8]?, job: [UInt8]?) throws -> [UInt8] {
+            try SandboxEnvironment.jobBody(id, token: harness.token(pan: pan) { $0.applicationData = header }, merchantId: document.id,
+                                           extra: job.map { ["applicationData": Data($0).base64EncodedString()] } ?? [:])
+        }
+        let cases: [(id: String, body: [UInt8], code: String?)] = [
+            ("migrating-job-lacks", try body("migrating-job-lacks", pan: "4111111111111111", header: appData, job: nil), nil),
+            ("migrating-differ", try body("migrating-differ", pan: "5500005555555559", header: appData, job: Array("x".utf8)), "application_data_mismatch"),
+            ("migrating-header-lacks", try body("migrating-header-lacks", pan: "4242424242424242", header: nil, job: appData), "application_data_mismatch"),
+        ]
+        let runtime = try harness.startedRuntime()
+        defer { runtime.stopAndWait() }
+        try harness.publishJobs(cases.map(\.body))
+        for testCase in cases {
+            try TestServices.eventually("\(testCase.id) settled") { try harness.outcome(testCase.id).map { $0.status != "received" } ?? false }
+            #expect(try harness.outcome(testCase.id)?.code == testCase.code, "\(testCase.id)")
+        }
+    }
+
+    /// The series the `PaymentFailuresByCode` alert uses moves when a payment fails: scraped from the worker's
+    /// `/metrics`, as Prometheus does (docs/operations.md, prometheus/alerts.yml), after causing one failure per code.
+    @Test func aFailedPaymentMovesPaymentsFailedTotalOnMetrics() throws {
+        let harness = try DecryptHarness()
+        let runtime = try harness.startedRuntime(reconcileInterval: "200ms")
+        defer { runtime.stopAndWait() }
+        let port = try #require(runtime.observabilityPort)
+        func scraped(_ code: String) throws -> Double? {
+            let body = try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body
+            let prefix = #"paypipe_payments_failed_total{code="\#(code)",stage="decrypt"} "#
+            return body.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
+        }
+        // The tally starts at the audit trail's end once the reconciler has read it: wait for that first round.
+        try TestServices.eventually("the reconciler ran") { try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body.contains(#"paypipe_reconciler_backlog{stage="decrypt"}"#) }
+        let before = try scraped("amount_mismatch") ?? 0
+        try harness.publishJobs([try harness.job("metric-amount", token: harness.token(amount: 1000)),
+                                 try harness.job("metric-stale", token: harness.token { TokenDefect.staleSigningTime.apply(to: &$0, sandbox: harness.sandbox) })])
+        try TestServices.eventually("both failed") {
+            try harness.outcome("metric-amount")?.status == "failed" && harness.outcome("metric-stale")?.status == "failed"
+        }
+        try TestServices.eventually("the failures are counted on /metrics") {
+            try scraped("amount_mismatch") == before + 1 && scraped("signing_time_out_of_range").map { $0 >= 1 } == true
+        }
+    }
+
     @Test func replayedTokenIsRejectedAndTheFirstPaymentKept() throws {
         let harness = try DecryptHarness()
         let token = try harness.token()

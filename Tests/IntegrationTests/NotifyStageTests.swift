@@ -13,6 +13,13 @@ extension Integration {
         /// Runs `body` with a harness, a receiver and a started runtime, and tears all of them down.
         func withNotify(maxRetries: Int = 3, concurrency: Int = 2, allowPrivate: Bool = true, webhook: Bool = true,
                         _ body: (NotifyHarness, WebhookTestReceiver) throws -> Void) throws {
+            try withNotify(maxRetries: maxRetries, concurrency: concurrency, allowPrivate: allowPrivate, webhook: webhook) { harness, receiver, _ in
+                try body(harness, receiver)
+            }
+        }
+
+        func withNotify(maxRetries: Int = 3, concurrency: Int = 2, allowPrivate: Bool = true, webhook: Bool = true,
+                        _ body: (NotifyHarness, WebhookTestReceiver, StageRuntime<NotifyStage>) throws -> Void) throws {
             let harness = try NotifyHarness(maxRetries: maxRetries, concurrency: concurrency)
             defer { harness.tearDown() }
             let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
@@ -20,7 +27,7 @@ extension Integration {
             try harness.applyMerchant(webhookURL: webhook ? receiver.url : nil)
             let runtime = try harness.startedRuntime(allowPrivate: allowPrivate)
             defer { runtime.stopAndWait() }
-            try body(harness, receiver)
+            try body(harness, receiver, runtime)
         }
 
         @Test func deliversOnceSignedAndPublishesOneResultEvent() throws {
@@ -153,7 +160,7 @@ extension Integration {
         }
 
         @Test func exhaustedRetriesDeadLetterAndRecordFailure() throws {
-            try withNotify(maxRetries: 2) { harness, receiver in
+            try withNotify(maxRetries: 2) { harness, receiver, runtime in
                 receiver.script([], then: 500)
                 let message = try harness.insertPayment(status: .failed)
                 try harness.publish([message])
@@ -172,6 +179,10 @@ extension Integration {
                 #expect(dead.first?.properties.headers[DeliveryRouter.Header.errorCode] == .string("retries_exhausted"))
                 #expect((try? StageMessage.decode(dead.first?.body ?? [])) == message)
                 #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed", "webhook.exhausted"])
+                // The series the WebhooksExhausted alert uses moved, as Prometheus scrapes it.
+                let port = try #require(runtime.observabilityPort)
+                let metrics = try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body
+                #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("paypipe_webhooks_exhausted_total{") && $0.split(separator: " ").last.flatMap { Double($0) } == 1 }, "\(metrics)")
             }
         }
 
@@ -192,6 +203,56 @@ extension Integration {
                 #expect(try harness.deliveries(second.paymentId).isEmpty)
                 #expect(try harness.drain(harness.resultsQueue).map(\.routingKey).sorted() == ["payment.authorized", "payment.needs_review"])
             }
+        }
+
+        /// `paypipe merchant apply` accepts only `whsec_` + base64 of 24-64 bytes, current and previous secrets alike;
+        /// the error names the field, never the secret.
+        @Test func applyRefusesAWebhookSecretOutsideTheRules() throws {
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            func secret(_ count: Int) -> String { "whsec_" + Data((0..<count).map { UInt8($0) }).base64EncodedString() }
+            for bad in [secret(16), secret(23), secret(65), Data((0..<32).map { UInt8($0) }).base64EncodedString(), "whsec_not base64!", "whsec_"] {
+                #expect(throws: MerchantStore.MerchantError.self, "\(bad)") { try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: bad) }
+                #expect(throws: MerchantStore.MerchantError.self, "\(bad)") {
+                    try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: secret(32), previousSecrets: [bad])
+                }
+                do {
+                    try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: bad)
+                } catch {
+                    #expect(!"\(error)".contains(bad.dropFirst(6).prefix(8)) || bad.count <= 8, "the error does not echo the secret")
+                }
+            }
+            for good in [secret(24), secret(32), secret(64)] {
+                try harness.applyMerchant(webhookURL: "https://shop.example/hook", secret: good)
+            }
+        }
+
+        /// A secret stored before the rule (or written around `merchant apply`) is never used to sign: the attempt is
+        /// recorded failed `invalid_webhook_secret`, nothing is sent, and `webhook_secret_invalid` names the merchant only.
+        @Test func notifyRefusesToSignWithAStoredSecretOutsideTheRules() throws {
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            let short = "whsec_" + Data((1...16).map { UInt8($0) }).base64EncodedString()
+            let receiver = try WebhookTestReceiver(secret: short)
+            defer { receiver.stop() }
+            try harness.applyMerchant(webhookURL: receiver.url)
+            let database = try harness.database()
+            defer { database.close() }
+            let sealed = try harness.vault.seal(Array(try JSONEncoder().encode(MerchantSecrets(privateKeys: [], jwtSecret: nil, webhookSecrets: [short]))),
+                                                aad: Array("m-notify".utf8))
+            try database.query("UPDATE merchants SET secrets_ciphertext = $1, secrets_nonce = $2, secrets_key_id = $3 WHERE id = 'm-notify'",
+                               [sealed.ciphertext, sealed.nonce, sealed.keyId])
+            let runtime = try harness.startedRuntime()
+            defer { runtime.stopAndWait() }
+            let message = try harness.insertPayment(status: .authorized)
+            try harness.publish([message])
+            try harness.waitDone(message.paymentId)
+            #expect(receiver.requests.isEmpty)
+            #expect(try harness.deliveries(message.paymentId).map(\.error) == ["invalid_webhook_secret"])
+            let logged = harness.logSink.lines.filter { $0.contains("webhook_secret_invalid") }
+            #expect(logged.count == 1, "\(harness.logSink.lines)")
+            #expect(logged.first?.contains("m-notify") == true)
+            #expect(!harness.logSink.lines.joined().contains(String(short.dropFirst(6))), "the secret is never logged")
         }
 
         @Test func ssrfGuardRefusesPrivateTargetsInProduction() throws {

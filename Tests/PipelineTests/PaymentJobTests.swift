@@ -33,6 +33,21 @@ import JSON
         #expect(String(decoding: job.applePayToken, as: UTF8.self).contains("EC_v1"))
     }
 
+    /// `applicationData` is base64 of the app's exact bytes, part of the content hash; absent leaves the hash of jobs
+    /// that never had it unchanged; anything but a base64 string is an invalid job.
+    @Test func applicationDataIsDecodedAndHashed() throws {
+        let without = try PaymentJob.decode(Self.body())
+        let with = try PaymentJob.decode(Self.body(["applicationData": Data("order-42".utf8).base64EncodedString()]))
+        let explicitNull = try PaymentJob.decode(Self.body(json: #"{"applicationData": null}"#))
+        #expect(without.applicationData == nil)
+        #expect(with.applicationData == Array("order-42".utf8))
+        #expect(with.contentHash != without.contentHash)
+        #expect(explicitNull.contentHash != with.contentHash)
+        for bad: Any in ["not base64!", 42, ["a"], String(repeating: "A", count: 65_540)] {
+            #expect(throws: PaymentJob.DecodingError.self) { try PaymentJob.decode(Self.body(["applicationData": bad])) }
+        }
+    }
+
     @Test func tokenMayBeAJSONString() throws {
         let job = try PaymentJob.decode(Self.body(["applePayToken": Self.token]))
         #expect(job.applePayToken == Array(Self.token.utf8))

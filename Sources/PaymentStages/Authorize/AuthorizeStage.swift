@@ -17,7 +17,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
     public let stage = Stage.authorize
     private let directory: MerchantDirectory
     private let cardData: CardDataStore
-    private let requests: GatewayRequestStore
+    let requests: GatewayRequestStore
     private let clock: @Sendable () -> Date
     private let payments = PaymentStore()
 

@@ -8,10 +8,12 @@ public struct DecryptConfiguration: Sendable {
     /// Whether a trust root other than Apple Root CA - G3 is in use (logged loudly at start-up).
     public var trustRootOverridden: Bool
     public var merchantCacheSeconds: Double
+    /// The oldest AMQP publish timestamp accepted as the signing-time clock (``VerificationClock``).
+    public var maxQueueAge: Double
 
     /// Reads `PAYPIPE_APPLEPAY_TRUST_ROOT` (PEM file; default the pinned Apple Root CA - G3; sandbox only, see
     /// ``TrustRootPolicy``), `PAYPIPE_APPLEPAY_MAX_AGE` (5m), `PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW` (1m),
-    /// `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
+    /// `PAYPIPE_MERCHANT_CACHE_TTL` (5s), `PAYPIPE_MAX_QUEUE_AGE` (24h).
     public init(environment: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) {
         var trustRoot = TrustRoot.appleRootCAG3
         trustRootOverridden = false
@@ -31,5 +33,6 @@ public struct DecryptConfiguration: Sendable {
             signingTimeMaxAge: try environment.seconds("PAYPIPE_APPLEPAY_MAX_AGE", default: 300, range: 1...86_400),
             signingTimeMaxFutureSkew: try environment.seconds("PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW", default: 60, range: 0...3600))
         merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+        maxQueueAge = try environment.seconds("PAYPIPE_MAX_QUEUE_AGE", default: VerificationClock.defaultMaxQueueAge, range: 0...(30 * 86_400))
     }
 }

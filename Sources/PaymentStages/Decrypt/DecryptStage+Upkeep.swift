@@ -2,8 +2,9 @@ import Pipeline
 import Postgres
 
 extension DecryptStage {
-    /// `paypipe_tokens_decrypted_total` and `paypipe_certificate_not_after_seconds`.
+    /// `paypipe_tokens_decrypted_total`, `paypipe_certificate_not_after_seconds` and `paypipe_data_key_seals_total`.
     public func attach(metrics registry: MetricsRegistry) {
+        cardData.vault.attach(metrics: registry)
         keyUsage.attach(metrics: registry)
         certificateWatch.attach(metrics: registry)
     }

@@ -9,28 +9,35 @@ import Postgres
 ///
 /// Per job, inside the batch transaction: find the merchant; create or locate the payment by
 /// (merchant, job id) — a reused job id with other content is an `idempotency_conflict` dead letter —;
-/// verify and decrypt the token with the clock at the payment's first-received time; check amount and
+/// verify and decrypt the token with the clock at the job's publish time, or its payment's first-received time
+/// (``VerificationClock``); check amount and
 /// currency against the job; reject a reused token `transactionId`; store the card data encrypted;
 /// advance `received → decrypted`; hand off to authorize.
 public struct DecryptStage: TransactionalStageHandler {
     public let stage = Stage.decrypt
     private let directory: MerchantDirectory
-    private let cardData: CardDataStore
+    let cardData: CardDataStore
     private let decryptor: ApplePayDecryptor
+    private let verificationClock: VerificationClock
     private let payments = PaymentStore()
     /// Tokens decrypted per merchant key, and the certificate-expiry watch (DecryptStage+Upkeep.swift).
     let keyUsage = KeyUsageCounter()
     let certificateWatch = CertificateWatch()
 
-    public init(directory: MerchantDirectory, cardData: CardDataStore, decryptor: ApplePayDecryptor) {
+    /// - Parameter maxQueueAge: `PAYPIPE_MAX_QUEUE_AGE`, the oldest publish timestamp accepted (``VerificationClock``);
+    ///   its future bound is the verifier's signing-time future skew.
+    public init(directory: MerchantDirectory, cardData: CardDataStore, decryptor: ApplePayDecryptor,
+                maxQueueAge: TimeInterval = VerificationClock.defaultMaxQueueAge) {
         self.directory = directory
         self.cardData = cardData
         self.decryptor = decryptor
+        self.verificationClock = VerificationClock(
+            maxQueueAge: maxQueueAge, maxFutureSkew: decryptor.configuration.signingTimeMaxFutureSkew)
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> DecryptInput {
         do {
-            return .job(try PaymentJob.decode(delivery.body))
+            return .job(try PaymentJob.decode(delivery.body), publishedAt: delivery.properties.timestamp)
         } catch {
             switch error {
             case .unaddressed(let reason):
@@ -44,7 +51,7 @@ public struct DecryptStage: TransactionalStageHandler {
     public func handle(_ input: DecryptInput, transaction: PostgresConnection) throws -> StageOutcome {
         let merchantId: String
         switch input {
-        case .job(let job): merchantId = job.merchantId
+        case .job(let job, _): merchantId = job.merchantId
         case .invalid(let id, _, _, _): merchantId = id
         }
         guard let merchant = try directory.entry(merchantId, on: transaction) else {
@@ -60,12 +67,12 @@ public struct DecryptStage: TransactionalStageHandler {
         case .created(let created):
             payment = created
         }
-        guard case .job(let job) = input else {
+        guard case .job(let job, let publishedAt) = input else {
             guard case .invalid(_, _, _, let reason) = input else { preconditionFailure() }
             return .failed(PaymentFailure(paymentId: payment.id, code: "invalid_job", reason: reason))
         }
         do {
-            try process(job, payment: payment, merchant: merchant, on: transaction)
+            try process(job, publishedAt: publishedAt, payment: payment, merchant: merchant, on: transaction)
         } catch let failure as TokenFailure {
             return .failed(PaymentFailure(paymentId: payment.id, code: failure.code, reason: failure.reason))
         }
@@ -86,17 +93,17 @@ public struct DecryptStage: TransactionalStageHandler {
         var seenJobs: Set<[String]> = []
         var merchants = BatchMerchants(directory)
         for (index, input) in inputs.enumerated() {
-            let job: PaymentJob
+            let job: PaymentJob, publishedAt: Date?
             switch input {
             case .invalid(let merchantId, let jobId, _, _):
                 seenJobs.insert([merchantId, jobId])
                 continue
-            case .job(let decoded):
-                job = decoded
+            case .job(let decoded, let timestamp):
+                (job, publishedAt) = (decoded, timestamp)
             }
             guard seenJobs.insert([job.merchantId, job.jobId]).inserted else { continue }
             guard let merchant = try merchants.entry(job.merchantId, on: transaction),
-                  let verified = try? verify(job, merchant: merchant, clock: receivedAt),
+                  let verified = try? verify(job, merchant: merchant, publishedAt: publishedAt, firstReceivedAt: receivedAt),
                   batch.isUnclaimed(verified.transactionId) else { continue }
             let paymentId = UUID()
             batch.append(DecryptBatch.Row(
@@ -117,8 +124,9 @@ public struct DecryptStage: TransactionalStageHandler {
         let reason: String
     }
 
-    private func process(_ job: PaymentJob, payment: PaymentRecord, merchant: MerchantDirectory.Entry, on transaction: PostgresConnection) throws {
-        let verified = try verify(job, merchant: merchant, clock: payment.firstReceivedAt)
+    private func process(_ job: PaymentJob, publishedAt: Date?, payment: PaymentRecord, merchant: MerchantDirectory.Entry,
+                         on transaction: PostgresConnection) throws {
+        let verified = try verify(job, merchant: merchant, publishedAt: publishedAt, firstReceivedAt: payment.firstReceivedAt)
         // The replay check and the claim of the transactionId in one statement. Unique constraint: a concurrent
         // replay loses here and is retried, then caught by the NOT EXISTS.
         let claimed = try transaction.query(
@@ -138,10 +146,11 @@ public struct DecryptStage: TransactionalStageHandler {
         let data: StoredPaymentData
     }
 
-    /// The token checks without the database: parse, verify (and decrypt, for merchant-decrypts merchants) with
-    /// `clock` as the current time, amount and currency against the job. Shared by ``handle(_:transaction:)`` and
-    /// the set-based ``handleInBulk(_:transaction:)``, so both apply exactly the same checks.
-    func verify(_ job: PaymentJob, merchant: MerchantDirectory.Entry, clock: Date) throws(TokenFailure) -> VerifiedToken {
+    /// The token checks without the database: parse, verify (and decrypt, for merchant-decrypts merchants) with the
+    /// ``VerificationClock``'s instant as the current time, amount and currency against the job. Shared by
+    /// ``handle(_:transaction:)`` and the set-based ``handleInBulk(_:transaction:)``, so both apply exactly the same checks.
+    func verify(_ job: PaymentJob, merchant: MerchantDirectory.Entry, publishedAt: Date?, firstReceivedAt: Date) throws(TokenFailure) -> VerifiedToken {
+        let clock = verificationClock.instant(publishedAt: publishedAt, firstReceivedAt: firstReceivedAt).instant
         let token: ApplePayToken
         var decrypted: DecryptedPaymentData?
         do {
@@ -154,6 +163,11 @@ public struct DecryptStage: TransactionalStageHandler {
             }
         } catch {
             throw TokenFailure(code: error.code, reason: error.description)
+        }
+        // After the signature check, which covers the header's applicationData.
+        if let reason = ApplicationDataBinding.mismatch(
+            headerHash: token.applicationData, jobBytes: job.applicationData, check: merchant.merchant.config.applicationDataCheck ?? .strict) {
+            throw TokenFailure(code: "application_data_mismatch", reason: reason)
         }
         if let decrypted {
             guard decrypted.transactionAmount == job.amount.value else {
@@ -182,7 +196,7 @@ public struct DecryptStage: TransactionalStageHandler {
         let merchantId: String, jobId: String, hash: [UInt8]
         var orderReference: String?, amount: Int64?, currency: String?, notifyURL: String?, metadata = "{}"
         switch input {
-        case .job(let job):
+        case .job(let job, _):
             (merchantId, jobId, hash) = (job.merchantId, job.jobId, job.contentHash)
             (orderReference, amount, currency, notifyURL) = (job.orderReference, job.amount.value, job.amount.currency.code, job.notifyURL)
             metadata = DecryptBatch.metadataJSON(job.metadata)

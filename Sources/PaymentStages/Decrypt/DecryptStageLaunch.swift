@@ -13,6 +13,6 @@ extension DecryptStage {
         return DecryptStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: settings.merchantCacheSeconds),
             cardData: CardDataStore(vault: vault),
-            decryptor: ApplePayDecryptor(configuration: settings.verifier))
+            decryptor: ApplePayDecryptor(configuration: settings.verifier), maxQueueAge: settings.maxQueueAge)
     }
 }

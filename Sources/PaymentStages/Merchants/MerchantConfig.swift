@@ -39,11 +39,15 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
     public var gateway: Gateway?
     public var webhook: Webhook?
     public var merchantIdentityCertificate: CertificateSummary?
+    /// The document's `applicationDataCheck`; absent (rows applied before it existed) means strict.
+    public var applicationDataCheck: ApplicationDataBinding.Check?
 
-    public init(identities: [IdentitySummary], gateway: Gateway?, webhook: Webhook?, merchantIdentityCertificate: CertificateSummary? = nil) {
+    public init(identities: [IdentitySummary], gateway: Gateway?, webhook: Webhook?, merchantIdentityCertificate: CertificateSummary? = nil,
+                applicationDataCheck: ApplicationDataBinding.Check? = nil) {
         self.identities = identities
         self.gateway = gateway
         self.webhook = webhook
         self.merchantIdentityCertificate = merchantIdentityCertificate
+        self.applicationDataCheck = applicationDataCheck
     }
 }

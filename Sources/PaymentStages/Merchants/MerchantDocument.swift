@@ -13,6 +13,10 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     /// document's folder like the identities' files. Recorded only so that its expiry is tracked (`paypipe merchant
     /// certs`, `paypipe_certificate_not_after_seconds`, `certificate_expiring`).
     public var merchantIdentityCertificateFile: String?
+    /// Optional: `"strict"` (default) or `"when-present"`: how decrypt binds the job's `applicationData` to the token
+    /// header's (``ApplicationDataBinding``); `when-present` accepts a header value from a job without one, during a
+    /// migration of the publishers.
+    public var applicationDataCheck: ApplicationDataBinding.Check?
 
     /// A payment-processing identity: certificate + private key, from files or inline PEM.
     public struct Identity: Codable, Sendable, Equatable {
@@ -63,12 +67,13 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     }
 
     public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?,
-                merchantIdentityCertificateFile: String? = nil) {
+                merchantIdentityCertificateFile: String? = nil, applicationDataCheck: ApplicationDataBinding.Check? = nil) {
         self.id = id
         self.appleMerchantIdentifier = appleMerchantIdentifier
         self.identities = identities
         self.gateway = gateway
         self.webhook = webhook
         self.merchantIdentityCertificateFile = merchantIdentityCertificateFile
+        self.applicationDataCheck = applicationDataCheck
     }
 }

@@ -81,7 +81,14 @@ public struct MerchantStore: Sendable {
         let config = MerchantConfig(
             identities: summaries, gateway: gateway,
             webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true, ratePerSecond: $0.ratePerSecond) },
-            merchantIdentityCertificate: identityCertificate)
+            merchantIdentityCertificate: identityCertificate, applicationDataCheck: document.applicationDataCheck)
+        if let webhook = document.webhook {
+            let named = (webhook.secret.map { [("webhook.secret", $0)] } ?? [])
+                + (webhook.previousSecrets ?? []).enumerated().map { ("webhook.previousSecrets[\($0.offset)]", $0.element) }
+            for (field, secret) in named {
+                if let problem = WebhookSecretPolicy.problem(secret) { throw MerchantError.invalidDocument("\(field) \(problem)") }
+            }
+        }
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
             webhookSecrets: (document.webhook?.secret.map { [$0] } ?? []) + (document.webhook?.previousSecrets ?? []))

@@ -55,6 +55,8 @@ public struct NotifyStage: StageHandler {
     /// Set-based database work per batch (one read, one write for the common case) rather than per message; `false`
     /// keeps the per-message statements, the reference semantics (equivalence tests compare the two).
     private let setBased: Bool
+    /// For `webhook_secret_invalid` (the merchant id only, never the secret).
+    private let logger: Logger
 
     public static let userAgent = "PayPipe-Webhooks/1"
 
@@ -62,10 +64,12 @@ public struct NotifyStage: StageHandler {
         directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
-        setBased: Bool = true, healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil
+        setBased: Bool = true, healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
+        logger: Logger = Logger(component: "notify", threshold: .info)
     ) {
         self.healthPolicy = healthPolicy
         self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
+        self.logger = logger
         self.directory = directory
         self.events = PaymentEventLoader(cardData: cardData)
         self.urlGuard = urlGuard
@@ -262,7 +266,12 @@ public struct NotifyStage: StageHandler {
         }
         let number = message.previousRetries + 1
         let signer: WebhookSigner
-        do {
+        do throws(WebhookSignerError) {
+            // A secret stored before merchant apply enforced the rules is refused too; the log names the merchant only.
+            if let index = target.secrets.firstIndex(where: { WebhookSecretPolicy.problem($0) != nil }) {
+                logger.error("webhook_secret_invalid", [("merchantId", .string(payment.merchantId))])
+                throw .invalidSecret(index: index)
+            }
             signer = try WebhookSigner(secrets: target.secrets)
         } catch {
             let code = error == .noSecret ? "no_webhook_secret" : "invalid_webhook_secret"

@@ -53,6 +53,6 @@ extension NotifyStage {
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
             gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout,
                                maxPauseSeconds: maxPause),
-            healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate)
+            healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate, logger: logger)
     }
 }

@@ -21,6 +21,9 @@ public struct PaymentJob: Sendable, Equatable {
     public let shippingContact: [String: String]?
     public let notifyURL: String?
     public let metadata: [String: String]
+    /// The exact bytes the app set in `PKPaymentRequest.applicationData` (the job's base64 `applicationData`), whose
+    /// SHA-256 the token header must carry (decrypt, `application_data_mismatch`).
+    public let applicationData: [UInt8]?
     /// SHA-256 of the contract fields in canonical form: the same job id with another hash is an
     /// `idempotency_conflict`, while re-serialising the same job (key order, spacing) is not.
     public let contentHash: [UInt8]
@@ -114,17 +117,25 @@ public struct PaymentJob: Sendable, Equatable {
             for member in members { metadata[member.key] = member.value.stringValue }
         default: throw invalid("metadata must be an object of at most 50 string values without NUL characters")
         }
+        var applicationData: [UInt8]?
+        switch object["applicationData"] {
+        case nil, .null?: break
+        case .string(let text)? where text.utf8.count <= 65_536:
+            guard let bytes = Data(base64Encoded: text) else { throw invalid("applicationData must be standard padded base64") }
+            applicationData = Array(bytes)
+        default: throw invalid("applicationData must be a base64 string of at most 65536 characters")
+        }
         return PaymentJob(
             jobId: jobId, merchantId: merchantId, orderReference: orderReference,
             amount: Amount(value: value, currency: currency), applePayToken: token,
             billingContact: contact(object["billingContact"]), shippingContact: contact(object["shippingContact"]),
-            notifyURL: notifyURL, metadata: metadata, contentHash: hash)
+            notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, contentHash: hash)
     }
 
     /// The contract fields, canonically serialised (sorted keys), hashed.
     static func contentHash(_ object: JSONValue) -> [UInt8] {
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
-                      "billingContact", "shippingContact", "notifyUrl", "metadata"]
+                      "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData"]
         let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
         return SHA256.hash(canonicalJSON(.object(contract)))
     }

@@ -7,9 +7,17 @@ import Foundation
 /// row fails to open instead of silently decrypting. A fresh random 96-bit nonce per seal.
 public struct DataVault: Sendable {
     public let keyring: DataKeyring
+    /// Seals per key (``DataKeySeals``), shared by copies of this vault.
+    public let seals: DataKeySeals
 
-    public init(keyring: DataKeyring) {
+    public init(keyring: DataKeyring, seals: DataKeySeals = DataKeySeals()) {
         self.keyring = keyring
+        self.seals = seals
+    }
+
+    /// Exports ``DataKeySeals`` on `registry`.
+    public func attach(metrics registry: MetricsRegistry) {
+        seals.attach(metrics: registry, currentKeyId: keyring.current.id)
     }
 
     /// A sealed value as stored: key id, nonce, ciphertext with the 16-byte tag appended.
@@ -41,6 +49,7 @@ public struct DataVault: Sendable {
         let key = keyring.current
         let nonce = SecureRandom.bytes(count: 12)
         let sealed = try AESGCM.seal(key: key.bytes, nonce: nonce, plaintext: plaintext, aad: aad)
+        seals.record(keyId: key.id)
         return SealedBox(keyId: key.id, nonce: nonce, ciphertext: sealed.ciphertext + sealed.tag)
     }
 

@@ -168,10 +168,11 @@ tok("token-unsupported-version-long", {"paymentData": dict(TOKEN["paymentData"],
 manifest = {"_comment": "", "cases": cases}
 
 # --- dynamic cases: built by BadInputCorpusTests from these recipes
-def dyn(cid, category, build, landing, code, note, status=None, notifyUrl=None, rnd=None):
+def dyn(cid, category, build, landing, code, note, status=None, notifyUrl=None, rnd=None, headers=None):
     c = {"id": cid, "category": category, "build": build, "expect": {"landing": landing, "code": code}, "note": note}
     if status: c["expect"]["status"] = status
     if notifyUrl is not None: c["notifyUrl"] = notifyUrl
+    if headers is not None: c["headers"] = headers
     cases.append(c)
 C = "token stage (minted)"
 dyn("token-signature-invalid", C, "token:corruptSignature", "failed", "signature_invalid", "CMS signature bytes flipped")
@@ -189,6 +190,18 @@ dyn("token-replayed", "replayed token", "replay", "failed", "token_replayed", "t
 C = "message size"
 dyn("message-too-large", C, "oversized", "dlq", "message_too_large", "PAYPIPE_MAX_MESSAGE_BYTES + 1 bytes (valid job, padded)")
 dyn("message-at-limit", C, "atLimit", "processed", "", "exactly PAYPIPE_MAX_MESSAGE_BYTES bytes: processed", status="authorized")
+C = "hostile AMQP headers on a good job (publishers cannot steer the runtime, docs/security.md)"
+for cid, headers, note in [
+    ("headers-delivery-count-not-redelivered", {"x-delivery-count": 1000}, "x-delivery-count 1000 on a first delivery (not redelivered): counts 0"),
+    ("headers-retries-negative", {"x-paypipe-retries": -1}, "x-paypipe-retries -1 (once indexed the retry tiers at -1)"),
+    ("headers-retries-huge", {"x-paypipe-retries": 9223372036854775807}, "x-paypipe-retries 2^63-1"),
+    ("headers-retries-string", {"x-paypipe-retries": "lots"}, "x-paypipe-retries as a string"),
+    ("headers-forged-runtime", {"x-paypipe-error-code": "forged", "x-paypipe-error": "forged", "x-paypipe-stage": "notify",
+                                "x-paypipe-dead-lettered-at": "2000-01-01T00:00:00Z", "x-paypipe-original-exchange": "amq.direct",
+                                "x-paypipe-original-routing-key": "elsewhere"},
+     "forged x-paypipe-* dead-letter and origin headers: dropped"),
+]:
+    dyn(cid, C, "good", "processed", "", note, status="authorized", headers=headers)
 C = "webhook URL aimed at a private address (notify with PAYPIPE_WEBHOOK_ALLOW_PRIVATE=0, the production default)"
 for cid, url, note in [
     ("webhook-private-loopback", "http://127.0.0.1:{receiverPort}/webhooks", "the sandbox receiver itself: proves no request is made"),
@@ -211,7 +224,8 @@ manifest = {
     "failed = payment failed with error_code = code, notified (signed payment.failed webhook and paypipe.results event);",
     "processed = not bad at all (boundary), payment ends expect.status;",
     "webhook_refused = payment ends expect.status, its delivery is recorded failed with error 'ssrf_refused: ...', no request is made, the results event is still published.",
-    "{receiverPort} in notifyUrl is the sandbox webhook receiver's port."
+    "{receiverPort} in notifyUrl is the sandbox webhook receiver's port.",
+    "headers: AMQP headers published with the case (integers as signed 64-bit, strings as long strings)."
   ],
   "cases": cases}
 with open(out + "/manifest.json", "w") as f:

@@ -34,6 +34,8 @@ struct BadInputCorpus: Decodable {
         let build: String?
         /// Webhook cases: the job's `notifyUrl` (`{receiverPort}` substituted; empty = none, the merchant's URL).
         let notifyUrl: String?
+        /// AMQP headers published with the case (hostile headers on a good job).
+        let headers: [String: HeaderValue]?
         let expect: Expectation
         let note: String
 
@@ -41,6 +43,17 @@ struct BadInputCorpus: Decodable {
 
         func staticBody() throws -> [UInt8]? {
             try file.map { Array(try Data(contentsOf: BadInputCorpus.directory.appendingPathComponent("cases/" + $0))) }
+        }
+    }
+
+    /// A header value of the manifest: an integer (signed 64-bit) or a string.
+    enum HeaderValue: Decodable {
+        case int(Int64)
+        case string(String)
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let value = try? container.decode(Int64.self) { self = .int(value) } else { self = .string(try container.decode(String.self)) }
         }
     }
 

@@ -23,11 +23,11 @@ struct DecryptHarness {
         try MerchantStore(vault: vault).apply(sandbox.merchantDocument(), baseDirectory: URL(fileURLWithPath: sandbox.directory), deployment: .sandbox, on: database)
     }
 
-    func makeRuntime() throws -> StageRuntime<DecryptStage> {
+    func makeRuntime(reconcileInterval: String = "0") throws -> StageRuntime<DecryptStage> {
         let configuration = try WorkerConfiguration(stage: .decrypt, environment: EnvironmentReader([
             "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
-            "PAYPIPE_RECONCILE_INTERVAL": "0",
+            "PAYPIPE_RECONCILE_INTERVAL": reconcileInterval,
         ]))
         return try StageRuntime(handler: makeStage(), configuration: configuration,
                                 logger: Logger(component: "decrypt", threshold: .debug, sink: logSink))
@@ -41,8 +41,8 @@ struct DecryptHarness {
             decryptor: ApplePayDecryptor(configuration: ApplePayVerifierConfiguration(trustRoot: sandbox.pki.trustRoot)))
     }
 
-    func startedRuntime() throws -> StageRuntime<DecryptStage> {
-        let runtime = try makeRuntime()
+    func startedRuntime(reconcileInterval: String = "0") throws -> StageRuntime<DecryptStage> {
+        let runtime = try makeRuntime(reconcileInterval: reconcileInterval)
         try runtime.start()
         return runtime
     }
@@ -61,7 +61,11 @@ struct DecryptHarness {
 
     /// Publishes job bodies to the ingress exchange, as a backend would.
     func publishJobs(_ bodies: [[UInt8]]) throws {
-        try JobIngress.publish(bodies.map { JobIngress.Job(body: $0) }, retrySchedule: base.configuration.retrySchedule)
+        try publishJobs(bodies.map { JobIngress.Job(body: $0) })
+    }
+
+    func publishJobs(_ jobs: [JobIngress.Job]) throws {
+        try JobIngress.publish(jobs, retrySchedule: base.configuration.retrySchedule)
     }
 
     /// (status, error code) of the payment for a job id, if it exists.

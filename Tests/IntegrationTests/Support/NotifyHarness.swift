@@ -92,7 +92,8 @@ struct NotifyHarness {
         NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
             urlGuard: urlGuard ?? WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
-            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), gate: gate, setBased: setBased, healthPolicy: healthPolicy, rate: rate)
+            httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), gate: gate, setBased: setBased, healthPolicy: healthPolicy, rate: rate,
+            logger: Logger(component: "notify", threshold: .debug, sink: logSink))
     }
 
     func startedRuntime(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
