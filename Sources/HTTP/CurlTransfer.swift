@@ -129,7 +129,9 @@ final class CurlTransfer {
         UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
     ) -> Int32 = { context, primaryIP, _, primaryPort, _ in
         let transfer = transfer(context)
-        return transfer.gateAllows(ip: primaryIP, port: primaryPort) && transfer.allowsAttempt()
+        // The resend check first: once a write of this request may have reached the server, no later refusal (the
+        // send gate's included) may be reported as "not sent".
+        return transfer.allowsAttempt() && transfer.gateAllows(ip: primaryIP, port: primaryPort)
             ? CURL_PREREQFUNC_OK : CURL_PREREQFUNC_ABORT
     }
 }

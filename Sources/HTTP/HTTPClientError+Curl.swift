@@ -15,7 +15,9 @@ extension HTTPClientError {
         gateRefusal: String? = nil
     ) {
         if code == CURLE_ABORTED_BY_CALLBACK, let gateRefusal {
-            self = .refusedBeforeSending(gateRefusal)
+            // The gate refused libcurl's resend of a request an earlier connection already carried (its bytes are
+            // counted): that earlier write may have been processed, so the outcome is uncertain, not "not sent".
+            self = requestBytesSent ? .connectionReset(afterSending: true) : .refusedBeforeSending(gateRefusal)
             return
         }
         switch code {

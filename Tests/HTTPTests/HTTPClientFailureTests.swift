@@ -130,6 +130,35 @@ import Testing
         #expect(server.requestLines == ["POST /pay HTTP/1.1", "POST /pay HTTP/1.1"], "the POST must not be sent a third time")
     }
 
+    /// The same resend, but a send gate that allowed the first write refuses libcurl's second (the send window ran
+    /// out meanwhile): the refusal must not turn into "certainly not sent", because the first write reached the
+    /// server. Submit would otherwise record the AUTH `not_sent` and send it again (adversarial chaos found it).
+    @Test func aGateRefusingLibcurlsResendStillReportsTheRequestAsMaybeSent() throws {
+        let server = try RawTCPServer { index in index == 0 ? .respond : .closeWithoutResponse }
+        defer { server.stop() }
+        let client = HTTPClient(configuration: HTTPClientConfiguration(totalTimeout: 3))
+        let url = "http://127.0.0.1:\(server.port)/pay"
+        #expect(try client.send(HTTPRequest(method: "POST", url: url, body: [1])).status == 200)
+
+        let offered = Mutex(0)
+        let gate = HTTPSendGate { _ in
+            offered.withLock { count in
+                count += 1
+                return count == 1 ? nil : "send window over"
+            }
+        }
+        let error = #expect(throws: HTTPClientError.self) {
+            try client.send(HTTPRequest(method: "POST", url: url, body: [2], sendGate: gate))
+        }
+        guard case .connectionReset(afterSending: true)? = error else {
+            Issue.record("expected connectionReset(afterSending: true), got \(String(describing: error))")
+            return
+        }
+        #expect(error?.requestMayHaveBeenSent == true)
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(server.requestLines == ["POST /pay HTTP/1.1", "POST /pay HTTP/1.1"], "the POST must not be sent a third time")
+    }
+
     @Test func deadKeepAliveConnectionAfterGetIsRetriedTransparently() throws {
         let server = try RawTCPServer { index in index == 1 ? .closeWithoutResponse : .respond }
         defer { server.stop() }
