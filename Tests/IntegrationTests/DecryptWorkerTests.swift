@@ -161,14 +161,12 @@ extension Integration {
         let harness = try DecryptHarness()
         let runtime = try harness.startedRuntime(reconcileInterval: "200ms")
         defer { runtime.stopAndWait() }
-        let port = try #require(runtime.observabilityPort)
         func scraped(_ code: String) throws -> Double? {
-            let body = try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body
-            let prefix = #"paypipe_payments_failed_total{code="\#(code)",stage="decrypt"} "#
-            return body.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
+            try runtime.scrape().value("paypipe_payments_failed_total", ["code": code, "stage": "decrypt"])
         }
-        // The tally starts at the audit trail's end once the reconciler has read it: wait for that first round.
-        try TestServices.eventually("the reconciler ran") { try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body.contains(#"paypipe_reconciler_backlog{stage="decrypt"}"#) }
+        // The tally starts at the audit trail's end once the reconciler has read it: wait for that first round, which
+        // ends with the upkeep's certificate gauge (the backlog gauges are there from start-up, before any round).
+        try TestServices.eventually("the reconciler ran") { try !runtime.scrape().series("paypipe_certificate_not_after_seconds").isEmpty }
         let before = try scraped("amount_mismatch") ?? 0
         try harness.publishJobs([try harness.job("metric-amount", token: harness.token(amount: 1000)),
                                  try harness.job("metric-stale", token: harness.token { TokenDefect.staleSigningTime.apply(to: &$0, sandbox: harness.sandbox) })])

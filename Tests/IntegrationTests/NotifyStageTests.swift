@@ -180,9 +180,8 @@ extension Integration {
                 #expect((try? StageMessage.decode(dead.first?.body ?? [])) == message)
                 #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed", "webhook.exhausted"])
                 // The series the WebhooksExhausted alert uses moved, as Prometheus scrapes it.
-                let port = try #require(runtime.observabilityPort)
-                let metrics = try HTTPProbe.get("http://127.0.0.1:\(port)/metrics").body
-                #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("paypipe_webhooks_exhausted_total{") && $0.split(separator: " ").last.flatMap { Double($0) } == 1 }, "\(metrics)")
+                let scrape = try runtime.scrape()
+                #expect(scrape.value("paypipe_webhooks_exhausted_total", ["stage": "notify"]) == 1, "\(scrape.text)")
             }
         }
 

@@ -23,7 +23,10 @@ public final class CertificateWatch: Sendable {
     /// logs the warnings that are due. Returns the certificates seen.
     @discardableResult
     public func check(on connection: PostgresConnection, logger: Logger, now: Date = Date()) throws -> [CertificateExpiry] {
-        let certificates = try MerchantStore.listConfigs(on: connection).flatMap { CertificateExpiry.certificates(of: $0.id, config: $0.config) }
+        let configs = try MerchantStore.listConfigs(on: connection) { id, error in
+            logger.warning("merchant_config_unreadable", [("merchantId", .string(id)), ("error", .string(String(describing: error)))])
+        }
+        let certificates = configs.flatMap { CertificateExpiry.certificates(of: $0.id, config: $0.config) }
         metrics.report { registry in
             registry.replace(Self.metric, with: Dictionary(certificates.map { certificate in
                 (Self.labels(certificate), certificate.notAfter.timeIntervalSince1970)

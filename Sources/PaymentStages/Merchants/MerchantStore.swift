@@ -132,10 +132,19 @@ public struct MerchantStore: Sendable {
     }
 
     /// Every merchant's non-secret configuration (no secrets decrypted): certificate expiry, `paypipe merchant certs`.
-    public static func listConfigs(on connection: PostgresConnection) throws -> [(id: String, config: MerchantConfig)] {
-        try connection.query("SELECT id, config::text AS config FROM merchants ORDER BY id").map { row in
-            (try row.decode("id", as: String.self),
-             try JSONDecoder().decode(MerchantConfig.self, from: Data(try row.decode("config", as: String.self).utf8)))
+    /// With `unreadable`, a row whose configuration does not decode (one inserted without `merchant apply`: the
+    /// column's default `{}`) is handed to it and left out, so it cannot hide every other merchant; without, it throws.
+    public static func listConfigs(on connection: PostgresConnection, unreadable: ((_ id: String, _ error: any Error) -> Void)? = nil) throws
+        -> [(id: String, config: MerchantConfig)] {
+        try connection.query("SELECT id, config::text AS config FROM merchants ORDER BY id").compactMap { row in
+            let id = try row.decode("id", as: String.self)
+            do {
+                return (id, try JSONDecoder().decode(MerchantConfig.self, from: Data(try row.decode("config", as: String.self).utf8)))
+            } catch {
+                guard let unreadable else { throw error }
+                unreadable(id, error)
+                return nil
+            }
         }
     }
 

@@ -335,6 +335,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private func observe(_ reconciler: Reconciler, _ failures: inout FailureTally, on connection: PostgresConnection) {
         do {
             metrics.stageBacklog(try reconciler.backlog(on: connection))
+            // On an idle worker this round is the only database operation: without it, `/healthz` and
+            // `paypipe_database_up` would stay down after an outage until the next delivery.
+            setDatabaseHealthy(true, reason: nil)
             for (code, count) in try failures.newFailures(of: handler.stage, on: connection) { metrics.paymentFailed(code: code, count: count) }
         } catch {
             logger.error("backlog_read_failed", [("error", .string(String(describing: error)))])

@@ -23,7 +23,8 @@ struct NotifyHarness {
     let dataKeyBase64: String
     let resultsQueue = "notify-test-results-\(UUID().uuidString.prefix(8).lowercased())"
 
-    init(maxRetries: Int = 3, concurrency: Int = 2) throws {
+    /// `extra` overrides or adds worker environment (`PAYPIPE_RECONCILE_INTERVAL` for tests of the upkeep's gauges).
+    init(maxRetries: Int = 3, concurrency: Int = 2, extra: [String: String] = [:]) throws {
         guard var database = URLComponents(string: TestServices.databaseURL), var broker = URLComponents(string: TestServices.amqpURL) else {
             throw TestFailure("test service URLs are not URLs")
         }
@@ -43,7 +44,7 @@ struct NotifyHarness {
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_CONCURRENCY": String(concurrency), "PAYPIPE_BATCH_SIZE": "5",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
-        ]))
+        ].merging(extra) { $1 }))
         let keyBytes = SecureRandom.bytes(count: 32)
         dataKeyBase64 = Data(keyBytes).base64EncodedString()
         vault = DataVault(keyring: DataKeyring(current: try DataKey(bytes: keyBytes)))
