@@ -154,10 +154,8 @@ extension Integration {
     @Test func aFailingWebhookEndpointOpensItsCircuitOnMetrics() throws {
         let harness = try NotifyHarness(maxRetries: 30, concurrency: 1)
         defer { harness.tearDown() }
-        let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+        let receiver = try harness.appliedReceiver(answering: 500)
         defer { receiver.stop() }
-        receiver.script([], then: 500)
-        try harness.applyMerchant(webhookURL: receiver.url)
         let runtime = try harness.startedRuntime(harness.makeStage(gate: EndpointGate(failureThreshold: 2, openSeconds: 0.5)))
         defer { runtime.stopAndWait() }
         func open() throws -> Double? { try runtime.scrape().value("paypipe_circuits_open", ["stage": "notify"]) }
@@ -176,10 +174,8 @@ extension Integration {
     @Test func aDisabledEndpointShowsOnWebhookEndpointsDisabled() throws {
         let harness = try NotifyHarness(maxRetries: 50, concurrency: 1, extra: Self.reconciling)
         defer { harness.tearDown() }
-        let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+        let receiver = try harness.appliedReceiver(answering: 503)
         defer { receiver.stop() }
-        receiver.script([], then: 503)
-        try harness.applyMerchant(webhookURL: receiver.url)
         let runtime = try harness.startedRuntime(harness.makeStage(
             gate: WebhookEndpointHealthTests.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1)))
         defer { runtime.stopAndWait() }

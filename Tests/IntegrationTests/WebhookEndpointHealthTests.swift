@@ -46,10 +46,8 @@ extension Integration {
         @Test func anEndpointFailingLongerThanThePeriodIsDisabledHoldsDeliveriesAndIsReEnabledByTheCLI() throws {
             let harness = try NotifyHarness(maxRetries: 50, concurrency: 2)
             defer { harness.tearDown() }
-            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            let receiver = try harness.appliedReceiver(answering: 503)
             defer { receiver.stop() }
-            receiver.script([], then: 503)
-            try harness.applyMerchant(webhookURL: receiver.url)
             let runtime = try harness.startedRuntime(harness.makeStage(
                 gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1.5)))
             defer { runtime.stopAndWait() }
@@ -124,10 +122,8 @@ extension Integration {
         @Test func aCrashBeforePublishingEndpointDisabledIsMadeUpByTheRedelivery() throws {
             let harness = try NotifyHarness(maxRetries: 50, concurrency: 1)
             defer { harness.tearDown() }
-            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            let receiver = try harness.appliedReceiver(answering: 503)
             defer { receiver.stop() }
-            receiver.script([], then: 503)
-            try harness.applyMerchant(webhookURL: receiver.url)
             let policy = EndpointHealthPolicy(disableAfter: 1)
             let isDisabled: @Sendable () -> Bool = {
                 guard let database = try? harness.database() else { return false }
@@ -153,10 +149,8 @@ extension Integration {
         @Test func aDeliveryThatRunsOutOfAttemptsPublishesWebhookExhausted() throws {
             let harness = try NotifyHarness(maxRetries: 1, concurrency: 1)
             defer { harness.tearDown() }
-            let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+            let receiver = try harness.appliedReceiver(answering: 500)
             defer { receiver.stop() }
-            receiver.script([], then: 500)
-            try harness.applyMerchant(webhookURL: receiver.url)
             let runtime = try harness.startedRuntime()
             defer { runtime.stopAndWait() }
             let message = try harness.insertPayment(status: .authorized)

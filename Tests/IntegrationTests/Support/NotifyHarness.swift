@@ -125,6 +125,19 @@ struct NotifyHarness {
         try MerchantStore(vault: vault).apply(document, baseDirectory: nil, deployment: .sandbox, on: database)
     }
 
+    /// The merchant's endpoint answering `status` to every request (until re-scripted), applied as its webhook URL.
+    func appliedReceiver(answering status: Int) throws -> WebhookTestReceiver {
+        let receiver = try WebhookTestReceiver(secret: Self.secret)
+        receiver.script([], then: status)
+        do {
+            try applyMerchant(webhookURL: receiver.url)
+        } catch {
+            receiver.stop()
+            throw error
+        }
+        return receiver
+    }
+
     /// Inserts a payment already in a terminal status, queued for notification, with a completed gateway attempt.
     func insertPayment(merchantId: String = "m-notify", status: PaymentStatus = .authorized, notifyURL: String? = nil) throws -> StageMessage {
         let id = UUID()
