@@ -1,12 +1,9 @@
-import Synchronization
-
 /// AES-GCM seals per data key, exported as `paypipe_data_key_seals_total{key_id}`: each seal draws a random 96-bit
 /// nonce, and NIST SP 800-38D bounds the invocations of one key with random nonces (docs/security.md gives the
 /// rotation volume). Shared by every copy of a ``DataVault``; counted from start-up (Prometheus sums the workers).
 public final class DataKeySeals: Sendable {
     public static let metric = "paypipe_data_key_seals_total"
 
-    private let counts = Mutex<[String: Int]>([:])
     private let metrics = AttachedMetrics()
 
     public init() {}
@@ -20,12 +17,6 @@ public final class DataKeySeals: Sendable {
     }
 
     func record(keyId: String) {
-        counts.withLock { $0[keyId, default: 0] += 1 }
         metrics.report { $0.increment(Self.metric, labels: ["key_id": keyId]) }
-    }
-
-    /// Seals under `keyId` by this process so far.
-    public func count(keyId: String) -> Int {
-        counts.withLock { $0[keyId] ?? 0 }
     }
 }
