@@ -58,4 +58,28 @@ import Testing
         #expect(limiter.inFlight("a") == 0)
         #expect(limiter.inFlight("b") == 0)
     }
+
+    @Test func aWaitingCallTakesTheSlotAReleaseGivesBack() async {
+        let limiter = MerchantConcurrencyLimiter(limit: 1)
+        #expect(limiter.tryAcquire("a"))
+        let started = Date()
+        // Released after 0.2 s; the waiter's timeout is far longer, so only the release can end its wait in time.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { limiter.release("a") }
+        let acquired = await Task.detached { limiter.acquire("a", timeout: 30) }.value
+        #expect(acquired)
+        #expect(Date().timeIntervalSince(started) < 20, "woken by the release, not by its timeout")
+        #expect(limiter.inFlight("a") == 1)
+        limiter.release("a")
+    }
+
+    @Test func aWaitWithoutAReleaseEndsAtItsTimeoutAndAnUnmatchedReleaseAddsNoSlot() {
+        let limiter = MerchantConcurrencyLimiter(limit: 1)
+        limiter.release("a")
+        #expect(limiter.tryAcquire("a"))
+        #expect(!limiter.tryAcquire("a"), "the unmatched release did not raise the limit to 2")
+        let started = Date()
+        #expect(!limiter.acquire("a", timeout: 0.1))
+        #expect(Date().timeIntervalSince(started) >= 0.1)
+        #expect(limiter.inFlight("a") == 1)
+    }
 }
