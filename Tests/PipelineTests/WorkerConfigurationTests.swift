@@ -79,6 +79,15 @@ import Testing
         }
     }
 
+    /// A set-up that tuned only the gateway concurrency keeps its batch of 50, as before that variable shaped it.
+    @Test func everyStageBatchesFiftyByDefaultWhateverTheGatewayConcurrency() throws {
+        for stage in [Stage.decrypt, .authorize, .submit, .notify] {
+            #expect(try WorkerConfiguration(stage: stage, environment: EnvironmentReader(["PAYPIPE_ENV": "sandbox"])).batchSize == 50)
+        }
+        let tuned = try WorkerConfiguration(stage: .submit, environment: EnvironmentReader(["PAYPIPE_ENV": "sandbox", "PAYPIPE_GATEWAY_CONCURRENCY": "8"]))
+        #expect(tuned.batchSize == 50)
+    }
+
     @Test func batchMustFitPrefetch() {
         #expect(throws: ConfigurationError.self) {
             try WorkerConfiguration(stage: .submit, environment: EnvironmentReader(["PAYPIPE_PREFETCH": "10", "PAYPIPE_BATCH_SIZE": "50"]))

@@ -34,8 +34,9 @@ extension SubmitStage {
             sendWindow: try sendWindow(environment),
             notFoundConfirmations: try environment.integer("PAYPIPE_NOT_FOUND_CONFIRMATIONS", default: 1, range: 1...10))
         if configuration.concurrency * configuration.batchSize > settings.callConcurrency {
-            // Safe (the send window refuses an AUTH that queued too long), but such AUTHs are re-planned, not sent.
-            logger.warning("submit_batches_exceed_gateway_concurrency", [
+            // Safe (the send window refuses an AUTH that queued too long, and it is re-planned), and the default: a
+            // fact for the operator who tunes for a slow gateway, not a fault.
+            logger.info("submit_batches_exceed_gateway_concurrency", [
                 ("lanes", .int(configuration.concurrency)), ("batchSize", .int(configuration.batchSize)),
                 ("gatewayConcurrency", .int(settings.callConcurrency)),
             ])

@@ -45,18 +45,14 @@ public struct WorkerConfiguration: Sendable {
         }
     }
 
-    /// 50, except for submit: a batch's AUTHs are all committed before any is sent, so the lanes' batches together
-    /// should not exceed the worker's gateway calls (`PAYPIPE_GATEWAY_CONCURRENCY`, default 32), or AUTHs wait in the
-    /// call queue (the send window refuses those that wait too long).
-    /// Gateway calls one submit worker runs at once. 32, so that the default two lanes batch 16 AUTHs each: with
-    /// fewer, the set-based statements of a batch are amortised over too few payments.
+    /// Gateway calls one submit worker runs at once (`PAYPIPE_GATEWAY_CONCURRENCY`).
     public static let defaultGatewayConcurrency = 32
 
-    static func defaultBatchSize(for stage: Stage?, lanes: Int, _ reader: EnvironmentReader) throws(ConfigurationError) -> Int {
-        guard stage == .submit else { return 50 }
-        let calls = try reader.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: Self.defaultGatewayConcurrency, range: 1...256)
-        return max(1, calls / max(1, lanes))
-    }
+    /// Deliveries per transaction for every stage (`PAYPIPE_BATCH_SIZE`). Submit keeps it too, although a batch's
+    /// AUTHs may then outnumber its call threads: a round's statements are amortised over the batch (a batch of 16
+    /// cost 12% of the end-to-end throughput in `scripts/bench`), and an AUTH that waits for a thread longer than the
+    /// send window is refused before it is sent and re-planned, never sent late.
+    public static let defaultBatchSize = 50
 
     public init(stage: Stage?, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
         amqpURL = reader.string("PAYPIPE_AMQP_URL", default: Self.defaultAMQPURL)
@@ -65,7 +61,7 @@ public struct WorkerConfiguration: Sendable {
         logLevel = try reader.choice("PAYPIPE_LOG_LEVEL", default: LogLevel.info)
         prefetch = try reader.integer("PAYPIPE_PREFETCH", default: 100, range: 1...5000)
         concurrency = try reader.integer("PAYPIPE_CONCURRENCY", default: 2, range: 1...64)
-        batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: Self.defaultBatchSize(for: stage, lanes: concurrency, reader), range: 1...1000)
+        batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: Self.defaultBatchSize, range: 1...1000)
         heartbeatSeconds = try reader.integer("PAYPIPE_HEARTBEAT_SECONDS", default: 10, range: 2...600)
         metricsPort = try reader.integer("PAYPIPE_METRICS_PORT", default: Self.defaultMetricsPort(for: stage), range: 0...65535)
         metricsHost = reader.string("PAYPIPE_METRICS_HOST", default: "0.0.0.0")
