@@ -27,14 +27,17 @@ public enum TrustPaymentsClaimsBuilder {
     ///
     /// - Parameters:
     ///   - gateway: the merchant's gateway settings (`nil` = not configured).
-    ///   - jwtSecret: only checked for presence here; a request that could never be signed must fail now, before
-    ///     anything is stored, not at send time.
+    ///   - jwtSecret, webservicesPassword: only the transport's one is checked, for presence; a request that could
+    ///     never be sent must fail now, before anything is stored, not at send time.
     ///   - issuedAt: the initial `iat`; the submit stage replaces it when signing (``signedJWT(claims:secret:issuedAt:)``).
+    ///
+    /// The claims are the same for both transports: `jwt` signs them, `webservices` sends their `payload` as the
+    /// request object of the `/json/` envelope (``TrustPaymentsClient``).
     public static func build(
-        gateway: MerchantConfig.Gateway?, jwtSecret: String?, payment: GatewayPaymentDetails, data: StoredPaymentData?,
-        issuedAt: Date
+        gateway: MerchantConfig.Gateway?, jwtSecret: String?, webservicesPassword: String? = nil, payment: GatewayPaymentDetails,
+        data: StoredPaymentData?, issuedAt: Date
     ) throws(AuthorizeError) -> GatewayRequest {
-        let gateway = try validated(gateway, jwtSecret: jwtSecret)
+        let gateway = try validated(gateway, secret: gateway?.resolvedTransport == .webservices ? webservicesPassword : jwtSecret)
         let (currency, amount) = try validatedAmount(payment)
         guard let data else {
             throw .cardDataMissing("no stored payment data for this payment (never stored, or already purged)")
@@ -61,7 +64,7 @@ public enum TrustPaymentsClaimsBuilder {
         payload += TrustPaymentsContactFields.fields(prefix: "billing", contact: data.billingContact)
         payload += TrustPaymentsContactFields.fields(prefix: "customer", contact: data.shippingContact)
         let claims: JSONValue = [
-            "iss": .string(gateway.jwtUsername),
+            "iss": .string(gateway.username ?? ""),
             "iat": .integer(seconds(issuedAt)),
             "payload": .object(payload),
         ]
@@ -119,7 +122,7 @@ public enum TrustPaymentsClaimsBuilder {
         }
     }
 
-    private static func validated(_ gateway: MerchantConfig.Gateway?, jwtSecret: String?) throws(AuthorizeError) -> MerchantConfig.Gateway {
+    private static func validated(_ gateway: MerchantConfig.Gateway?, secret: String?) throws(AuthorizeError) -> MerchantConfig.Gateway {
         guard let gateway else { throw .merchantNotConfigured("the merchant has no gateway configuration") }
         let type = gateway.type.lowercased().filter { $0 != "-" && $0 != "_" && $0 != " " }
         guard supportedGatewayTypes.contains(type) else {
@@ -130,11 +133,15 @@ public enum TrustPaymentsClaimsBuilder {
         else {
             throw .merchantNotConfigured("the gateway site reference is missing or not alphanumeric")
         }
-        guard !gateway.jwtUsername.isEmpty, gateway.jwtUsername.utf8.count <= 255 else {
-            throw .merchantNotConfigured("the gateway JWT username is missing or longer than 255 characters")
+        let (user, password) = switch gateway.resolvedTransport {
+        case .jwt: ("JWT username", "JWT secret")
+        case .webservices: ("Webservices username", "Webservices password")
         }
-        guard let jwtSecret, !jwtSecret.isEmpty else {
-            throw .merchantNotConfigured("the gateway JWT secret is not configured")
+        guard let username = gateway.username, !username.isEmpty, username.utf8.count <= 255 else {
+            throw .merchantNotConfigured("the gateway \(user) is missing or longer than 255 characters")
+        }
+        guard let secret, !secret.isEmpty else {
+            throw .merchantNotConfigured("the gateway \(password) is not configured")
         }
         guard supportedRequestTypes.contains(gateway.requestTypes) else {
             throw .invalidRequestTypes(gateway.requestTypes)

@@ -83,8 +83,8 @@ public struct SandboxEnvironment: Sendable {
             },
             gateway: MerchantDocument.Gateway(
                 type: "trustpayments", baseUrl: endpoints.gatewayURL, siteReference: "test_paypipe00001",
-                jwtUsername: "jwt@paypipe.sandbox", jwtSecret: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16)),
-                mode: .merchantDecrypts, requestTypes: ["AUTH"]),
+                mode: .merchantDecrypts, requestTypes: ["AUTH"], transport: .webservices,
+                webservicesUsername: "ws@paypipe.sandbox", webservicesPassword: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16))),
             webhook: MerchantDocument.Webhook(
                 url: endpoints.webhookURL, secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()),
             merchantIdentityCertificateFile: relative(merchantIdentityCertificatePath))
@@ -124,8 +124,11 @@ public struct SandboxEnvironment: Sendable {
     private func writeServicesEnvironment() throws {
         let document = try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath)))
         var lines: [String] = []
-        if let gateway = document.gateway, let secret = gateway.jwtSecret {
-            lines.append("PAYPIPE_SIM_MERCHANTS='\(gateway.jwtUsername)=\(secret)'")
+        if let gateway = document.gateway, let user = gateway.jwtUsername, let secret = gateway.jwtSecret {
+            lines.append("PAYPIPE_SIM_MERCHANTS='\(user)=\(secret)'")
+        }
+        if let gateway = document.gateway, let user = gateway.webservicesUsername, let password = gateway.webservicesPassword {
+            lines.append("PAYPIPE_SIM_WEBSERVICES_USERS='\(user)=\(password)'")
         }
         if let secret = document.webhook?.secret {
             lines.append("PAYPIPE_WEBHOOK_SECRET='\(secret)'")
