@@ -200,7 +200,8 @@ extension Integration {
         #expect(payload["tavv"]?.stringValue == "AOOkA5VbH8mMAAKhnQNnAoABFA==")
         #expect(payload["eci"]?.stringValue == "7")
         #expect(payload["walletdisplayname"]?.stringValue == "Visa 1111")
-        #expect(request.claims["iss"]?.stringValue == "jwt@paypipe.sandbox")
+        // The sandbox merchant is on the webservices transport: the claims name its Webservices user.
+        #expect(request.claims["iss"]?.stringValue == "ws@paypipe.sandbox")
         for line in decrypt.base.logSink.lines {
             #expect(!line.contains("4111111111111111") && !line.contains("AOOkA5VbH8mMAAKhnQNnAoABFA=="))
         }
