@@ -77,7 +77,8 @@ extension Integration {
         #expect(gatewayRow.requestTypes == "THREEDQUERY,AUTH")
         #expect(gatewayRow.ciphertext.firstRange(of: Array("transactionIdentifier".utf8)) == nil)
         let gatewayRequest = try #require(try harness.storedRequest(viaGateway.paymentId))
-        #expect(gatewayRequest.claims["payload"]?["wallettoken"]?.stringValue == Self.walletToken)
+        // The one wallettoken shape: the job's PKPaymentToken as {"token": …}.
+        #expect(gatewayRequest.claims["payload"]?["wallettoken"]?.stringValue == #"{"token":\#(Self.walletToken)}"#)
         #expect(gatewayRequest.claims["payload"]?["currencyiso3a"]?.stringValue == "EUR")
         #expect(gatewayRequest.claims["payload"]?["baseamount"]?.stringValue == "1500")
 

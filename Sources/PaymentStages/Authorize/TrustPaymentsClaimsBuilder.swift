@@ -12,8 +12,8 @@ import Pipeline
 /// Mode decides how the Apple Pay payment travels:
 /// - **merchant-decrypts**: `walletsource` `APPLEPAY`, `pan` (the device PAN), `expirydate` `MM/YYYY`, `tavv`
 ///   (the online payment cryptogram), `eci` when the token has one, `walletdisplayname`;
-/// - **gateway-decrypts**: `walletsource` `APPLEPAY` and `wallettoken`, the token JSON as a string (as Trust
-///   Payments' JS library sends it).
+/// - **gateway-decrypts**: `walletsource` `APPLEPAY` and `wallettoken`, one shape whatever the job carried
+///   (``walletToken(_:)``).
 public enum TrustPaymentsClaimsBuilder {
     /// The request-type sequences the pipeline can complete server-side.
     public static let supportedRequestTypes: [[String]] = [["AUTH"], ["THREEDQUERY", "AUTH"]]
@@ -59,7 +59,7 @@ public enum TrustPaymentsClaimsBuilder {
             guard let token = data.walletToken, !token.isEmpty else {
                 throw .cardDataMissing("gateway-decrypts mode needs the stored Apple Pay token, which is absent")
             }
-            payload.append(("wallettoken", .string(token)))
+            payload.append(("wallettoken", .string(try walletToken(token))))
         }
         payload += TrustPaymentsContactFields.fields(prefix: "billing", contact: data.billingContact)
         payload += TrustPaymentsContactFields.fields(prefix: "customer", contact: data.shippingContact)
@@ -86,6 +86,27 @@ public enum TrustPaymentsClaimsBuilder {
         fresh.set(.integer(seconds(issuedAt)), forKey: "iat")
         if let expiresIn { fresh.set(.integer(seconds(issuedAt) + expiresIn), forKey: "exp") }
         return JWTSigner(algorithm: algorithm, key: Array(secret.utf8)).sign(fresh)
+    }
+
+    /// The one `wallettoken` shape sent whatever the job carried (bare `paymentData`, a `PKPaymentToken`, or
+    /// `{"token": …}`): the JSON string of `{"token": <PKPaymentToken>}`, the Apple Pay payment as Trust Payments' JS
+    /// library stringifies it (its contacts travel as billing/customer fields instead). [UNCONFIRMED]: no stored
+    /// source gives the Webservices API's own form (docs/authorize.md).
+    public static func walletToken(_ text: String) throws(AuthorizeError) -> String {
+        guard let value = try? JSONValue.parse(Array(text.utf8)), value.objectValue != nil else {
+            throw .invalidCardData("the Apple Pay token is not a JSON object")
+        }
+        let token: JSONValue
+        if let inner = value["token"], inner.objectValue != nil {
+            token = inner
+        } else if value["paymentData"]?.objectValue != nil {
+            token = value
+        } else if value["version"] != nil, value["data"] != nil, value["header"] != nil {
+            token = ["paymentData": value]
+        } else {
+            throw .invalidCardData("the Apple Pay token is neither paymentData, a PKPaymentToken nor {\"token\": …}")
+        }
+        return (["token": token] as JSONValue).serializedString
     }
 
     /// `MM/YYYY` from Apple's `applicationExpirationDate` (YYMMDD). Two-digit years are 20YY: card expiry dates are
