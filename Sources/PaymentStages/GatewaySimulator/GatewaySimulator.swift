@@ -115,14 +115,7 @@ public final class GatewaySimulator: Sendable {
         case .failure(let error): return signedAnswer([error.item], signer: signer)
         case .success(let found): types = found
         }
-        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
-        if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return .connectionReset }
-        let reply = engine.handle(requestTypes: types, fields: fields)
-        holds.awaitRelease(requestTypes: types, orderReference: orderReference)
-        if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
-            // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
-            Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
-        }
+        guard let reply = decide(types, fields, engine: engine, configuration: configuration, holds: holds) else { return .connectionReset }
         switch reply.delivery {
         case .answer: return signedAnswer(reply.items, signer: signer)
         case .slow(let seconds):
@@ -173,13 +166,7 @@ public final class GatewaySimulator: Sendable {
                 if case .failure(let error) = types { items.append(error.item) }
                 continue
             }
-            let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
-            if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return .connectionReset }
-            let reply = engine.handle(requestTypes: types, fields: fields)
-            holds.awaitRelease(requestTypes: types, orderReference: orderReference)
-            if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
-                Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
-            }
+            guard let reply = decide(types, fields, engine: engine, configuration: configuration, holds: holds) else { return .connectionReset }
             items += reply.items
             if delivery == .answer { delivery = reply.delivery }
         }
@@ -198,6 +185,22 @@ public final class GatewaySimulator: Sendable {
     }
 
     // MARK: Helpers
+
+    /// One request decided by the engine, with the test holds and the query delay around it; nil when a hold drops it
+    /// unprocessed (the connection is reset).
+    private static func decide(
+        _ types: [String], _ fields: JSONValue, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> SimulatorReply? {
+        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return nil }
+        let reply = engine.handle(requestTypes: types, fields: fields)
+        holds.awaitRelease(requestTypes: types, orderReference: orderReference)
+        if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
+            // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
+            Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
+        }
+        return reply
+    }
 
     /// Request types and fields of a request: the JWT payload's fields overlaid by the request object's. Request
     /// types come from `requesttypedescriptions` (a list) or the singular `requesttypedescription` (which the SDK's
