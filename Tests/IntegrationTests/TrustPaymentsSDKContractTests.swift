@@ -5,8 +5,8 @@ import PaymentStages
 import Testing
 
 extension Integration {
-/// Trust Payments' own Python SDK (`securetrading` 1.0.26, installed by scripts/bootstrap) against the gateway
-/// simulator over `/json/`, and PayPipe's requests against the SDK's: both are captured at the simulator and must be
+/// Trust Payments' own Python SDK (`securetrading` 1.0.26, installed by scripts/bootstrap) against the
+/// `paypipe-gateway-sim` executable over `/json/`, and PayPipe's requests against the SDK's: both are captured at the simulator and must be
 /// equal as parsed JSON, except exactly `requestreference`, `versioninfo` and `libraryversion`. Fails (never skips)
 /// when python3 or the SDK is missing.
 @Suite struct TrustPaymentsSDKContractTests {
@@ -41,12 +41,29 @@ extension Integration {
         Dictionary((capture["headers"]?.objectValue ?? []).map { ($0.key.lowercased(), $0.value.stringValue ?? "") }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The `/json/` requests the simulator received (`GET /_sim/requests`).
+    static func captured(_ baseURL: String) throws -> [JSONValue] {
+        try JSONValue.parse(HTTPClient().send(HTTPRequest(url: baseURL + "/_sim/requests")).body)["requests"]?.arrayValue ?? []
+    }
+
     @Test func theSDKAcceptsEveryAnswerAndPayPipeEncodesAsTheSDKDoes() throws {
-        let simulator = GatewaySimulator(configuration: GatewaySimulatorConfiguration(
-            port: 0, merchants: [:], webservicesUsers: ["ws@paypipe.test": "sdk-pw"], slowResponseSeconds: 0, threads: 2, settleDelaySeconds: 1))
-        try simulator.start()
-        defer { simulator.stop() }
-        let endpoint = GatewayEndpoint(baseUrl: simulator.baseURL, siteReference: "test_site1", transport: .webservices, username: "ws@paypipe.test", secret: "sdk-pw")
+        // The real paypipe-gateway-sim executable, configured through its documented variables.
+        let port = try PipelineProcesses.freePort()
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-sdk-sim-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let process = try ChildProcess.spawn(PipelineProcesses.binary("paypipe-gateway-sim"), [], environment: [
+            "PAYPIPE_SIM_HOST": "127.0.0.1", "PAYPIPE_SIM_PORT": String(port), "PAYPIPE_SIM_WEBSERVICES_USERS": "ws@paypipe.test=sdk-pw",
+            "PAYPIPE_SIM_SETTLE_DELAY": "1s", "PAYPIPE_SIM_THREADS": "2",
+        ], logPath: log)
+        defer {
+            process.signal(SIGTERM)
+            _ = process.wait(timeout: 10)
+        }
+        let baseURL = "http://127.0.0.1:\(port)"
+        try TestServices.eventually(timeout: 30, "paypipe-gateway-sim listening") {
+            try HTTPClient().send(HTTPRequest(url: baseURL + "/_sim/health")).status == 200
+        }
+        let endpoint = GatewayEndpoint(baseUrl: baseURL, siteReference: "test_site1", transport: .webservices, username: "ws@paypipe.test", secret: "sdk-pw")
         let client = TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 2, totalTimeout: 5), transport: .init(deployment: .sandbox))
         // PayPipe first: its AUTH and its status query for the same order.
         let authorized = client.authorize(claims: ["iss": "ws@paypipe.test", "iat": 0, "payload": Self.authPayload], requestTypes: ["AUTH"],
@@ -56,14 +73,14 @@ extension Integration {
             Issue.record("PayPipe's query must find its AUTH")
             return
         }
-        let ours = simulator.ledger.captured
+        let ours = try Self.captured(baseURL)
         #expect(ours.count == 2)
 
         let fields = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-sdk-auth-\(UUID().uuidString).json")
         try Data(Self.authPayload.serialized()).write(to: fields)
         defer { try? FileManager.default.removeItem(at: fields) }
         let run = try ChildProcess.runCapturingOutput("/usr/bin/env", [
-            "python3", Self.script, "--url", simulator.baseURL, "--user", "ws@paypipe.test", "--password", "sdk-pw",
+            "python3", Self.script, "--url", baseURL, "--user", "ws@paypipe.test", "--password", "sdk-pw",
             "--auth-json", fields.path, "--order", "SDK-C1",
         ])
         #expect(run.status == 0, "the SDK contract script failed (status \(run.status)): \(run.text)")
@@ -71,7 +88,7 @@ extension Integration {
         #expect(summary["ok"] == true)
         #expect(summary["sdk"] == "1.0.26")
 
-        let sdk = Array(simulator.ledger.captured.dropFirst(ours.count))
+        let sdk = Array(try Self.captured(baseURL).dropFirst(ours.count))
         #expect(sdk.count >= 8, "every SDK step reached the simulator")
         // PayPipe's AUTH and query equal the SDK's own encoding of the same requests.
         for (index, name) in ["AUTH", "TRANSACTIONQUERY by order"].enumerated() {

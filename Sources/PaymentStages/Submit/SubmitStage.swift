@@ -210,9 +210,8 @@ public struct SubmitStage: StageHandler {
 
     private func protocolView(_ payment: PaymentRecord, transaction: PostgresConnection) throws -> ProtocolView {
         // An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace),
-        // with the longer transport's timeout since the attempt's transport is not recorded.
-        try attempts.protocolView(
-            paymentId: payment.id, legacySettleSeconds: GatewayEndpoint.Transport.allCases.map(settleSeconds).max()!, on: transaction)
+        // with the jwt transport's timeout, the only transport there was then.
+        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: settleSeconds(.jwt), on: transaction)
     }
 
     /// Step 3 for one message.
