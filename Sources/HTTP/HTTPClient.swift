@@ -36,7 +36,7 @@ public final class HTTPClient {
     }
 
     /// Performs `request` and returns the final response, whatever its status (3xx/4xx/5xx are responses, not
-    /// errors). Blocks the calling thread for at most `configuration.totalTimeout` seconds.
+    /// errors). Blocks the calling thread for at most the request's total timeout (else `configuration.totalTimeout`).
     public func send(_ request: HTTPRequest) throws(HTTPClientError) -> HTTPResponse {
         try Self.validate(request)
         let headerList = try CurlHeaderList(request.headers, removing: Self.suppressedDefaultHeaders(for: request))
@@ -57,7 +57,7 @@ public final class HTTPClient {
             let body = request.body.isEmpty ? [0] : request.body
             let code = body.withUnsafeBufferPointer { bodyBuffer -> CURLcode in
                 let prepared = firstFailure([
-                    applyConfiguration(),
+                    applyConfiguration(request),
                     transfer.install(),
                     setPointer(CURLOPT_HTTPHEADER, headerList.pointer),
                     applyMethod(request, body: bodyBuffer.baseAddress!),
@@ -112,13 +112,13 @@ public final class HTTPClient {
         request.headers.contains(name: "Content-Type") ? [] : ["Content-Type"]
     }
 
-    private func applyConfiguration() -> CURLcode {
+    private func applyConfiguration(_ request: HTTPRequest) -> CURLcode {
         firstFailure([
             setPointer(CURLOPT_ERRORBUFFER, errorBuffer),
             // Required in multi-threaded programs: no SIGALRM-based DNS timeouts.
             setLong(CURLOPT_NOSIGNAL, 1),
-            setLong(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout)),
-            setLong(CURLOPT_TIMEOUT_MS, Self.milliseconds(configuration.totalTimeout)),
+            setLong(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout ?? configuration.connectTimeout)),
+            setLong(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.totalTimeout ?? configuration.totalTimeout)),
             setString(CURLOPT_PROTOCOLS_STR, "http,https"),
             setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https"),
             setLong(CURLOPT_FOLLOWLOCATION, configuration.followRedirects ? 1 : 0),

@@ -11,10 +11,18 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Consulted once per connection attempt, right before the request is written (see `HTTPSendGate`).
     public var sendGate: HTTPSendGate?
+    /// Overrides the client's ``HTTPClientConfiguration/connectTimeout`` for this request (nil: the client's).
+    public var connectTimeout: Double?
+    /// Overrides the client's ``HTTPClientConfiguration/totalTimeout`` for this request (nil: the client's): one
+    /// pool of keep-alive clients serves calls with different deadlines.
+    public var totalTimeout: Double?
 
     public init(
-        method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], sendGate: HTTPSendGate? = nil
+        method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], sendGate: HTTPSendGate? = nil,
+        connectTimeout: Double? = nil, totalTimeout: Double? = nil
     ) {
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
         self.method = method
         self.url = url
         self.headers = headers

@@ -13,7 +13,7 @@ enum MerchantCommand: CLICommand {
                paypipe merchant certs [--json]
                paypipe merchant keys [--usage] [--json]
           apply  validates the document (identities parsed, certificate and key must match) and upserts it;
-                 secrets (JWT secret, webhook secret, private keys) are stored encrypted under the data key.
+                 secrets (JWT secret, Webservices password, webhook secret, private keys) are stored encrypted under the data key.
                  Relative file paths in the document are resolved against the document's folder; outside
                  PAYPIPE_ENV=sandbox every privateKeyFile, and the document itself when it holds secrets, must be
                  private to this user (chmod 600). The gateway baseUrl must be https:// outside sandbox; sandbox also
@@ -101,7 +101,7 @@ enum MerchantCommand: CLICommand {
         let summary = Summary(
             id: merchant.id, appleMerchantIdentifier: merchant.appleMerchantIdentifier,
             identities: merchant.config.identities.map { ["publicKeyHash": $0.publicKeyHash, "keyType": $0.keyType] },
-            gateway: merchant.config.gateway, gatewaySecretSet: merchant.secrets.jwtSecret != nil,
+            gateway: merchant.config.gateway, gatewaySecretSet: merchant.config.gateway.flatMap { merchant.secrets.gatewaySecret(for: $0.resolvedTransport) } != nil,
             webhook: merchant.config.webhook, webhookSecretsSet: merchant.secrets.webhookSecrets.count,
             updatedAt: merchant.updatedAt)
         return String(decoding: try encoder.encode(summary), as: UTF8.self)

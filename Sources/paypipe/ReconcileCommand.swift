@@ -12,8 +12,8 @@ enum ReconcileCommand: CLICommand {
           Finds payments that sat in the authorize, submit or notify stage longer than DURATION
           (default PAYPIPE_STUCK_AFTER, 5m) and publishes their hand-off again. Safe to repeat: every
           stage is idempotent. Prints one JSON line per stage with the number re-driven.
-          --stuck-after must be at least the submit reconciliation time (PAYPIPE_SEND_WINDOW +
-          PAYPIPE_GATEWAY_TIMEOUT + PAYPIPE_RECONCILE_GRACE, 65s by default).
+          --stuck-after must be at least the submit reconciliation time (PAYPIPE_SEND_WINDOW + the longer of
+          PAYPIPE_GATEWAY_TIMEOUT and PAYPIPE_WEBSERVICES_TIMEOUT + PAYPIPE_RECONCILE_GRACE, 95s by default).
         """
 
     static func run(arguments raw: [String]) -> Int32 {
@@ -25,7 +25,7 @@ enum ReconcileCommand: CLICommand {
                 guard let seconds = DurationParser.seconds(text) else { throw .init(description: "--stuck-after: not a duration: \(text)") }
                 guard seconds >= reconciliation else {
                     throw .init(description: "--stuck-after: \(text) is below the submit reconciliation time of \(reconciliation)s "
-                                + "(PAYPIPE_SEND_WINDOW + PAYPIPE_GATEWAY_TIMEOUT + PAYPIPE_RECONCILE_GRACE)")
+                                + "(PAYPIPE_SEND_WINDOW + max(PAYPIPE_GATEWAY_TIMEOUT, PAYPIPE_WEBSERVICES_TIMEOUT) + PAYPIPE_RECONCILE_GRACE)")
                 }
                 return seconds
             } ?? configuration.stuckAfterSeconds

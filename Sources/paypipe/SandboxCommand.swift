@@ -13,8 +13,12 @@ enum SandboxCommand: CLICommand {
             merchant.json  the sandbox merchant document for `paypipe merchant apply`; its gateway is the
                         simulator (--gateway-url, default http://127.0.0.1:9180) and its webhook the receiver
                         (--webhook-url, default http://127.0.0.1:9190/webhooks); a URL given again later
-                        replaces the one in the existing document (its secrets and keys are kept)
-            services.env   PAYPIPE_SIM_MERCHANTS and PAYPIPE_WEBHOOK_SECRET for the simulator and receiver
+                        replaces the one in the existing document (its secrets and keys are kept); its
+                        gateway transport is webservices (/json/, HTTP Basic)
+            merchant-jwt.json  a second merchant (sandbox-merchant-jwt), the same identities and webhook, on the
+                        jwt transport (/jwt/)
+            services.env   PAYPIPE_SIM_WEBSERVICES_USERS, PAYPIPE_SIM_MERCHANTS and PAYPIPE_WEBHOOK_SECRET for the
+                        simulator and receiver
           Workers accept the sandbox root only when PAYPIPE_APPLEPAY_TRUST_ROOT names it.
           Prints the paths as JSON.
         """
@@ -32,6 +36,7 @@ enum SandboxCommand: CLICommand {
             print("""
                 {"directory":"\(sandbox.directory)","trustRoot":"\(sandbox.trustRootPath)",\
                 "dataKeyFile":"\(sandbox.dataKeyPath)","merchantDocument":"\(sandbox.merchantDocumentPath)",\
+                "jwtMerchantDocument":"\(sandbox.jwtMerchantDocumentPath)",\
                 "servicesEnvironment":"\(sandbox.servicesEnvironmentPath)"}
                 """)
             return ExitCode.ok

@@ -77,7 +77,8 @@ extension Integration {
         #expect(gatewayRow.requestTypes == "THREEDQUERY,AUTH")
         #expect(gatewayRow.ciphertext.firstRange(of: Array("transactionIdentifier".utf8)) == nil)
         let gatewayRequest = try #require(try harness.storedRequest(viaGateway.paymentId))
-        #expect(gatewayRequest.claims["payload"]?["wallettoken"]?.stringValue == Self.walletToken)
+        // The one wallettoken shape: the job's PKPaymentToken as {"token": …}.
+        #expect(gatewayRequest.claims["payload"]?["wallettoken"]?.stringValue == #"{"token":\#(Self.walletToken)}"#)
         #expect(gatewayRequest.claims["payload"]?["currencyiso3a"]?.stringValue == "EUR")
         #expect(gatewayRequest.claims["payload"]?["baseamount"]?.stringValue == "1500")
 
@@ -200,7 +201,8 @@ extension Integration {
         #expect(payload["tavv"]?.stringValue == "AOOkA5VbH8mMAAKhnQNnAoABFA==")
         #expect(payload["eci"]?.stringValue == "7")
         #expect(payload["walletdisplayname"]?.stringValue == "Visa 1111")
-        #expect(request.claims["iss"]?.stringValue == "jwt@paypipe.sandbox")
+        // The sandbox merchant is on the webservices transport: the claims name its Webservices user.
+        #expect(request.claims["iss"]?.stringValue == "ws@paypipe.sandbox")
         for line in decrypt.base.logSink.lines {
             #expect(!line.contains("4111111111111111") && !line.contains("AOOkA5VbH8mMAAKhnQNnAoABFA=="))
         }

@@ -247,7 +247,10 @@ extension Integration {
             try connection.bind(AMQPBinding(queue: results, exchange: PipelineTopology.resultsExchange, routingKey: "#"))
 
             let prefix = "e2e-\(UUID().uuidString.prefix(8))"
+            // The sandbox merchant is on the webservices transport; four good jobs go to its jwt twin in the same run.
             let published = try stack.paypipe(["job", "publish", "--sample", "20", "--prefix", prefix, "--sandbox-dir", stack.sandboxDirectory])
+                + "\n" + stack.paypipe(["job", "publish", "--sample", "4", "--all-good", "--merchant", SandboxEnvironment.jwtMerchantId,
+                                        "--prefix", prefix + "-jwt", "--sandbox-dir", stack.sandboxDirectory])
             var kinds: [String: String] = [:]
             for line in published.split(separator: "\n") where line.hasPrefix("{") {
                 let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -261,10 +264,10 @@ extension Integration {
                 default: nil
                 }
             }
-            try #require(kinds.count == 20 && expected.count == 18, "\(published)")
+            try #require(kinds.count == 24 && expected.count == 22, "\(published)")
 
             func firstWebhooks() -> [[String: Any]] { stack.verifiedWebhooks().filter { ($0["duplicate"] as? Bool) != true } }
-            try TestServices.eventually(timeout: 120, "18 events and 18 webhooks") {
+            try TestServices.eventually(timeout: 120, "22 events and 22 webhooks") {
                 try Int(connection.queueDeclarePassive(results).messages) >= expected.count && firstWebhooks().count >= expected.count
             }
             Thread.sleep(forTimeInterval: 1)   // anything extra (a duplicate) would arrive now
@@ -278,6 +281,11 @@ extension Integration {
                 paymentIds[try row.decode("id", as: UUID.self).uuidString.lowercased()] = jobId
             }
             #expect(Set(paymentIds.values) == Set(expected.keys))
+            let transports = try database.query(
+                "SELECT m.config->'gateway'->>'transport' AS transport, count(*) AS n FROM payments p JOIN merchants m ON m.id = p.merchant_id WHERE p.job_id LIKE $1 AND p.status = 'authorized' GROUP BY 1",
+                [prefix + "-%"]).map { (try $0.decode("transport", as: String.self), try $0.decode("n", as: Int64.self)) }
+            #expect(Dictionary(uniqueKeysWithValues: transports)["jwt"] == 4, "the jwt merchant's payments are authorised over /jwt/")
+            #expect((Dictionary(uniqueKeysWithValues: transports)["webservices"] ?? 0) > 0, "the webservices merchant's over /json/")
 
             var events: [String: Int] = [:]
             while let delivery = try connection.get(queue: results) {

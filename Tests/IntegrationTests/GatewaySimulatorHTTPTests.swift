@@ -112,5 +112,97 @@ extension Integration {
             #expect(simulator.ledger.authCount(orderReference: "J1") == 1)
         }
     }
+
+    static func webservicesEndpoint(_ simulator: GatewaySimulator, password: String = "pw") -> GatewayEndpoint {
+        GatewayEndpoint(baseUrl: simulator.baseURL, siteReference: "test_site1", transport: .webservices, username: "ws", secret: password)
+    }
+
+    static let webservicesClient = TrustPaymentsClient(
+        http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 3), transport: .init(deployment: .sandbox),
+        webservices: WebservicesTransport(connectTimeout: 1, totalTimeout: 2))
+
+    /// The `/json/` transport end to end: the outcomes, an answer that does not echo the request reference (never
+    /// believed), the query by the attempt's order reference, HTTP Basic, and the documented headers.
+    @Test func webservicesClientAndSimulatorAgree() throws {
+        try Self.withSimulator { simulator, _ in
+            let endpoint = Self.webservicesEndpoint(simulator)
+            let client = Self.webservicesClient
+            let authorized = client.authorize(claims: Self.claims(amount: 1000, order: "W1"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "A1", now: Date())
+            #expect(authorized.outcome == .authorized)
+            #expect(authorized.maskedPan == "411111######1111")
+            #expect(client.authorize(claims: Self.claims(amount: 1051, order: "W2"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "A2", now: Date()).outcome == .declined)
+            // …92: recorded, then answered with another request reference.
+            let mismatch = client.authorize(claims: Self.claims(amount: 1092, order: "W3"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "A3", now: Date())
+            #expect(mismatch.outcome == .uncertain)
+            #expect(mismatch.errorCode == "paypipe.request_reference_mismatch")
+            // …98: recorded, answered after the total timeout.
+            let slowSimulator = GatewaySimulator(configuration: GatewaySimulatorConfiguration(
+                port: 0, merchants: [:], webservicesUsers: ["ws": "pw"], slowResponseSeconds: 1.5, threads: 2))
+            try slowSimulator.start()
+            defer { slowSimulator.stop() }
+            let slow = TrustPaymentsClient(http: Self.client.http, transport: .init(deployment: .sandbox), webservices: WebservicesTransport(connectTimeout: 1, totalTimeout: 0.5))
+            let late = slow.authorize(claims: Self.claims(amount: 1098, order: "W4"), requestTypes: ["AUTH"], endpoint: Self.webservicesEndpoint(slowSimulator),
+                                      requestId: "A4", now: Date())
+            #expect(late.outcome == .uncertain)
+            #expect(late.errorCode == "paypipe.transport")
+            #expect(slowSimulator.ledger.authCount(orderReference: "W4") == 1)
+            guard case .found(let adopted) = client.queryTransaction(orderReference: "W3", endpoint: endpoint, requestId: "Q3", now: Date()) else {
+                Issue.record("the AUTH whose answer was not believed must be found by the query")
+                return
+            }
+            #expect(adopted.outcome == .authorized)
+            #expect(client.queryTransaction(orderReference: "W9", endpoint: endpoint, requestId: "Q9", now: Date()) == .notFound)
+            let otherSite = GatewayEndpoint(baseUrl: simulator.baseURL, siteReference: "test_site2", transport: .webservices, username: "ws", secret: "pw")
+            #expect(client.queryTransaction(orderReference: "W1", endpoint: otherSite, requestId: "Q1", now: Date()) == .notFound, "records are per site")
+            let refused = client.authorize(claims: Self.claims(amount: 1000, order: "W5"), requestTypes: ["AUTH"], endpoint: Self.webservicesEndpoint(simulator, password: "wrong"),
+                                           requestId: "A5", now: Date())
+            #expect(refused.outcome == .permanentError)
+            #expect(refused.errorCode == "paypipe.http_401")
+            #expect(simulator.ledger.authCount(orderReference: "W5") == 0)
+
+            let captured = try #require(simulator.ledger.captured.first)
+            let headers = Dictionary((captured["headers"]?.objectValue ?? []).map { ($0.key.lowercased(), $0.value.stringValue ?? "") }, uniquingKeysWith: { a, _ in a })
+            #expect(headers["content-type"] == "application/json;charset=utf-8")
+            #expect(headers["accept"] == "application/json")
+            #expect(headers["versioninfo"] == TrustPaymentsClient.versionInfo)
+            #expect(headers["authorization"] == nil, "the simulator never keeps credentials")
+            let body = try #require(captured["body"])
+            #expect(headers["requestreference"] == body["request"]?[0]?["requestreference"]?.stringValue)
+            #expect(headers["requestreference"]?.hasPrefix("A1-") == true)
+            #expect(body["alias"] == "ws")
+            #expect(body["version"] == "1.00")
+            #expect(body["libraryversion"]?.stringValue == TrustPaymentsClient.libraryVersion)
+            #expect(body["request"]?[0]?["orderreference"] == "W1")
+            #expect(body["request"]?[0]?["iss"] == nil, "the request object is the claims' payload")
+            let references = simulator.ledger.captured.compactMap { $0["body"]?["request"]?[0]?["requestreference"]?.stringValue }
+            #expect(Set(references).count == references.count, "a fresh reference per request")
+        }
+    }
+
+    /// The gateway's answer shape on `/json/`: the reference echoed, every request object answered in order, the
+    /// version checked (30007), `secrand`.
+    @Test func jsonAnswersEveryRequestObject() throws {
+        try Self.withSimulator { simulator, _ in
+            func post(_ text: String) throws -> JSONValue {
+                let answer = try HTTPClient().send(HTTPRequest(method: "POST", url: simulator.baseURL + "/json/", headers: [
+                    HTTPHeader(name: "Content-Type", value: "application/json"),
+                    HTTPHeader(name: "Authorization", value: "Basic " + Data("ws:pw".utf8).base64EncodedString()),
+                ], body: Array(text.utf8)))
+                return try JSONValue.parse(answer.body)
+            }
+            let auth = #"{"requestreference":"Aabc12345","requesttypedescription":"AUTH","sitereference":"test_site1","accounttypedescription":"ECOM","currencyiso3a":"GBP","baseamount":"1000","orderreference":"M1","pan":"4111111111111111","expirymonth":"11","expiryyear":"2031"}"#
+            let query = #"{"requestreference":"Aabc12345","requesttypedescriptions":["TRANSACTIONQUERY"],"filter":{"orderreference":[{"value":"M1"}]}}"#
+            let both = try post(#"{"alias":"ws","version":"1.00","request":[\#(auth),\#(query)]}"#)
+            #expect(both["requestreference"] == "Aabc12345")
+            #expect(both["secrand"]?.stringValue?.isEmpty == false)
+            #expect(both["response"]?.arrayValue?.compactMap { $0["requesttypedescription"]?.stringValue } == ["AUTH", "TRANSACTIONQUERY"])
+            #expect(both["response"]?[1]?["records"]?.arrayValue?.count == 1)
+            let version = try post(#"{"alias":"ws","version":"2.00","request":[\#(auth)]}"#)
+            #expect(version["response"]?[0]?["errorcode"] == "30007")
+            let twice = try post(#"{"alias":"ws","version":"1.00","request":[{"requestreference":"Ax","requesttypedescription":"AUTH","requesttypedescriptions":["AUTH"]}]}"#)
+            #expect(twice["response"]?[0]?["errorcode"] == "60040")
+            #expect(simulator.ledger.authCount(orderReference: "M1") == 1)
+        }
+    }
 }
 }

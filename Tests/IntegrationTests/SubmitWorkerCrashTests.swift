@@ -16,7 +16,7 @@ extension Integration {
             "PAYPIPE_DATA_KEY": harness.authorize.dataKeyBase64, "PAYPIPE_METRICS_PORT": metricsPort, "PAYPIPE_METRICS_HOST": "127.0.0.1",
             "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_RETRY_DELAYS": "500ms,1s", "PAYPIPE_MAX_RETRIES": "40",
             "PAYPIPE_PREFETCH": "10", "PAYPIPE_BATCH_SIZE": "5", "PAYPIPE_MERCHANT_CACHE_TTL": "0",
-            "PAYPIPE_GATEWAY_TIMEOUT": "6s", "PAYPIPE_RECONCILE_GRACE": "2s", "PAYPIPE_SEND_WINDOW": "1s",
+            "PAYPIPE_GATEWAY_TIMEOUT": "6s", "PAYPIPE_WEBSERVICES_TIMEOUT": "6s", "PAYPIPE_RECONCILE_GRACE": "2s", "PAYPIPE_SEND_WINDOW": "1s",
         ], logPath: logPath)
     }
 

@@ -101,10 +101,9 @@ import Testing
             {"iss":"jwt.paypipe.test","iat":1735689600,"payload":{
               "accounttypedescription":"ECOM","sitereference":"test_site12345","currencyiso3a":"GBP","baseamount":"1050",
               "orderreference":"ORDER-0001","requesttypedescriptions":["THREEDQUERY","AUTH"],"walletsource":"APPLEPAY",
-              "wallettoken":"{\"paymentData\":{\"version\":\"EC_v1\",\"data\":\"c2VhbGVk\",\"signature\":\"c2ln\",\"header\":{\"transactionId\":\"ab/cd\"}},\"transactionIdentifier\":\"AB\"}"}}
+              "wallettoken":"{\"token\":{\"paymentData\":{\"version\":\"EC_v1\",\"data\":\"c2VhbGVk\",\"signature\":\"c2ln\",\"header\":{\"transactionId\":\"ab/cd\"}},\"transactionIdentifier\":\"AB\"}}"}}
             """#)
         #expect(request.claims == expected)
-        #expect(request.claims["payload"]?["wallettoken"]?.stringValue == Self.walletToken, "the token string round-trips exactly")
         #expect(request.claims["payload"]?["pan"] == nil, "no card fields in gateway-decrypts mode")
         #expect(request.requestTypes == ["THREEDQUERY", "AUTH"])
     }
@@ -345,5 +344,16 @@ import Testing
         for text in [request.description, String(describing: request), String(reflecting: request)] {
             #expect(!text.contains(Self.pan) && !text.contains(Self.cryptogram) && !text.contains("12/2029"))
         }
+    }
+
+    /// One `wallettoken` shape ({"token": PKPaymentToken} as a JSON string) whatever the job carried.
+    @Test func walletTokenHasOneShape() throws {
+        let paymentData = #"{"version":"EC_v1","data":"c2VhbGVk","signature":"c2ln","header":{"transactionId":"ab"}}"#
+        let expected = #"{"token":{"paymentData":\#(paymentData)}}"#
+        #expect(try TrustPaymentsClaimsBuilder.walletToken(paymentData) == expected)
+        #expect(try TrustPaymentsClaimsBuilder.walletToken(#"{"paymentData":\#(paymentData)}"#) == expected)
+        #expect(try TrustPaymentsClaimsBuilder.walletToken(#"{"token":{"paymentData":\#(paymentData)}}"#) == expected)
+        #expect(throws: AuthorizeError.self) { try TrustPaymentsClaimsBuilder.walletToken("[1]") }
+        #expect(throws: AuthorizeError.self) { try TrustPaymentsClaimsBuilder.walletToken(#"{"colour":"red"}"#) }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import JWT
 @testable import PaymentStages
 import Testing
@@ -10,18 +11,21 @@ import Testing
         #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .authorized)
     }
 
-    @Test("issuer and 3-D Secure refusals are declines", arguments: ["70000", "60022", "60042", "71000", "72000"])
+    @Test("issuer and 3-D Secure refusals are declines", arguments: ["70000", "60022", "60042", "71000", "72000", "88888"])
     func declined(code: String) {
         #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .declined)
     }
 
-    @Test("request errors are permanent", arguments: ["30000", "30001", "30006", "30007", "30010", "30999", "10300", "10301", "10302", "60018", "60025", "60040"])
+    @Test("request errors are permanent", arguments: [
+        "30000", "30001", "30006", "30007", "30010", "30999", "10300", "10301", "10302", "60018", "60025", "60040",
+        "10003", "10100", "10101", "10102", "10103", "10205", "10600", "20004", "20007", "20011", "20015", "20018", "20040",
+    ])
     func permanent(code: String) {
         #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .permanentError)
     }
 
     @Test("transport, queued and unknown answers are uncertain",
-          arguments: ["50000", "50005", "50014", "60010", "70001", "79000", "99999", "12345", "20007", "50015", "88888", "abc", "", "-1"])
+          arguments: ["50000", "50005", "50014", "60010", "70001", "79000", "99999", "12345", "20016", "20017", "20041", "50015", "abc", "", "-1"])
     func uncertain(code: String) {
         #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .uncertain)
     }
@@ -157,9 +161,8 @@ import Testing
         if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([], code: "50000", found: "0")) {} else {
             Issue.record("a failed query must be inconclusive")
         }
-        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([], found: "2")) {} else {
-            Issue.record("records counted but not listed must be inconclusive")
-        }
+        // No source shows a `found` member: only the records list counts.
+        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([], found: "2")) == .notFound)
         if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "errorcode": "99999"]])) {} else {
             Issue.record("a record with an uncertain outcome must be inconclusive")
         }
@@ -185,5 +188,86 @@ import Testing
         #expect(!endpoint.description.contains("\"s\""))
         let query = TrustPaymentsClient.queryClaims(orderReference: "ORDER-1", endpoint: endpoint)
         #expect(query["payload"]?.serializedString == #"{"requesttypedescriptions":["TRANSACTIONQUERY"],"filter":{"sitereference":[{"value":"test_site1"}],"orderreference":[{"value":"ORDER-1"}]}}"#)
+    }
+
+    static func inconclusiveCode(_ result: TransactionQueryResult) -> String? {
+        guard case .inconclusive(let code, _) = result else { return nil }
+        return code
+    }
+
+    /// Records as a list in any order; no list, a record without a type, or an AUTH record without errorcode is
+    /// inconclusive; a record for another order reference is never adopted.
+    @Test func queryRecordsAreReadAsTheDocumentedList() {
+        let auth: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "0", "transactionreference": "9-9-2", "orderreference": "O-1"]
+        let refund: JSONValue = ["requesttypedescription": "REFUND", "errorcode": "0", "transactionreference": "9-9-3"]
+        let expected = GatewayResponseMapper.Expected(amountMinor: nil, currency: nil, orderReference: "O-1")
+        for records in [[auth, refund], [refund, auth]] {
+            guard case .found(let result) = GatewayResponseMapper.queryResult(fromClaims: Self.query(records), expected: expected) else {
+                Issue.record("the AUTH record must be found wherever it is in the list")
+                continue
+            }
+            #expect(result.transactionReference == "9-9-2")
+        }
+        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([refund])) == .notFound)
+        let noList = Self.claims([["requesttypedescription": "TRANSACTIONQUERY", "errorcode": "0", "found": "0"]])
+        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: noList)) == "paypipe.query_unrecognised")
+        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: Self.query([["errorcode": "0"]]))) == "paypipe.query_unrecognised")
+        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "transactionreference": "9"]])))
+            == "paypipe.query_record_without_errorcode")
+        let other = GatewayResponseMapper.Expected(amountMinor: nil, currency: nil, orderReference: "O-2")
+        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: Self.query([auth]), expected: other)) == "paypipe.query_mismatch")
+    }
+
+    /// Every code the mapper names is one Trust Payments' Python SDK lists (its data/errormessages.json, copied to
+    /// Tests/Fixtures/trustpayments), and every listed code keeps the class the issue gives it.
+    @Test func mappedCodesAreTheSDKsOwn() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/trustpayments/errormessages.json")
+        let listed = try #require(try JSONValue.parse(Array(Data(contentsOf: url))).objectValue).compactMap { Int($0.key) }
+        let named = GatewayResponseMapper.declinedCodes.union(GatewayResponseMapper.permanentCodes).union(GatewayResponseMapper.uncertainCodes)
+            .union(GatewayResponseMapper.reviewCodes)
+        #expect(named.subtracting(listed).sorted() == [], "codes mapped that the SDK does not list")
+        for code in listed {
+            let outcome = GatewayResponseMapper.outcome(forErrorCode: String(code))
+            switch code {
+            case 0: #expect(outcome == .authorized)
+            case 88888: #expect(outcome == .declined, "Soft Decline retry")
+            case 10003, 10100...10103, 10205, 10600, 20004...20040, 30000...30999, 60018, 60025, 60040: #expect(outcome == .permanentError, "\(code)")
+            default: break
+            }
+        }
+    }
+}
+
+/// The `webservices` transport's pure parts: the envelope as the Python SDK encodes it, the request reference, and
+/// which failures may be retried.
+@Suite struct WebservicesTransportTests {
+    @Test func envelopeIsTheSDKs() {
+        let envelope = TrustPaymentsClient.webservicesEnvelope(request: ["requesttypedescriptions": ["AUTH"], "baseamount": "100"], alias: "ws@example", requestReference: "A1-abc")
+        #expect(envelope.serializedString == #"{"alias":"ws@example","version":"1.00","request":[{"requesttypedescriptions":["AUTH"],"baseamount":"100","requestreference":"A1-abc","versioninfo":"\#(TrustPaymentsClient.versionInfo)"}],"libraryversion":"paypipe_1.0","acceptcustomeroutput":"2.00"}"#)
+        let endpoint = GatewayEndpoint(baseUrl: "https://webservices.securetrading.net/", siteReference: "test_site1", transport: .webservices, username: "ws", secret: "pw")
+        #expect(endpoint.url == "https://webservices.securetrading.net/json/")
+        #expect(!endpoint.description.contains("pw"))
+    }
+
+    @Test func requestReferencesAreFresh() {
+        let references = (0..<50).map { _ in TrustPaymentsClient.requestReference("Q7") }
+        #expect(Set(references).count == 50)
+        #expect(references.allSatisfy { $0.hasPrefix("Q7-") && $0.count == 11 })
+    }
+
+    /// Retried only while nothing can have been sent, within the connect budget and the SDK's 6 retries.
+    @Test func onlyConnectionFailuresAreRetried() {
+        let transport = WebservicesTransport()
+        #expect(transport.mayRetry(.couldNotConnect("refused"), tries: 1, elapsed: 0))
+        #expect(transport.mayRetry(.timedOut(afterSending: false), tries: 2, elapsed: 3))
+        #expect(transport.mayRetry(.connectionReset(afterSending: false), tries: 2, elapsed: 3))
+        #expect(!transport.mayRetry(.timedOut(afterSending: true), tries: 1, elapsed: 0))
+        #expect(!transport.mayRetry(.connectionReset(afterSending: true), tries: 1, elapsed: 0))
+        #expect(!transport.mayRetry(.tooLarge, tries: 1, elapsed: 0))
+        #expect(!transport.mayRetry(.tls("bad certificate"), tries: 1, elapsed: 0))
+        #expect(!transport.mayRetry(.refusedBeforeSending("window"), tries: 1, elapsed: 0))
+        #expect(!transport.mayRetry(.couldNotConnect("refused"), tries: 7, elapsed: 0))
+        #expect(!transport.mayRetry(.couldNotConnect("refused"), tries: 1, elapsed: 9.6))
     }
 }

@@ -1,6 +1,7 @@
 import JWT
 import Pipeline
 @testable import PaymentStages
+import Synchronization
 import Testing
 
 /// The simulator's pure parts: amount behaviours, field validation, the ledger and TRANSACTIONQUERY.
@@ -71,7 +72,7 @@ import Testing
         let other: JSONValue = ["filter": ["sitereference": [["value": "test_site1"]], "orderreference": [["value": "ORDER-2"]]]]
         let none: JSONValue = ["payload": ["version": "1.00", "response": .array(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: other).items)]]
         #expect(GatewayResponseMapper.queryResult(fromClaims: none) == .notFound)
-        #expect(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: [:]).items.first?["errorcode"]?.stringValue == "30000")
+        #expect(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: [:]).items.first?["errorcode"]?.stringValue == "60019")
     }
 
     @Test func faultBehavioursRecordOrNotAsDocumented() {
@@ -113,7 +114,88 @@ import Testing
     @Test func merchantPairsParse() throws {
         #expect(try GatewaySimulatorConfiguration.pairs("a=b, c=d=e", variable: "X") == ["a": "b", "c": "d=e"])
         #expect(throws: ConfigurationError.self) { try GatewaySimulatorConfiguration.pairs("a", variable: "X") }
-        #expect(GatewaySimulator.merged(payload: ["requesttypedescriptions": ["AUTH"]], requestObject: ["requesttypedescriptions": ["RISKDEC"]]).types == nil)
+        #expect(Self.refusal(GatewaySimulator.merged(payload: ["requesttypedescriptions": ["AUTH"]], requestObject: ["requesttypedescriptions": ["RISKDEC"]]).types) == "60018")
         #expect(GatewaySimulator.merged(payload: ["a": "1"], requestObject: ["requesttypedescriptions": ["AUTH"], "b": "2"]).fields == ["a": "1", "b": "2"])
+    }
+
+    static func refusal(_ types: Result<[String], SimulatorReplyError>) -> String? {
+        guard case .failure(let error) = types else { return nil }
+        return error.item["errorcode"]?.stringValue
+    }
+
+    /// 60040 is both forms on one request (errormessages.json), the singular form alone is accepted (the SDK's tests).
+    @Test func requestTypeForms() throws {
+        #expect(Self.refusal(GatewaySimulator.merged(payload: [:], requestObject: ["requesttypedescriptions": ["AUTH"], "requesttypedescription": "AUTH"]).types) == "60040")
+        #expect(try GatewaySimulator.merged(payload: [:], requestObject: ["requesttypedescription": "REFUND"]).types.get() == ["REFUND"])
+        #expect(try GatewaySimulator.merged(payload: [:], requestObject: ["requesttypedescriptions": ["THREEDQUERY", "AUTH"]]).types.get() == ["THREEDQUERY", "AUTH"])
+        #expect(Self.refusal(GatewaySimulator.merged(payload: [:], requestObject: ["requesttypedescription": 7]).types) == "60018")
+    }
+
+    /// Any one valid filter, several values per filter; 60037 for an unknown or malformed one, 60019 for none; records
+    /// per site reference.
+    @Test func queryFilters() throws {
+        let engine = SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 7)
+        var first = Self.fields(amount: 1000, order: "Q1")
+        first.set("test_a", forKey: "sitereference")
+        var second = Self.fields(amount: 1000, order: "Q2")
+        second.set("test_b", forKey: "sitereference")
+        let reference = try #require(engine.handle(requestTypes: ["AUTH"], fields: first).items.last?["transactionreference"]?.stringValue)
+        _ = engine.handle(requestTypes: ["AUTH"], fields: second)
+        func query(_ filter: JSONValue?) -> JSONValue? {
+            var fields: JSONValue = [:]
+            if let filter { fields.set(filter, forKey: "filter") }
+            return engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: fields).items.first
+        }
+        #expect(query(["transactionreference": [["value": .string(reference)]]])?["records"]?.arrayValue?.count == 1)
+        #expect(query(["orderreference": [["value": "Q1"], ["value": "Q2"]]])?["records"]?.arrayValue?.count == 2)
+        #expect(query(["sitereference": [["value": "test_b"]], "orderreference": [["value": "Q1"]]])?["records"]?.arrayValue?.count == 0)
+        #expect(query(["sitereference": [["value": "test_a"]], "orderreference": [["value": "Q1"]]])?["records"]?[0]?["orderreference"] == "Q1")
+        #expect(query(["colour": [["value": "red"]]])?["errorcode"] == "60037")
+        #expect(query(["orderreference": ["Q1"]])?["errorcode"] == "60037")
+        #expect(query([:])?["errorcode"] == "60019")
+        #expect(query(nil)?["errorcode"] == "60019")
+        #expect(query(["orderreference": [["value": "Q1"]]])?["found"] == nil, "no source shows a found member")
+    }
+
+    /// TRANSACTIONUPDATE while pending, REFUND only of a settled parent, within its amount.
+    @Test func updateAndRefund() throws {
+        let now = Mutex(1_000.0)
+        let engine = SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 7, settleDelaySeconds: 60, clock: { now.withLock { $0 } })
+        let auth = try #require(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1000, order: "U1")).items.last)
+        let reference = try #require(auth["transactionreference"]?.stringValue)
+        func refund(_ amount: String?) -> JSONValue? {
+            var fields: JSONValue = ["parenttransactionreference": .string(reference), "sitereference": "test_site1"]
+            if let amount { fields.set(.string(amount), forKey: "baseamount") }
+            return engine.handle(requestTypes: ["REFUND"], fields: fields).items.first
+        }
+        func update(_ updates: JSONValue) -> JSONValue? {
+            engine.handle(requestTypes: ["TRANSACTIONUPDATE"], fields: ["filter": ["transactionreference": [["value": .string(reference)]]], "updates": updates]).items.first
+        }
+        #expect(refund(nil)?["errorcode"] == "20012", "not settled yet")
+        #expect(update(["settlebaseamount": "960"])?["errorcode"] == "0")
+        #expect(update(["settlebaseamount": "2000"])?["errorcode"] == "60016")
+        #expect(update(["colour": "red"])?["errorcode"] == "60033")
+        now.withLock { $0 += 61 }
+        #expect(update(["settlestatus": "2"])?["errorcode"] == "60017", "settled: no longer updatable")
+        #expect(refund("500")?["errorcode"] == "0")
+        #expect(refund("500")?["errorcode"] == "20007", "960 settled, 500 refunded")
+        #expect(refund("460")?["errorcode"] == "0")
+        let records = engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: ["filter": ["orderreference": [["value": "U1"]]]]).items.first?["records"]?.arrayValue ?? []
+        #expect(records.compactMap { $0["requesttypedescription"]?.stringValue }.sorted() == ["AUTH", "REFUND", "REFUND"])
+        #expect(records.allSatisfy { record in !(record.objectValue ?? []).contains { $0.key.hasPrefix("_") } })
+        #expect(engine.ledger.totalAuths == 1)
+    }
+
+    /// `expirymonth` + `expiryyear` (the SDK's tests) are accepted besides `expirydate`.
+    @Test func expiryMonthAndYear() {
+        var fields: JSONValue = [
+            "sitereference": "test_site1", "accounttypedescription": "ECOM", "currencyiso3a": "GBP", "baseamount": "100",
+            "pan": "4111111111111111", "securitycode": "123", "paymenttypedescription": "VISA",
+        ]
+        fields.set("11", forKey: "expirymonth")
+        fields.set("2031", forKey: "expiryyear")
+        #expect(SimulatorRequestValidator.invalidAuthField(fields) == nil)
+        fields.set("13", forKey: "expirymonth")
+        #expect(SimulatorRequestValidator.invalidAuthField(fields) == "expirymonth")
     }
 }

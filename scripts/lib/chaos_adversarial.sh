@@ -42,7 +42,7 @@ trap 'exit 130' INT TERM
 chaos_default() { export "$1=${!1:-$2}"; }
 # Short windows so that re-drives hit attempts right at their reconciliation time (1 + 2 + 2 = 5 s).
 chaos_default PAYPIPE_RETRY_DELAYS 300ms,700ms,1s,2s; chaos_default PAYPIPE_MAX_RETRIES 100
-chaos_default PAYPIPE_GATEWAY_TIMEOUT 2s; chaos_default PAYPIPE_GATEWAY_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_RECONCILE_GRACE 2s
+chaos_default PAYPIPE_GATEWAY_TIMEOUT 2s; chaos_default PAYPIPE_GATEWAY_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_WEBSERVICES_TIMEOUT 2s; chaos_default PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_RECONCILE_GRACE 2s
 chaos_default PAYPIPE_SEND_WINDOW 1s; chaos_default PAYPIPE_MAX_STATUS_QUERIES 20
 chaos_default PAYPIPE_STUCK_AFTER 3s; chaos_default PAYPIPE_RECONCILE_INTERVAL 2s
 chaos_default PAYPIPE_CIRCUIT_OPEN 1s; chaos_default PAYPIPE_CIRCUIT_FAILURES 50
@@ -75,6 +75,8 @@ while [ "$published" -lt "$JOBS" ]; do
     size=$(( JOBS - published < WAVE ? JOBS - published : WAVE ))
     extra=()
     if [ "$wave" -gt 0 ] && [ $(( RANDOM % 2 )) = 0 ]; then extra=(--order-prefix "$PREFIX-$(( RANDOM % wave ))"); fi
+    # Every third wave goes to the jwt-transport merchant, the others to the webservices one (both in one run).
+    if [ $(( wave % 3 )) = 2 ]; then extra+=(--merchant sandbox-merchant-jwt); fi
     "$BIN/paypipe" job publish --sample "$size" --prefix "$PREFIX-$wave" --pan-offset $(( wave * 1000 )) \
         --card-secrets "$RUN_DIR/wave.secrets" "${extra[@]}" >> "$RUN_DIR/jobs.jsonl"
     cat "$RUN_DIR/wave.secrets" >> "$RUN_DIR/cards.jsonl"; rm -f "$RUN_DIR/wave.secrets"

@@ -71,7 +71,8 @@ stack_setup() {
     "$BIN/paypipe" migrate
     "$BIN/paypipe" sandbox init --gateway-url "$(stack_simulator_url)" --webhook-url "$(stack_receiver_url)" >/dev/null
     "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/merchant.json" >/dev/null
-    echo "   merchant sandbox-merchant applied (paypipe merchant show sandbox-merchant)"
+    "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/merchant-jwt.json" >/dev/null
+    echo "   merchants sandbox-merchant (webservices) and sandbox-merchant-jwt (jwt) applied (paypipe merchant show ID)"
 }
 
 # stack_spawn NAME LOGFILE [VAR=value …] -- COMMAND …: starts one process in the background, remembered by name.

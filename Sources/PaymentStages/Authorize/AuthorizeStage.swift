@@ -99,6 +99,6 @@ public struct AuthorizeStage: TransactionalStageHandler {
     private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?) throws(AuthorizeError) -> GatewayRequest {
         try TrustPaymentsClaimsBuilder.build(
             gateway: merchant?.config.gateway, jwtSecret: merchant?.secrets.jwtSecret,
-            payment: GatewayPaymentDetails(payment), data: data, issuedAt: clock())
+            webservicesPassword: merchant?.secrets.webservicesPassword, payment: GatewayPaymentDetails(payment), data: data, issuedAt: clock())
     }
 }

@@ -12,8 +12,8 @@ import Pipeline
 /// Mode decides how the Apple Pay payment travels:
 /// - **merchant-decrypts**: `walletsource` `APPLEPAY`, `pan` (the device PAN), `expirydate` `MM/YYYY`, `tavv`
 ///   (the online payment cryptogram), `eci` when the token has one, `walletdisplayname`;
-/// - **gateway-decrypts**: `walletsource` `APPLEPAY` and `wallettoken`, the token JSON as a string (as Trust
-///   Payments' JS library sends it).
+/// - **gateway-decrypts**: `walletsource` `APPLEPAY` and `wallettoken`, one shape whatever the job carried
+///   (``walletToken(_:)``).
 public enum TrustPaymentsClaimsBuilder {
     /// The request-type sequences the pipeline can complete server-side.
     public static let supportedRequestTypes: [[String]] = [["AUTH"], ["THREEDQUERY", "AUTH"]]
@@ -27,14 +27,17 @@ public enum TrustPaymentsClaimsBuilder {
     ///
     /// - Parameters:
     ///   - gateway: the merchant's gateway settings (`nil` = not configured).
-    ///   - jwtSecret: only checked for presence here; a request that could never be signed must fail now, before
-    ///     anything is stored, not at send time.
+    ///   - jwtSecret, webservicesPassword: only the transport's one is checked, for presence; a request that could
+    ///     never be sent must fail now, before anything is stored, not at send time.
     ///   - issuedAt: the initial `iat`; the submit stage replaces it when signing (``signedJWT(claims:secret:issuedAt:)``).
+    ///
+    /// The claims are the same for both transports: `jwt` signs them, `webservices` sends their `payload` as the
+    /// request object of the `/json/` envelope (``TrustPaymentsClient``).
     public static func build(
-        gateway: MerchantConfig.Gateway?, jwtSecret: String?, payment: GatewayPaymentDetails, data: StoredPaymentData?,
-        issuedAt: Date
+        gateway: MerchantConfig.Gateway?, jwtSecret: String?, webservicesPassword: String? = nil, payment: GatewayPaymentDetails,
+        data: StoredPaymentData?, issuedAt: Date
     ) throws(AuthorizeError) -> GatewayRequest {
-        let gateway = try validated(gateway, jwtSecret: jwtSecret)
+        let gateway = try validated(gateway, secret: gateway?.resolvedTransport == .webservices ? webservicesPassword : jwtSecret)
         let (currency, amount) = try validatedAmount(payment)
         guard let data else {
             throw .cardDataMissing("no stored payment data for this payment (never stored, or already purged)")
@@ -56,12 +59,12 @@ public enum TrustPaymentsClaimsBuilder {
             guard let token = data.walletToken, !token.isEmpty else {
                 throw .cardDataMissing("gateway-decrypts mode needs the stored Apple Pay token, which is absent")
             }
-            payload.append(("wallettoken", .string(token)))
+            payload.append(("wallettoken", .string(try walletToken(token))))
         }
         payload += TrustPaymentsContactFields.fields(prefix: "billing", contact: data.billingContact)
         payload += TrustPaymentsContactFields.fields(prefix: "customer", contact: data.shippingContact)
         let claims: JSONValue = [
-            "iss": .string(gateway.jwtUsername),
+            "iss": .string(gateway.username ?? ""),
             "iat": .integer(seconds(issuedAt)),
             "payload": .object(payload),
         ]
@@ -83,6 +86,27 @@ public enum TrustPaymentsClaimsBuilder {
         fresh.set(.integer(seconds(issuedAt)), forKey: "iat")
         if let expiresIn { fresh.set(.integer(seconds(issuedAt) + expiresIn), forKey: "exp") }
         return JWTSigner(algorithm: algorithm, key: Array(secret.utf8)).sign(fresh)
+    }
+
+    /// The one `wallettoken` shape sent whatever the job carried (bare `paymentData`, a `PKPaymentToken`, or
+    /// `{"token": …}`): the JSON string of `{"token": <PKPaymentToken>}`, the Apple Pay payment as Trust Payments' JS
+    /// library stringifies it (its contacts travel as billing/customer fields instead). [UNCONFIRMED]: no stored
+    /// source gives the Webservices API's own form (docs/authorize.md).
+    public static func walletToken(_ text: String) throws(AuthorizeError) -> String {
+        guard let value = try? JSONValue.parse(Array(text.utf8)), value.objectValue != nil else {
+            throw .invalidCardData("the Apple Pay token is not a JSON object")
+        }
+        let token: JSONValue
+        if let inner = value["token"], inner.objectValue != nil {
+            token = inner
+        } else if value["paymentData"]?.objectValue != nil {
+            token = value
+        } else if value["version"] != nil, value["data"] != nil, value["header"] != nil {
+            token = ["paymentData": value]
+        } else {
+            throw .invalidCardData("the Apple Pay token is neither paymentData, a PKPaymentToken nor {\"token\": …}")
+        }
+        return (["token": token] as JSONValue).serializedString
     }
 
     /// `MM/YYYY` from Apple's `applicationExpirationDate` (YYMMDD). Two-digit years are 20YY: card expiry dates are
@@ -119,7 +143,7 @@ public enum TrustPaymentsClaimsBuilder {
         }
     }
 
-    private static func validated(_ gateway: MerchantConfig.Gateway?, jwtSecret: String?) throws(AuthorizeError) -> MerchantConfig.Gateway {
+    private static func validated(_ gateway: MerchantConfig.Gateway?, secret: String?) throws(AuthorizeError) -> MerchantConfig.Gateway {
         guard let gateway else { throw .merchantNotConfigured("the merchant has no gateway configuration") }
         let type = gateway.type.lowercased().filter { $0 != "-" && $0 != "_" && $0 != " " }
         guard supportedGatewayTypes.contains(type) else {
@@ -130,11 +154,15 @@ public enum TrustPaymentsClaimsBuilder {
         else {
             throw .merchantNotConfigured("the gateway site reference is missing or not alphanumeric")
         }
-        guard !gateway.jwtUsername.isEmpty, gateway.jwtUsername.utf8.count <= 255 else {
-            throw .merchantNotConfigured("the gateway JWT username is missing or longer than 255 characters")
+        let (user, password) = switch gateway.resolvedTransport {
+        case .jwt: ("JWT username", "JWT secret")
+        case .webservices: ("Webservices username", "Webservices password")
         }
-        guard let jwtSecret, !jwtSecret.isEmpty else {
-            throw .merchantNotConfigured("the gateway JWT secret is not configured")
+        guard let username = gateway.username, !username.isEmpty, username.utf8.count <= 255 else {
+            throw .merchantNotConfigured("the gateway \(user) is missing or longer than 255 characters")
+        }
+        guard let secret, !secret.isEmpty else {
+            throw .merchantNotConfigured("the gateway \(password) is not configured")
         }
         guard supportedRequestTypes.contains(gateway.requestTypes) else {
             throw .invalidRequestTypes(gateway.requestTypes)

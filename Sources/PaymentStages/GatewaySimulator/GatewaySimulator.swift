@@ -6,9 +6,13 @@ import JWT
 ///
 /// - `POST /jwt/`: the JWT envelope; the request JWT is verified with the issuer's configured secret and the answer
 ///   is a `{"jwt": …}` signed (HS256) with the same secret, in Trust Payments' response shape.
-/// - `POST /json/`: the Webservices JSON envelope with HTTP Basic; plain JSON answer.
+/// - `POST /json/`: the Webservices JSON envelope with HTTP Basic, answered as the gateway answers Trust Payments'
+///   Python SDK: `{requestreference (echoed), version, response[] (every request object's items, in order),
+///   secrand}`; `version` other than `1.00` is 30007.
 /// - `GET /_sim/auths?orderreference=…`: `{"orderreference", "count", "total"}` — the AUTHs accepted;
 ///   `GET /_sim/auths?all=1`: `{"total", "counts": {orderreference: n, …}}` — every order's count.
+/// - `GET /_sim/requests`: `{"requests": [{"headers": {…}, "body": …}]}` — the last /json/ requests received
+///   (the `Authorization` header left out), for contract tests.
 ///
 /// Behaviour is chosen by amount (``SimulatorBehaviour``), plus optional random faults (chaos runs): HTTP 503
 /// before processing, and lost answers (timeout or connection reset) after the AUTH is recorded.
@@ -25,7 +29,8 @@ public final class GatewaySimulator: Sendable {
         let dice = SimulatorDice(seed: configuration.seed)
         let engine = SimulatorEngine(
             ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate,
-            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate, loseRate: configuration.loseRate, dice: dice)
+            timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate, loseRate: configuration.loseRate, dice: dice,
+            settleDelaySeconds: configuration.settleDelaySeconds)
         let holds = holds
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
             Self.route(request, engine: engine, configuration: configuration, holds: holds)
@@ -47,7 +52,9 @@ public final class GatewaySimulator: Sendable {
         case ("POST", "/jwt/"), ("POST", "/jwt"):
             return jwtEndpoint(request, engine: engine, configuration: configuration, holds: holds)
         case ("POST", "/json/"), ("POST", "/json"):
-            return jsonEndpoint(request, engine: engine, configuration: configuration)
+            return jsonEndpoint(request, engine: engine, configuration: configuration, holds: holds)
+        case ("GET", "/_sim/requests"):
+            return .json((["requests": .array(engine.ledger.captured)] as JSONValue).serialized())
         case ("GET", "/_sim/auths"):
             var body: JSONValue = ["total": .integer(Int64(engine.ledger.totalAuths))]
             if let reference = request.query["orderreference"] {
@@ -99,21 +106,16 @@ public final class GatewaySimulator: Sendable {
         }
         let payload = claims["payload"] ?? [:]
         let requestObject = envelope["request"]?[0] ?? [:]
-        let (types, fields) = merged(payload: payload, requestObject: requestObject)
+        let (parsedTypes, fields) = merged(payload: payload, requestObject: requestObject)
         if envelope["version"]?.stringValue != "1.00" {
             return signedAnswer([SimulatorEngine.item("ERROR", code: "30007", message: "Invalid version number")], signer: signer)
         }
-        guard let types else {
-            return signedAnswer([SimulatorEngine.item("ERROR", code: "60040", message: "Invalid requesttypedescriptions")], signer: signer)
+        let types: [String]
+        switch parsedTypes {
+        case .failure(let error): return signedAnswer([error.item], signer: signer)
+        case .success(let found): types = found
         }
-        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
-        if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return .connectionReset }
-        let reply = engine.handle(requestTypes: types, fields: fields)
-        holds.awaitRelease(requestTypes: types, orderReference: orderReference)
-        if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
-            // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
-            Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
-        }
+        guard let reply = decide(types, fields, engine: engine, configuration: configuration, holds: holds) else { return .connectionReset }
         switch reply.delivery {
         case .answer: return signedAnswer(reply.items, signer: signer)
         case .slow(let seconds):
@@ -126,41 +128,111 @@ public final class GatewaySimulator: Sendable {
         }
     }
 
-    private static func jsonEndpoint(_ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration) -> HTTPServerResponse {
+    private static func jsonEndpoint(
+        _ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> HTTPServerResponse {
         guard let (user, password) = basicCredentials(request.header("Authorization")),
               let expected = configuration.webservicesUsers[user], expected == password else {
             return .text("unauthorized\n", status: 401)
         }
-        guard let envelope = try? JSONValue.parse(request.body), let requestObject = envelope["request"]?[0] else {
-            return plainError("10205", "Malformed JSON")
+        let envelope = try? JSONValue.parse(request.body)
+        engine.ledger.capture(["headers": .object(request.headers.filter { $0.name.lowercased() != "authorization" }.map { (key: $0.name, value: .string($0.value)) }),
+                               "body": envelope ?? .null])
+        let objects = envelope?["request"]?.arrayValue ?? []
+        // The SDK sends the reference in every request object and as the REQUESTREFERENCE header; the answer echoes it.
+        let reference = objects.first?["requestreference"]?.stringValue ?? request.header("REQUESTREFERENCE") ?? ""
+        func answer(_ items: [JSONValue], reference: String = reference) -> HTTPServerResponse {
+            let body: JSONValue = [
+                "requestreference": .string(reference), "version": "1.00", "response": .array(items),
+                "secrand": .string(String(UInt64.random(in: 0...UInt64.max), radix: 36)),
+            ]
+            return .json(body.serialized())
         }
-        let (types, fields) = merged(payload: [:], requestObject: requestObject)
-        let reply = engine.handle(requestTypes: types ?? [], fields: fields)
-        switch reply.delivery {
+        guard let envelope, envelope.objectValue != nil, !objects.isEmpty else {
+            return answer([SimulatorEngine.item("ERROR", code: "10205", message: "Malformed JSON")])
+        }
+        guard envelope["version"]?.stringValue == "1.00" else {
+            return answer([SimulatorEngine.item("ERROR", code: "30007", message: "Invalid version number")])
+        }
+        if let site = objects.lazy.compactMap({ $0["sitereference"]?.stringValue ?? $0["filter"]?["sitereference"]?[0]?["value"]?.stringValue }).first,
+           let sites = configuration.siteReferences, !sites.contains(site) {
+            return answer([SimulatorEngine.item("ERROR", code: "30006", message: "Invalid sitereference for alias")])
+        }
+        var items: [JSONValue] = []
+        var delivery = SimulatorReply.Delivery.answer
+        for object in objects {
+            let (types, fields) = merged(payload: [:], requestObject: object)
+            guard case .success(let types) = types else {
+                if case .failure(let error) = types { items.append(error.item) }
+                continue
+            }
+            guard let reply = decide(types, fields, engine: engine, configuration: configuration, holds: holds) else { return .connectionReset }
+            items += reply.items
+            if delivery == .answer { delivery = reply.delivery }
+        }
+        switch delivery {
         case .serverError: return .text("internal server error\n", status: 500)
         case .unavailable: return .text("service unavailable\n", status: 503)
         case .connectionReset: return .connectionReset
         case .slow(let seconds):
             Thread.sleep(forTimeInterval: seconds)
-        case .answer, .forged: break
+            return answer(items)
+        case .forged:
+            // No signature on this transport: the analogue of a forged answer is one that is not for this request.
+            return answer(items, reference: "W9-" + String(UInt32.random(in: 0...UInt32.max), radix: 36))
+        case .answer: return answer(items)
         }
-        let body: JSONValue = ["requestreference": .string(requestReference()), "version": "1.00", "response": .array(reply.items)]
-        return .json(body.serialized())
     }
 
     // MARK: Helpers
 
+    /// One request decided by the engine, with the test holds and the query delay around it; nil when a hold drops it
+    /// unprocessed (the connection is reset).
+    private static func decide(
+        _ types: [String], _ fields: JSONValue, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+    ) -> SimulatorReply? {
+        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return nil }
+        let reply = engine.handle(requestTypes: types, fields: fields)
+        holds.awaitRelease(requestTypes: types, orderReference: orderReference)
+        if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
+            // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
+            Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)
+        }
+        return reply
+    }
+
     /// Request types and fields of a request: the JWT payload's fields overlaid by the request object's. Request
-    /// types come from either, but not from both (60040, as the real gateway); nil means "sent twice".
-    static func merged(payload: JSONValue, requestObject: JSONValue) -> (types: [String]?, fields: JSONValue) {
-        let fromPayload = payload["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue)
-        let fromRequest = requestObject["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue)
+    /// types come from `requesttypedescriptions` (a list) or the singular `requesttypedescription` (which the SDK's
+    /// tests use), in the payload or the request object (the same list in both is one list). Both forms on one
+    /// request is 60040 "Can not specify both requesttypedescription and requesttypedescriptions on a single
+    /// request" (errormessages.json); the payload and request object naming different lists, or neither naming
+    /// any, is 60018 "Invalid requesttype".
+    static func merged(payload: JSONValue, requestObject: JSONValue) -> (types: Result<[String], SimulatorReplyError>, fields: JSONValue) {
         var fields = payload.objectValue == nil ? JSONValue.object([]) : payload
-        for (key, value) in requestObject.objectValue ?? [] where key != "requesttypedescriptions" && key != "requestid" {
+        for (key, value) in requestObject.objectValue ?? []
+        where !["requesttypedescriptions", "requesttypedescription", "requestid", "requestreference", "versioninfo"].contains(key) {
             fields.set(value, forKey: key)
         }
-        if let fromPayload, let fromRequest, fromPayload != fromRequest { return (nil, fields) }
-        return (fromPayload ?? fromRequest ?? [], fields)
+        func types(_ object: JSONValue) -> Result<[String]?, SimulatorReplyError> {
+            let plural = object["requesttypedescriptions"]
+            let singular = object["requesttypedescription"]
+            if plural != nil, singular != nil {
+                return .failure(.init(SimulatorEngine.item("ERROR", code: "60040",
+                                                           message: "Can not specify both requesttypedescription and requesttypedescriptions on a single request")))
+            }
+            if let singular { return singular.stringValue.map { .success([$0]) } ?? .failure(invalidType) }
+            guard let plural else { return .success(nil) }
+            guard let list = plural.arrayValue?.compactMap(\.stringValue), list.count == plural.arrayValue?.count else { return .failure(invalidType) }
+            return .success(list)
+        }
+        let invalidType = SimulatorReplyError(SimulatorEngine.item("ERROR", code: "60018", message: "Invalid requesttype"))
+        switch (types(payload), types(requestObject)) {
+        case (.failure(let error), _), (_, .failure(let error)): return (.failure(error), fields)
+        case (.success(let fromPayload), .success(let fromRequest)):
+            if let fromPayload, let fromRequest, fromPayload != fromRequest { return (.failure(invalidType), fields) }
+            return (.success(fromPayload ?? fromRequest ?? []), fields)
+        }
     }
 
     /// `iss` of a token before verification, only to pick the key that verifies it.

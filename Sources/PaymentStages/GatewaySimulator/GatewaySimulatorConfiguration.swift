@@ -31,13 +31,20 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     public var loseRate: Double
     /// Seed of the fault draws (nil: unseeded).
     public var seed: UInt64?
+    /// Seconds after which a recorded AUTH pending settlement reads as settled (settlestatus 100), so it can be
+    /// refunded; nil: never (`PAYPIPE_SIM_SETTLE_DELAY`).
+    public var settleDelaySeconds: Double?
+    /// Site references `/json/` accepts (30006 for another); nil: any (`PAYPIPE_SIM_SITES`).
+    public var siteReferences: Set<String>?
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
         slowResponseSeconds: Double = 5, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
         maxJWTAge: Int64 = 900, jwtClockSkew: Int64 = 0, threads: Int = 8, queryDelaySeconds: Double = 0, loseRate: Double = 0,
-        seed: UInt64? = nil
+        seed: UInt64? = nil, settleDelaySeconds: Double? = nil, siteReferences: Set<String>? = nil
     ) {
+        self.settleDelaySeconds = settleDelaySeconds
+        self.siteReferences = siteReferences
         self.queryDelaySeconds = queryDelaySeconds
         self.loseRate = loseRate
         self.seed = seed
@@ -58,11 +65,14 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// `PAYPIPE_SIM_HOST` (127.0.0.1), `PAYPIPE_SIM_PORT` (9180), `PAYPIPE_SIM_SLOW` (5s), `PAYPIPE_SIM_FAULT_RATE` (0),
     /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0), `PAYPIPE_SIM_QUERY_DELAY` (0s: the longest random
     /// delay of a status query's answer), `PAYPIPE_SIM_THREADS` (8), `PAYPIPE_SIM_LOSE_RATE` (0: AUTHs dropped before
-    /// processing), `PAYPIPE_SIM_SEED` (unset: unseeded fault draws).
+    /// processing), `PAYPIPE_SIM_SEED` (unset: unseeded fault draws), `PAYPIPE_SIM_SETTLE_DELAY` (unset: AUTHs never
+    /// settle by themselves), `PAYPIPE_SIM_SITES` (unset: any site reference; else a comma-separated list).
+    /// At least one of `PAYPIPE_SIM_MERCHANTS` and `PAYPIPE_SIM_WEBSERVICES_USERS` must name a user.
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
-        guard !merchants.isEmpty else {
-            throw ConfigurationError(variable: "PAYPIPE_SIM_MERCHANTS", problem: "expected jwtUsername=secret[,…]")
+        let webservicesUsers = try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS")
+        guard !merchants.isEmpty || !webservicesUsers.isEmpty else {
+            throw ConfigurationError(variable: "PAYPIPE_SIM_MERCHANTS", problem: "expected jwtUsername=secret[,…] (or PAYPIPE_SIM_WEBSERVICES_USERS user=password[,…])")
         }
         let faultRate = try probability("PAYPIPE_SIM_FAULT_RATE", environment)
         let timeoutRate = try probability("PAYPIPE_SIM_TIMEOUT_RATE", environment)
@@ -74,7 +84,7 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             host: environment.string("PAYPIPE_SIM_HOST", default: "127.0.0.1"),
             port: try environment.integer("PAYPIPE_SIM_PORT", default: 9180, range: 0...65535),
             merchants: merchants,
-            webservicesUsers: try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS"),
+            webservicesUsers: webservicesUsers,
             slowResponseSeconds: try environment.seconds("PAYPIPE_SIM_SLOW", default: 5, range: 0...600),
             faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate,
             threads: try environment.integer("PAYPIPE_SIM_THREADS", default: 8, range: 1...256),
@@ -83,7 +93,9 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             seed: try environment.raw("PAYPIPE_SIM_SEED").map { text in
                 guard let seed = UInt64(text) else { throw ConfigurationError(variable: "PAYPIPE_SIM_SEED", problem: "expected an unsigned integer, got '\(text)'") }
                 return seed
-            })
+            },
+            settleDelaySeconds: try environment.raw("PAYPIPE_SIM_SETTLE_DELAY").map { _ in try environment.seconds("PAYPIPE_SIM_SETTLE_DELAY", default: 0, range: 0...86_400) },
+            siteReferences: environment.raw("PAYPIPE_SIM_SITES").map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) })
     }
 
     /// A probability in 0...1 from `variable` (default 0).
@@ -109,6 +121,6 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "GatewaySimulatorConfiguration(\(host):\(port), merchants: \(merchants.keys.sorted()), faultRate: \(faultRate), timeoutRate: \(timeoutRate), resetRate: \(resetRate))"
+        "GatewaySimulatorConfiguration(\(host):\(port), merchants: \(merchants.keys.sorted()), webservicesUsers: \(webservicesUsers.keys.sorted()), faultRate: \(faultRate), timeoutRate: \(timeoutRate), resetRate: \(resetRate))"
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import JWT
 
 /// The gateway's decisions, free of HTTP and JWT handling: validates fields, applies the amount-selected
@@ -15,11 +16,19 @@ public struct SimulatorEngine: Sendable {
     /// lost before processing, which the client cannot tell from one lost after.
     public let loseRate: Double
     public let dice: SimulatorDice
+    /// Seconds after which an AUTH pending settlement (settlestatus 0 or 1) reads as settled (100), which REFUND
+    /// needs of its parent; nil: never.
+    public let settleDelaySeconds: Double?
+    /// The clock of settlement (tests move it).
+    let clock: @Sendable () -> Double
 
     public init(
         ledger: SimulatorLedger, slowResponseSeconds: Double, faultRate: Double = 0, timeoutRate: Double = 0, resetRate: Double = 0,
-        loseRate: Double = 0, dice: SimulatorDice = SimulatorDice()
+        loseRate: Double = 0, dice: SimulatorDice = SimulatorDice(), settleDelaySeconds: Double? = nil,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
+        self.settleDelaySeconds = settleDelaySeconds
+        self.clock = clock
         self.loseRate = loseRate
         self.dice = dice
         self.ledger = ledger
@@ -38,6 +47,8 @@ public struct SimulatorEngine: Sendable {
             return SimulatorReply(items: [Self.item(requestTypes.last ?? "ERROR", code: "60018", message: "Invalid requesttype")])
         }
         if requestTypes == ["TRANSACTIONQUERY"] { return query(fields) }
+        if requestTypes == ["TRANSACTIONUPDATE"] { return SimulatorReply(items: [transactionUpdate(fields)]) }
+        if requestTypes == ["REFUND"] { return SimulatorReply(items: [refund(fields)]) }
         guard requestTypes.contains("AUTH") else {
             return SimulatorReply(items: requestTypes.map { Self.item($0, code: "0", message: "Ok") })
         }
@@ -77,7 +88,7 @@ public struct SimulatorEngine: Sendable {
         }
         let recorded = authItem(fields, amount: amount, behaviour: behaviour)
         ledger.record(orderReference: fields["orderreference"]?.stringValue ?? "", item: recorded)
-        var answered = recorded
+        var answered = Self.visible(recorded)
         if behaviour == .unknownError {
             answered = Self.item("AUTH", code: "99999", message: "Unknown error", extra: [("customeroutput", "RESULT")])
         }
@@ -109,8 +120,10 @@ public struct SimulatorEngine: Sendable {
             ("baseamount", .string(String(amount))),
             ("currencyiso3a", fields["currencyiso3a"] ?? .null),
             ("orderreference", fields["orderreference"] ?? .null),
+            ("sitereference", fields["sitereference"] ?? .null),
             ("paymenttypedescription", "VISA"),
             ("livestatus", "0"),
+            (Self.recordedAtKey, .double(clock())),
         ]
         if code == "0" { extra.append(("authcode", "SIM42")) }
         if let masked = SimulatorRequestValidator.maskedPan(fields["pan"]?.stringValue) { extra.append(("maskedpan", .string(masked))) }
@@ -118,15 +131,152 @@ public struct SimulatorEngine: Sendable {
         return Self.item("AUTH", code: code, message: message, extra: extra)
     }
 
-    private func query(_ fields: JSONValue) -> SimulatorReply {
-        guard let reference = fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue,
-              fields["filter"]?["sitereference"]?[0]?["value"]?.stringValue != nil else {
-            return SimulatorReply(items: [Self.item("TRANSACTIONQUERY", code: "30000", message: "Invalid field", extra: [("errordata", ["filter"])])])
+    /// Fields a TRANSACTIONQUERY or TRANSACTIONUPDATE may filter by (the docs' "Transaction queries" page lists these
+    /// among others; the simulator records no more).
+    public static let filterFields: Set<String> = [
+        "sitereference", "orderreference", "transactionreference", "parenttransactionreference", "currencyiso3a",
+        "requesttypedescription", "settlestatus", "errorcode", "baseamount",
+    ]
+
+    /// A record's private key: when it was recorded (never shown).
+    static let recordedAtKey = "_recordedat"
+
+    /// The filter of a request: every member an array of `{"value": string}`, at least one of them. 60037 "Invalid
+    /// filters" for an unknown field or a malformed one, 60019 "No searchable filter specified" for none
+    /// (errormessages.json; which of the two the gateway uses for a missing filter is unconfirmed).
+    static func filters(_ fields: JSONValue, type: String) -> Result<[(field: String, values: Set<String>)], SimulatorReplyError> {
+        guard let filter = fields["filter"] else { return .failure(.init(item(type, code: "60019", message: "No searchable filter specified"))) }
+        guard let members = filter.objectValue else { return .failure(.init(item(type, code: "60037", message: "Invalid filters", extra: [("errordata", ["filter"])]))) }
+        var result: [(field: String, values: Set<String>)] = []
+        for (field, value) in members {
+            guard filterFields.contains(field), let entries = value.arrayValue, !entries.isEmpty else {
+                return .failure(.init(item(type, code: "60037", message: "Invalid filters", extra: [("errordata", [.string(field)])])))
+            }
+            var values = Set<String>()
+            for entry in entries {
+                guard let text = entry["value"]?.stringValue else {
+                    return .failure(.init(item(type, code: "60037", message: "Invalid filters", extra: [("errordata", [.string(field)])])))
+                }
+                values.insert(text)
+            }
+            result.append((field, values))
         }
-        let records = ledger.records(orderReference: reference)
-        return SimulatorReply(items: [Self.item("TRANSACTIONQUERY", code: "0", message: "Ok", extra: [
-            ("found", .string(String(records.count))), ("records", .array(records)),
-        ])])
+        guard !result.isEmpty else { return .failure(.init(item(type, code: "60019", message: "No searchable filter specified"))) }
+        return .success(result)
+    }
+
+    private func query(_ fields: JSONValue) -> SimulatorReply {
+        switch Self.filters(fields, type: "TRANSACTIONQUERY") {
+        case .failure(let error): return SimulatorReply(items: [error.item])
+        case .success(let filters):
+            let records = ledger.records(matching: filters, limit: 500).map(shown)
+            return SimulatorReply(items: [Self.item("TRANSACTIONQUERY", code: "0", message: "Ok", extra: [("records", .array(records))])])
+        }
+    }
+
+    /// A record without its private keys.
+    static func visible(_ record: JSONValue) -> JSONValue {
+        .object((record.objectValue ?? []).filter { !$0.key.hasPrefix("_") })
+    }
+
+    /// A record as the gateway shows it: its settlement as of now, without private keys.
+    func shown(_ record: JSONValue) -> JSONValue {
+        var shown = Self.visible(record)
+        if let settle = settled(record) { shown.set(.string(settle), forKey: "settlestatus") }
+        return shown
+    }
+
+    /// "100" when a record pending settlement has been recorded longer than the settlement delay.
+    func settled(_ record: JSONValue) -> String? {
+        guard let delay = settleDelaySeconds, let status = record["settlestatus"]?.stringValue, status == "0" || status == "1",
+              record["errorcode"]?.stringValue == "0", let at = record[Self.recordedAtKey]?.doubleValue, clock() - at >= delay else { return nil }
+        return "100"
+    }
+
+    /// TRANSACTIONUPDATE (docs' "Transaction updates"): `filter` by `transactionreference` (with any `sitereference`),
+    /// `updates` of `settlestatus` (0, 1, 2, 3) or `settlebaseamount`; only an AUTH or REFUND still pending (0, 1, 2)
+    /// can be updated (60017 "Transaction not updatable" otherwise).
+    private func transactionUpdate(_ fields: JSONValue) -> JSONValue {
+        let type = "TRANSACTIONUPDATE"
+        let filters: [(field: String, values: Set<String>)]
+        switch Self.filters(fields, type: type) {
+        case .failure(let error): return error.item
+        case .success(let found): filters = found
+        }
+        guard let references = filters.first(where: { $0.field == "transactionreference" })?.values, references.count == 1,
+              let reference = references.first else {
+            return Self.item(type, code: "60037", message: "Invalid filters", extra: [("errordata", ["transactionreference"])])
+        }
+        guard let updates = fields["updates"]?.objectValue, !updates.isEmpty else {
+            return Self.item(type, code: "60013", message: "No valid updates specified")
+        }
+        for (key, value) in updates {
+            switch key {
+            case "settlestatus" where ["0", "1", "2", "3"].contains(value.stringValue ?? ""): continue
+            case "settlebaseamount" where SimulatorRequestValidator.baseAmount(["baseamount": value]) != nil: continue
+            default: return Self.item(type, code: "60033", message: "Invalid updates specified", extra: [("errordata", [.string(key)])])
+            }
+        }
+        let site = filters.first { $0.field == "sitereference" }?.values
+        let answer: JSONValue? = ledger.update(transactionReference: reference) { record in
+            if let site, !site.contains(record["sitereference"]?.stringValue ?? "") {
+                return Self.item(type, code: "60014", message: "Transaction reference not found")
+            }
+            let current = settled(record) ?? record["settlestatus"]?.stringValue ?? ""
+            guard ["AUTH", "REFUND"].contains(record["requesttypedescription"]?.stringValue ?? ""), ["0", "1", "2"].contains(current),
+                  record["errorcode"]?.stringValue == "0" else {
+                return Self.item(type, code: "60017", message: "Transaction not updatable")
+            }
+            if let amount = updates.first(where: { $0.key == "settlebaseamount" }).flatMap({ SimulatorRequestValidator.baseAmount(["baseamount": $0.value]) }) {
+                guard let base = SimulatorRequestValidator.baseAmount(record), amount <= base else {
+                    return Self.item(type, code: "60016", message: "settlebaseamount too large")
+                }
+                record.set(.string(String(amount)), forKey: "settlebaseamount")
+            }
+            if let status = updates.first(where: { $0.key == "settlestatus" })?.value { record.set(status, forKey: "settlestatus") }
+            return Self.item(type, code: "0", message: "Ok")
+        }
+        return answer ?? Self.item(type, code: "60014", message: "Transaction reference not found")
+    }
+
+    /// REFUND (help article "Refunds"): of a settled (settlestatus 100) AUTH parent, the whole or `baseamount` of it,
+    /// never more in total than the parent's (settle) amount.
+    private func refund(_ fields: JSONValue) -> JSONValue {
+        let type = "REFUND"
+        guard let parent = fields["parenttransactionreference"]?.stringValue, !parent.isEmpty else {
+            return Self.item(type, code: "20004", message: "Missing parent")
+        }
+        let requested = fields["baseamount"].map { SimulatorRequestValidator.baseAmount(["baseamount": $0]) }
+        if case .some(nil) = requested { return Self.item(type, code: "30000", message: "Invalid field", extra: [("errordata", ["baseamount"])]) }
+        let outcome: Result<(amount: Int64, record: JSONValue), SimulatorReplyError>? = ledger.update(transactionReference: parent) { record in
+            if let site = fields["sitereference"]?.stringValue, record["sitereference"]?.stringValue != site {
+                return .failure(.init(Self.item(type, code: "20004", message: "Missing parent")))
+            }
+            guard record["requesttypedescription"]?.stringValue == "AUTH" else { return .failure(.init(Self.item(type, code: "20006", message: "Refund requires authorisation parent"))) }
+            guard record["errorcode"]?.stringValue == "0" else { return .failure(.init(Self.item(type, code: "20011", message: "Cannot refund a decline transaction"))) }
+            guard (settled(record) ?? record["settlestatus"]?.stringValue) == "100" else {
+                return .failure(.init(Self.item(type, code: "20012", message: "Refund requires a settled parent")))
+            }
+            let settledAmount = SimulatorRequestValidator.baseAmount(["baseamount": record["settlebaseamount"] ?? record["baseamount"] ?? .null]) ?? 0
+            let refunded = record["_refunded"]?.int64Value ?? 0
+            let amount = (requested ?? nil) ?? (settledAmount - refunded)
+            guard amount > 0, refunded + amount <= settledAmount else { return .failure(.init(Self.item(type, code: "20007", message: "Refund amount too great"))) }
+            record.set(.integer(refunded + amount), forKey: "_refunded")
+            return .success((amount, record))
+        }
+        switch outcome {
+        case nil: return Self.item(type, code: "20004", message: "Missing parent")
+        case .failure(let error): return error.item
+        case .success(let (amount, parentRecord)):
+            let item = Self.item(type, code: "0", message: "Ok", extra: [
+                ("transactionreference", .string(ledger.nextTransactionReference())), ("parenttransactionreference", .string(parent)),
+                ("baseamount", .string(String(amount))), ("currencyiso3a", parentRecord["currencyiso3a"] ?? .null),
+                ("orderreference", parentRecord["orderreference"] ?? .null), ("sitereference", parentRecord["sitereference"] ?? .null),
+                ("settlestatus", "0"), ("acquirerresponsecode", "00"), (Self.recordedAtKey, .double(clock())),
+            ])
+            ledger.recordOther(item)
+            return shown(item)
+        }
     }
 
     static func item(_ type: String, code: String, message: String, extra: [(String, JSONValue)] = []) -> JSONValue {

@@ -8,7 +8,14 @@ public final class SimulatorLedger: Sendable {
         var records: [String: [JSONValue]] = [:]
         var total = 0
         var sequence = 0
+        /// The last /json/ requests received, oldest first (``captured``).
+        var captures: [JSONValue] = []
+        /// Recorded items that are not AUTHs (REFUNDs): queryable, never counted as AUTHs.
+        var others: [JSONValue] = []
     }
+
+    /// How many requests ``captured`` keeps.
+    public static let captureLimit = 200
 
     private let state = Mutex(State())
 
@@ -48,6 +55,48 @@ public final class SimulatorLedger: Sendable {
     /// AUTHs recorded per order reference (chaos runs assert at most one each).
     public func authCounts() -> [String: Int] {
         state.withLock { $0.records.mapValues(\.count) }
+    }
+
+    /// Every recorded item (AUTHs and REFUNDs) whose fields match every filter: each filter names a field and the
+    /// values any of which it may have (TRANSACTIONQUERY's `filter`), at most `limit` of them.
+    public func records(matching filters: [(field: String, values: Set<String>)], limit: Int = 500) -> [JSONValue] {
+        state.withLock { state in
+            let all = state.records.sorted { $0.key < $1.key }.flatMap(\.value) + state.others
+            return Array(all.filter { item in
+                filters.allSatisfy { filter in item[filter.field]?.stringValue.map(filter.values.contains) ?? false }
+            }.prefix(limit))
+        }
+    }
+
+    /// Applies `change` to the recorded item with this transaction reference; nil when there is none. `change`
+    /// returns its own answer (it may refuse and leave the item unchanged).
+    func update<T: Sendable>(transactionReference: String, _ change: (inout JSONValue) -> T) -> T? {
+        state.withLock { state in
+            let matches: (JSONValue) -> Bool = { $0["transactionreference"]?.stringValue == transactionReference }
+            for (key, items) in state.records {
+                guard let index = items.firstIndex(where: matches) else { continue }
+                return change(&state.records[key]![index])
+            }
+            guard let index = state.others.firstIndex(where: matches) else { return nil }
+            return change(&state.others[index])
+        }
+    }
+
+    /// Records an item that is not an AUTH (a REFUND): queryable, not counted among the AUTHs.
+    func recordOther(_ item: JSONValue) {
+        state.withLock { $0.others.append(item) }
+    }
+
+    /// Keeps one received /json/ request (headers and parsed body) for contract tests (`GET /_sim/requests`).
+    func capture(_ request: JSONValue) {
+        state.withLock { state in
+            state.captures.append(request)
+            if state.captures.count > Self.captureLimit { state.captures.removeFirst(state.captures.count - Self.captureLimit) }
+        }
+    }
+
+    public var captured: [JSONValue] {
+        state.withLock { $0.captures }
     }
 
     public var totalAuths: Int {

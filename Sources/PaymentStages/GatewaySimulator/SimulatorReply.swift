@@ -22,3 +22,12 @@ public struct SimulatorReply: Sendable, Equatable {
         self.delivery = delivery
     }
 }
+
+/// A request the simulator refuses, with the response item saying why.
+public struct SimulatorReplyError: Error, Sendable {
+    public let item: JSONValue
+
+    init(_ item: JSONValue) {
+        self.item = item
+    }
+}

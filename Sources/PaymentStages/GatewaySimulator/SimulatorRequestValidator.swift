@@ -3,7 +3,9 @@ import JWT
 /// Field checks modelled on the real gateway's: the first bad field is reported as errorcode 30000 with the field's
 /// name in `errordata` (the gateway, too, reports one field at a time).
 public enum SimulatorRequestValidator {
-    public static let knownRequestTypes: Set<String> = ["AUTH", "THREEDQUERY", "ACCOUNTCHECK", "TRANSACTIONQUERY", "RISKDEC"]
+    public static let knownRequestTypes: Set<String> = [
+        "AUTH", "THREEDQUERY", "ACCOUNTCHECK", "TRANSACTIONQUERY", "RISKDEC", "TRANSACTIONUPDATE", "REFUND",
+    ]
 
     /// The name of the first invalid field of an AUTH (or THREEDQUERY+AUTH), or nil when it is acceptable.
     public static func invalidAuthField(_ fields: JSONValue) -> String? {
@@ -14,7 +16,13 @@ public enum SimulatorRequestValidator {
         guard baseAmount(fields) != nil else { return "baseamount" }
         if let pan = fields["pan"]?.stringValue {
             guard (12...19).contains(pan.utf8.count), pan.utf8.allSatisfy(isDigit) else { return "pan" }
-            guard let expiry = fields["expirydate"]?.stringValue, isExpiryDate(expiry) else { return "expirydate" }
+            if let month = fields["expirymonth"]?.stringValue {
+                // The Python SDK's tests send `expirymonth` + `expiryyear` ("11", "2031") instead of `expirydate`.
+                guard let value = Int(month), month.utf8.count <= 2, month.utf8.allSatisfy(isDigit), (1...12).contains(value) else { return "expirymonth" }
+                guard let year = fields["expiryyear"]?.stringValue, year.utf8.count == 4, year.utf8.allSatisfy(isDigit) else { return "expiryyear" }
+            } else {
+                guard let expiry = fields["expirydate"]?.stringValue, isExpiryDate(expiry) else { return "expirydate" }
+            }
         } else if fields["wallettoken"]?.stringValue == nil {
             return "pan"
         }

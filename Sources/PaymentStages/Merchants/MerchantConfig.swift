@@ -23,9 +23,23 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         public var type: String
         public var baseUrl: String
         public var siteReference: String
-        public var jwtUsername: String
+        /// Absent for a `webservices` merchant.
+        public var jwtUsername: String?
         public var mode: MerchantDocument.Gateway.Mode
         public var requestTypes: [String]
+        /// Absent in rows applied before transports existed: those are `jwt` (``resolvedTransport``).
+        public var transport: MerchantDocument.Gateway.Transport? = nil
+        public var webservicesUsername: String? = nil
+
+        public var resolvedTransport: MerchantDocument.Gateway.Transport { transport ?? .jwt }
+
+        /// The user requests go out as: the Webservices user or the JWT issuer.
+        public var username: String? {
+            switch resolvedTransport {
+            case .webservices: webservicesUsername
+            case .jwt: jwtUsername
+            }
+        }
     }
 
     public struct Webhook: Codable, Sendable, Equatable {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The merchant configuration document applied with `paypipe merchant apply --file merchant.json`
-/// (documented in docs/merchant-config.md). Secrets in it (JWT secret, webhook secret, private keys)
+/// (documented in docs/merchant-config.md). Secrets in it (JWT secret, Webservices password, webhook secret, private keys)
 /// are stored encrypted under the data key and never printed back.
 public struct MerchantDocument: Codable, Sendable, Equatable {
     public var id: String
@@ -39,13 +39,36 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
             case gatewayDecrypts = "gateway-decrypts"
         }
 
+        /// How submit reaches the gateway (docs/merchant-config.md, docs/submit.md).
+        public enum Transport: String, Codable, Sendable, CaseIterable {
+            /// The Webservices JSON API: `POST {baseUrl}/json/` with HTTP Basic as a Webservices user, the route
+            /// of Trust Payments' server-side SDKs, on which TRANSACTIONQUERY is documented.
+            case webservices
+            /// `POST {baseUrl}/jwt/` with a request JWT signed by a "Webservices JWT" user: for accounts that only
+            /// have such a user.
+            case jwt
+        }
+
         public var type: String
         public var baseUrl: String
         public var siteReference: String
-        public var jwtUsername: String
+        /// Needed by the `jwt` transport only.
+        public var jwtUsername: String?
         public var jwtSecret: String?
         public var mode: Mode
         public var requestTypes: [String]?
+        /// Absent: `jwt` when the document carries `jwtUsername`/`jwtSecret` (documents written before the field
+        /// existed), else `webservices` (``resolvedTransport``).
+        public var transport: Transport?
+        /// The Webservices user (HTTP Basic) of the `webservices` transport; its password is a secret.
+        public var webservicesUsername: String?
+        public var webservicesPassword: String?
+
+        /// The transport this document selects.
+        public var resolvedTransport: Transport {
+            if let transport { return transport }
+            return jwtUsername != nil || jwtSecret != nil ? .jwt : .webservices
+        }
     }
 
     public struct Webhook: Codable, Sendable, Equatable {
@@ -62,7 +85,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which
     /// makes the document file a secret file (``SecretFile``) rather than only the key files it names.
     public var containsInlineSecrets: Bool {
-        gateway?.jwtSecret != nil || webhook?.secret != nil || !(webhook?.previousSecrets ?? []).isEmpty
+        gateway?.jwtSecret != nil || gateway?.webservicesPassword != nil || webhook?.secret != nil || !(webhook?.previousSecrets ?? []).isEmpty
             || identities.contains { $0.privateKeyPem != nil }
     }
 

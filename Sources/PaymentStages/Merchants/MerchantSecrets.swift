@@ -5,15 +5,26 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
     public var privateKeys: [String]
     public var jwtSecret: String?
     public var webhookSecrets: [String]
+    /// The Webservices user's password (`webservices` transport); absent in blobs sealed before it existed.
+    public var webservicesPassword: String?
 
-    public init(privateKeys: [String], jwtSecret: String?, webhookSecrets: [String]) {
+    public init(privateKeys: [String], jwtSecret: String?, webhookSecrets: [String], webservicesPassword: String? = nil) {
+        self.webservicesPassword = webservicesPassword
         self.privateKeys = privateKeys
         self.jwtSecret = jwtSecret
         self.webhookSecrets = webhookSecrets
     }
 
     public var description: String {
-        "MerchantSecrets(privateKeys: \(privateKeys.count), jwtSecret: \(jwtSecret == nil ? "unset" : "set"), webhookSecrets: \(webhookSecrets.count))"
+        "MerchantSecrets(privateKeys: \(privateKeys.count), jwtSecret: \(jwtSecret == nil ? "unset" : "set"), webservicesPassword: \(webservicesPassword == nil ? "unset" : "set"), webhookSecrets: \(webhookSecrets.count))"
+    }
+
+    /// The secret of the merchant's transport: the JWT secret or the Webservices password.
+    public func gatewaySecret(for transport: MerchantDocument.Gateway.Transport) -> String? {
+        switch transport {
+        case .jwt: jwtSecret
+        case .webservices: webservicesPassword
+        }
     }
 
     public var customMirror: Mirror { Mirror(reflecting: description) }

@@ -9,6 +9,9 @@ import Pipeline
 /// reused, so sample tokens minted later still match the applied merchant.
 public struct SandboxEnvironment: Sendable {
     public static let merchantId = "sandbox-merchant"
+    /// A second sandbox merchant, the same identities and webhook, on the `jwt` transport: so a local run exercises
+    /// both transports (`paypipe job publish --merchant sandbox-merchant-jwt`).
+    public static let jwtMerchantId = "sandbox-merchant-jwt"
     public static let appleMerchantIdentifier = "merchant.dev.paypipe.sandbox"
 
     public let directory: String
@@ -23,6 +26,8 @@ public struct SandboxEnvironment: Sendable {
     /// the sandbox merchant shows one in `paypipe merchant certs`.
     public var merchantIdentityCertificatePath: String { pkiDirectory + "/merchant-identity.cert.pem" }
     public var merchantDocumentPath: String { directory + "/merchant.json" }
+    /// The `jwt` merchant's document (``jwtMerchantId``).
+    public var jwtMerchantDocumentPath: String { directory + "/merchant-jwt.json" }
     /// `KEY=value` lines for the sandbox's gateway simulator and webhook receiver (their secrets come from the
     /// merchant document), for shells and containers that cannot parse JSON: `. services.env`.
     public var servicesEnvironmentPath: String { directory + "/services.env" }
@@ -83,8 +88,8 @@ public struct SandboxEnvironment: Sendable {
             },
             gateway: MerchantDocument.Gateway(
                 type: "trustpayments", baseUrl: endpoints.gatewayURL, siteReference: "test_paypipe00001",
-                jwtUsername: "jwt@paypipe.sandbox", jwtSecret: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16)),
-                mode: .merchantDecrypts, requestTypes: ["AUTH"]),
+                mode: .merchantDecrypts, requestTypes: ["AUTH"], transport: .webservices,
+                webservicesUsername: "ws@paypipe.sandbox", webservicesPassword: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16))),
             webhook: MerchantDocument.Webhook(
                 url: endpoints.webhookURL, secret: "whsec_" + Data(SecureRandom.bytes(count: 24)).base64EncodedString()),
             merchantIdentityCertificateFile: relative(merchantIdentityCertificatePath))
@@ -96,17 +101,42 @@ public struct SandboxEnvironment: Sendable {
         path.hasPrefix(directory + "/") ? String(path.dropFirst(directory.count + 1)) : path
     }
 
-    /// Writes a new document, or points an existing one at the explicitly given URLs, keeping its secrets and keys
+    /// The `jwt` merchant's document: `main`'s identities and webhook, its own JWT user.
+    public func jwtMerchantDocument(from main: MerchantDocument) -> MerchantDocument {
+        var document = main
+        document.id = Self.jwtMerchantId
+        if var gateway = document.gateway {
+            gateway.transport = .jwt
+            gateway.webservicesUsername = nil
+            gateway.webservicesPassword = nil
+            gateway.jwtUsername = "jwt@paypipe.sandbox"
+            gateway.jwtSecret = "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16))
+            document.gateway = gateway
+        }
+        return document
+    }
+
+    /// Writes new documents, or points existing ones at the explicitly given URLs, keeping their secrets and keys
     /// (they are what the running simulator, receiver and stored card data were set up with).
     private func writeMerchantDocument(_ endpoints: Endpoints) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard FileManager.default.fileExists(atPath: merchantDocumentPath) else {
+        if !FileManager.default.fileExists(atPath: merchantDocumentPath) {
             try Self.writeSecret(try encoder.encode(merchantDocument(endpoints)), to: merchantDocumentPath)
-            return
+        } else {
+            try repoint(merchantDocumentPath, endpoints)
         }
+        if !FileManager.default.fileExists(atPath: jwtMerchantDocumentPath) {
+            let main = try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath)))
+            try Self.writeSecret(try encoder.encode(jwtMerchantDocument(from: main)), to: jwtMerchantDocumentPath)
+        } else {
+            try repoint(jwtMerchantDocumentPath, endpoints)
+        }
+    }
+
+    private func repoint(_ path: String, _ endpoints: Endpoints) throws {
         guard endpoints.explicitGatewayURL != nil || endpoints.explicitWebhookURL != nil else { return }
-        let data = try Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath))
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
         guard var document = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
         if let url = endpoints.explicitGatewayURL, var gateway = document["gateway"] as? [String: Any] {
             gateway["baseUrl"] = url
@@ -117,16 +147,24 @@ public struct SandboxEnvironment: Sendable {
             document["webhook"] = webhook
         }
         let updated = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        if updated != data { try Self.writeSecret(updated, to: merchantDocumentPath) }
+        if updated != data { try Self.writeSecret(updated, to: path) }
     }
 
     /// Rewritten on every open from the merchant document on disk, so it always matches what was applied.
     private func writeServicesEnvironment() throws {
-        let document = try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath)))
-        var lines: [String] = []
-        if let gateway = document.gateway, let secret = gateway.jwtSecret {
-            lines.append("PAYPIPE_SIM_MERCHANTS='\(gateway.jwtUsername)=\(secret)'")
+        let documents = try [merchantDocumentPath, jwtMerchantDocumentPath].map {
+            try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: $0)))
         }
+        let document = documents[0]
+        var lines: [String] = []
+        let jwtUsers = documents.compactMap { document in
+            document.gateway.flatMap { gateway in gateway.jwtUsername.flatMap { user in gateway.jwtSecret.map { "\(user)=\($0)" } } }
+        }
+        let webservicesUsers = documents.compactMap { document in
+            document.gateway.flatMap { gateway in gateway.webservicesUsername.flatMap { user in gateway.webservicesPassword.map { "\(user)=\($0)" } } }
+        }
+        if !jwtUsers.isEmpty { lines.append("PAYPIPE_SIM_MERCHANTS='\(jwtUsers.joined(separator: ","))'") }
+        if !webservicesUsers.isEmpty { lines.append("PAYPIPE_SIM_WEBSERVICES_USERS='\(webservicesUsers.joined(separator: ","))'") }
         if let secret = document.webhook?.secret {
             lines.append("PAYPIPE_WEBHOOK_SECRET='\(secret)'")
         }

@@ -4,12 +4,33 @@ import JWT
 ///
 /// The default for anything not listed is `uncertain`: treating an unknown answer as "declined" or "failed" could
 /// abandon a payment the acquirer actually charged, while "uncertain" only costs a TRANSACTIONQUERY.
+///
+/// The codes and their meanings are those of Trust Payments' Python SDK 1.0.26, `securetrading/data/errormessages.json`
+/// (copied to `Tests/Fixtures/trustpayments/errormessages.json`; `GatewayResponseMapperTests` checks every mapped code
+/// against it). A code that list lacks stays uncertain.
 public enum GatewayResponseMapper {
-    public static let declinedCodes: Set<Int> = [70000, 60022, 60042, 71000, 72000]
-    public static let permanentCodes: Set<Int> = [10300, 10301, 10302, 60018, 60025, 60040]
+    /// errormessages.json: 60022 "Unauthenticated", 60042 "Insufficient funds", 70000 "Decline", 71000 "Soft
+    /// Decline", 72000 "Refer to Issuer", 88888 "Soft Decline retry" (a new attempt by the customer, not a resend
+    /// of this request).
+    public static let declinedCodes: Set<Int> = [70000, 60022, 60042, 71000, 72000, 88888]
+    /// Request-validation and rule errors, which no resend can fix (errormessages.json):
+    /// - 10003 "Invalid card details", 10100 "Invalid date", 10101 "Invalid date/time", 10102 "Invalid details",
+    ///   10103 "Card number does not match card type";
+    /// - 10205 "Malformed JSON"; 10300/10301/10302 "JWT decoding error"/"JWT encoding error"/"JWT algorithm not
+    ///   supported"; 10600 "Invalid fields specified in request";
+    /// - 20004 "Missing parent" … 20040 "Cannot determine token": parent, refund and reversal rules (the list has
+    ///   no 20016 or 20017, which stay uncertain);
+    /// - 60018 "Invalid requesttype", 60025 "Invalid Request", 60040 "Can not specify both requesttypedescription
+    ///   and requesttypedescriptions on a single request".
+    /// The 30000 family ("Invalid field", "Unknown site", "Invalid version number", …) is permanent as a range.
+    public static let permanentCodes: Set<Int> = Set([10003, 10100, 10101, 10102, 10103, 10205, 10300, 10301, 10302, 10600, 60018, 60025, 60040])
+        .union(20004...20015).union(20018...20040)
     /// 79001 (record locked) and 88000 (generic retry) are uncertain too: no source says such a request was not
     /// processed (docs/submit.md), so they are queried before any resend.
-    public static let uncertainCodes: Set<Int> = Set(50000...50014).union([60010, 70001, 79000, 79001, 88000, 99999])
+    /// errormessages.json: 50000 "Socket receive error" … 50014 "Proxy error" (the list has no 50013), 60010 "Bank
+    /// System Error", 70001 "Uncertain result", 79000 "Request is queued…", 79001 "Record is temporarily locked…",
+    /// 88000 "Generic Retry", 99999 "Unknown error". Listed for documentation: every unlisted code is uncertain too.
+    public static let uncertainCodes: Set<Int> = Set(50000...50012).union([50014, 60010, 70001, 79000, 79001, 88000, 99999])
     /// Answers that prove the request was not processed. None is documented as such today.
     public static let transientCodes: Set<Int> = []
     public static let reviewCodes: Set<Int> = [60034]
@@ -85,14 +106,18 @@ public enum GatewayResponseMapper {
     public struct Expected: Sendable, Equatable {
         public let amountMinor: Int64?
         public let currency: String?
+        /// The order reference queried: a record naming another one is not this payment's.
+        public let orderReference: String?
 
-        public init(amountMinor: Int64?, currency: String?) {
+        public init(amountMinor: Int64?, currency: String?, orderReference: String? = nil) {
             self.amountMinor = amountMinor
             self.currency = currency
+            self.orderReference = orderReference
         }
 
-        /// Whether a record's `baseamount` and `currencyiso3a`, where present, equal the payment's.
+        /// Whether a record's `baseamount`, `currencyiso3a` and `orderreference`, where present, equal the payment's.
         func matches(_ record: JSONValue) -> Bool {
+            if let orderReference, let recorded = record["orderreference"]?.stringValue, recorded != orderReference { return false }
             if let amountMinor, let recorded = record["baseamount"].flatMap({ $0.int64Value ?? $0.stringValue.flatMap { Int64($0) } }),
                recorded != amountMinor { return false }
             if let currency, let recorded = record["currencyiso3a"]?.stringValue, recorded != currency { return false }
@@ -102,10 +127,13 @@ public enum GatewayResponseMapper {
 
     /// Interprets the verified claims of a TRANSACTIONQUERY answer for the payment described by `expected`.
     ///
-    /// Only a successful query (errorcode 0) that lists no AUTH record proves "no such transaction"; a record whose
-    /// own outcome is uncertain or transient proves nothing either way. The reference queried is the payment's own,
-    /// so two AUTH records, or one whose amount or currency differs, mean something PayPipe does not understand:
-    /// inconclusive, never adopted.
+    /// Only a successful query (errorcode 0) whose `records` list (in any order: no source gives one) holds no AUTH
+    /// proves "no such transaction"; no `found` count is read (no source shows one). A response without a `records`
+    /// list, a record without `requesttypedescription`, or an AUTH record without `errorcode` (no source says how
+    /// such a record reads) proves nothing: inconclusive. A record whose own outcome is uncertain or transient
+    /// proves nothing either way. The reference queried is the payment's own, so two AUTH records, or one whose
+    /// amount, currency or order reference differs, mean something PayPipe does not understand: inconclusive, never
+    /// adopted.
     public static func queryResult(fromClaims claims: JSONValue, expected: Expected = Expected(amountMinor: nil, currency: nil)) -> TransactionQueryResult {
         guard let items = responseItems(claims), let item = mainItem(items) else {
             return .inconclusive(code: "paypipe.invalid_response", reason: "query response has no version 1.00 response[]")
@@ -114,17 +142,22 @@ public enum GatewayResponseMapper {
             return .inconclusive(code: item["errorcode"]?.stringValue ?? "paypipe.invalid_response",
                                  reason: "query failed: \(item["errormessage"]?.stringValue ?? "no message")")
         }
-        let records = item["records"]?.arrayValue ?? []
-        let auths = records.filter { ($0["requesttypedescription"]?.stringValue ?? "AUTH") == "AUTH" }
-        guard let record = auths.first else {
-            let found = item["found"]?.stringValue.flatMap { Int($0) } ?? records.count
-            return found == 0 ? .notFound : .inconclusive(code: "paypipe.query_unrecognised", reason: "query found records but no AUTH")
+        guard let records = item["records"]?.arrayValue else {
+            return .inconclusive(code: "paypipe.query_unrecognised", reason: "query answer has no records list")
         }
+        guard records.allSatisfy({ $0["requesttypedescription"]?.stringValue != nil }) else {
+            return .inconclusive(code: "paypipe.query_unrecognised", reason: "a record has no requesttypedescription")
+        }
+        let auths = records.filter { $0["requesttypedescription"]?.stringValue == "AUTH" }
+        guard let record = auths.first else { return .notFound }
         guard auths.count == 1 else {
             return .inconclusive(code: "paypipe.query_ambiguous", reason: "\(auths.count) AUTH records for one payment's reference")
         }
         guard expected.matches(record) else {
             return .inconclusive(code: "paypipe.query_mismatch", reason: "the AUTH record's amount or currency differs from the payment's")
+        }
+        guard record["errorcode"]?.stringValue != nil else {
+            return .inconclusive(code: "paypipe.query_record_without_errorcode", reason: "the AUTH record carries no errorcode")
         }
         let adopted = result(fromItem: record)
         switch adopted.outcome {

@@ -12,6 +12,10 @@ public protocol PaymentGateway: Sendable {
     /// period is no longer in flight, so it may be queried.
     var totalTimeout: Double { get }
 
+    /// The total timeout of a call over `transport` (the `webservices` transport has its own, the SDK's 60 s by
+    /// default): what an attempt's reconciliation time adds to its send deadline.
+    func totalTimeout(for transport: GatewayEndpoint.Transport) -> Double
+
     /// How the HTTP clients that calls run on are configured (the submit stage keeps a pool of keep-alive clients).
     var http: HTTPClientConfiguration { get }
 
@@ -58,6 +62,8 @@ public struct SendWindow: Sendable {
 }
 
 extension PaymentGateway {
+    public func totalTimeout(for transport: GatewayEndpoint.Transport) -> Double { totalTimeout }
+
     /// One AUTH on a client of its own (a new connection): for one-off calls outside a pool.
     public func authorize(claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date = Date()) -> GatewayResult {
         authorize(claims: claims, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, now: now, window: nil,

@@ -26,6 +26,8 @@ enum SubmitPlanStatement {
         let orderReference: String
         let requestType: String
         let siteReference: String
+        /// Seconds from the send deadline to reconciliation: the transport's total timeout plus the margin.
+        let settleSeconds: Double
     }
 
     /// Locks the batch's payments (`ORDER BY id FOR UPDATE OF payments`) and reads them with their stored requests
@@ -44,12 +46,12 @@ enum SubmitPlanStatement {
 
     /// Moves every payment of `sends` from `prepared` to `submitting` (guarded by status), records their `sending`
     /// attempts and audit events, in one statement; returns the attempt id of each payment it moved.
-    static func begin(_ sends: [Send], sendWindow: Double, settleSeconds: Double, on connection: PostgresConnection) throws -> [UUID: Int64] {
+    static func begin(_ sends: [Send], sendWindow: Double, on connection: PostgresConnection) throws -> [UUID: Int64] {
         try PaymentStateMachine.validate(from: .prepared, to: .submitting)
         let rows = try connection.query(beginStatement, [
             PostgresArray(sends.map(\.paymentId)), PostgresArray(sends.map(\.orderReference)), PostgresArray(sends.map(\.requestType)),
             PaymentStatus.prepared.rawValue, PaymentStatus.submitting.rawValue, PaymentStatus.submitting.stage.rawValue, SubmitStage.actor,
-            PostgresArray(sends.map(\.siteReference)), sendWindow, settleSeconds,
+            PostgresArray(sends.map(\.siteReference)), sendWindow, PostgresArray(sends.map(\.settleSeconds)),
         ])
         var attempts: [UUID: Int64] = [:]
         for row in rows {
@@ -77,15 +79,15 @@ enum SubmitPlanStatement {
     /// reconciliation time as ``GatewayAttemptStore/begin``.
     private static let beginStatement = """
         WITH input AS (
-            SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $8::text[]) WITH ORDINALITY AS t(payment_id, order_reference, request_type, site_reference, n)),
+            SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $8::text[], $10::float8[]) WITH ORDINALITY AS t(payment_id, order_reference, request_type, site_reference, settle_seconds, n)),
         moved AS (
             UPDATE payments p SET status = $5, stage = $6, updated_at = clock_timestamp()
             FROM input i
             WHERE p.id = i.payment_id AND p.status = $4
-            RETURNING p.id, i.n, i.order_reference, i.request_type, i.site_reference),
+            RETURNING p.id, i.n, i.order_reference, i.request_type, i.site_reference, i.settle_seconds),
         attempts AS (
             INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, send_deadline, reconcile_after, site_reference)
-            SELECT id, order_reference, request_type, 'sending', t, t + make_interval(secs => $9::float8), t + make_interval(secs => $9::float8 + $10::float8), site_reference
+            SELECT id, order_reference, request_type, 'sending', t, t + make_interval(secs => $9::float8), t + make_interval(secs => $9::float8 + settle_seconds), site_reference
             FROM (SELECT *, clock_timestamp() AS t FROM moved) m ORDER BY n
             RETURNING id, payment_id),
         events AS (

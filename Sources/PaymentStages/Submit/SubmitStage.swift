@@ -167,7 +167,7 @@ public struct SubmitStage: StageHandler {
             let result = self.client.authorize(
                 claims: Self.claims(request.claims, orderReference: reference), requestTypes: request.requestTypes, endpoint: endpoint,
                 requestId: "A\(attemptId)", now: clock(), window: window, using: client)
-            breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
+            breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
             return .sent(result)
         case .query(let attemptId, let reference, let endpoint, let expected):
             guard limiter.acquire(message.merchantId, timeout: 1) else { return .busy(busy) }
@@ -175,9 +175,9 @@ public struct SubmitStage: StageHandler {
             let result = self.client.queryTransaction(
                 orderReference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .inconclusive(let code, _) = result {
-                breaker.record(endpoint.jwtURL, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
+                breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
             } else {
-                breaker.record(endpoint.jwtURL, healthy: true, now: clock())
+                breaker.record(endpoint.url, healthy: true, now: clock())
             }
             return .queried(result)
         case .finished, .retryLater:
@@ -204,12 +204,14 @@ public struct SubmitStage: StageHandler {
             gateway: gateway, requestStored: requestStored)
     }
 
-    /// Seconds from an attempt's send deadline to its reconciliation: the call's total timeout plus the margin.
-    private var settleSeconds: Double { client.totalTimeout + settings.reconcileGrace }
+    /// Seconds from an attempt's send deadline to its reconciliation: the total timeout of the endpoint's transport
+    /// plus the margin (the `webservices` transport has no `exp`, so this wait is all that bounds its AUTH).
+    private func settleSeconds(_ transport: GatewayEndpoint.Transport) -> Double { client.totalTimeout(for: transport) + settings.reconcileGrace }
 
     private func protocolView(_ payment: PaymentRecord, transaction: PostgresConnection) throws -> ProtocolView {
-        // An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace).
-        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: settleSeconds, on: transaction)
+        // An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace),
+        // with the jwt transport's timeout, the only transport there was then.
+        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: settleSeconds(.jwt), on: transaction)
     }
 
     /// Step 3 for one message.
@@ -278,7 +280,7 @@ public struct SubmitStage: StageHandler {
             do {
                 // A status query goes to the site the AUTH went to, not today's configuration.
                 endpoint = try self.endpoint(for: payment, site: payment.status == .submitting ? view.siteReference : nil, transaction: transaction)
-                if !breaker.permits(endpoint!.jwtURL, now: clock()) { gateway = .circuitOpen }
+                if !breaker.permits(endpoint!.url, now: clock()) { gateway = .circuitOpen }
             } catch StageFailure.permanent(let failure) {
                 gateway = .notConfigured(failure.reason)
             }
@@ -298,13 +300,14 @@ public struct SubmitStage: StageHandler {
             let reference = GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: payment.id)
             let attemptId = try attempts.begin(
                 paymentId: payment.id, orderReference: reference, requestType: request.requestTypes.joined(separator: ","),
-                siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds, on: transaction)
+                siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint.transport),
+                on: transaction)
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
             return .send(attemptId: attemptId, request: request, endpoint: endpoint, reference: reference, window: window)
         case .query(let attemptId):
             guard let endpoint, let reference = view.orderReference else { preconditionFailure("the protocol queries only an attempt with an endpoint") }
             return .query(attemptId: attemptId, reference: reference, endpoint: endpoint,
-                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency))
+                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference))
         case .rearm(let detail):
             try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
             return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
@@ -330,7 +333,7 @@ public struct SubmitStage: StageHandler {
                     endpoints[merchantId] = .some(nil)
                 }
             }
-            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.jwtURL, now: clock()) else { continue }
+            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.url, now: clock()) else { continue }
             let snapshot = SubmitProtocol.Snapshot(
                 status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
                 latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) })
@@ -341,8 +344,9 @@ public struct SubmitStage: StageHandler {
         guard !ready.isEmpty else { return plans }
         let attemptIds = try SubmitPlanStatement.begin(ready.map {
             SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.reference,
-                                     requestType: $0.request.requestTypes.joined(separator: ","), siteReference: $0.endpoint.siteReference)
-        }, sendWindow: settings.sendWindow, settleSeconds: settleSeconds, on: transaction)
+                                     requestType: $0.request.requestTypes.joined(separator: ","), siteReference: $0.endpoint.siteReference,
+                                     settleSeconds: settleSeconds($0.endpoint.transport))
+        }, sendWindow: settings.sendWindow, on: transaction)
         for send in ready {
             guard let attemptId = attemptIds[messages[send.index].paymentId] else { continue }
             plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference, window: window)
@@ -416,11 +420,13 @@ public struct SubmitStage: StageHandler {
     /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
     private func endpoint(for payment: PaymentRecord, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
         let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
-        guard let gateway = merchant?.config.gateway, let secret = merchant?.secrets.jwtSecret, !secret.isEmpty else {
+        guard let gateway = merchant?.config.gateway, let username = gateway.username, !username.isEmpty,
+              let secret = merchant?.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else {
             throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
-                                                        reason: "merchant \(payment.merchantId) has no gateway settings or JWT secret"))
+                                                        reason: "merchant \(payment.merchantId) has no gateway settings or credentials for its transport"))
         }
-        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, jwtUsername: gateway.jwtUsername, secret: secret)
+        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, transport: gateway.resolvedTransport,
+                               username: username, secret: secret)
     }
 
     /// Moves the payment to a terminal status, crypto-shreds its card data and hands it to notification.

@@ -7,6 +7,9 @@ extension SubmitStage {
     /// - `PAYPIPE_GATEWAY_CONNECT_TIMEOUT` (5s), `PAYPIPE_GATEWAY_TIMEOUT` (30s, total per call),
     ///   `PAYPIPE_GATEWAY_CA_FILE` (extra CA bundle); TLS verification is always on for https, and https is required
     ///   outside sandbox (sandbox: also loopback and `PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS`, ``CardDataTransportPolicy``);
+    ///   these timeouts are the `jwt` transport's;
+    /// - `PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT` (10s, connection retries included), `PAYPIPE_WEBSERVICES_TIMEOUT` (60s,
+    ///   total per call): the `webservices` transport's, Trust Payments' Python SDK defaults (``WebservicesTransport``);
     /// - `PAYPIPE_RECONCILE_GRACE` (30s, at least 2s: the margin after an attempt's send deadline plus total timeout
     ///   before it is queried), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
     /// - `PAYPIPE_SEND_WINDOW` (5s: an AUTH not sent this long after its attempt was committed is not sent),
@@ -43,7 +46,8 @@ extension SubmitStage {
         }
         let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
         logger.info("submit_configured", [
-            ("gatewayTimeout", .double(http.totalTimeout)), ("reconcileGrace", .double(settings.reconcileGrace)),
+            ("gatewayTimeout", .double(http.totalTimeout)), ("webservicesTimeout", .double(try webservicesTransport(environment).totalTimeout)),
+            ("reconcileGrace", .double(settings.reconcileGrace)),
             ("paymentDeadline", .double(settings.paymentDeadline)), ("sendWindow", .double(settings.sendWindow)),
             ("notFoundConfirmations", .int(settings.notFoundConfirmations)),
         ])
@@ -51,7 +55,8 @@ extension SubmitStage {
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             cardData: CardDataStore(vault: vault), requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(
-                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment)),
+                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment),
+                webservices: try webservicesTransport(environment)),
             settings: settings, registry: registry)
     }
 
@@ -63,6 +68,12 @@ extension SubmitStage {
         try environment.seconds("PAYPIPE_GATEWAY_TIMEOUT", default: 30, range: 0.2...600)
     }
 
+    static func webservicesTransport(_ environment: EnvironmentReader) throws(ConfigurationError) -> WebservicesTransport {
+        WebservicesTransport(
+            connectTimeout: try environment.seconds("PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT", default: 10, range: 0.1...120),
+            totalTimeout: try environment.seconds("PAYPIPE_WEBSERVICES_TIMEOUT", default: 60, range: 0.2...600))
+    }
+
     static func reconcileGrace(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
         try environment.seconds("PAYPIPE_RECONCILE_GRACE", default: 30, range: minimumReconcileGrace...3600)
     }
@@ -71,9 +82,10 @@ extension SubmitStage {
         try environment.seconds("PAYPIPE_SEND_WINDOW", default: 5, range: 0.1...600)
     }
 
-    /// Seconds from an attempt's start to its reconciliation with this environment's settings: send window + gateway
-    /// timeout + grace. A re-drive sooner finds the attempt still possibly in flight (`paypipe reconcile` refuses).
+    /// Seconds from an attempt's start to its reconciliation with this environment's settings: send window + the
+    /// longer transport's total timeout + grace. A re-drive sooner finds the attempt still possibly in flight
+    /// (`paypipe reconcile` refuses).
     public static func reconciliationSeconds(_ environment: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) -> Double {
-        try sendWindow(environment) + gatewayTimeout(environment) + reconcileGrace(environment)
+        try sendWindow(environment) + max(gatewayTimeout(environment), webservicesTransport(environment).totalTimeout) + reconcileGrace(environment)
     }
 }

@@ -3,10 +3,14 @@ import HTTP
 import JWT
 import Pipeline
 
-/// Talks to Trust Payments' `/jwt/` webservices endpoint: sends a signed request JWT in the JSON envelope, verifies
-/// the signed answer with the merchant's JWT secret (failing closed), and reduces everything — answers, HTTP
-/// statuses, transport failures — to a ``GatewayResult`` or ``TransactionQueryResult``. It never throws: every way
-/// a call can end is an outcome the submit stage must record.
+/// Talks to Trust Payments over the merchant's transport (``GatewayEndpoint/transport``):
+/// - `webservices`: the Webservices JSON API (`/json/`, HTTP Basic) as Trust Payments' Python SDK speaks it
+///   (``WebservicesTransport``): the stored claims' `payload` is the request object, and an answer counts only if
+///   it echoes the request's fresh `requestreference`;
+/// - `jwt`: the `/jwt/` endpoint: sends a signed request JWT in the JSON envelope and verifies the signed answer
+///   with the merchant's JWT secret (failing closed).
+/// Both reduce everything — answers, HTTP statuses, transport failures — to a ``GatewayResult`` or
+/// ``TransactionQueryResult``. It never throws: every way a call can end is an outcome the submit stage must record.
 ///
 /// Calls run on the ``HTTPClient`` the caller passes: the submit stage's pool threads each keep one, so the
 /// connection to the gateway stays alive between calls (a handle must stay on its thread).
@@ -17,13 +21,24 @@ public struct TrustPaymentsClient: PaymentGateway {
     /// Which gateway URLs may carry card data: checked before every call (``CardDataTransportPolicy``).
     public let transport: CardDataTransportPolicy
 
+    /// Timeouts and connect retries of the `webservices` transport.
+    public let webservices: WebservicesTransport
+
     public var totalTimeout: Double { http.totalTimeout }
 
     public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), clockSkew: Int64 = 300,
-                transport: CardDataTransportPolicy = .strict) {
+                transport: CardDataTransportPolicy = .strict, webservices: WebservicesTransport = WebservicesTransport()) {
         self.http = http
         self.clockSkew = clockSkew
         self.transport = transport
+        self.webservices = webservices
+    }
+
+    public func totalTimeout(for transport: GatewayEndpoint.Transport) -> Double {
+        switch transport {
+        case .jwt: http.totalTimeout
+        case .webservices: webservices.totalTimeout
+        }
     }
 
     /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH). With a
@@ -34,6 +49,9 @@ public struct TrustPaymentsClient: PaymentGateway {
         claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date,
         window: SendWindow?, using client: HTTPClient
     ) -> GatewayResult {
+        if endpoint.transport == .webservices {
+            return webservicesAuthorize(claims: claims, endpoint: endpoint, requestId: requestId, window: window, client: client)
+        }
         let lifetime = window.map { Int64(($0.expiresAt.timeIntervalSince(now) + totalTimeout).rounded(.up)) + 1 }
             ?? Self.requestLifetime(totalTimeout: totalTimeout)
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now, expiresIn: max(1, lifetime))
@@ -61,6 +79,9 @@ public struct TrustPaymentsClient: PaymentGateway {
         orderReference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
+        if endpoint.transport == .webservices {
+            return webservicesQuery(orderReference: orderReference, endpoint: endpoint, expected: expected, requestId: requestId, client: client)
+        }
         let claims = Self.queryClaims(orderReference: orderReference, endpoint: endpoint)
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
         switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId, gate: nil, client: client) {
@@ -71,15 +92,17 @@ public struct TrustPaymentsClient: PaymentGateway {
 
     /// TRANSACTIONQUERY claims: the filter lists each criterion as an array of `{"value": …}` (see docs/submit.md).
     public static func queryClaims(orderReference: String, endpoint: GatewayEndpoint) -> JSONValue {
+        ["iss": .string(endpoint.jwtUsername), "iat": 0, "payload": queryRequest(orderReference: orderReference, siteReference: endpoint.siteReference)]
+    }
+
+    /// A TRANSACTIONQUERY request object by site and order reference: the filter shape of the docs' "Transaction
+    /// queries" page and the Python SDK's tests, each criterion an array of `{"value": …}` (docs/submit.md).
+    public static func queryRequest(orderReference: String, siteReference: String) -> JSONValue {
         [
-            "iss": .string(endpoint.jwtUsername),
-            "iat": 0,
-            "payload": [
-                "requesttypedescriptions": ["TRANSACTIONQUERY"],
-                "filter": [
-                    "sitereference": [["value": .string(endpoint.siteReference)]],
-                    "orderreference": [["value": .string(orderReference)]],
-                ],
+            "requesttypedescriptions": ["TRANSACTIONQUERY"],
+            "filter": [
+                "sitereference": [["value": .string(siteReference)]],
+                "orderreference": [["value": .string(orderReference)]],
             ],
         ]
     }

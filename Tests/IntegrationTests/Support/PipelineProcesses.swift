@@ -53,7 +53,7 @@ final class PipelineProcesses {
             "PAYPIPE_DATA_KEY_FILE": sandboxDirectory + "/data.key",
             "PAYPIPE_APPLEPAY_TRUST_ROOT": sandboxDirectory + "/pki/root.cert.pem",
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1",
-            "PAYPIPE_GATEWAY_TIMEOUT": "3s", "PAYPIPE_RECONCILE_GRACE": "2s",
+            "PAYPIPE_GATEWAY_TIMEOUT": "3s", "PAYPIPE_WEBSERVICES_TIMEOUT": "3s", "PAYPIPE_RECONCILE_GRACE": "2s",
             "PAYPIPE_SIM_PORT": String(gatewayPort), "PAYPIPE_RECEIVER_PORT": String(receiverPort),
         ]
         try TestServices.resetDatabase()
@@ -62,6 +62,7 @@ final class PipelineProcesses {
                      "--gateway-url", "http://127.0.0.1:\(gatewayPort)",
                      "--webhook-url", "http://127.0.0.1:\(receiverPort)/webhooks"])
         try paypipe(["merchant", "apply", "--file", sandboxDirectory + "/merchant.json"])
+        try paypipe(["merchant", "apply", "--file", sandboxDirectory + "/merchant-jwt.json"])
         let services = try Self.servicesEnvironment(sandboxDirectory + "/services.env")
         do {
             try start("paypipe-gateway-sim", extra: services.merging(processEnvironment["paypipe-gateway-sim"] ?? [:]) { $1 })
