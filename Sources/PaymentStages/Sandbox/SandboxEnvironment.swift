@@ -101,19 +101,30 @@ public struct SandboxEnvironment: Sendable {
         path.hasPrefix(directory + "/") ? String(path.dropFirst(directory.count + 1)) : path
     }
 
-    /// The `jwt` merchant's document: `main`'s identities and webhook, its own JWT user.
+    /// The `jwt` merchant's document: `main`'s identities and webhook, its own JWT user. A `main` from before the
+    /// `webservices` transport already is that JWT user: the twin shares its secret, because the simulator knows one
+    /// secret per user and would reject every answer for the other.
     public func jwtMerchantDocument(from main: MerchantDocument) -> MerchantDocument {
         var document = main
         document.id = Self.jwtMerchantId
         if var gateway = document.gateway {
+            let user = "jwt@paypipe.sandbox"
+            let sharedSecret = gateway.jwtUsername == user ? gateway.jwtSecret : nil
             gateway.transport = .jwt
             gateway.webservicesUsername = nil
             gateway.webservicesPassword = nil
-            gateway.jwtUsername = "jwt@paypipe.sandbox"
-            gateway.jwtSecret = "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16))
+            gateway.jwtUsername = user
+            gateway.jwtSecret = sharedSecret ?? "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16))
             document.gateway = gateway
         }
         return document
+    }
+
+    /// Whether `twin` names `main`'s JWT user with another secret (written by an earlier `sandbox init` before the
+    /// twin shared the secret of a pre-existing `jwt` main): it must be written again.
+    static func twinContradicts(_ twin: MerchantDocument, _ main: MerchantDocument) -> Bool {
+        guard let mainUser = main.gateway?.jwtUsername, mainUser == twin.gateway?.jwtUsername else { return false }
+        return main.gateway?.jwtSecret != twin.gateway?.jwtSecret
     }
 
     /// Writes new documents, or points existing ones at the explicitly given URLs, keeping their secrets and keys
@@ -126,8 +137,9 @@ public struct SandboxEnvironment: Sendable {
         } else {
             try repoint(merchantDocumentPath, endpoints)
         }
-        if !FileManager.default.fileExists(atPath: jwtMerchantDocumentPath) {
-            let main = try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: merchantDocumentPath)))
+        let main = try Self.readDocument(merchantDocumentPath)
+        let twinExists = FileManager.default.fileExists(atPath: jwtMerchantDocumentPath)
+        if try !twinExists || Self.twinContradicts(Self.readDocument(jwtMerchantDocumentPath), main) {
             try Self.writeSecret(try encoder.encode(jwtMerchantDocument(from: main)), to: jwtMerchantDocumentPath)
         } else {
             try repoint(jwtMerchantDocumentPath, endpoints)
@@ -152,9 +164,7 @@ public struct SandboxEnvironment: Sendable {
 
     /// Rewritten on every open from the merchant document on disk, so it always matches what was applied.
     private func writeServicesEnvironment() throws {
-        let documents = try [merchantDocumentPath, jwtMerchantDocumentPath].map {
-            try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: $0)))
-        }
+        let documents = try [merchantDocumentPath, jwtMerchantDocumentPath].map(Self.readDocument)
         let document = documents[0]
         var lines: [String] = []
         let jwtUsers = documents.compactMap { document in
@@ -163,12 +173,18 @@ public struct SandboxEnvironment: Sendable {
         let webservicesUsers = documents.compactMap { document in
             document.gateway.flatMap { gateway in gateway.webservicesUsername.flatMap { user in gateway.webservicesPassword.map { "\(user)=\($0)" } } }
         }
-        if !jwtUsers.isEmpty { lines.append("PAYPIPE_SIM_MERCHANTS='\(jwtUsers.joined(separator: ","))'") }
+        // Both documents name one user when the twin shares a pre-existing main's JWT user: list it once.
+        let distinctJWTUsers = jwtUsers.enumerated().filter { !jwtUsers[..<$0.offset].contains($0.element) }.map(\.element)
+        if !distinctJWTUsers.isEmpty { lines.append("PAYPIPE_SIM_MERCHANTS='\(distinctJWTUsers.joined(separator: ","))'") }
         if !webservicesUsers.isEmpty { lines.append("PAYPIPE_SIM_WEBSERVICES_USERS='\(webservicesUsers.joined(separator: ","))'") }
         if let secret = document.webhook?.secret {
             lines.append("PAYPIPE_WEBHOOK_SECRET='\(secret)'")
         }
         try Self.writeSecret(Data((lines.joined(separator: "\n") + "\n").utf8), to: servicesEnvironmentPath)
+    }
+
+    private static func readDocument(_ path: String) throws -> MerchantDocument {
+        try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
     private static func writeSecret(_ data: Data, to path: String) throws {
