@@ -46,6 +46,17 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         public var jwtSecret: String?
         public var mode: Mode
         public var requestTypes: [String]?
+
+        public init(type: String, baseUrl: String, siteReference: String, jwtUsername: String, jwtSecret: String? = nil,
+                    mode: Mode, requestTypes: [String]? = nil) {
+            self.type = type
+            self.baseUrl = baseUrl
+            self.siteReference = siteReference
+            self.jwtUsername = jwtUsername
+            self.jwtSecret = jwtSecret
+            self.mode = mode
+            self.requestTypes = requestTypes
+        }
     }
 
     public struct Webhook: Codable, Sendable, Equatable {
@@ -57,6 +68,13 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         public var previousSecrets: [String]?
         /// Requests per second to this merchant's endpoints (> 0), overriding `PAYPIPE_WEBHOOK_RATE` for them.
         public var ratePerSecond: Double?
+
+        public init(url: String, secret: String? = nil, previousSecrets: [String]? = nil, ratePerSecond: Double? = nil) {
+            self.url = url
+            self.secret = secret
+            self.previousSecrets = previousSecrets
+            self.ratePerSecond = ratePerSecond
+        }
     }
 
     /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which
