@@ -6,6 +6,8 @@
 //   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
 //   pure domain modules   →  ApplePay, JWT
 //   runtime               →  Pipeline
+//   development tools     →  ApplePaySandbox, PayPipeDevTools (simulators, sandbox PKI, sample jobs): never linked by
+//                            the workers (scripts/check-dev-tools checks the worker executables' dependencies)
 //   thin executables      →  paypipe (operator CLI), paypipe-<stage> workers
 // Nothing outside the toolchain is fetched: every dependency is a Debian C library.
 import PackageDescription
@@ -55,33 +57,38 @@ let package = Package(
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
+        // MARK: Development tools (docs/architecture.md, "Modules"): linked by the CLI, the simulators and the tests, never
+        // by the paypipe-<stage> workers
+        .target(name: "ApplePaySandbox", dependencies: ["ApplePay", "Crypto"]),
+        .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "HTTP", "JWT", "JSON"]),
+
         .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
 
         // MARK: Executables (thin mains)
-        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
+        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-authorize", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-submit", dependencies: ["Pipeline", "PaymentStages"]),
-        .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PaymentStages", "Pipeline"]),
+        .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PayPipeDevTools", "Pipeline"]),
         .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
-        .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PaymentStages", "HTTP"]),
+        .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PayPipeDevTools", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
         .executableTarget(name: "jwt-bench", dependencies: ["JWT"]),
         .executableTarget(name: "paypipe-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"]),
-        .executableTarget(name: "paypipe-fuzz-seed", dependencies: ["FuzzTargets", "PaymentStages", "ApplePay", "Crypto", "Pipeline"]),
+        .executableTarget(name: "paypipe-fuzz-seed", dependencies: ["FuzzTargets", "PayPipeDevTools", "PaymentStages", "ApplePay", "Crypto", "Pipeline"]),
         .executableTarget(name: "publish-job-example", dependencies: ["AMQP"], path: "examples/PublishJob"),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
+        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT", "HTTP"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"]),

@@ -1,6 +1,7 @@
 import JWT
 import Pipeline
-@testable import PaymentStages
+import PaymentStages
+@testable import PayPipeDevTools
 import Testing
 
 /// The simulator's pure parts: amount behaviours, field validation, the ledger and TRANSACTIONQUERY.
