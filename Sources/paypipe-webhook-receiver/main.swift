@@ -1,5 +1,4 @@
 import Foundation
-import PaymentStages
 import PayPipeDevTools
 import Pipeline
 

@@ -1,4 +1,0 @@
-// Temporary: lets the files moved out of PaymentStages and ApplePay build unchanged in the commit that moves them (a
-// pure rename, so history and merges follow them); the next commit gives each file its own imports and removes this one.
-@_exported import ApplePaySandbox
-@_exported import PaymentStages
