@@ -4,7 +4,7 @@
 // Layout, bottom to top:
 //   system libraries (C)  →  CPayPipeShim (variadic/macro forwarders only)
 //   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
-//   pure domain modules   →  ApplePay, JWT
+//   pure domain modules   →  ApplePay, JWT, PaymentDomain
 //   runtime               →  Pipeline
 //   development tools     →  ApplePaySandbox, PayPipeDevTools (simulators, sandbox PKI, sample jobs): never linked by
 //                            the workers (scripts/check-dev-tools checks the worker executables' dependencies)
@@ -49,9 +49,12 @@ let package = Package(
         .target(name: "JSON"),
         .target(name: "ApplePay", dependencies: ["Crypto", "JSON"]),
         .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
+        // The payment model: jobs, stage messages, statuses, stages, the state machine, the failure-code catalogue.
+        // No IO module (scripts/check-modules).
+        .target(name: "PaymentDomain", dependencies: ["Crypto", "JSON"]),
 
         // MARK: Runtime
-        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
+        .target(name: "Pipeline", dependencies: ["PaymentDomain", "AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
@@ -86,7 +89,7 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "PaymentDomain"]),
         .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),

@@ -1,5 +1,5 @@
 import Foundation
-import Pipeline
+import PaymentDomain
 import Testing
 
 @Suite struct StageMessageTests {
