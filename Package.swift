@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "ApplePaySandbox", dependencies: ["ApplePay", "Crypto"]),
         .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "HTTP", "JWT", "JSON"]),
 
-        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
+        .target(name: "FuzzTargets", dependencies: ["PaymentDomain", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
 
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
@@ -89,7 +89,9 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "PaymentDomain"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        // Pure: runs with RabbitMQ and PostgreSQL stopped (scripts/check-modules keeps IO modules out of its graph).
+        .testTarget(name: "PaymentDomainTests", dependencies: ["PaymentDomain", "JSON"]),
         .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
