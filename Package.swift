@@ -2,7 +2,7 @@
 //
 // PayPipe: a Swift-on-Linux worker pipeline that turns Apple Pay payment jobs into authorised payments.
 // Layout, bottom to top:
-//   system libraries (C)  →  CPayPipeShim (variadic/macro forwarders only)
+//   system libraries (C)  →  CPayPipeShim, COpenSSLShim (variadic/macro forwarders only)
 //   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
 //   pure domain modules   →  ApplePay, JWT, PaymentDomain
 //   runtime               →  Pipeline
@@ -36,13 +36,15 @@ let package = Package(
         .systemLibrary(name: "CLibFuzzer"),
         .target(
             name: "CPayPipeShim",
-            dependencies: ["CRabbitMQ", "COpenSSL", "CCurl", "CMicroHTTPD"]
+            dependencies: ["CRabbitMQ", "CCurl", "CMicroHTTPD"]
         ),
+        // OpenSSL's function-like macros (EVP_PKEY_PUBLIC_KEY, sk_X509_*), apart so that Crypto links no other C library.
+        .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
 
         // MARK: IO modules
         .target(name: "AMQP", dependencies: ["CRabbitMQ", "CPayPipeShim"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "Crypto", dependencies: ["COpenSSL", "CPayPipeShim"]),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "COpenSSLShim"]),
         .target(name: "HTTP", dependencies: ["CCurl", "CMicroHTTPD", "CPayPipeShim"]),
 
         // MARK: Pure domain modules
