@@ -78,8 +78,8 @@ public struct PaymentStore: Sendable {
     /// a `needs_review` payment while its webhook was in flight has queued the new status, which must still go out.
     public func markDone(_ paymentId: UUID, deliveredStatus: String? = nil, on connection: PostgresConnection) throws {
         try connection.query(
-            "UPDATE payments SET stage = 'done', updated_at = clock_timestamp() WHERE id = $1 AND stage = 'notify' AND ($2::text IS NULL OR status = $2)",
-            [paymentId, deliveredStatus])
+            "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
+            [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
     }
 
     public func appendEvent(

@@ -174,7 +174,7 @@ struct NotifyHarness {
         try publisher.publish(messages.map { WebhookReplay().handOff($0) }, timeout: 30)
     }
 
-    func stage(of id: UUID) throws -> String? {
+    func stage(of id: UUID) throws -> PaymentStage? {
         let database = try database()
         defer { database.close() }
         return try PaymentStore().load(id, on: database)?.stage
@@ -201,6 +201,6 @@ struct NotifyHarness {
 
     /// Waits until the payment's stage is `done`.
     func waitDone(_ id: UUID, timeout: Double = 20) throws {
-        try TestServices.eventually(timeout: timeout, "payment \(id) done") { try stage(of: id) == "done" }
+        try TestServices.eventually(timeout: timeout, "payment \(id) done") { try stage(of: id) == .done }
     }
 }
