@@ -81,16 +81,4 @@ public struct PaymentStore: Sendable {
             "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
             [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
     }
-
-    public func appendEvent(
-        _ paymentId: UUID, from: PaymentStatus?, to: PaymentStatus, stage: String, actor: String,
-        errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
-    ) throws {
-        try connection.query(
-            """
-            INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            """,
-            [paymentId, from?.rawValue, to.rawValue, stage, actor, errorCode, detail])
-    }
 }
