@@ -2,10 +2,12 @@
 //
 // PayPipe: a Swift-on-Linux worker pipeline that turns Apple Pay payment jobs into authorised payments.
 // Layout, bottom to top:
-//   system libraries (C)  →  CPayPipeShim (variadic/macro forwarders only)
+//   system libraries (C)  →  CPayPipeShim, COpenSSLShim (variadic/macro forwarders only)
 //   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
-//   pure domain modules   →  ApplePay, JWT
+//   pure domain modules   →  ApplePay, JWT, PaymentDomain
 //   runtime               →  Pipeline
+//   development tools     →  ApplePaySandbox, PayPipeDevTools (simulators, sandbox PKI, sample jobs): never linked by
+//                            the workers (scripts/check-dev-tools checks the worker executables' dependencies)
 //   thin executables      →  paypipe (operator CLI), paypipe-<stage> workers
 // Nothing outside the toolchain is fetched: every dependency is a Debian C library.
 import PackageDescription
@@ -34,54 +36,66 @@ let package = Package(
         .systemLibrary(name: "CLibFuzzer"),
         .target(
             name: "CPayPipeShim",
-            dependencies: ["CRabbitMQ", "COpenSSL", "CCurl", "CMicroHTTPD"]
+            dependencies: ["CRabbitMQ", "CCurl", "CMicroHTTPD"]
         ),
+        // OpenSSL's function-like macros (EVP_PKEY_PUBLIC_KEY, sk_X509_*), apart so that Crypto links no other C library.
+        .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
 
         // MARK: IO modules
         .target(name: "AMQP", dependencies: ["CRabbitMQ", "CPayPipeShim"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "Crypto", dependencies: ["COpenSSL", "CPayPipeShim"]),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "COpenSSLShim"]),
         .target(name: "HTTP", dependencies: ["CCurl", "CMicroHTTPD", "CPayPipeShim"]),
 
         // MARK: Pure domain modules
         .target(name: "JSON"),
         .target(name: "ApplePay", dependencies: ["Crypto", "JSON"]),
         .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
+        // The payment model: jobs, stage messages, statuses, stages, the state machine, the failure-code catalogue.
+        // No IO module (scripts/check-modules).
+        .target(name: "PaymentDomain", dependencies: ["Crypto", "JSON"]),
 
         // MARK: Runtime
-        .target(name: "Pipeline", dependencies: ["AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
+        .target(name: "Pipeline", dependencies: ["PaymentDomain", "AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
         .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
-        .target(name: "FuzzTargets", dependencies: ["Pipeline", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
+        // MARK: Development tools (docs/architecture.md, "Modules"): linked by the CLI, the simulators and the tests, never
+        // by the paypipe-<stage> workers
+        .target(name: "ApplePaySandbox", dependencies: ["ApplePay", "Crypto"]),
+        .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "HTTP", "JWT", "JSON"]),
+
+        .target(name: "FuzzTargets", dependencies: ["PaymentDomain", "ApplePay", "Crypto", "JSON", "HTTP", "JWT", "PaymentStages"]),
 
         // MARK: Executables (thin mains)
-        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
+        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
         .executableTarget(name: "paypipe-decrypt", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-authorize", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-submit", dependencies: ["Pipeline", "PaymentStages"]),
-        .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PaymentStages", "Pipeline"]),
+        .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PayPipeDevTools", "Pipeline"]),
         .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
-        .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PaymentStages", "HTTP"]),
+        .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PayPipeDevTools", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
         .executableTarget(name: "http-bench", dependencies: ["HTTP"]),
         .executableTarget(name: "jwt-bench", dependencies: ["JWT"]),
         .executableTarget(name: "paypipe-fuzz", dependencies: ["FuzzTargets", "CLibFuzzer"]),
-        .executableTarget(name: "paypipe-fuzz-seed", dependencies: ["FuzzTargets", "PaymentStages", "ApplePay", "Crypto", "Pipeline"]),
+        .executableTarget(name: "paypipe-fuzz-seed", dependencies: ["FuzzTargets", "PayPipeDevTools", "PaymentStages", "ApplePay", "Crypto", "Pipeline"]),
         .executableTarget(name: "publish-job-example", dependencies: ["AMQP"], path: "examples/PublishJob"),
 
         // MARK: Tests
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "Crypto"]),
+        .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "Pipeline", "ApplePay", "JWT", "HTTP"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+        // Pure: runs with RabbitMQ and PostgreSQL stopped (scripts/check-modules keeps IO modules out of its graph).
+        .testTarget(name: "PaymentDomainTests", dependencies: ["PaymentDomain", "JSON"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"]),

@@ -275,11 +275,13 @@ public final class AMQPConnection {
         return amqp_get_sockfd(state)
     }
 
-    /// Test-only fault injection: kills the TCP stream like a network failure would.
+    #if DEBUG
+    /// Test-only fault injection (debug builds only): kills the TCP stream like a network failure would.
     func simulateNetworkFailure() {
         let descriptor = socketDescriptor
         if descriptor >= 0 { _ = shutdown(descriptor, Int32(SHUT_RDWR)) }
     }
+    #endif
 
     // MARK: - Internals
 

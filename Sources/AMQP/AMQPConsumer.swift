@@ -94,8 +94,10 @@ public final class AMQPConsumer: Sendable {
     /// True while the connection is up and prepared.
     public var isConnected: Bool { core.isConnected }
 
-    /// Test hook: simulates a network failure of the consuming connection.
+    #if DEBUG
+    /// Test hook (debug builds only): simulates a network failure of the consuming connection.
     func dropConnection() {
         core.requestConnectionDrop()
     }
+    #endif
 }

@@ -23,7 +23,9 @@ final class AMQPConsumerCore: AMQPOwnerCore {
         var shutdown = false
         var connected = false
         var generation: UInt64 = 0
+        #if DEBUG
         var dropConnectionRequested = false
+        #endif
     }
 
     /// What the owner thread takes from the shared state at the top of each loop iteration.
@@ -32,7 +34,9 @@ final class AMQPConsumerCore: AMQPOwnerCore {
         var stopRequested: Bool
         var stopWaiters: [DispatchSemaphore]
         var shutdown: Bool
-        var dropConnection: Bool
+        #if DEBUG
+        var dropConnection = false
+        #endif
     }
 
     init(configuration: AMQPConfiguration, topology: AMQPTopology, queue: String, prefetch: UInt16,
@@ -107,10 +111,12 @@ final class AMQPConsumerCore: AMQPOwnerCore {
         wakeup.signal()
     }
 
+    #if DEBUG
     func requestConnectionDrop() {
         shared.withLock { $0.dropConnectionRequested = true }
         wakeup.signal()
     }
+    #endif
 
     var isConnected: Bool { shared.withLock { $0.connected } }
 
@@ -123,11 +129,16 @@ final class AMQPConsumerCore: AMQPOwnerCore {
             defer {
                 state.settlements.removeAll(keepingCapacity: true)
                 state.stopWaiters.removeAll()
+                #if DEBUG
                 state.dropConnectionRequested = false
+                #endif
             }
-            return Commands(settlements: state.settlements, stopRequested: state.stopRequested,
-                            stopWaiters: state.stopWaiters, shutdown: state.shutdown,
-                            dropConnection: state.dropConnectionRequested)
+            var commands = Commands(settlements: state.settlements, stopRequested: state.stopRequested,
+                                    stopWaiters: state.stopWaiters, shutdown: state.shutdown)
+            #if DEBUG
+            commands.dropConnection = state.dropConnectionRequested
+            #endif
+            return commands
         }
     }
 

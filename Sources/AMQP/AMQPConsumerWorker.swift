@@ -25,7 +25,9 @@ final class AMQPConsumerWorker {
             let commands = core.takeCommands()
             if let connection = supervisor.connection {
                 execute(commands.settlements, on: connection)
+                #if DEBUG
                 if commands.dropConnection { supervisor.connection?.simulateNetworkFailure() }
+                #endif
             }
             if commands.stopRequested && !stopped { stopConsuming() }
             for waiter in commands.stopWaiters { waiter.signal() }

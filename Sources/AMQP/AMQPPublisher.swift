@@ -77,8 +77,10 @@ public final class AMQPPublisher: Sendable {
         thread.join(timeoutSeconds: core.configuration.rpcTimeoutSeconds + 5)
     }
 
-    /// Test hook: simulates a network failure after `count` further publishes.
+    #if DEBUG
+    /// Test hook (debug builds only): simulates a network failure after `count` further publishes.
     func dropConnection(afterPublishes count: Int) {
         core.requestConnectionDrop(afterPublishes: count)
     }
+    #endif
 }

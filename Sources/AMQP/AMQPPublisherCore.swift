@@ -12,15 +12,19 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         var submitted: [AMQPPublishRequest] = []
         var shutdown = false
         var connected = false
-        /// Fault injection for tests: drop the connection after this many further publishes.
+        #if DEBUG
+        /// Fault injection for tests (debug builds only): drop the connection after this many further publishes.
         var dropConnectionAfter: Int?
+        #endif
     }
 
     /// What the owner thread takes from the shared state at the top of each loop iteration.
     struct Commands {
         var requests: [AMQPPublishRequest]
         var shutdown: Bool
+        #if DEBUG
         var dropConnectionAfter: Int?
+        #endif
     }
 
     init(configuration: AMQPConfiguration, topology: AMQPTopology, onEvent: @escaping @Sendable (AMQPEvent) -> Void) {
@@ -44,10 +48,15 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         shared.withLock { state in
             defer {
                 state.submitted.removeAll()
+                #if DEBUG
                 state.dropConnectionAfter = nil
+                #endif
             }
-            return Commands(requests: state.submitted, shutdown: state.shutdown,
-                            dropConnectionAfter: state.dropConnectionAfter)
+            var commands = Commands(requests: state.submitted, shutdown: state.shutdown)
+            #if DEBUG
+            commands.dropConnectionAfter = state.dropConnectionAfter
+            #endif
+            return commands
         }
     }
 
@@ -56,10 +65,12 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         wakeup.signal()
     }
 
+    #if DEBUG
     func requestConnectionDrop(afterPublishes count: Int) {
         shared.withLock { $0.dropConnectionAfter = count }
         wakeup.signal()
     }
+    #endif
 
     var isConnected: Bool {
         get { shared.withLock { $0.connected } }

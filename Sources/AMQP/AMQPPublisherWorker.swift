@@ -15,7 +15,9 @@ final class AMQPPublisherWorker {
     private var unconfirmed: [UInt64: AMQPPendingPublish] = [:]
     private var lowestUnconfirmed: UInt64 = 1
     private var nextSequence: UInt64 = 1
+    #if DEBUG
     private var dropConnectionCountdown: Int?
+    #endif
 
     init(core: AMQPPublisherCore) {
         self.core = core
@@ -26,7 +28,9 @@ final class AMQPPublisherWorker {
         while true {
             let commands = core.takeCommands()
             for request in commands.requests { enqueue(request) }
+            #if DEBUG
             if let count = commands.dropConnectionAfter { dropConnectionCountdown = count }
+            #endif
             if commands.shutdown {
                 shutDown()
                 return
@@ -80,7 +84,9 @@ final class AMQPPublisherWorker {
             }
             unconfirmed[nextSequence] = pending
             nextSequence += 1
+            #if DEBUG
             injectFaultIfRequested(connection)
+            #endif
             sinceRead += 1
             if sinceRead == Self.readEvery {
                 sinceRead = 0
@@ -195,6 +201,7 @@ final class AMQPPublisherWorker {
         supervisor.connectionLost(error)
     }
 
+    #if DEBUG
     private func injectFaultIfRequested(_ connection: AMQPConnection) {
         guard let countdown = dropConnectionCountdown else { return }
         if countdown <= 1 {
@@ -204,6 +211,7 @@ final class AMQPPublisherWorker {
             dropConnectionCountdown = countdown - 1
         }
     }
+    #endif
 
     private func shutDown() {
         for pending in unconfirmed.values { pending.window.request.complete(.failure(.closed)) }

@@ -95,8 +95,9 @@ public final class ApplePayDecryptor: Sendable {
     }
 
     /// `SHA256(00000001 || Z || 0x0D "id-aes256-GCM" || "Apple" || SHA256(merchantId))`: one round of the
-    /// concatenation KDF yields the whole 32-byte AES-256 key.
-    static func derivedKey(sharedSecret: [UInt8], merchantIdentifierHash: [UInt8]) -> [UInt8] {
+    /// concatenation KDF yields the whole 32-byte AES-256 key. Public for the sandbox PKI (ApplePaySandbox), which
+    /// encrypts tokens with the same key.
+    public static func derivedKey(sharedSecret: [UInt8], merchantIdentifierHash: [UInt8]) -> [UInt8] {
         SHA256.hash(parts: [[0, 0, 0, 1], sharedSecret, kdfAlgorithmAndPartyU, merchantIdentifierHash])
     }
 

@@ -1,5 +1,5 @@
 import COpenSSL
-import CPayPipeShim
+import COpenSSLShim
 import Foundation
 
 /// X.509 path validation through OpenSSL's `X509_verify_cert`, against explicitly given trust anchors only.

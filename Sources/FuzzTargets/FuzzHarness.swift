@@ -4,8 +4,8 @@ import Foundation
 import HTTP
 import JSON
 import JWT
+import PaymentDomain
 import PaymentStages
-import Pipeline
 
 /// The function the fuzzer calls for every input, and the unit tests for every regression input.
 ///

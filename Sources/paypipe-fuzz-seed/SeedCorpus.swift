@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import FuzzTargets
 import PaymentStages
+import PayPipeDevTools
 
 /// Writes framed seed inputs (selector byte + payload) into one directory; see main.swift for what it writes.
 struct SeedCorpus {

@@ -1,5 +1,5 @@
 import Foundation
-import PaymentStages
+import PayPipeDevTools
 import Pipeline
 
 // paypipe-gateway-sim: a Trust Payments-compatible gateway for local runs, tests and benchmarks (see docs/submit.md).

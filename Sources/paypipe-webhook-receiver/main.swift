@@ -1,5 +1,5 @@
 import Foundation
-import PaymentStages
+import PayPipeDevTools
 import Pipeline
 
 // paypipe-webhook-receiver: a merchant-side endpoint for sandbox runs. Verifies each request's Standard Webhooks

@@ -2,6 +2,7 @@ import AMQP
 import Foundation
 import JWT
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 
 /// `paypipe job publish`: publishes jobs exactly as the contract says (docs/job-contract.md).

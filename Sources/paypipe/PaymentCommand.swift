@@ -90,8 +90,8 @@ enum PaymentCommand: CLICommand {
             "SELECT at, from_status, to_status, stage, actor, error_code, detail FROM payment_events WHERE payment_id = $1 ORDER BY id",
             [payment.id])
         var object: [String: Any] = [
-            "id": payment.id.uuidString.lowercased(), "merchantId": payment.merchantId, "jobId": payment.jobId,
-            "status": payment.status.rawValue, "stage": payment.stage, "cardData": cardState,
+            "id": payment.id.paymentIDText, "merchantId": payment.merchantId, "jobId": payment.jobId,
+            "status": payment.status.rawValue, "stage": payment.stage.rawValue, "cardData": cardState,
             "firstReceivedAt": Logger.timestamp(payment.firstReceivedAt), "updatedAt": Logger.timestamp(payment.updatedAt),
         ]
         object["orderReference"] = payment.orderReference

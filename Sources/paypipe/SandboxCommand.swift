@@ -1,5 +1,6 @@
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 
 /// `paypipe sandbox init --dir DIR`: the test PKI, a data key and a merchant document for local runs.
 enum SandboxCommand: CLICommand {

@@ -63,7 +63,7 @@ enum WebhooksCommand: CLICommand {
         let records = try WebhookDeliveryStore().list(paymentId: paymentId, failedOnly: arguments.flag("--failed"), limit: limit, on: connection)
         for record in records {
             var object: [String: Any] = [
-                "id": record.id, "paymentId": record.paymentId.uuidString.lowercased(), "eventId": record.eventId,
+                "id": record.id, "paymentId": record.paymentId.paymentIDText, "eventId": record.eventId,
                 "eventType": record.eventType, "url": record.url, "attempt": record.attempt, "outcome": record.outcome,
                 "attemptedAt": Logger.timestamp(record.attemptedAt),
             ]
@@ -98,7 +98,7 @@ enum WebhooksCommand: CLICommand {
         defer { publisher.close() }
         try publisher.publish(messages.map(replay.handOff), timeout: 60)
         for message in messages {
-            print("replaying \(message.paymentId.uuidString.lowercased()) (merchant \(message.merchantId), job \(message.jobId))")
+            print("replaying \(message.paymentId.paymentIDText) (merchant \(message.merchantId), job \(message.jobId))")
         }
         return ExitCode.ok
     }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 import Testing

@@ -50,7 +50,7 @@ extension Integration {
         #expect(handedOff == [direct.paymentId: 1, viaGateway.paymentId: 1])
         #expect(try harness.payment(direct.paymentId)?.status == .prepared)
         #expect(try harness.payment(viaGateway.paymentId)?.status == .prepared)
-        #expect(try harness.payment(direct.paymentId)?.stage == "submit")
+        #expect(try harness.payment(direct.paymentId)?.stage == .submit)
         #expect(try harness.events(direct.paymentId) == ["decrypted→prepared by authorize"])
 
         // Merchant-decrypts: the row names the order and request types in clear, the claims only sealed.
@@ -160,7 +160,7 @@ extension Integration {
             let payment = try #require(try harness.payment(id))
             #expect(payment.status == .failed, "\(code)")
             #expect(payment.errorCode == code)
-            #expect(payment.stage == "notify")
+            #expect(payment.stage == .notify)
             #expect(payment.errorMessage?.isEmpty == false)
             #expect(payment.errorMessage?.contains(Self.pan) == false)
             #expect(try harness.requestRow(id) == nil, "\(code): nothing is stored for a failed payment")

@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Testing
 

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 import Testing

@@ -1,8 +1,10 @@
 import AMQP
 import ApplePay
+import ApplePaySandbox
 import Crypto
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 import Testing

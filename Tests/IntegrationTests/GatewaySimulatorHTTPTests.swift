@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import JWT
 import PaymentStages
+import PayPipeDevTools
 import Testing
 
 extension Integration {

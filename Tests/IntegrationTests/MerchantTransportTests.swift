@@ -1,6 +1,7 @@
 import Foundation
 import JWT
 @testable import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 import Testing

@@ -320,7 +320,7 @@ extension Integration {
             }
             let settled = try database.transaction { try WebhookDeliveryBatch().settle(entries, on: $0) }
             #expect(settled == [pending.paymentId])
-            #expect(try harness.stage(of: pending.paymentId) == "done")
+            #expect(try harness.stage(of: pending.paymentId) == .done)
             let recorded = try harness.deliveries(pending.paymentId)
             #expect(recorded.map(\.eventId) == [entries[0].event.id])
             #expect(recorded.map(\.attempt) == [2])

@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import JWT
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 import Testing

@@ -73,7 +73,7 @@ extension Integration {
             try expectMatchesSchema(try #require(events.first).body)
 
             // Held, not dropped and not marked notified; the reconciler's backlog leaves it out.
-            #expect(try harness.stage(of: first.paymentId) == "notify")
+            #expect(try harness.stage(of: first.paymentId) == .notify)
             #expect(try harness.deliveries(first.paymentId).last?.outcome == "held")
             let database = try harness.database()
             defer { database.close() }
@@ -142,7 +142,7 @@ extension Integration {
             defer { healthy.stopAndWait() }
             let events = try results(harness, "endpoint.disabled after the redelivery") { !$0.isEmpty }
             #expect(events.map(\.routingKey) == ["endpoint.disabled"])
-            #expect(try harness.stage(of: message.paymentId) == "notify")
+            #expect(try harness.stage(of: message.paymentId) == .notify)
             #expect(try harness.deliveries(message.paymentId).last?.outcome == "held")
         }
 

@@ -1,6 +1,7 @@
 import JWT
 import Pipeline
 @testable import PaymentStages
+@testable import PayPipeDevTools
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Testing
 
 /// `paypipe sandbox init --gateway-url/--webhook-url` on an existing sandbox: a stack on other ports (PAYPIPE_PORT_BASE)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import PaymentStages
+import PayPipeDevTools
 import Synchronization
 import Testing
 

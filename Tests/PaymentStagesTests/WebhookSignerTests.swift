@@ -1,5 +1,6 @@
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Testing
 
 @Suite struct WebhookSignerTests {

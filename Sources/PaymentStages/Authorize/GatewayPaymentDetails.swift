@@ -29,6 +29,6 @@ public struct GatewayPaymentDetails: Sendable, Equatable {
     /// the gateway for this reference; both sources are fixed when the payment row is created.
     public var gatewayOrderReference: String {
         if let orderReference, !orderReference.isEmpty { return orderReference }
-        return paymentId.uuidString.lowercased()
+        return paymentId.paymentIDText
     }
 }

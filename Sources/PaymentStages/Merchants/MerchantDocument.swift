@@ -69,6 +69,21 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
             if let transport { return transport }
             return jwtUsername != nil || jwtSecret != nil ? .jwt : .webservices
         }
+
+        public init(type: String, baseUrl: String, siteReference: String, jwtUsername: String? = nil, jwtSecret: String? = nil,
+                    mode: Mode, requestTypes: [String]? = nil, transport: Transport? = nil,
+                    webservicesUsername: String? = nil, webservicesPassword: String? = nil) {
+            self.type = type
+            self.baseUrl = baseUrl
+            self.siteReference = siteReference
+            self.jwtUsername = jwtUsername
+            self.jwtSecret = jwtSecret
+            self.mode = mode
+            self.requestTypes = requestTypes
+            self.transport = transport
+            self.webservicesUsername = webservicesUsername
+            self.webservicesPassword = webservicesPassword
+        }
     }
 
     public struct Webhook: Codable, Sendable, Equatable {
@@ -80,6 +95,13 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         public var previousSecrets: [String]?
         /// Requests per second to this merchant's endpoints (> 0), overriding `PAYPIPE_WEBHOOK_RATE` for them.
         public var ratePerSecond: Double?
+
+        public init(url: String, secret: String? = nil, previousSecrets: [String]? = nil, ratePerSecond: Double? = nil) {
+            self.url = url
+            self.secret = secret
+            self.previousSecrets = previousSecrets
+            self.ratePerSecond = ratePerSecond
+        }
     }
 
     /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which

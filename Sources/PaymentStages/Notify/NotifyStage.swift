@@ -246,7 +246,7 @@ public struct NotifyStage: StageHandler {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
         }
         let payment = read.payment
-        if payment.stage == "done" {
+        if payment.stage == .done {
             // Done means the webhook was settled and the results event was *committed for* publishing — not that it
             // was published: the worker may have crashed before the broker confirmed it, or the commit of `done` may
             // have succeeded although its answer was lost with the connection (the runtime then retries this very

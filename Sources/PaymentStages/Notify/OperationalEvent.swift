@@ -52,7 +52,7 @@ public struct OperationalEvent: Sendable, Equatable {
             kind: .webhookExhausted, id: id("webhook-exhausted:\(event.id):\(micros(at))"), occurredAt: at,
             fields: [
                 ("merchantId", .string(event.merchantId)),
-                ("paymentId", .string(event.paymentId.uuidString.lowercased())),
+                ("paymentId", .string(event.paymentId.paymentIDText)),
                 ("jobId", .string(event.jobId)),
                 ("eventId", .string(event.id)),
                 ("eventType", .string(event.type.rawValue)),

@@ -93,7 +93,7 @@ public struct PaymentEvent: Sendable, Equatable {
     public var id: String { Self.id(paymentId: paymentId, type: type) }
 
     public static func id(paymentId: UUID, type: PaymentEventType) -> String {
-        let digest = SHA256.hash(Array("paypipe-event:\(paymentId.uuidString.lowercased()):\(type.rawValue)".utf8))
+        let digest = SHA256.hash(Array("paypipe-event:\(paymentId.paymentIDText):\(type.rawValue)".utf8))
         return "evt_" + Hex.encode(Array(digest.prefix(16)))
     }
 
@@ -101,7 +101,7 @@ public struct PaymentEvent: Sendable, Equatable {
     public var json: JSONValue {
         var data: [(key: String, value: JSONValue)] = [
             ("id", .string(id)),
-            ("paymentId", .string(paymentId.uuidString.lowercased())),
+            ("paymentId", .string(paymentId.paymentIDText)),
             ("jobId", .string(jobId)),
             ("merchantId", .string(merchantId)),
         ]

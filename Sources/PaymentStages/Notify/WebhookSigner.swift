@@ -20,15 +20,16 @@ public struct WebhookSigner: Sendable {
         self.keys = keys
     }
 
-    /// The HMAC key of one `whsec_` secret. The prefix is optional on input, as in the reference libraries.
-    static func key(of secret: String, index: Int) throws(WebhookSignerError) -> [UInt8] {
+    /// The HMAC key of one `whsec_` secret. The prefix is optional on input, as in the reference libraries. Public for
+    /// the receiving side (`WebhookVerifier`, a development tool).
+    public static func key(of secret: String, index: Int) throws(WebhookSignerError) -> [UInt8] {
         let encoded = secret.hasPrefix(secretPrefix) ? String(secret.dropFirst(secretPrefix.count)) : secret
         guard let key = Data(base64Encoded: encoded), !key.isEmpty else { throw .invalidSecret(index: index) }
         return Array(key)
     }
 
     /// The bytes that are signed: `{id}.{timestamp}.{body}`.
-    static func signedContent(id: String, timestamp: Int64, body: [UInt8]) -> [UInt8] {
+    public static func signedContent(id: String, timestamp: Int64, body: [UInt8]) -> [UInt8] {
         Array("\(id).\(timestamp).".utf8) + body
     }
 

@@ -54,5 +54,5 @@ public struct CardDataStore: Sendable {
             """, [paymentId])
     }
 
-    static func aad(_ paymentId: UUID) -> [UInt8] { Array(paymentId.uuidString.lowercased().utf8) }
+    static func aad(_ paymentId: UUID) -> [UInt8] { Array(paymentId.paymentIDText.utf8) }
 }

@@ -28,7 +28,7 @@ public struct DeliveryRouter: Sendable {
     public func handOff(_ message: StageMessage, to target: Stage) -> AMQPOutboundMessage {
         var properties = AMQPProperties()
         properties.contentType = "application/json"
-        properties.messageId = "\(message.paymentId.uuidString.lowercased()):\(target.rawValue)"
+        properties.messageId = "\(message.paymentId.paymentIDText):\(target.rawValue)"
         properties.persistent = true
         properties.appId = "paypipe-\(stage.rawValue)"
         return AMQPOutboundMessage(

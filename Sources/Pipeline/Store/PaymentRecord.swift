@@ -10,7 +10,7 @@ public struct PaymentRecord: Sendable, Equatable {
     public let amountMinor: Int64?
     public let currency: String?
     public let status: PaymentStatus
-    public let stage: String
+    public let stage: PaymentStage
     public let errorCode: String?
     public let errorMessage: String?
     public let firstReceivedAt: Date
@@ -37,7 +37,11 @@ public struct PaymentRecord: Sendable, Equatable {
             throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
         }
         self.status = status
-        stage = try row.decode("stage", as: String.self)
+        let stageText = try row.decode("stage", as: String.self)
+        guard let stage = PaymentStage(rawValue: stageText) else {
+            throw PostgresError.decoding(column: "stage", expected: "PaymentStage", reason: "unknown stage '\(stageText)'")
+        }
+        self.stage = stage
         errorCode = try row.decode("error_code", as: String?.self)
         errorMessage = try row.decode("error_message", as: String?.self)
         firstReceivedAt = try row.decode("first_received_at", as: Date.self)

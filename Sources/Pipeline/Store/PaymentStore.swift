@@ -78,19 +78,7 @@ public struct PaymentStore: Sendable {
     /// a `needs_review` payment while its webhook was in flight has queued the new status, which must still go out.
     public func markDone(_ paymentId: UUID, deliveredStatus: String? = nil, on connection: PostgresConnection) throws {
         try connection.query(
-            "UPDATE payments SET stage = 'done', updated_at = clock_timestamp() WHERE id = $1 AND stage = 'notify' AND ($2::text IS NULL OR status = $2)",
-            [paymentId, deliveredStatus])
-    }
-
-    public func appendEvent(
-        _ paymentId: UUID, from: PaymentStatus?, to: PaymentStatus, stage: String, actor: String,
-        errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
-    ) throws {
-        try connection.query(
-            """
-            INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            """,
-            [paymentId, from?.rawValue, to.rawValue, stage, actor, errorCode, detail])
+            "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
+            [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
     }
 }

@@ -1,5 +1,6 @@
 import AMQP
 import ApplePay
+import ApplePaySandbox
 import Crypto
 import Foundation
 import PaymentStages

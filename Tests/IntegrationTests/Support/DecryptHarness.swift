@@ -1,7 +1,9 @@
 import AMQP
 import ApplePay
+import ApplePaySandbox
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 

@@ -150,7 +150,10 @@ struct NotifyHarness {
                                   first_received_at, notify_url, metadata)
             VALUES ($1, $2, $3, $4, 'ORDER-1', 1050, 'GBP', $5, 'notify', now(), $6, '{"cart":"c-1"}'::jsonb)
             """, [id, merchantId, jobId, Array(jobId.utf8), status.rawValue, notifyURL])
-        try PaymentStore().appendEvent(id, from: .submitting, to: status, stage: "notify", actor: "test", on: database)
+        // The audit event the submit stage would have written; set up directly, as the payment row is.
+        try database.query(
+            "INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor) VALUES ($1, $2, $3, $4, 'test')",
+            [id, PaymentStatus.submitting.rawValue, status.rawValue, Stage.notify.rawValue])
         try database.query(
             """
             INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, error_code, error_message,
@@ -174,7 +177,7 @@ struct NotifyHarness {
         try publisher.publish(messages.map { WebhookReplay().handOff($0) }, timeout: 30)
     }
 
-    func stage(of id: UUID) throws -> String? {
+    func stage(of id: UUID) throws -> PaymentStage? {
         let database = try database()
         defer { database.close() }
         return try PaymentStore().load(id, on: database)?.stage
@@ -201,6 +204,6 @@ struct NotifyHarness {
 
     /// Waits until the payment's stage is `done`.
     func waitDone(_ id: UUID, timeout: Double = 20) throws {
-        try TestServices.eventually(timeout: timeout, "payment \(id) done") { try stage(of: id) == "done" }
+        try TestServices.eventually(timeout: timeout, "payment \(id) done") { try stage(of: id) == .done }
     }
 }

@@ -1,6 +1,8 @@
 import ApplePay
+import ApplePaySandbox
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 
 /// Tokens and job bodies for the sandbox merchant, shared by the in-process harness (``DecryptHarness``) and the
 /// process-level suites (``PipelineProcesses``), which open the same sandbox directory the workers use.

@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import JWT
 import PaymentStages
+import PayPipeDevTools
 import Pipeline
 import Postgres
 

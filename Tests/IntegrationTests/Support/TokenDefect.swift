@@ -1,6 +1,8 @@
 import ApplePay
+import ApplePaySandbox
 import Foundation
 import PaymentStages
+import PayPipeDevTools
 
 /// A named defect of a minted token, each of which the decrypt stage must reject with one token-stage code. The
 /// names are the `build` recipes `token:<name>` of Tests/Fixtures/bad-input/manifest.json.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import PaymentStages
+import PayPipeDevTools
 import Synchronization
 
 /// The merchant's endpoint in notify tests: an in-process ``HTTPServer`` on an ephemeral loopback port that verifies

@@ -22,7 +22,7 @@ public struct StageMessage: Sendable, Codable, Equatable {
     /// `JSONEncoder`/`JSONDecoder` cost several times the whole message's other handling.
     public func encoded() -> [UInt8] {
         JSONValue.object([
-            ("jobId", .string(jobId)), ("merchantId", .string(merchantId)), ("paymentId", .string(paymentId.uuidString)),
+            ("jobId", .string(jobId)), ("merchantId", .string(merchantId)), ("paymentId", .string(paymentId.paymentIDText)),
         ]).serialized()
     }
 

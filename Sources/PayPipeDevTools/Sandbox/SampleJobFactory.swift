@@ -1,4 +1,5 @@
 import ApplePay
+import ApplePaySandbox
 import Foundation
 import Pipeline
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PaymentStages
 
 /// The receiving side of ``WebhookSigner``, as the reference libraries verify: the timestamp must lie within
 /// `tolerance` seconds of now (both directions), and any `v1` entry of the signature header must match in

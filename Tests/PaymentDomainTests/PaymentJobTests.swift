@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import JSON
-@testable import Pipeline
+@testable import PaymentDomain
 
 @Suite struct PaymentJobTests {
     static let token = #"{"paymentData":{"version":"EC_v1","data":"AA==","signature":"AA==","header":{"transactionId":"ab"}}}"#

@@ -1,8 +1,9 @@
 /// The one place that says which status changes are legal.
 ///
-/// Every write of `payments.status` goes through ``PaymentStore/transition(_:from:to:reason:on:)``, which asks
-/// this type first and then guards the same change in SQL (`UPDATE … WHERE status = $expected`), so a
-/// redelivered or racing message can never move a payment backwards or sideways.
+/// `PaymentStore.transition` asks this type first and then guards the same change in SQL (`UPDATE … WHERE status =
+/// $expected`), so a redelivered or racing message can never move a payment backwards or sideways. The set-based
+/// statements of `DecryptBatch` (a new payment inserted as decrypted, with both events) and `AuthorizeBatch`
+/// (decrypted → prepared, guarded in SQL) write their one transition without asking this type.
 public enum PaymentStateMachine {
     /// Raised when code asks for a change the state machine forbids; that is a bug, never bad input.
     public struct IllegalTransition: Error, Equatable, CustomStringConvertible {

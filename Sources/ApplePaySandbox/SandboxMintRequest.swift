@@ -1,3 +1,4 @@
+import ApplePay
 import Crypto
 import Foundation
 

@@ -1,6 +1,8 @@
 import ApplePay
+import ApplePaySandbox
 import Crypto
 import Foundation
+import PaymentStages
 import Pipeline
 
 /// Everything a local run needs, created once in a directory (`paypipe sandbox init --dir DIR`):

@@ -1,5 +1,5 @@
 import Testing
-@testable import Pipeline
+@testable import PaymentDomain
 
 @Suite struct PaymentStateMachineTests {
     @Test func happyPathIsLegal() throws {

@@ -1,3 +1,5 @@
+import ApplePay
+
 /// A sandbox merchant payment-processing identity, with the PEM texts (and file paths when persisted) an operator
 /// needs to configure the keyring.
 public struct SandboxMerchant: Sendable {

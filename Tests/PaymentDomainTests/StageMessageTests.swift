@@ -1,5 +1,5 @@
 import Foundation
-import Pipeline
+import PaymentDomain
 import Testing
 
 @Suite struct StageMessageTests {
@@ -7,12 +7,21 @@ import Testing
 
     @Test func encodesSortedKeysAndRoundTrips() throws {
         let text = String(decoding: message.encoded(), as: UTF8.self)
-        #expect(text == #"{"jobId":"job \"1\" / ü","merchantId":"merchant.test","paymentId":"\#(message.paymentId.uuidString)"}"#)
+        #expect(text == #"{"jobId":"job \"1\" / ü","merchantId":"merchant.test","paymentId":"\#(message.paymentId.paymentIDText)"}"#)
         #expect(try StageMessage.decode(message.encoded()) == message)
     }
 
-    @Test func ignoresUnknownMembersAndAcceptsLowercaseIds() throws {
-        let body = #"{"paymentId":"\#(message.paymentId.uuidString.lowercased())","merchantId":"m","jobId":"j","extra":[1,{}]}"#
+    /// The one rendering of payment ids (lowercase, as PostgreSQL prints them), where hand-offs once wrote uppercase.
+    @Test func writesThePaymentIdLowercase() {
+        let text = String(decoding: message.encoded(), as: UTF8.self)
+        #expect(text.contains(message.paymentId.uuidString.lowercased()))
+        #expect(!text.contains(message.paymentId.uuidString.uppercased()))
+    }
+
+    @Test func ignoresUnknownMembersAndAcceptsEitherCase() throws {
+        let upper = #"{"paymentId":"\#(message.paymentId.uuidString.uppercased())","merchantId":"m","jobId":"j"}"#
+        #expect(try StageMessage.decode(Array(upper.utf8)).paymentId == message.paymentId)
+        let body = #"{"paymentId":"\#(message.paymentId.paymentIDText)","merchantId":"m","jobId":"j","extra":[1,{}]}"#
         #expect(try StageMessage.decode(Array(body.utf8)) == StageMessage(paymentId: message.paymentId, merchantId: "m", jobId: "j"))
     }
 

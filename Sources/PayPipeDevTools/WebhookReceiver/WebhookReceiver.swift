@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTP
 import JSON
+import PaymentStages
 import Synchronization
 
 /// A merchant-side webhook endpoint for local runs and tests (`paypipe-webhook-receiver`): verifies every request's

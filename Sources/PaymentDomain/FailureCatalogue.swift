@@ -1,0 +1,120 @@
+/// Every failure code PayPipe produces, with its meaning, outcome, permanence and whether the merchant sees it: the
+/// one list docs/failure-codes.md is generated from (`PaymentDomainTests.FailureCatalogueTests` fails when the page,
+/// or a code written in Sources/, disagrees with it).
+///
+/// Not listed here: webhook attempt errors (`webhook_deliveries.error`: `timeout`, `ssrf_refused`, …, docs/notify.md),
+/// which describe one delivery attempt, not the payment.
+public enum FailureCatalogue {
+    public static let all: [FailureCode] = job + token + authorize + submit + notify + runtime
+
+    /// The entry for a code as stored or sent (`gateway_70000` finds the `gateway_<errorcode>` family).
+    public static func entry(for code: String) -> FailureCode? {
+        all.first { $0.matches(code) }
+    }
+
+    /// The table of docs/failure-codes.md.
+    public static func markdownTable() -> String {
+        var lines = ["| code | origin | outcome | permanent | sent to the merchant | meaning |", "|---|---|---|---|---|---|"]
+        for entry in all {
+            let outcome = entry.outcomes.map(\.rawValue).joined(separator: " or ")
+            lines.append("| `\(entry.code)` | \(entry.origin) | \(outcome) | \(entry.isPermanent ? "yes" : "no") | "
+                + "\(entry.isReportedToMerchant ? "yes" : "no") | \(entry.meaning) |")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static let job: [FailureCode] = [
+        FailureCode("malformed_job", [.deadLettered], origin: "decrypt",
+                    "the job is not strict JSON, not UTF-8, or has no valid `jobId`/`merchantId`: it cannot be tied to a payment"),
+        FailureCode("unknown_merchant", [.deadLettered], origin: "decrypt", "the job names a merchant that was never applied"),
+        FailureCode("message_too_large", [.deadLettered], origin: "runtime", "the message is larger than `PAYPIPE_MAX_MESSAGE_BYTES`"),
+        FailureCode("idempotency_conflict", [.deadLettered], origin: "decrypt",
+                    "a job id already used with other content; the first payment is untouched"),
+        FailureCode("invalid_job", [.paymentFailed], origin: "decrypt", "a field of the job is invalid; the reason names the field"),
+    ]
+
+    static let token: [FailureCode] = [
+        FailureCode("malformed_token", [.paymentFailed], origin: "decrypt", "the Apple Pay token is not a valid token structure"),
+        FailureCode("unsupported_version", [.paymentFailed], origin: "decrypt", "the token version is neither `EC_v1` nor `RSA_v1`"),
+        FailureCode("signature_invalid", [.paymentFailed], origin: "decrypt", "the token's CMS signature does not verify"),
+        FailureCode("certificate_invalid", [.paymentFailed], origin: "decrypt",
+                    "the token's signing chain does not lead to the trust root, or lacks Apple's marker extensions"),
+        FailureCode("signing_time_out_of_range", [.paymentFailed], origin: "decrypt",
+                    "the token was signed too long before, or after, it was received"),
+        FailureCode("unknown_merchant_key", [.paymentFailed], origin: "decrypt",
+                    "the token is encrypted for a merchant key PayPipe does not hold"),
+        FailureCode("decryption_failed", [.paymentFailed], origin: "decrypt", "the token's data does not decrypt (key agreement or GCM tag)"),
+        FailureCode("payload_invalid", [.paymentFailed], origin: "decrypt", "the decrypted data is not Apple Pay payment data"),
+        FailureCode("merchant_identity_invalid", [.refusedByCommand], origin: "merchant apply",
+                    "a payment-processing certificate or key in a merchant document is unusable (not PEM, mismatched, wrong curve or size, no merchant identifier extension)"),
+        FailureCode("amount_mismatch", [.paymentFailed], origin: "decrypt", "the token's amount or currency differs from the job's"),
+        FailureCode("application_data_mismatch", [.paymentFailed], origin: "decrypt",
+                    "the job's `applicationData` does not hash to the token header's (or only one of them has it)"),
+        FailureCode("token_replayed", [.paymentFailed], origin: "decrypt", "the token's `transactionId` was already used by another payment"),
+    ]
+
+    static let authorize: [FailureCode] = [
+        FailureCode("merchant_not_configured", [.paymentFailed], origin: "authorize",
+                    "the merchant's gateway settings are missing or invalid (type, site reference, JWT username or secret)"),
+        FailureCode("invalid_request_types", [.paymentFailed], origin: "authorize",
+                    "request types other than `[\"AUTH\"]` or `[\"THREEDQUERY\",\"AUTH\"]`"),
+        FailureCode("invalid_currency", [.paymentFailed], origin: "authorize",
+                    "no currency, an unknown one, or (merchant-decrypts) one differing from the token's"),
+        FailureCode("invalid_amount", [.paymentFailed], origin: "authorize",
+                    "no amount, not positive, over 13 digits, or (merchant-decrypts) differing from the token's"),
+        FailureCode("card_data_missing", [.paymentFailed], origin: "authorize",
+                    "the stored card data (or wallet token) the merchant's mode needs is absent or already purged"),
+        FailureCode("invalid_card_data", [.paymentFailed], origin: "authorize", "the stored PAN or expiry date is malformed"),
+        FailureCode("payment_not_decrypted", [.retried], origin: "authorize", "the hand-off arrived before the payment was decrypted"),
+    ]
+
+    static let submit: [FailureCode] = [
+        FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed], origin: "submit",
+                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md"),
+        FailureCode("3ds_challenge_required", [.paymentDeclined], origin: "submit", "the gateway asked for a 3-D Secure challenge"),
+        FailureCode("gateway_cancelled", [.paymentDeclined], origin: "submit", "the gateway authorised and cancelled (settle status 3)"),
+        FailureCode("gateway_suspended", [.needsReview], origin: "submit", "the gateway authorised and suspended (settle status 2)"),
+        FailureCode("gateway_settlestatus_unknown", [.retried], origin: "submit",
+                    "an authorisation with an unknown settle status: reconciled by TRANSACTIONQUERY"),
+        FailureCode("gateway_not_configured", [.paymentFailed, .needsReview], origin: "submit",
+                    "the merchant has no usable gateway: failed before any AUTH, for review when an AUTH is unresolved"),
+        FailureCode("missing_gateway_request", [.paymentFailed], origin: "submit", "no stored gateway request to send"),
+        FailureCode("deadline_exceeded", [.paymentFailed], origin: "submit", "the payment deadline passed before any AUTH was sent"),
+        FailureCode("reconciliation_inconclusive", [.retried, .needsReview], origin: "submit",
+                    "TRANSACTIONQUERY could not establish an uncertain AUTH's outcome: retried, then for review"),
+        FailureCode("attempt_state_inconsistent", [.needsReview], origin: "submit", "an AUTH attempt completed while the payment was submitting"),
+        FailureCode("late_authorization", [.needsReview], origin: "submit", "the gateway authorised a payment PayPipe had already failed"),
+        FailureCode("resolved_by_operator", [.paymentFailed, .paymentDeclined], origin: "operator",
+                    "an operator closed a review (`paypipe payment resolve`, as authorized, declined or failed: recorded on each); the reason is the operator's"),
+        FailureCode("gateway_outcome_uncertain", [.retried], origin: "submit", "the AUTH may have been processed: reconciled before any resend"),
+        FailureCode("gateway_unavailable", [.retried], origin: "submit", "the gateway could not be reached; nothing was sent"),
+        FailureCode("gateway_inconsistent", [.retried], origin: "submit", "the payment did not settle after repeated rounds of one batch"),
+        FailureCode("awaiting_reconciliation", [.retried], origin: "submit", "an uncertain AUTH waits for its query time"),
+        FailureCode("awaiting_confirmation", [.retried], origin: "submit", "a 'not found' answer waits for its confirmation query"),
+        FailureCode("attempt_open", [.retried], origin: "submit", "another consumer's AUTH attempt is still open"),
+        FailureCode("attempt_missing", [.retried], origin: "submit", "the payment is submitting without a current attempt"),
+        FailureCode("attempt_superseded", [.retried], origin: "submit", "an answer for an attempt that is no longer the payment's current one"),
+        FailureCode("payment_not_prepared", [.retried], origin: "submit", "the hand-off arrived before the payment was prepared"),
+        FailureCode("circuit_open", [.retried], origin: "submit, notify", "the endpoint is failing; calls to it are paused"),
+        FailureCode("merchant_busy", [.retried], origin: "submit", "the merchant's concurrency limit is reached"),
+    ]
+
+    static let notify: [FailureCode] = [
+        FailureCode("payment_not_terminal", [.retried], origin: "notify", "the notification arrived before the payment's result"),
+        FailureCode("webhook_failed", [.retried], origin: "notify",
+                    "a webhook attempt failed: retried; once its attempts are exhausted the message is dead-lettered as `retries_exhausted` (the results event is still sent)"),
+    ]
+
+    static let runtime: [FailureCode] = [
+        FailureCode("malformed_message", [.deadLettered], origin: "runtime", "a hand-off is not a `{paymentId, merchantId, jobId}` object"),
+        FailureCode("unknown_payment", [.deadLettered], origin: "runtime", "a hand-off names a payment that does not exist"),
+        FailureCode("retries_exhausted", [.deadLettered], origin: "runtime", "a transient failure outlived the stage's retry tiers"),
+        FailureCode("redelivery_limit", [.deadLettered], origin: "runtime", "the broker redelivered the message too often (a crash loop)"),
+        FailureCode("unroutable", [.deadLettered], origin: "runtime", "a published message was returned by the broker as unroutable"),
+        FailureCode("invalid_data", [.deadLettered], origin: "runtime", "the database refused a value itself (SQLSTATE class 22)"),
+        FailureCode("database_unavailable", [.retried], origin: "runtime", "the database cannot be reached: held and retried in place"),
+        FailureCode("database_conflict", [.retried], origin: "runtime", "a serialization failure or deadlock outlived its retries"),
+        FailureCode("database_error", [.retried], origin: "runtime", "another database error"),
+        FailureCode("internal_error", [.retried], origin: "runtime", "an unexpected error: retried a bounded number of times"),
+    ]
+}

@@ -1,0 +1,33 @@
+import Foundation
+import PaymentDomain
+import Testing
+
+@Suite struct PaymentStageTests {
+    @Test func everyQueueStageIsALifecycleStageAndDoneIsLast() {
+        #expect(Stage.allCases.map { PaymentStage($0).queueStage } == Stage.allCases)
+        #expect(PaymentStage.done.queueStage == nil)
+        #expect(PaymentStage.allCases == Stage.allCases.map(PaymentStage.init) + [.done])
+    }
+
+    /// Each status's queue stage is where the payment is while that status is current.
+    @Test func aStatusSitsInItsStagesLifecycleStep() {
+        for status in PaymentStatus.allCases {
+            #expect(PaymentStage(status.stage).queueStage == status.stage)
+        }
+    }
+
+    /// The values are the `payments.stage` CHECK constraint's, in order (Pipeline's schema, read as text).
+    @Test func valuesAreTheSchemasCheckList() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try String(contentsOfFile: root.appendingPathComponent("Sources/Pipeline/Store/PayPipeSchema.swift").path, encoding: .utf8)
+        let check = try #require(schema.firstMatch(of: try Regex(#"CHECK \(stage IN \(([^)]*)\)\)"#))?.output[1].substring)
+        let values = check.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "' ")) }
+        #expect(values == PaymentStage.allCases.map(\.rawValue))
+    }
+
+    @Test func paymentIdsRenderLowercase() throws {
+        let id = try #require(UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF"))
+        #expect(id.paymentIDText == "6f9619ff-8b86-d011-b42d-00c04fc964ff")
+        #expect(UUID(uuidString: id.paymentIDText) == id)
+    }
+}
