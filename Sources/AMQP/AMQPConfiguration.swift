@@ -92,13 +92,6 @@ public struct AMQPConfiguration: Sendable, Equatable, CustomStringConvertible {
         return urls
     }
 
-    /// This configuration with `node` as its only node (what one connection attempt uses).
-    public func only(_ node: AMQPEndpoint) -> AMQPConfiguration {
-        var single = self
-        single.nodes = [node]
-        return single
-    }
-
     private init(nodeURL url: String) throws(AMQPError) {
         guard let schemeEnd = url.range(of: "://") else {
             throw .invalidURL("missing scheme (expected amqp:// or amqps://)")

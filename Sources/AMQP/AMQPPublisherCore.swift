@@ -14,6 +14,7 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         var connected = false
         /// Fault injection for tests: drop the connection after this many further publishes.
         var dropConnectionAfter: Int?
+        var reconnectRequested = false
     }
 
     /// What the owner thread takes from the shared state at the top of each loop iteration.
@@ -21,6 +22,7 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         var requests: [AMQPPublishRequest]
         var shutdown: Bool
         var dropConnectionAfter: Int?
+        var reconnect: Bool
     }
 
     init(configuration: AMQPConfiguration, topology: AMQPTopology, onEvent: @escaping @Sendable (AMQPEvent) -> Void) {
@@ -45,14 +47,20 @@ final class AMQPPublisherCore: AMQPOwnerCore {
             defer {
                 state.submitted.removeAll()
                 state.dropConnectionAfter = nil
+                state.reconnectRequested = false
             }
             return Commands(requests: state.submitted, shutdown: state.shutdown,
-                            dropConnectionAfter: state.dropConnectionAfter)
+                            dropConnectionAfter: state.dropConnectionAfter, reconnect: state.reconnectRequested)
         }
     }
 
     func requestShutdown() {
         shared.withLock { $0.shutdown = true }
+        wakeup.signal()
+    }
+
+    func requestReconnect() {
+        shared.withLock { $0.reconnectRequested = true }
         wakeup.signal()
     }
 

@@ -27,6 +27,7 @@ final class AMQPPublisherWorker {
             let commands = core.takeCommands()
             for request in commands.requests { enqueue(request) }
             if let count = commands.dropConnectionAfter { dropConnectionCountdown = count }
+            if commands.reconnect, supervisor.connection != nil { connectionLost(.connectionClosed("reconnect requested")) }
             if commands.shutdown {
                 shutDown()
                 return

@@ -416,6 +416,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                     if rest.isEmpty { return true }
                     pending = rest
                 }
+                // A nack does not heal on the same channel after a quorum queue lost its leader: retry on a new one.
+                if case .nacked = error { publisher.reconnect() }
                 if isStopRequested { return false }
                 attempt += 1
                 Thread.sleep(forTimeInterval: AMQPBackoff(baseSeconds: 0.5, capSeconds: 10).delay(forAttempt: attempt))
