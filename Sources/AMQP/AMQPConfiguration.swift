@@ -6,11 +6,26 @@ import Foundation
 /// (`amqp://user:password@host:port/vhost?heartbeat=10`). The vhost is percent-decoded, so the
 /// default vhost is written `%2f`; an absent or empty vhost also means `/`.
 /// `description` is the redacted URL, so interpolating a configuration into a log line is safe.
+///
+/// A cluster is given as a comma-separated list of URLs (`amqp://u:p@rabbit-1:5672/%2f,amqp://u:p@rabbit-2:5672/%2f`),
+/// as RabbitMQ's clients take a list of addresses: every connection (publisher, consumer, tool) tries the nodes in a
+/// fresh random order and takes the first that accepts it, so workers spread over the cluster and a lost node costs
+/// one reconnect.
 public struct AMQPConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var user: String
     public var password: String
-    public var host: String
-    public var port: Int
+    /// Every node of the cluster (one for a single broker); never empty.
+    public var nodes: [AMQPEndpoint]
+    /// The first node's host. Setting it replaces the first node's host.
+    public var host: String {
+        get { nodes[0].host }
+        set { nodes[0].host = newValue }
+    }
+    /// The first node's port. Setting it replaces the first node's port.
+    public var port: Int {
+        get { nodes[0].port }
+        set { nodes[0].port = newValue }
+    }
     public var vhost: String
     /// Requested heartbeat timeout in seconds (the broker may negotiate a lower one); 0 disables heartbeats.
     public var heartbeatSeconds: Int = 10
@@ -34,18 +49,50 @@ public struct AMQPConfiguration: Sendable, Equatable, CustomStringConvertible {
         vhost: String = "/",
         tls: AMQPTLSOptions? = nil
     ) {
-        self.host = host
-        self.port = port ?? (tls == nil ? 5672 : 5671)
+        self.nodes = [AMQPEndpoint(host: host, port: port ?? (tls == nil ? 5672 : 5671))]
         self.user = user
         self.password = password
         self.vhost = vhost
         self.tls = tls
     }
 
-    /// Parses an AMQP URI. Supported query parameters: `heartbeat` (s), `connection_timeout` (ms),
-    /// `connection_name`, and for `amqps` `cacertfile`, `certfile`, `keyfile`, `verify`
-    /// (`verify_peer` | `verify_none`). Other parameters are ignored, like other RabbitMQ clients do.
+    /// Parses an AMQP URI, or a comma-separated list of them (one per cluster node). Supported query parameters:
+    /// `heartbeat` (s), `connection_timeout` (ms), `connection_name`, and for `amqps` `cacertfile`, `certfile`,
+    /// `keyfile`, `verify` (`verify_peer` | `verify_none`). Other parameters are ignored, like other RabbitMQ clients do.
+    ///
+    /// The URLs of a list must differ only in host and port: one user, vhost and set of options for the cluster.
+    /// A list splits only where a comma is followed by `amqp://` or `amqps://`, so a comma inside a password
+    /// keeps its meaning.
     public init(url: String) throws(AMQPError) {
+        let urls = Self.splitList(url)
+        try self.init(nodeURL: urls[0])
+        for other in urls.dropFirst() {
+            var parsed = try AMQPConfiguration(nodeURL: other)
+            let node = parsed.nodes[0]
+            parsed.nodes = nodes
+            guard parsed == self else {
+                throw .invalidURL("the URLs of a list must differ only in host and port (one scheme, user, password, vhost and set of options)")
+            }
+            guard !nodes.contains(node) else { throw .invalidURL("node \(node.host):\(node.port) is listed twice") }
+            nodes.append(node)
+        }
+    }
+
+    /// The list split where a comma starts another `amqp://` / `amqps://` URL.
+    static func splitList(_ text: String) -> [String] {
+        var urls: [String] = []
+        var rest = Substring(text)
+        while let comma = rest.indices.first(where: { index in
+            rest[index] == "," && ["amqp://", "amqps://"].contains { rest[rest.index(after: index)...].lowercased().hasPrefix($0) }
+        }) {
+            urls.append(String(rest[..<comma]))
+            rest = rest[rest.index(after: comma)...]
+        }
+        urls.append(String(rest))
+        return urls
+    }
+
+    private init(nodeURL url: String) throws(AMQPError) {
         guard let schemeEnd = url.range(of: "://") else {
             throw .invalidURL("missing scheme (expected amqp:// or amqps://)")
         }
@@ -100,8 +147,10 @@ public struct AMQPConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var redactedURL: String {
         let scheme = tls == nil ? "amqp" : "amqps"
         let credentials = password.isEmpty ? Self.encode(user) : "\(Self.encode(user)):***"
-        let hostPart = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme)://\(credentials)@\(hostPart):\(port)/\(Self.encode(vhost))"
+        return nodes.map { node in
+            let hostPart = node.host.contains(":") ? "[\(node.host)]" : node.host
+            return "\(scheme)://\(credentials)@\(hostPart):\(node.port)/\(Self.encode(vhost))"
+        }.joined(separator: ",")
     }
 
     public var description: String { redactedURL }
@@ -183,5 +232,16 @@ public struct AMQPConfiguration: Sendable, Equatable, CustomStringConvertible {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+/// One broker node of a configuration.
+public struct AMQPEndpoint: Sendable, Equatable, Hashable {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
     }
 }

@@ -19,6 +19,8 @@ public final class AMQPConnection {
     public let configuration: AMQPConfiguration
     /// Stamped on deliveries this connection receives (see `AMQPDelivery.generation`).
     public let generation: UInt64
+    /// The node this connection is to (one of `configuration.nodes`).
+    public private(set) var node: AMQPEndpoint
     /// The heartbeat timeout agreed with the broker, in seconds (0 = disabled).
     public private(set) var negotiatedHeartbeat: Int = 0
 
@@ -36,20 +38,34 @@ public final class AMQPConnection {
         try self.init(configuration: configuration, generation: 0)
     }
 
+    /// Tries the configuration's nodes in a random order (so workers spread over a cluster and none keeps waiting
+    /// on a dead node first) and keeps the first that accepts; the error lists every node's failure.
     init(configuration: AMQPConfiguration, generation: UInt64) throws(AMQPError) {
         self.configuration = configuration
         self.generation = generation
-        guard let state = amqp_new_connection() else { throw .connectionFailed("out of memory") }
-        self.state = state
-        do {
-            try openSocket(state)
-            try login(state)
-            _ = try channelState()
-        } catch {
-            amqp_destroy_connection(state)
-            self.state = nil
-            throw Self.asConnectFailure(error)
+        self.node = configuration.nodes[0]
+        var failures: [String] = []
+        for node in configuration.nodes.shuffled() {
+            self.node = node
+            guard let state = amqp_new_connection() else { throw .connectionFailed("out of memory") }
+            self.state = state
+            do {
+                try openSocket(state)
+                try login(state)
+                _ = try channelState()
+                return
+            } catch {
+                amqp_destroy_connection(state)
+                self.state = nil
+                channelOpen = false
+                failure = nil
+                let reason = Self.asConnectFailure(error)
+                guard configuration.nodes.count > 1 else { throw reason }
+                failures.append("\(node.host):\(node.port): \(reason)")
+            }
         }
+        failure = "closed"
+        throw .connectionFailed("no node accepted the connection (\(failures.joined(separator: "; ")))")
     }
 
     deinit {
@@ -94,10 +110,28 @@ public final class AMQPConnection {
         try check(amqp_get_rpc_reply(state), "exchange.declare")
     }
 
-    /// Declares `queue` and returns its ready-message and consumer counts.
+    /// Declares `queue` and returns its ready-message and consumer counts. Its `creationArguments` count only when
+    /// the queue is new: an existing queue that the broker finds inequivalent in a creation-only argument
+    /// (``AMQPQueue/creationOnlyArgumentKeys``) is declared again without them, then passively (see
+    /// ``AMQPQueue/creationArguments``).
     @discardableResult
     public func declareQueue(_ queue: AMQPQueue) throws(AMQPError) -> (messages: UInt32, consumers: UInt32) {
-        try queueDeclare(name: queue.name, passive: false, durable: queue.durable, arguments: queue.arguments)
+        let creationOnly = AMQPQueue.creationOnlyArgumentKeys.union(queue.creationArguments.keys)
+        let refusesCreationArgument = { (error: AMQPError) -> Bool in
+            guard case .channelClosed(406, let text) = error else { return false }
+            return creationOnly.contains { text.contains("'\($0)'") }
+        }
+        do {
+            if !queue.creationArguments.isEmpty {
+                do {
+                    return try queueDeclare(name: queue.name, passive: false, durable: queue.durable,
+                                            arguments: queue.arguments.merging(queue.creationArguments, uniquingKeysWith: { $1 }))
+                } catch where refusesCreationArgument(error) {}
+            }
+            return try queueDeclare(name: queue.name, passive: false, durable: queue.durable, arguments: queue.arguments)
+        } catch where refusesCreationArgument(error) {
+            return try queueDeclarePassive(queue.name)
+        }
     }
 
     /// Ready-message and consumer counts of an existing queue; `channelClosed(code: 404, ...)` if it does not exist.
@@ -285,7 +319,7 @@ public final class AMQPConnection {
 
     // MARK: - Internals
 
-    private func queueDeclare(name: String, passive: Bool, durable: Bool,
+    func queueDeclare(name: String, passive: Bool, durable: Bool,
                               arguments: [String: AMQPFieldValue]) throws(AMQPError) -> (messages: UInt32, consumers: UInt32) {
         let state = try channelState()
         let ok = amqp_queue_declare(state, Self.channel, arena.bytes(name), passive ? 1 : 0, durable ? 1 : 0, 0, 0,
@@ -381,14 +415,14 @@ public final class AMQPConnection {
             guard socket != nil else { throw .connectionFailed("cannot create a TCP socket") }
         }
         var timeout = Self.timeval(seconds: configuration.connectTimeoutSeconds)
-        let status = amqp_socket_open_noblock(socket, configuration.host, Int32(configuration.port), &timeout)
+        let status = amqp_socket_open_noblock(socket, node.host, Int32(node.port), &timeout)
         guard status == AMQP_STATUS_OK.rawValue else {
             if let tls = configuration.tls, (_AMQP_STATUS_SSL_NEXT_VALUE.rawValue + 1...AMQP_STATUS_SSL_ERROR.rawValue).contains(status) {
                 // rabbitmq-c's texts ("SSL peer cert verification failed") do not say what to check; this does.
                 throw .connectionFailed(
-                    "TLS handshake with \(configuration.host):\(configuration.port) failed: \(Self.statusText(status)); the broker's certificate must chain to a CA in \(tls.caCertificatePath ?? AMQPTLSOptions.systemCACertificatePath) (cacertfile) and name the host \(configuration.host)")
+                    "TLS handshake with \(node.host):\(node.port) failed: \(Self.statusText(status)); the broker's certificate must chain to a CA in \(tls.caCertificatePath ?? AMQPTLSOptions.systemCACertificatePath) (cacertfile) and name the host \(node.host)")
             }
-            throw .connectionFailed("cannot connect to \(configuration.host):\(configuration.port): \(Self.statusText(status))")
+            throw .connectionFailed("cannot connect to \(node.host):\(node.port): \(Self.statusText(status))")
         }
         Self.tuneSocket(amqp_get_sockfd(state))
         amqp_set_handshake_timeout(state, &timeout)

@@ -77,6 +77,14 @@ public final class AMQPPublisher: Sendable {
         thread.join(timeoutSeconds: core.configuration.rpcTimeoutSeconds + 5)
     }
 
+    /// Replaces the connection (and its channel) with a new one, to a node of the list chosen afresh; unconfirmed
+    /// messages are re-published on it. For a caller whose publishes keep being nacked: RabbitMQ 3.10 can keep nacking
+    /// a quorum queue's publishes on a channel that was open while the queue's leader was lost, until the channel is
+    /// replaced (seen in `scripts/chaos cluster`).
+    public func reconnect() {
+        core.requestReconnect()
+    }
+
     #if DEBUG
     /// Test hook (debug builds only): simulates a network failure after `count` further publishes.
     func dropConnection(afterPublishes count: Int) {

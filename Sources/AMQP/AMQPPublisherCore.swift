@@ -16,6 +16,7 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         /// Fault injection for tests (debug builds only): drop the connection after this many further publishes.
         var dropConnectionAfter: Int?
         #endif
+        var reconnectRequested = false
     }
 
     /// What the owner thread takes from the shared state at the top of each loop iteration.
@@ -25,6 +26,7 @@ final class AMQPPublisherCore: AMQPOwnerCore {
         #if DEBUG
         var dropConnectionAfter: Int?
         #endif
+        var reconnect = false
     }
 
     init(configuration: AMQPConfiguration, topology: AMQPTopology, onEvent: @escaping @Sendable (AMQPEvent) -> Void) {
@@ -51,8 +53,9 @@ final class AMQPPublisherCore: AMQPOwnerCore {
                 #if DEBUG
                 state.dropConnectionAfter = nil
                 #endif
+                state.reconnectRequested = false
             }
-            var commands = Commands(requests: state.submitted, shutdown: state.shutdown)
+            var commands = Commands(requests: state.submitted, shutdown: state.shutdown, reconnect: state.reconnectRequested)
             #if DEBUG
             commands.dropConnectionAfter = state.dropConnectionAfter
             #endif
@@ -62,6 +65,11 @@ final class AMQPPublisherCore: AMQPOwnerCore {
 
     func requestShutdown() {
         shared.withLock { $0.shutdown = true }
+        wakeup.signal()
+    }
+
+    func requestReconnect() {
+        shared.withLock { $0.reconnectRequested = true }
         wakeup.signal()
     }
 

@@ -31,6 +31,7 @@ final class AMQPPublisherWorker {
             #if DEBUG
             if let count = commands.dropConnectionAfter { dropConnectionCountdown = count }
             #endif
+            if commands.reconnect, supervisor.connection != nil { connectionLost(.connectionClosed("reconnect requested")) }
             if commands.shutdown {
                 shutDown()
                 return

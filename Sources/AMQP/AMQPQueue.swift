@@ -4,11 +4,24 @@ public struct AMQPQueue: Sendable, Equatable {
     public var durable: Bool
     /// `x-queue-type`, `x-delivery-limit`, `x-dead-letter-exchange`, `x-message-ttl`, ...
     public var arguments: [String: AMQPFieldValue]
+    /// Arguments that shape a queue when it is created and are not held against an existing one, such as
+    /// `x-quorum-initial-group-size`. RabbitMQ (3.10) does compare them on redeclaration, in both directions (a queue
+    /// declared without one refuses a redeclaration with it, and the other way round: 406 PRECONDITION_FAILED), so
+    /// `AMQPConnection.declareQueue` sends them first and, if the broker names one of them as inequivalent, declares
+    /// again without them and finally passively: the queue exists, and its replicas are the operator's
+    /// (`rabbitmq-queues grow`), not the declaration's.
+    public var creationArguments: [String: AMQPFieldValue]
 
-    public init(name: String, durable: Bool = true, arguments: [String: AMQPFieldValue] = [:]) {
+    /// Arguments RabbitMQ holds against a redeclaration although they only matter at creation: a queue created with
+    /// one of them is accepted when declared without it (e.g. after `PAYPIPE_AMQP_URL` went back to one address).
+    public static let creationOnlyArgumentKeys: Set<String> = ["x-quorum-initial-group-size"]
+
+    public init(name: String, durable: Bool = true, arguments: [String: AMQPFieldValue] = [:],
+                creationArguments: [String: AMQPFieldValue] = [:]) {
         self.name = name
         self.durable = durable
         self.arguments = arguments
+        self.creationArguments = creationArguments
     }
 
     /// A durable quorum queue. Quorum queues count redeliveries (`x-delivery-count`) and dead-letter a

@@ -9,9 +9,20 @@
 public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    /// Host name, IP address, or the directory of a Unix-domain socket; nil uses libpq's default socket.
-    public var host: String?
-    public var port: Int?
+    /// Every host libpq may try, in order (a multi-host URL `postgresql://h1:5432,h2:5432/db` lists several; libpq
+    /// takes the first that accepts the connection and satisfies `target_session_attrs`). Never empty.
+    public var endpoints: [PostgresEndpoint] = [PostgresEndpoint()]
+    /// Host name, IP address, or the directory of a Unix-domain socket, of the first endpoint; nil uses libpq's
+    /// default socket. Setting it replaces the first endpoint's host.
+    public var host: String? {
+        get { endpoints.first?.host }
+        set { updateFirstEndpoint { $0.host = newValue } }
+    }
+    /// The first endpoint's port (nil: libpq's default). Setting it replaces the first endpoint's port.
+    public var port: Int? {
+        get { endpoints.first?.port }
+        set { updateFirstEndpoint { $0.port = newValue } }
+    }
     public var user: String?
     public var password: String?
     /// nil lets the server default to the user name.
@@ -30,24 +41,26 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// Other libpq keywords given in the URL (`options`, `keepalives*`, `target_session_attrs`, …).
     public var additionalParameters: [String: String] = [:]
 
-    /// Parses `postgresql://[user[:password]@][host][:port][/database][?key=value&…]` (or `postgres://`).
+    /// Parses `postgresql://[user[:password]@][host][:port][,host[:port]…][/database][?key=value&…]` (or
+    /// `postgres://`) with libpq's own `PQconninfoParse`, so it means exactly what it means to `psql`.
     ///
-    /// Components are percent-decoded (`%2F` in the host for a socket directory, `%40` for `@` in a password).
-    /// Recognised query keys: `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, `application_name`,
+    /// Components are percent-decoded (`%2F` in the host for a socket directory, `%40` for `@` in a password; an
+    /// unencoded `@` in the password is still accepted: the last `@` ends the user info). Several comma-separated
+    /// hosts are tried in order; with `target_session_attrs=read-write` libpq skips servers in recovery (a standby),
+    /// which is how a worker finds the new primary after a failover. Recognised query keys: `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, `application_name`,
     /// `connect_timeout`, `host`, `port`, `user`, `password`, `dbname`, and the libpq keys passed through unchanged:
     /// `options`, `sslcrl`, `sslsni`, `sslcompression`, `keepalives`, `keepalives_idle`, `keepalives_interval`,
     /// `keepalives_count`, `tcp_user_timeout`, `target_session_attrs`, `channel_binding`, `gssencmode`.
     /// Unknown keys are rejected, as libpq would; `client_encoding` is rejected because PayPipe fixes it.
     public init(url: String) throws(PostgresError) {
-        self = try PostgresURLParser.parse(url)
+        self = try PostgresConninfo.parse(url)
     }
 
     /// A configuration for a host without a URL, e.g. assembled from separate environment variables.
     public init(host: String? = nil, port: Int? = nil, user: String? = nil, password: String? = nil,
                 database: String? = nil, sslMode: PostgresSSLMode? = nil, sslRootCert: String? = nil)
     {
-        self.host = host
-        self.port = port
+        self.endpoints = [PostgresEndpoint(host: host, port: port)]
         self.user = user
         self.password = password
         self.database = database
@@ -55,19 +68,23 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         self.sslRootCert = sslRootCert
     }
 
-    /// The URL with the password replaced by `***`: fit for logs.
+    /// The URL with the password replaced by `***`: fit for logs. It parses back to this configuration (apart from
+    /// the password).
     public var redactedURL: String {
-        typealias Encoding = PostgresURLParser
+        typealias Encoding = PostgresConninfo
         var text = "postgresql://"
         if let user {
             text += Encoding.percentEncode(user) + (password == nil ? "" : ":***") + "@"
         } else if password != nil {
             text += ":***@"
         }
-        if let host {
-            text += host.contains(":") && !host.hasPrefix("/") ? "[\(host)]" : Encoding.percentEncode(host)
-        }
-        if let port { text += ":\(port)" }
+        text += endpoints.map { endpoint in
+            var part = endpoint.host.map { host in
+                host.contains(":") && !host.hasPrefix("/") ? "[\(host)]" : Encoding.percentEncode(host)
+            } ?? ""
+            if let port = endpoint.port { part += ":\(port)" }
+            return part
+        }.joined(separator: ",")
         if let database { text += "/" + Encoding.percentEncode(database) }
         var query: [(String, String)] = []
         if let sslMode { query.append(("sslmode", sslMode.rawValue)) }
@@ -96,8 +113,13 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         func add(_ keyword: String, _ value: String?) {
             if let value { parameters.append((keyword, value)) }
         }
-        add("host", host)
-        add("port", port.map(String.init))
+        // libpq's list form: one entry per endpoint, empty for its default.
+        if endpoints.contains(where: { $0.host != nil }) {
+            add("host", endpoints.map { $0.host ?? "" }.joined(separator: ","))
+        }
+        if endpoints.contains(where: { $0.port != nil }) {
+            add("port", endpoints.map { $0.port.map(String.init) ?? "" }.joined(separator: ","))
+        }
         add("user", user)
         add("password", password)
         add("dbname", database)
@@ -114,5 +136,23 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         let userOptions = additionalParameters["options"].map { $0 + " " } ?? ""
         add("options", userOptions + Self.sessionOptions)
         return parameters
+    }
+
+    private mutating func updateFirstEndpoint(_ change: (inout PostgresEndpoint) -> Void) {
+        if endpoints.isEmpty { endpoints = [PostgresEndpoint()] }
+        change(&endpoints[0])
+    }
+}
+
+/// One server of a (multi-host) configuration: libpq tries them in order.
+public struct PostgresEndpoint: Sendable, Equatable {
+    /// Host name, IP address, or the directory of a Unix-domain socket; nil is libpq's default socket directory.
+    public var host: String?
+    /// nil is libpq's default (5432, or `PGPORT`).
+    public var port: Int?
+
+    public init(host: String? = nil, port: Int? = nil) {
+        self.host = host
+        self.port = port
     }
 }

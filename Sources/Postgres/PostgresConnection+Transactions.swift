@@ -7,7 +7,8 @@ extension PostgresConnection {
     /// is rolled back and the whole body runs again, up to `maxAttempts` times in total, after a short jittered
     /// backoff so that the conflicting transactions do not collide again in lockstep. `body` must therefore be
     /// safe to re-run: keep side effects outside the database (publishing, HTTP) out of it. Any other error rolls
-    /// back and is rethrown unchanged. A body that swallows a statement error cannot commit: the transaction is
+    /// back and is rethrown unchanged; a `COMMIT` that got no answer throws `.commitOutcomeUnknown` (reconnect and
+    /// re-read: it may have committed). A body that swallows a statement error cannot commit: the transaction is
     /// rolled back and `.transactionAborted` thrown.
     ///
     /// - Parameter isolation: nil keeps the server default (read committed).
@@ -79,7 +80,14 @@ extension PostgresConnection {
         }
         // COMMIT of a failed transaction reports success with the tag ROLLBACK; the check above should make
         // that impossible, and this one makes sure.
-        let rows = try query("COMMIT")
+        let rows: PostgresRows
+        do {
+            rows = try query("COMMIT")
+        } catch where error.isConnectionProblem {
+            // The server may have committed before the answer was lost. A definite refusal (a serialization
+            // failure, a deferred constraint) is a server error on a live session and stays what it is.
+            throw .commitOutcomeUnknown(error.description)
+        }
         guard rows.commandTag == "COMMIT" else {
             throw .transactionAborted("the server rolled the transaction back instead of committing it")
         }

@@ -21,6 +21,10 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A statement failed inside a transaction or savepoint but the body returned normally (it swallowed the
     /// error); committing would silently roll back, so the work is rolled back and reported instead.
     case transactionAborted(String)
+    /// `COMMIT` was sent but no answer came back (the connection broke, the server shut down or a failover
+    /// terminated the session): the transaction may or may not have committed. The only safe reaction is to
+    /// reconnect and re-read the state it wrote, never to assume either outcome. A connection problem.
+    case commitOutcomeUnknown(String)
     /// The API was used out of order, e.g. `savepoint` outside a transaction or a nested `transaction`.
     case invalidUsage(String)
     /// libpq returned something this client does not handle (e.g. `COPY` data).
@@ -43,11 +47,11 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The connection is unusable or was never established: reconnecting (and retrying) is the remedy.
     ///
-    /// Covers lost/failed connections, SQLSTATE class 08 (connection exception), 57P01 `admin_shutdown`,
+    /// Covers lost/failed connections, a `COMMIT` of unknown outcome, SQLSTATE class 08 (connection exception), 57P01 `admin_shutdown`,
     /// 57P02 `crash_shutdown`, 57P03 `cannot_connect_now` and 53300 `too_many_connections`.
     public var isConnectionProblem: Bool {
         switch self {
-        case .connectionFailed, .connectionLost:
+        case .connectionFailed, .connectionLost, .commitOutcomeUnknown:
             return true
         case .server(let sqlState, _, _, _):
             return sqlState.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300"].contains(sqlState)
@@ -77,6 +81,8 @@ public enum PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
             return "transaction gave up after \(attempts) attempts (serialization failure or deadlock); last error: \(last)"
         case .transactionAborted(let reason):
             return "transaction aborted: \(reason)"
+        case .commitOutcomeUnknown(let cause):
+            return "COMMIT outcome unknown (re-read before acting): \(cause)"
         case .invalidUsage(let reason):
             return "invalid use of PostgresConnection: \(reason)"
         case .unexpectedResponse(let reason):

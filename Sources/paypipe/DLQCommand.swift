@@ -128,7 +128,7 @@ enum DLQCommand: CLICommand {
         // Only what is there now: a message that dead-letters again while we replay is not picked up again.
         let depth = Int(try connection.queueDeclarePassive(stage.deadLetterQueueName).messages)
         let publisher = AMQPPublisher(configuration: amqp,
-                                      topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
+                                      topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule, brokerNodes: amqp.nodes.count))
         defer { publisher.close() }
         var kept: [AMQPDelivery] = []
         var replayed = 0

@@ -121,9 +121,27 @@ enum JobCommand: CLICommand {
             }
             let slice = Array(messages[first..<min(first + window, messages.count)])
             let sent = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            try publisher.publish(slice, timeout: 60)
+            try publishAtLeastOnce(slice, with: publisher)
             publishedAt.append(contentsOf: repeatElement(sent, count: slice.count))
         }
         return publishedAt
+    }
+
+    /// A broker that loses a queue's leader (a cluster node) nacks what it had not stored, and a confirm that does not
+    /// come in time may or may not have been stored: the same bytes go out again, as a backend must (at-least-once;
+    /// decrypt recognises a repeated job by its id and content). Other failures (unroutable, closed) are final.
+    static func publishAtLeastOnce(_ slice: [AMQPOutboundMessage], with publisher: AMQPPublisher, attempts: Int = 8) throws {
+        var attempt = 1
+        while true {
+            do {
+                try publisher.publish(slice, timeout: 60)
+                return
+            } catch {
+                guard error == .nacked || error == .timeout, attempt < attempts else { throw error }
+                if error == .nacked { publisher.reconnect() }  // a nacking channel does not heal (AMQPPublisher.reconnect)
+                Thread.sleep(forTimeInterval: AMQPBackoff(baseSeconds: 0.5, capSeconds: 5).delay(forAttempt: attempt))
+                attempt += 1
+            }
+        }
     }
 }

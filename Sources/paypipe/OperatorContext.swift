@@ -15,7 +15,7 @@ enum OperatorContext {
     static func publisher(_ configuration: WorkerConfiguration) throws -> AMQPPublisher {
         var amqp = try AMQPConfiguration(url: configuration.amqpURL)
         amqp.connectionName = "paypipe-cli"
-        let publisher = AMQPPublisher(configuration: amqp, topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
+        let publisher = AMQPPublisher(configuration: amqp, topology: PipelineTopology.topology(retrySchedule: configuration.retrySchedule, brokerNodes: amqp.nodes.count))
         return publisher
     }
 

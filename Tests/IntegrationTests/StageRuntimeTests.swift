@@ -215,8 +215,20 @@ extension Integration {
         #expect(try harness.depth("paypipe.authorize.dlq") == 0)
     }
 
-    @Test func survivesDatabaseRestartWithoutLosingMessages() throws {
-        let harness = try RuntimeHarness()
+    /// Also through the cluster forms of both URLs (a dead node and host listed first, `target_session_attrs`): the
+    /// same hold-and-retry carries the worker across the outage, and every reconnect walks the lists again.
+    @Test(arguments: [false, true])
+    func survivesDatabaseRestartWithoutLosingMessages(clusterURLs: Bool) throws {
+        let harness = try RuntimeHarness(extra: clusterURLs ? [
+            "PAYPIPE_DATABASE_URL": TestServices.databaseURL.replacingOccurrences(of: "@", with: "@127.0.0.1:1,")
+                + (TestServices.databaseURL.contains("?") ? "&" : "?") + "target_session_attrs=read-write",
+            "PAYPIPE_AMQP_URL": TestServices.amqpURL.replacingOccurrences(
+                of: #"@[^/]+/"#, with: "@127.0.0.1:1/", options: .regularExpression) + "," + TestServices.amqpURL,
+        ] : [:])
+        if clusterURLs {
+            #expect(try PostgresConfiguration(url: harness.configuration.databaseURL).endpoints.count == 2)
+            #expect(try AMQPConfiguration(url: harness.configuration.amqpURL).nodes.count == 2)
+        }
         let payments = try harness.makePayments(60)
         let runtime = try harness.startedRuntime()
         defer { runtime.stopAndWait() }

@@ -76,6 +76,15 @@ import Testing
         #expect(error?.problem.contains("amqps://") == true)
     }
 
+    /// A connection may go to any node of a cluster list: each one is held to the transport rule.
+    @Test func everyNodeOfABrokerListIsChecked() throws {
+        let error = Self.refusal(["PAYPIPE_AMQP_URL": "amqp://paypipe:s3cret@127.0.0.1:5672/%2f,amqp://paypipe:s3cret@rabbit-2.internal:5672/%2f"])
+        #expect(error?.variable == "PAYPIPE_AMQP_URL")
+        #expect(error?.problem.contains("rabbit-2.internal") == true)
+        _ = try Self.configuration(["PAYPIPE_AMQP_URL": "amqp://paypipe:s3cret@127.0.0.1:5672/%2f,amqp://paypipe:s3cret@localhost:5673/%2f"])
+        _ = try Self.configuration(["PAYPIPE_AMQP_URL": "amqps://paypipe:s3cret@rabbit-1.internal/%2f?cacertfile=/ca.pem,amqps://paypipe:s3cret@rabbit-2.internal/%2f?cacertfile=/ca.pem"])
+    }
+
     @Test func unverifiedAMQPSIsRefused() {
         let error = Self.refusal(["PAYPIPE_AMQP_URL": "amqps://paypipe:s3cret@127.0.0.1/%2f?verify=verify_none"])
         #expect(error?.variable == "PAYPIPE_AMQP_URL")
@@ -87,6 +96,28 @@ import Testing
         let error = Self.refusal(["PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@db.internal/paypipe" + query])
         #expect(error?.variable == "PAYPIPE_DATABASE_URL")
         #expect(error?.problem.contains("verify-full") == true)
+    }
+
+    /// libpq may connect to any host of a multi-host URL (after a failover, to the last one): every one is checked.
+    @Test(arguments: [
+        "postgresql://paypipe:s3cret@127.0.0.1:5432,db.internal:5432/paypipe?target_session_attrs=read-write",
+        "postgresql://paypipe:s3cret@localhost,db.internal/paypipe?sslmode=require",
+        "postgresql://paypipe:s3cret@/paypipe?host=%2Ftmp,db.internal",
+        // libpq keeps the last of repeated keys: an appended sslmode=disable is what is checked.
+        "postgresql://paypipe:s3cret@db.internal/paypipe?sslmode=verify-full&sslrootcert=/ca.pem&sslmode=disable",
+    ])
+    func everyHostOfAMultiHostDatabaseURLIsChecked(url: String) {
+        let error = Self.refusal(["PAYPIPE_DATABASE_URL": url])
+        #expect(error?.variable == "PAYPIPE_DATABASE_URL")
+        #expect(error?.problem.contains("db.internal") == true, "\(String(describing: error))")
+    }
+
+    @Test func multiHostDatabaseURLsPassWhenEveryHostIsLocalOrVerified() throws {
+        _ = try Self.configuration(["PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@127.0.0.1:5432,localhost:5433/paypipe?target_session_attrs=read-write"])
+        _ = try Self.configuration(["PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@db-a.internal,db-b.internal/paypipe?sslmode=verify-full&sslrootcert=/ca.pem&target_session_attrs=read-write"])
+        // PGHOST (a list, too) counts only when the URL names no host.
+        #expect(Self.refusal(["PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@/paypipe", "PGHOST": "127.0.0.1,db.internal"])?.variable == "PAYPIPE_DATABASE_URL")
+        _ = try Self.configuration(["PAYPIPE_DATABASE_URL": "postgresql://paypipe:s3cret@localhost/paypipe", "PGHOST": "db.internal"])
     }
 
     @Test func pgsslmodeFromTheEnvironmentCounts() throws {

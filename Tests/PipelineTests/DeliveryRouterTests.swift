@@ -83,6 +83,19 @@ import Testing
         for exchange in ["", "amq.direct", "amq.topic", "paypipe.jobs.evil"] { #expect(!PipelineTopology.isReplayTarget(exchange: exchange)) }
     }
 
+    /// Replicas for new quorum queues follow the node list (at most three); one address leaves RabbitMQ's default. The
+    /// size is a creation argument, so redeclaring a queue created with another size (or none) is accepted.
+    @Test(arguments: [(1, nil), (2, 2), (3, 3), (5, 3)] as [(Int, Int64?)])
+    func quorumQueuesGetAnInitialGroupSizeFromTheNodeCount(nodes: Int, size: Int64?) {
+        let queues = PipelineTopology.topology(retrySchedule: .standard, brokerNodes: nodes).queues
+        #expect(!queues.isEmpty)
+        for queue in queues {
+            #expect(queue.arguments["x-queue-type"] == .string("quorum"))
+            #expect(queue.arguments[PipelineTopology.initialGroupSizeArgument] == nil)
+            #expect(queue.creationArguments[PipelineTopology.initialGroupSizeArgument] == size.map { .int($0) })
+        }
+    }
+
     @Test func exhaustedRetriesBecomeADeadLetterWithTheLastError() {
         let (message, exhausted) = router.retry(delivery(retries: 2), after: .transient(code: "gateway_5xx", reason: "503"))
         #expect(exhausted)

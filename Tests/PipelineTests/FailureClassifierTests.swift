@@ -19,4 +19,12 @@ import Testing
         #expect(FailureClassifier.classify(unique) == .transient(code: "database_error", reason: unique.description))
         #expect(FailureClassifier.classify(PostgresError.connectionLost("gone")) == .databaseUnavailable(reason: PostgresError.connectionLost("gone").description))
     }
+
+    /// A COMMIT without an answer (a failover under it) holds the batch like an outage: the runtime reconnects and runs
+    /// the messages again, and the handlers' first step re-reads what the lost transaction may have written.
+    @Test func aCommitOfUnknownOutcomeHoldsTheBatchLikeADatabaseOutage() {
+        let unknown = PostgresError.commitOutcomeUnknown(PostgresError.connectionLost("server closed the connection").description)
+        #expect(unknown.isConnectionProblem)
+        #expect(FailureClassifier.classify(unknown) == .databaseUnavailable(reason: unknown.description))
+    }
 }

@@ -12,7 +12,7 @@ import Postgres
 /// 3. The database connection must carry a credential: a password (in the URL, or `PGPASSWORD`/`PGPASSFILE`) or a
 ///    client certificate (`sslcert`); and a user must be named. Otherwise it only works against a server that
 ///    trusts the connection (`trust`/`peer` authentication), as the local sandbox does.
-/// 4. Transport: to a host other than loopback (or a Unix socket), the broker URL must be `amqps://` with peer
+/// 4. Transport: to a host other than loopback (or a Unix socket) — any host of a multi-host URL or list — the broker URL must be `amqps://` with peer
 ///    verification and the database URL `sslmode=verify-full` (chain *and* host name checked; `verify-ca` would
 ///    accept any certificate the CA ever issued). `amqps://…?verify=verify_none` is refused everywhere.
 ///    `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` lifts rule 4 only, for networks that encrypt underneath (a service
@@ -71,10 +71,11 @@ public enum ConnectionSecurityPolicy {
             if let key = tls.clientKeyPath {
                 try FilePermissions.requirePrivate(key, variable: amqpVariable + " keyfile")
             }
-        } else if !isLocal(configuration.host) && !allowInsecure {
+        } else if !allowInsecure, let remote = configuration.nodes.first(where: { !isLocal($0.host) }) {
+            // Every node of a cluster list: a connection may go to any of them.
             throw ConfigurationError(
                 variable: amqpVariable,
-                problem: "plain amqp:// to \(configuration.host), which is not loopback; use amqps://…?cacertfile=… (or set \(allowInsecureTransportVariable)=1 if the network encrypts underneath)")
+                problem: "plain amqp:// to \(remote.host), which is not loopback; use amqps://…?cacertfile=… (or set \(allowInsecureTransportVariable)=1 if the network encrypts underneath)")
         }
     }
 
@@ -97,12 +98,18 @@ public enum ConnectionSecurityPolicy {
         if let key = configuration.sslKey {
             try FilePermissions.requirePrivate(key, variable: databaseVariable + " sslkey")
         }
-        let host = configuration.host ?? reader.raw("PGHOST")
         let mode = configuration.sslMode ?? reader.raw("PGSSLMODE").flatMap(PostgresSSLMode.init(rawValue:))
-        if let host, !isLocal(host), mode != .verifyFull, !allowInsecure {
-            throw ConfigurationError(
-                variable: databaseVariable,
-                problem: "sslmode is \(mode?.rawValue ?? "prefer (the default)") for \(host), which is not loopback; use sslmode=verify-full&sslrootcert=… (or set \(allowInsecureTransportVariable)=1 if the network encrypts underneath)")
+        guard mode != .verifyFull, !allowInsecure else { return }
+        // Every host of a multi-host URL: libpq may connect to any of them (after a failover, to the last one). libpq
+        // reads PGHOST (itself a list) only when the URL names no host at all; an empty entry is the local socket.
+        let named = configuration.endpoints.compactMap(\.host)
+        let hosts = named.isEmpty ? (reader.raw("PGHOST")?.split(separator: ",").map(String.init) ?? []) : named
+        for host in hosts {
+            if !isLocal(host) {
+                throw ConfigurationError(
+                    variable: databaseVariable,
+                    problem: "sslmode is \(mode?.rawValue ?? "prefer (the default)") for \(host), which is not loopback; use sslmode=verify-full&sslrootcert=… (or set \(allowInsecureTransportVariable)=1 if the network encrypts underneath)")
+            }
         }
     }
 

@@ -21,7 +21,14 @@ public enum PipelineTopology {
     public static let deliveryLimit: Int64 = 25
     public static let runtimeRedeliveryLimit = 20
 
-    public static func topology(retrySchedule: RetrySchedule) -> AMQPTopology {
+    /// `brokerNodes`: how many nodes `PAYPIPE_AMQP_URL` lists. With more than one, new quorum queues get
+    /// `x-quorum-initial-group-size = min(3, brokerNodes)` (three replicas survive one node loss; more only cost
+    /// writes). With one address (a single broker, or a load balancer in front of a cluster) the argument is left
+    /// out and RabbitMQ's default applies. It is a creation-only argument (``AMQP/AMQPQueue/creationArguments``):
+    /// RabbitMQ 3.10 compares it on redeclaration, so a queue that exists from before keeps its replicas and is
+    /// still accepted; existing queues grow with `rabbitmq-queues grow` (docs/scaling.md).
+    public static func topology(retrySchedule: RetrySchedule, brokerNodes: Int = 1) -> AMQPTopology {
+        let replicas: [String: AMQPFieldValue] = brokerNodes > 1 ? [initialGroupSizeArgument: .int(Int64(min(3, brokerNodes)))] : [:]
         var queues: [AMQPQueue] = []
         var bindings: [AMQPBinding] = []
         for stage in Stage.allCases {
@@ -29,8 +36,9 @@ public enum PipelineTopology {
                 "x-delivery-limit": .int(deliveryLimit),
                 "x-dead-letter-exchange": .string(""),
                 "x-dead-letter-routing-key": .string(stage.deadLetterQueueName),
-            ], uniquingKeysWith: { $1 })))
-            queues.append(AMQPQueue(name: stage.deadLetterQueueName, durable: true, arguments: ["x-queue-type": .string("quorum")]))
+            ], uniquingKeysWith: { $1 }), creationArguments: replicas))
+            queues.append(AMQPQueue(name: stage.deadLetterQueueName, durable: true, arguments: ["x-queue-type": .string("quorum")],
+                                    creationArguments: replicas))
             for tier in retrySchedule.delays.indices {
                 queues.append(AMQPQueue(
                     name: retrySchedule.queueName(stage: stage, tier: tier), durable: true,
@@ -38,7 +46,7 @@ public enum PipelineTopology {
                         "x-message-ttl": .int(Int64(retrySchedule.delays[tier] * 1000)),
                         "x-dead-letter-exchange": .string(stagesExchange),
                         "x-dead-letter-routing-key": .string(stage.rawValue),
-                    ], uniquingKeysWith: { $1 })))
+                    ], uniquingKeysWith: { $1 }), creationArguments: replicas))
             }
             bindings.append(AMQPBinding(queue: stage.queueName, exchange: stagesExchange, routingKey: stage.rawValue))
         }
@@ -61,6 +69,8 @@ public enum PipelineTopology {
     public static func isReplayTarget(exchange: String) -> Bool {
         exchangeNames.contains(exchange)
     }
+
+    public static let initialGroupSizeArgument = "x-quorum-initial-group-size"
 
     /// Arguments shared by every queue that dead-letters.
     private static let quorum: [String: AMQPFieldValue] = [

@@ -53,7 +53,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         var amqp = try AMQPConfiguration(url: configuration.amqpURL)
         amqp.heartbeatSeconds = configuration.heartbeatSeconds
         amqp.connectionName = "paypipe-\(stage.rawValue)"
-        let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule)
+        let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule, brokerNodes: amqp.nodes.count)
         self.topology = topology
         var declaring = amqp
         declaring.connectionName = "paypipe-\(stage.rawValue)-declare"
@@ -416,6 +416,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                     if rest.isEmpty { return true }
                     pending = rest
                 }
+                // A nack does not heal on the same channel after a quorum queue lost its leader: retry on a new one.
+                if case .nacked = error { publisher.reconnect() }
                 if isStopRequested { return false }
                 attempt += 1
                 Thread.sleep(forTimeInterval: AMQPBackoff(baseSeconds: 0.5, capSeconds: 10).delay(forAttempt: attempt))

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# `scripts/chaos cluster [short|full]` (docs/scaling.md, docs/chaos.md): the usual load against scripts/cluster (three
+# RabbitMQ nodes, a PostgreSQL primary with a synchronous standby), the workers given every node and both servers
+# (PAYPIPE_AMQP_URL as a list, PAYPIPE_DATABASE_URL multi-host with target_session_attrs=read-write), and three faults:
+#   1. the RabbitMQ node leading most stage queues (rabbitmqctl list_queues name leader) SIGKILLed, restarted later;
+#   2. the PostgreSQL primary crashed (immediate shutdown) and the standby promoted (pg_ctl promote, standing in for
+#      Patroni; synchronous_standby_names cleared on it), the old primary re-joined as its standby (pg_rewind);
+#   3. the standby killed alone: commits block (synchronous_commit waits for it), and resume when it returns.
+# The time to recover from each fault is measured with a probe: CHAOS_PROBE (5) jobs published right after the fault
+# (for 3: when the standby is back); recovered when all of them are done. Each must be under CHAOS_RECOVERY_LIMIT
+# (120 s) with the documented heartbeat and backoff defaults, or the run fails. Then the checks of scripts/chaos
+# (scripts/lib/chaos_check.py: 0 lost, 0 double charges, every payment terminal, webhooks, dead letters).
+#
+#   short: 3,000 jobs (15 waves, so every fault hits work in flight), full: 6,000.  CHAOS_JOBS, CHAOS_TIMEOUT override; PAYPIPE_CLUSTER_PORT_BASE moves the cluster.
+# Exit 0 only if every check passed and every recovery was in time; 2 if the pipeline did not converge.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$ROOT"
+MODE="${1:-short}"
+case "$MODE" in
+    short) JOBS="${CHAOS_JOBS:-3000}"; TIMEOUT="${CHAOS_TIMEOUT:-600}" ;;
+    full)  JOBS="${CHAOS_JOBS:-6000}"; TIMEOUT="${CHAOS_TIMEOUT:-1800}" ;;
+    *) echo "usage: scripts/chaos cluster [short|full]" >&2; exit 64 ;;
+esac
+LIMIT="${CHAOS_RECOVERY_LIMIT:-120}"
+PREFIX="cluster-$(date +%s)"
+TRACE_QUEUE=""
+RESULTS_QUEUE="paypipe-chaos.results"
+
+. scripts/lib/stack.sh
+scripts/cluster start
+stack_init "${CHAOS_CONFIGURATION:-debug}"
+eval "$(scripts/cluster env)"
+CLUSTER_AMQP_URL="$PAYPIPE_AMQP_URL" CLUSTER_DATABASE_URL="$PAYPIPE_DATABASE_URL"
+# The run's own database, created on the current primary, reached through both servers.
+PRIMARY_PORT="$(scripts/cluster pg-port "$(scripts/cluster pg-primary)")"
+PAYPIPE_PG_PORT="$PRIMARY_PORT" stack_fresh_database paypipe_chaos
+export PAYPIPE_DATABASE_URL="${CLUSTER_DATABASE_URL/\/paypipe\?//paypipe_chaos?}"
+# A synchronous commit waits for the standby's flush, not its replay: until the new database is replayed there,
+# connecting to the standby fails at start-up (FATAL: database does not exist), and libpq tries no further host.
+STANDBY_PORT="$(scripts/cluster pg-port "$(scripts/cluster pg-standby)")"
+until psql -h 127.0.0.1 -p "$STANDBY_PORT" -U postgres -d paypipe_chaos -Atqc "SELECT 1" >/dev/null 2>&1; do sleep 0.2; done
+export PAYPIPE_AMQP_URL="$CLUSTER_AMQP_URL"
+stack_setup
+RUN_DIR="$STACK_VAR/chaos/$PREFIX"
+mkdir -p "$RUN_DIR" && chmod 700 "$STACK_VAR/chaos" "$RUN_DIR"
+
+# rabbitmqctl and the Python helpers talk to one node that is up (the killed one is avoided).
+RMQ_NODE=0
+rmq() { scripts/cluster rabbitmqctl "$RMQ_NODE" "$@"; }
+node_url() { echo "$CLUSTER_AMQP_URL" | tr ',' '\n' | sed -n "$(( $1 + 1 ))p"; }
+CAPTURE_URL="$(node_url "$RMQ_NODE")"
+
+cleanup() {
+    trap - EXIT INT TERM
+    stack_stop_all
+    rmq delete_queue "$RESULTS_QUEUE" >/dev/null 2>&1 || true
+    rm -f "$RUN_DIR/card-secrets.jsonl"
+    [ "${PAYPIPE_CHAOS_KEEP:-0}" = 1 ] || scripts/cluster stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+. scripts/lib/chaos_load.sh
+chaos_defaults
+echo "== cluster mode: $PAYPIPE_AMQP_URL"
+echo "   database: $PAYPIPE_DATABASE_URL"
+# shellcheck disable=SC2046
+python3 scripts/lib/capture_messages.py purge "$CAPTURE_URL" $(rmq list_queues -q --no-table-headers name | grep '^paypipe\.' || true)
+WORKERS=(decrypt-0 decrypt-1 authorize-0 submit-0 submit-1 notify-0)
+chaos_start_load
+waves=$(( (JOBS + WAVE - 1) / WAVE ))
+started=$(date +%s)
+log() { printf '   [%4ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
+
+# Publishes the probe of fault $1 and waits (publishing the remaining waves meanwhile) until it is done; prints seconds.
+RECOVERY=() status=0
+recover() {
+    local name="$1" since="$2" probe="$PREFIX-probe${#RECOVERY[@]}" want
+    chaos_publish_wave "$probe"
+    want=$(grep -E "\"jobId\": ?\"$probe-" "$RUN_DIR/jobs.jsonl" | grep -vcE '"kind": ?"(unknownMerchant|malformed)"' || true)
+    while [ "$(chaos_done_count "$probe")" -lt "$want" ]; do
+        keep_publishing
+        if [ $(( $(date +%s) - since )) -gt $(( LIMIT + 60 )) ]; then break; fi
+        sleep 1
+    done
+    local seconds=$(( $(date +%s) - since )) verdict=ok
+    [ "$seconds" -le "$LIMIT" ] || { verdict=FAIL; status=1; }
+    RECOVERY+=("$(printf '%-62s %5ss  %s' "$name" "$seconds" "$verdict")")
+    log "recovered from '$name' in ${seconds}s ($verdict)"
+}
+next_publish=$started
+keep_publishing() {
+    if [ "$wave" -lt "$waves" ] && [ "$(date +%s)" -ge "$next_publish" ]; then
+        chaos_publish_wave; next_publish=$(( $(date +%s) + WAVE_INTERVAL ))
+    fi
+}
+publish_until() {  # keeps the waves coming until $1 of them are out
+    while [ "$wave" -lt "$1" ]; do keep_publishing; sleep 1; done
+}
+
+echo "== publishing $JOBS sample jobs ($PREFIX-*) in $waves waves of $WAVE, one every ${WAVE_INTERVAL}s; faults at 20%, 45% and 70% of the waves"
+publish_until $(( waves / 5 ))
+leader="$(scripts/cluster rabbit-leader-node)"
+RMQ_NODE=$(( (leader + 1) % 3 )); CAPTURE_URL="$(node_url "$RMQ_NODE")"
+log "SIGKILL RabbitMQ node $leader (leads most stage queues; $(chaos_done_count) done)"
+fault=$(date +%s); scripts/cluster rabbit-kill "$leader"
+recover "RabbitMQ node $leader (stage-queue leader) killed" "$fault"
+scripts/cluster rabbit-start "$leader" >/dev/null; log "RabbitMQ node $leader restarted"
+
+publish_until $(( waves * 45 / 100 ))
+primary="$(scripts/cluster pg-primary)"
+log "crash PostgreSQL primary $primary, promote the standby ($(chaos_done_count) done)"
+fault=$(date +%s); scripts/cluster pg-kill "$primary"
+promoted="$(scripts/cluster pg-promote)"; log "promoted $promoted (synchronous_standby_names cleared)"
+recover "PostgreSQL primary $primary crashed, standby $promoted promoted" "$fault"
+scripts/cluster pg-rejoin "$primary"; log "$primary re-joined as the synchronous standby of $promoted (pg_rewind)"
+
+publish_until $(( waves * 70 / 100 ))
+standby="$(scripts/cluster pg-standby)"
+log "kill PostgreSQL standby $standby alone ($(chaos_done_count) done)"
+scripts/cluster pg-kill "$standby"
+before=$(chaos_done_count); sleep "${CHAOS_STANDBY_OUTAGE:-10}"; after=$(chaos_done_count)
+log "commits blocked while the standby was down: $before done before, $after after ${CHAOS_STANDBY_OUTAGE:-10}s"
+scripts/cluster pg-start "$standby"; back=$(date +%s); log "standby $standby back"
+recover "PostgreSQL standby $standby killed alone (from its return)" "$back"
+
+publish_until "$waves"
+log "all $published jobs published; converging (limit ${TIMEOUT}s)"
+converged=0
+while [ $(( $(date +%s) - started )) -lt "$TIMEOUT" ]; do
+    if [ "$(chaos_done_count)" -ge "$(chaos_expected_so_far)" ] && [ "$(chaos_queued)" = 0 ]; then converged=1; break; fi
+    sleep 2
+done
+elapsed=$(( $(date +%s) - started ))
+chaos_checks "$elapsed" "cluster: RabbitMQ leader node killed, PostgreSQL failover, standby outage" || status=1
+echo "== time to recover (limit ${LIMIT}s each)"
+printf '   %s\n' "${RECOVERY[@]}"
+[ "$converged" = 1 ] || status=2
+echo "chaos cluster ($MODE, $JOBS jobs + probes): elapsed ${elapsed}s, exit $status"
+exit "$status"
