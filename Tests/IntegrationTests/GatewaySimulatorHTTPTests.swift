@@ -3,6 +3,7 @@ import HTTP
 import JWT
 import PaymentStages
 import PayPipeDevTools
+import Pipeline
 import Testing
 
 extension Integration {
@@ -54,6 +55,22 @@ extension Integration {
                                             settleStatus: "0", acquirerResponseCode: "00", authCode: "SIM42", maskedPan: "411111######1111")))
             #expect(Self.client.queryTransaction(orderReference: "O3", endpoint: endpoint, requestId: "q", now: Date()) == .notFound)
         }
+    }
+
+    /// `PAYPIPE_SIM_LATENCY` (scripts/bench --only scaling): every answer waits, and is then the usual one.
+    @Test func aConfiguredLatencyDelaysEveryAnswer() throws {
+        var configuration = try GatewaySimulatorConfiguration.fromEnvironment(EnvironmentReader([
+            "PAYPIPE_SIM_MERCHANTS": "\(Self.user)=\(Self.secret)", "PAYPIPE_SIM_PORT": "0", "PAYPIPE_SIM_LATENCY": "300ms"]))
+        #expect(configuration.latencySeconds == 0.3)
+        configuration.threads = 2
+        let simulator = GatewaySimulator(configuration: configuration)
+        try simulator.start()
+        defer { simulator.stop() }
+        let endpoint = GatewayEndpoint(baseUrl: simulator.baseURL, siteReference: "test_site1", jwtUsername: Self.user, secret: Self.secret)
+        let started = Date()
+        let answer = Self.client.authorize(claims: Self.claims(amount: 1000, order: "L1"), requestTypes: ["AUTH"], endpoint: endpoint, requestId: "1", now: Date())
+        #expect(answer.outcome == .authorized)
+        #expect(Date().timeIntervalSince(started) >= 0.3)
     }
 
     @Test func requestJWTsAreVerified() throws {

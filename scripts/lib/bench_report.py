@@ -537,7 +537,34 @@ def update_doc(path, results, text, json_path):
         f.write(head + generated + tail)
 
 
+def scaling(latency, run_dirs):
+    """The scaling table (scripts/bench --only scaling): one row per run, from each run's summary.json, as Markdown
+    for docs/scaling.md. Each stage's own rate shows which one binds; the CPU column, whether the machine does."""
+    lines = [f"Gateway simulator answering after {latency}; sustained = 10th→90th percentile of completions.", "",
+             "| submit | notify | sustained payments/s | per submit worker | stage rates /s (decrypt, authorize, submit, notify) "
+             "| CPU % of one core (busiest) |",
+             "|---:|---:|---:|---:|---|---|"]
+    for run_dir in run_dirs:
+        summary = load_json(os.path.join(run_dir, "summary.json"), {})
+        workers = dict(item.split("=") for item in (summary.get("workers") or "").split() if "=" in item)
+        submit, notify = int(workers.get("submit", 1)), int(workers.get("notify", 1))
+        sustained = summary.get("sustainedPerSecond")
+        rates = summary.get("stageRatePerSecond") or {}
+        stage_rates = ", ".join(f"{rates.get(k) or '—'}" for k in ("decrypt", "authorize", "submit", "notify"))
+        cpu = summary.get("cpuPercent") or {}
+        busiest = ", ".join(f"{name} {value}" for name, value in sorted(cpu.items(), key=lambda kv: -kv[1])[:4])
+        total = sum(cpu.values())
+        per_worker = f"{sustained / submit:.0f}" if sustained else "—"
+        error = summary.get("error")
+        lines.append(f"| {submit} | {notify} | {sustained if sustained else error or '—'} | {per_worker} | {stage_rates} "
+                     f"| {busiest}; total {total} |")
+    return "\n".join(lines)
+
+
 def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "scaling":
+        print(scaling(sys.argv[2], sys.argv[3:]))
+        return 0
     if len(sys.argv) >= 3 and sys.argv[1] == "e2e":
         summary = e2e(sys.argv[2])
         print(summary.get("sustainedPerSecond") or 0)

@@ -195,6 +195,7 @@ public final class GatewaySimulator: Sendable {
         if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return nil }
         let reply = engine.handle(requestTypes: types, fields: fields)
         holds.awaitRelease(requestTypes: types, orderReference: orderReference)
+        if configuration.latencySeconds > 0 { Thread.sleep(forTimeInterval: configuration.latencySeconds) }
         if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {
             // The answer reflects the ledger when the query arrived; delivering it later lets concurrent queries overlap.
             Thread.sleep(forTimeInterval: engine.dice.next() * configuration.queryDelaySeconds)

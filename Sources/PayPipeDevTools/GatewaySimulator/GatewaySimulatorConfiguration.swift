@@ -36,6 +36,9 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     public var settleDelaySeconds: Double?
     /// Site references `/json/` accepts (30006 for another); nil: any (`PAYPIPE_SIM_SITES`).
     public var siteReferences: Set<String>?
+    /// Seconds every request waits before it is answered, as a real gateway's round trip does
+    /// (`PAYPIPE_SIM_LATENCY`, 0): `scripts/bench --only scaling` measures workers per stage against a slow gateway.
+    public var latencySeconds: Double = 0
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
@@ -66,7 +69,8 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// `PAYPIPE_SIM_TIMEOUT_RATE` (0), `PAYPIPE_SIM_RESET_RATE` (0), `PAYPIPE_SIM_QUERY_DELAY` (0s: the longest random
     /// delay of a status query's answer), `PAYPIPE_SIM_THREADS` (8), `PAYPIPE_SIM_LOSE_RATE` (0: AUTHs dropped before
     /// processing), `PAYPIPE_SIM_SEED` (unset: unseeded fault draws), `PAYPIPE_SIM_SETTLE_DELAY` (unset: AUTHs never
-    /// settle by themselves), `PAYPIPE_SIM_SITES` (unset: any site reference; else a comma-separated list).
+    /// settle by themselves), `PAYPIPE_SIM_SITES` (unset: any site reference; else a comma-separated list),
+    /// `PAYPIPE_SIM_LATENCY` (0s: the wait before every answer; give it `PAYPIPE_SIM_THREADS` to match the load).
     /// At least one of `PAYPIPE_SIM_MERCHANTS` and `PAYPIPE_SIM_WEBSERVICES_USERS` must name a user.
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
@@ -80,7 +84,7 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
         guard timeoutRate + resetRate <= 1 else {
             throw ConfigurationError(variable: "PAYPIPE_SIM_RESET_RATE", problem: "PAYPIPE_SIM_TIMEOUT_RATE + PAYPIPE_SIM_RESET_RATE must not exceed 1")
         }
-        return GatewaySimulatorConfiguration(
+        var configuration = GatewaySimulatorConfiguration(
             host: environment.string("PAYPIPE_SIM_HOST", default: "127.0.0.1"),
             port: try environment.integer("PAYPIPE_SIM_PORT", default: 9180, range: 0...65535),
             merchants: merchants,
@@ -96,6 +100,8 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             },
             settleDelaySeconds: try environment.raw("PAYPIPE_SIM_SETTLE_DELAY").map { _ in try environment.seconds("PAYPIPE_SIM_SETTLE_DELAY", default: 0, range: 0...86_400) },
             siteReferences: environment.raw("PAYPIPE_SIM_SITES").map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) })
+        configuration.latencySeconds = try environment.seconds("PAYPIPE_SIM_LATENCY", default: 0, range: 0...60)
+        return configuration
     }
 
     /// A probability in 0...1 from `variable` (default 0).
