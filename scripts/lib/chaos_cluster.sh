@@ -9,7 +9,8 @@
 # The time to recover from each fault is measured with a probe: CHAOS_PROBE (5) jobs published right after the fault
 # (for 3: when the standby is back); recovered when all of them are done. Each must be under CHAOS_RECOVERY_LIMIT
 # (120 s) with the documented heartbeat and backoff defaults, or the run fails. Then the checks of scripts/chaos
-# (scripts/lib/chaos_check.py: 0 lost, 0 double charges, every payment terminal, webhooks, dead letters).
+# (scripts/lib/chaos_check.py: 0 lost, 0 double charges, every payment terminal, webhooks, dead letters) and those of
+# the adversarial mode (scripts/lib/chaos_adversarial_check.py: the gateway's ledger against every payment).
 #
 #   short: 3,000 jobs (15 waves, so every fault hits work in flight), full: 6,000.  CHAOS_JOBS, CHAOS_TIMEOUT override; PAYPIPE_CLUSTER_PORT_BASE moves the cluster.
 # Exit 0 only if every check passed and every recovery was in time; 2 if the pipeline did not converge.
@@ -28,7 +29,8 @@ TRACE_QUEUE=""
 RESULTS_QUEUE="paypipe-chaos.results"
 
 . scripts/lib/stack.sh
-scripts/cluster start
+# A start that fails half-way (a port already taken) must not leave its nodes running: the EXIT trap below is not set yet.
+scripts/cluster start || { scripts/cluster stop >/dev/null 2>&1 || true; exit 1; }
 stack_init "${CHAOS_CONFIGURATION:-debug}"
 eval "$(scripts/cluster env)"
 CLUSTER_AMQP_URL="$PAYPIPE_AMQP_URL" CLUSTER_DATABASE_URL="$PAYPIPE_DATABASE_URL"
@@ -134,6 +136,10 @@ while [ $(( $(date +%s) - started )) -lt "$TIMEOUT" ]; do
 done
 elapsed=$(( $(date +%s) - started ))
 chaos_checks "$elapsed" "cluster: RabbitMQ leader node killed, PostgreSQL failover, standby outage" || status=1
+# And the adversarial run's assertions, on the gateway's own ledger: at most one AUTH per payment, each for that
+# payment's amount and card, and every final status what the gateway processed.
+python3 scripts/lib/chaos_adversarial_check.py --prefix "$PREFIX" --jobs "$RUN_DIR/jobs.jsonl" --cards "$RUN_DIR/card-secrets.jsonl" \
+    --simulator "$(stack_simulator_url)" --seed none --elapsed "$elapsed" || status=1
 echo "== time to recover (limit ${LIMIT}s each)"
 printf '   %s\n' "${RECOVERY[@]}"
 [ "$converged" = 1 ] || status=2
