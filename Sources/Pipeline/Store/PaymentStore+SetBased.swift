@@ -1,0 +1,110 @@
+import Foundation
+import Postgres
+
+/// A status change a statement is about to write, already checked against ``PaymentStateMachine``: the only way the
+/// store's statements obtain the status and stage values they bind, so no statement can write a transition the state
+/// machine forbids, nor a status or stage spelled as an SQL literal.
+public struct CheckedTransition: Sendable, Equatable {
+    /// `nil` when the payment is created (its first audit event, `NULL → received`).
+    public let from: PaymentStatus?
+    public let to: PaymentStatus
+
+    /// The stage the new status queues the payment for.
+    public var stage: PaymentStage { PaymentStage(to.stage) }
+
+    public init(from: PaymentStatus, to: PaymentStatus) throws(PaymentStateMachine.IllegalTransition) {
+        try PaymentStateMachine.validate(from: from, to: to)
+        self.from = from
+        self.to = to
+    }
+
+    private init(creating status: PaymentStatus) {
+        self.from = nil
+        self.to = status
+    }
+
+    /// A new payment's row and first event.
+    public static let creation = CheckedTransition(creating: PaymentStateMachine.initialStatus)
+
+    /// Checks one transition per row of a set-based statement, in row order; the first illegal one throws before
+    /// anything is written.
+    public static func checkEach(_ pairs: [(from: PaymentStatus, to: PaymentStatus)]) throws(PaymentStateMachine.IllegalTransition) -> [CheckedTransition] {
+        var checked: [CheckedTransition] = []
+        checked.reserveCapacity(pairs.count)
+        for pair in pairs { checked.append(try CheckedTransition(from: pair.from, to: pair.to)) }
+        return checked
+    }
+}
+
+/// The set-based statements of ``PaymentStore``: each carries a whole batch as array parameters and writes the payments
+/// and their audit events in one statement. Every transition is a ``CheckedTransition``.
+extension PaymentStore {
+    /// A verified decrypt job to insert already `decrypted`, with the card data sealed for its id (AAD = payment id).
+    public struct DecryptedPayment: Sendable {
+        public let id: UUID
+        public let job: PaymentJob
+        /// The job's metadata as a JSON object, for the `jsonb` column.
+        public let metadataJSON: String
+        public let transactionId: String
+        public let cardData: DataVault.SealedBox
+
+        public init(id: UUID, job: PaymentJob, metadataJSON: String, transactionId: String, cardData: DataVault.SealedBox) {
+            (self.id, self.job, self.metadataJSON, self.transactionId, self.cardData) = (id, job, metadataJSON, transactionId, cardData)
+        }
+    }
+
+    /// Inserts the payments already `decrypted` with their card data and both audit events, and returns the ids of
+    /// the payments actually created.
+    ///
+    /// `ON CONFLICT DO NOTHING` without an arbiter skips a row that hits *any* unique key: an existing (merchant, job
+    /// id) or a `transactionId` another payment already claimed; such a row is not settled. The events are those of
+    /// the one-by-one path: `NULL → received` (stage `decrypt`) then `received → decrypted` (stage `authorize`). Both
+    /// come from a single `INSERT … ORDER BY` — data-modifying CTEs run in no defined order relative to each other, a
+    /// sorted `INSERT … SELECT` assigns its serial ids in order — so every payment's events keep their order, and
+    /// payments follow input order. The payments are inserted sorted by (merchant, job id), so two workers inserting
+    /// overlapping jobs wait for each other in one order rather than deadlock. `receivedAt` becomes
+    /// `first_received_at`.
+    public func insertDecrypted(_ rows: [DecryptedPayment], receivedAt: Date, actor: String, on transaction: PostgresConnection) throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let created = CheckedTransition.creation
+        let decrypted = try CheckedTransition(from: created.to, to: .decrypted)
+        let inserted = try transaction.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
+                                     $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[])
+                    WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                                         notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext, n)),
+            inserted AS (
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                                      status, stage, token_transaction_id, notify_url, metadata, first_received_at, updated_at)
+                SELECT id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                       $16, $17, token_transaction_id, notify_url, metadata::jsonb, $14, clock_timestamp()
+                FROM input ORDER BY merchant_id, job_id
+                ON CONFLICT DO NOTHING
+                RETURNING id),
+            card AS (
+                INSERT INTO card_data (payment_id, key_id, nonce, ciphertext)
+                SELECT input.id, input.key_id, input.nonce, input.ciphertext FROM input JOIN inserted USING (id)),
+            events AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT input.id, step.from_status, step.to_status, step.stage, $15::text
+                FROM input JOIN inserted USING (id)
+                CROSS JOIN (VALUES (1, NULL, $18::text, $19::text), (2, $20::text, $16::text, $17::text))
+                    AS step(n, from_status, to_status, stage)
+                ORDER BY input.n, step.n)
+            SELECT id FROM inserted
+            """,
+            [
+                PostgresArray(rows.map(\.id)), PostgresArray(rows.map(\.job.merchantId)), PostgresArray(rows.map(\.job.jobId)),
+                PostgresArray(rows.map(\.job.contentHash)), PostgresArray(rows.map(\.job.orderReference)),
+                PostgresArray(rows.map(\.job.amount.value)), PostgresArray(rows.map(\.job.amount.currency.code)),
+                PostgresArray(rows.map(\.job.notifyURL)), PostgresArray(rows.map(\.metadataJSON)),
+                PostgresArray(rows.map(\.transactionId)), PostgresArray(rows.map(\.cardData.keyId)),
+                PostgresArray(rows.map(\.cardData.nonce)), PostgresArray(rows.map(\.cardData.ciphertext)), receivedAt, actor,
+                decrypted.to.rawValue, decrypted.stage.rawValue, created.to.rawValue, created.stage.rawValue,
+                decrypted.from?.rawValue,
+            ])
+        return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
+    }
+}
