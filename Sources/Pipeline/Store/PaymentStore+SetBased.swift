@@ -159,4 +159,50 @@ extension PaymentStore {
             ])
         return Set(try updated.map { try $0.decode("id", as: UUID.self) })
     }
+
+    /// Holds `notify` payments for good (`redriven_at = 'infinity'`, which the reconciler never re-drives).
+    public func holdIndefinitely(_ paymentIds: [UUID], on connection: PostgresConnection) throws {
+        guard !paymentIds.isEmpty else { return }
+        try connection.query(
+            "UPDATE payments SET redriven_at = 'infinity' WHERE id = ANY($1::uuid[]) AND stage = $2",
+            [PostgresArray(paymentIds), PaymentStage.notify.rawValue])
+    }
+
+    /// Releases the `notify` payments held for good whose latest attempt to one of the (merchant, url) endpoints was
+    /// `held`, clearing `redriven_at`, and returns their hand-offs.
+    public func releaseHeld(merchantIds: [String], urls: [String], on connection: PostgresConnection) throws -> [StageMessage] {
+        guard !merchantIds.isEmpty else { return [] }
+        let rows = try connection.query(
+            """
+            UPDATE payments p SET redriven_at = NULL
+            WHERE p.stage = $3 AND p.redriven_at = 'infinity'
+              AND EXISTS (SELECT 1 FROM webhook_deliveries d
+                          JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) ON d.url = k.url
+                          WHERE d.payment_id = p.id AND d.outcome = 'held' AND p.merchant_id = k.merchant_id)
+            RETURNING p.id, p.merchant_id, p.job_id
+            """, [PostgresArray(merchantIds), PostgresArray(urls), PaymentStage.notify.rawValue])
+        return try rows.map(Self.message(row:))
+    }
+
+    /// Puts terminal payments (one, or those with a `failed` or `disabled` webhook attempt at or after `since`) back
+    /// at stage `notify` from `done` or `notify`, clearing `redriven_at`, and returns their hand-offs.
+    public func requeueForNotification(paymentId: UUID?, failedSince since: Date?, on connection: PostgresConnection) throws -> [StageMessage] {
+        let rows = try connection.query(
+            """
+            UPDATE payments SET stage = $3, updated_at = clock_timestamp(), redriven_at = NULL
+            WHERE stage = ANY($4::text[]) AND status = ANY($5::text[])
+              AND (($1::uuid IS NOT NULL AND id = $1::uuid)
+                   OR ($1::uuid IS NULL AND id IN (SELECT payment_id FROM webhook_deliveries
+                                                   WHERE outcome IN ('failed', 'disabled') AND attempted_at >= $2)))
+            RETURNING id, merchant_id, job_id
+            """,
+            [paymentId, since, PaymentStage.notify.rawValue, PostgresArray([PaymentStage.done.rawValue, PaymentStage.notify.rawValue]),
+             PostgresArray(PaymentStatus.allCases.filter(\.isTerminal).map(\.rawValue))])
+        return try rows.map(Self.message(row:))
+    }
+
+    private static func message(row: PostgresRow) throws -> StageMessage {
+        StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                     jobId: try row.decode("job_id", as: String.self))
+    }
 }

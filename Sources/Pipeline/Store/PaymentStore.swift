@@ -133,4 +133,11 @@ public struct PaymentStore: Sendable {
             "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
             [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
     }
+
+    /// Keeps the reconciler away from a `notify` payment until `seconds` from now (its next webhook attempt's time).
+    public func holdForRetry(_ paymentId: UUID, seconds: Double, on connection: PostgresConnection) throws {
+        try connection.query(
+            "UPDATE payments SET redriven_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1 AND stage = $3",
+            [paymentId, seconds, PaymentStage.notify.rawValue])
+    }
 }
