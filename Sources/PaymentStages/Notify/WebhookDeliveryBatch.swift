@@ -1,4 +1,5 @@
 import Foundation
+import Pipeline
 import Postgres
 
 /// The set-based form of phase 3 of ``NotifyStage`` for its common case, a batch of answered webhooks: one statement
@@ -47,9 +48,9 @@ public struct WebhookDeliveryBatch: Sendable {
             locked AS (
                 SELECT id, stage, status FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE),
             done AS (
-                UPDATE payments p SET stage = 'done', updated_at = clock_timestamp()
+                UPDATE payments p SET stage = $11, updated_at = clock_timestamp()
                 FROM locked JOIN input i ON i.payment_id = locked.id
-                WHERE p.id = locked.id AND locked.stage = 'notify' AND locked.status = i.delivered_status
+                WHERE p.id = locked.id AND locked.stage = $12 AND locked.status = i.delivered_status
                 RETURNING p.id),
             recorded AS (
                 INSERT INTO webhook_deliveries (payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome)
@@ -65,7 +66,7 @@ public struct WebhookDeliveryBatch: Sendable {
              PostgresArray(entries.map { $0.attempt.statusCode.map { Int32(clamping: $0) } }),
              PostgresArray(entries.map { $0.attempt.latencyMs.map { Int32(clamping: $0) } }),
              PostgresArray(entries.map(\.attempt.error)), PostgresArray(entries.map(\.attempt.outcome.rawValue)),
-             PostgresArray(entries.map(\.event.status))])
+             PostgresArray(entries.map(\.event.status)), PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
         return Set(try rows.map { try $0.decode("payment_id", as: UUID.self) })
     }
 }

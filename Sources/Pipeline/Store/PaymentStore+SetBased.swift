@@ -201,6 +201,27 @@ extension PaymentStore {
         return try rows.map(Self.message(row:))
     }
 
+    /// Claims up to `limit` payments idle at `stage` (and not re-driven) for `seconds`, oldest first, skipping rows
+    /// another worker holds, stamps `redriven_at` and counts the re-drive; returns their hand-offs.
+    public func claimStuck(in stage: PaymentStage, idleFor seconds: Double, limit: Int, on transaction: PostgresConnection) throws -> [StageMessage] {
+        let rows = try transaction.query(
+            """
+            WITH stuck AS (
+                SELECT id FROM payments
+                WHERE stage = $1
+                  AND updated_at < now() - make_interval(secs => $2)
+                  AND (redriven_at IS NULL OR redriven_at < now() - make_interval(secs => $2))
+                ORDER BY updated_at
+                LIMIT $3
+                FOR UPDATE SKIP LOCKED)
+            UPDATE payments p SET redriven_at = now(), redrive_count = p.redrive_count + 1
+            FROM stuck WHERE p.id = stuck.id
+            RETURNING p.id, p.merchant_id, p.job_id
+            """,
+            [stage.rawValue, seconds, limit])
+        return try rows.map(Self.message(row:))
+    }
+
     private static func message(row: PostgresRow) throws -> StageMessage {
         StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
                      jobId: try row.decode("job_id", as: String.self))

@@ -4,8 +4,9 @@ import Postgres
 /// SQL for the `payments` table and its audit trail. Stateless: every method takes the connection
 /// (usually inside a transaction) so callers decide transaction boundaries.
 ///
-/// All status changes go through ``transition(_:from:to:actor:errorCode:detail:on:)``, which checks
-/// ``PaymentStateMachine`` and then guards the same change in SQL with `WHERE status = $expected`.
+/// The one writer of `payments` and `payment_events`: this file (one payment at a time) and PaymentStore+SetBased.swift
+/// (a batch per statement). Every status a statement writes comes from a ``CheckedTransition``, so it was checked
+/// against ``PaymentStateMachine``, and the same change is guarded in SQL with `WHERE status = $expected`.
 public struct PaymentStore: Sendable {
     public init() {}
 
@@ -87,7 +88,7 @@ public struct PaymentStore: Sendable {
         _ paymentId: UUID, from: PaymentStatus, to: PaymentStatus, actor: String,
         errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
     ) throws -> TransitionResult {
-        try PaymentStateMachine.validate(from: from, to: to)
+        let checked = try CheckedTransition(from: from, to: to)
         // The guarded update and its audit event in one statement (one round trip): the event row exists exactly
         // when the update matched.
         let updated = try connection.query(
@@ -100,7 +101,7 @@ public struct PaymentStore: Sendable {
             INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
             SELECT id, $2, $3, $4, $7, $5, $8 FROM updated
             """,
-            [paymentId, from.rawValue, to.rawValue, to.stage.rawValue, errorCode, errorCode == nil ? nil : detail, actor, detail])
+            [paymentId, from.rawValue, checked.to.rawValue, checked.stage.rawValue, errorCode, errorCode == nil ? nil : detail, actor, detail])
         guard updated.affectedRows == 1 else {
             guard let current = try load(paymentId, on: connection) else {
                 throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
