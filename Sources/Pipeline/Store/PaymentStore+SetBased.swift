@@ -222,6 +222,58 @@ extension PaymentStore {
         return try rows.map(Self.message(row:))
     }
 
+    /// One AUTH about to be sent: its `sending` attempt, with the columns `GatewayAttemptStore.begin` writes.
+    public struct SubmitSend: Sendable {
+        public let paymentId: UUID
+        public let orderReference: String
+        public let requestType: String
+        public let siteReference: String
+        /// Seconds from the send deadline to reconciliation: the transport's total timeout plus the margin.
+        public let settleSeconds: Double
+
+        public init(paymentId: UUID, orderReference: String, requestType: String, siteReference: String, settleSeconds: Double) {
+            (self.paymentId, self.orderReference, self.requestType, self.siteReference, self.settleSeconds) =
+                (paymentId, orderReference, requestType, siteReference, settleSeconds)
+        }
+    }
+
+    /// Moves every payment of `sends` from `prepared` to `submitting` (guarded by status), records their `sending`
+    /// attempts and audit events, in one statement; returns the attempt id of each payment it moved. The attempts are
+    /// inserted only for payments the guarded update moved, in batch order (ids ascending as the
+    /// per-message path would assign them), with `clock_timestamp()` as `started_at` and the same send deadline and
+    /// reconciliation time as `GatewayAttemptStore.begin`.
+    public func beginSubmitting(_ sends: [SubmitSend], sendWindow: Double, actor: String, on connection: PostgresConnection) throws -> [UUID: Int64] {
+        let submitting = try CheckedTransition(from: .prepared, to: .submitting)
+        let rows = try connection.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $8::text[], $10::float8[]) WITH ORDINALITY AS t(payment_id, order_reference, request_type, site_reference, settle_seconds, n)),
+            moved AS (
+                UPDATE payments p SET status = $5, stage = $6, updated_at = clock_timestamp()
+                FROM input i
+                WHERE p.id = i.payment_id AND p.status = $4
+                RETURNING p.id, i.n, i.order_reference, i.request_type, i.site_reference, i.settle_seconds),
+            attempts AS (
+                INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, send_deadline, reconcile_after, site_reference)
+                SELECT id, order_reference, request_type, 'sending', t, t + make_interval(secs => $9::float8), t + make_interval(secs => $9::float8 + settle_seconds), site_reference
+                FROM (SELECT *, clock_timestamp() AS t FROM moved) m ORDER BY n
+                RETURNING id, payment_id),
+            events AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT id, $4, $5, $6, $7 FROM moved ORDER BY n)
+            SELECT id, payment_id FROM attempts
+            """, [
+            PostgresArray(sends.map(\.paymentId)), PostgresArray(sends.map(\.orderReference)), PostgresArray(sends.map(\.requestType)),
+            submitting.from?.rawValue, submitting.to.rawValue, submitting.stage.rawValue, actor,
+            PostgresArray(sends.map(\.siteReference)), sendWindow, PostgresArray(sends.map(\.settleSeconds)),
+        ])
+        var attempts: [UUID: Int64] = [:]
+        for row in rows {
+            attempts[try row.decode("payment_id", as: UUID.self)] = try row.decode("id", as: Int64.self)
+        }
+        return attempts
+    }
+
     private static func message(row: PostgresRow) throws -> StageMessage {
         StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
                      jobId: try row.decode("job_id", as: String.self))
