@@ -1,10 +1,12 @@
 /// The one place that says which status changes are legal.
 ///
-/// `PaymentStore.transition` asks this type first and then guards the same change in SQL (`UPDATE … WHERE status =
-/// $expected`), so a redelivered or racing message can never move a payment backwards or sideways. The set-based
-/// statements of `DecryptBatch` (a new payment inserted as decrypted, with both events) and `AuthorizeBatch`
-/// (decrypted → prepared, guarded in SQL) write their one transition without asking this type.
+/// `PaymentStore` asks this type before every write (its statements bind only a `CheckedTransition`, set-based ones
+/// included) and then guards the same change in SQL (`UPDATE … WHERE status = $expected`), so a redelivered or racing
+/// message can never move a payment backwards or sideways.
 public enum PaymentStateMachine {
+    /// The status a payment is created in.
+    public static let initialStatus = PaymentStatus.received
+
     /// Raised when code asks for a change the state machine forbids; that is a bug, never bad input.
     public struct IllegalTransition: Error, Equatable, CustomStringConvertible {
         public let from: PaymentStatus

@@ -17,7 +17,7 @@ extension Integration {
     static func makeStage(_ harness: SubmitHarness, setBased: Bool) -> SubmitStage {
         let vault = harness.authorize.vault
         return SubmitStage(
-            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0),
             requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox)),
             settings: SubmitSettings(reconcileGrace: 0.2, maxInconclusiveQueries: 2, circuitFailureThreshold: 100,

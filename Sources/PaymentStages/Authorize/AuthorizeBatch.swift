@@ -43,40 +43,12 @@ struct AuthorizeBatch {
         return locked
     }
 
-    /// Stores the requests, advances the payments still `decrypted` to `prepared` (stage `submit`) and writes one
-    /// audit event each — the row ``PaymentStore/transition(_:from:to:actor:errorCode:detail:on:)`` writes — for the
-    /// payments actually updated, whose ids it returns. The request insert keeps the one-by-one path's
-    /// `ON CONFLICT (payment_id) DO NOTHING`: a stored request is never replaced.
+    /// Stores the requests and advances the payments still `decrypted` to `prepared` with their audit events
+    /// (``PaymentStore/prepare(_:actor:on:)``); returns the ids of the payments actually updated.
     func apply(on transaction: PostgresConnection) throws -> Set<UUID> {
-        guard !rows.isEmpty else { return [] }
-        // Request types are validated tokens (`AUTH`, `THREEDQUERY`): a comma list per row, as GatewayRequestStore sends.
-        let updated = try transaction.query(
-            """
-            WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[])
-                    WITH ORDINALITY AS t(id, order_reference, request_types, key_id, nonce, ciphertext, n)),
-            updated AS (
-                UPDATE payments p SET status = 'prepared', stage = 'submit', updated_at = clock_timestamp()
-                FROM input WHERE p.id = input.id AND p.status = 'decrypted'
-                RETURNING p.id),
-            request AS (
-                INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext)
-                SELECT input.id, input.order_reference, string_to_array(input.request_types, ','), input.key_id, input.nonce,
-                       input.ciphertext
-                FROM input JOIN updated USING (id)
-                ON CONFLICT (payment_id) DO NOTHING),
-            event AS (
-                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
-                SELECT input.id, 'decrypted', 'prepared', 'submit', 'authorize'
-                FROM input JOIN updated USING (id)
-                ORDER BY input.n)
-            SELECT id FROM updated
-            """,
-            [
-                PostgresArray(rows.map(\.payment.id)), PostgresArray(rows.map(\.request.orderReference)),
-                PostgresArray(rows.map { $0.request.requestTypes.joined(separator: ",") }), PostgresArray(rows.map(\.sealed.keyId)),
-                PostgresArray(rows.map(\.sealed.nonce)), PostgresArray(rows.map(\.sealed.ciphertext)),
-            ])
-        return Set(try updated.map { try $0.decode("id", as: UUID.self) })
+        try PaymentStore().prepare(
+            rows.map { PaymentStore.PreparedRequest(paymentId: $0.payment.id, orderReference: $0.request.orderReference,
+                                                    requestTypes: $0.request.requestTypes, sealed: $0.sealed) },
+            actor: "authorize", on: transaction)
     }
 }

@@ -7,8 +7,8 @@ import Postgres
 /// (AAD = payment id) because in merchant-decrypts mode they carry the PAN and cryptogram.
 ///
 /// The row is written once and never replaced, so every attempt — a retry after an outage, a redelivered message,
-/// a re-drive by the reconciler — sends the same order reference and request content. `CardDataStore.purge`
-/// crypto-shreds it together with the card data once the payment is terminal.
+/// a re-drive by the reconciler — sends the same order reference and request content. The
+/// `payments_terminal_purge` trigger crypto-shreds it together with the card data once the payment is terminal.
 public struct GatewayRequestStore: Sendable {
     public let vault: DataVault
 

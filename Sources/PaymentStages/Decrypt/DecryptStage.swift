@@ -127,14 +127,7 @@ public struct DecryptStage: TransactionalStageHandler {
     private func process(_ job: PaymentJob, publishedAt: Date?, payment: PaymentRecord, merchant: MerchantDirectory.Entry,
                          on transaction: PostgresConnection) throws {
         let verified = try verify(job, merchant: merchant, publishedAt: publishedAt, firstReceivedAt: payment.firstReceivedAt)
-        // The replay check and the claim of the transactionId in one statement. Unique constraint: a concurrent
-        // replay loses here and is retried, then caught by the NOT EXISTS.
-        let claimed = try transaction.query(
-            """
-            UPDATE payments SET token_transaction_id = $2 WHERE id = $1
-              AND NOT EXISTS (SELECT 1 FROM payments WHERE token_transaction_id = $2 AND id <> $1)
-            """, [payment.id, verified.transactionId])
-        guard claimed.affectedRows == 1 else {
+        guard try payments.claimTransactionId(verified.transactionId, for: payment.id, on: transaction) else {
             throw TokenFailure(code: "token_replayed", reason: "token transactionId was already used by another payment")
         }
         try cardData.save(verified.data, for: payment.id, on: transaction)
@@ -193,33 +186,18 @@ public struct DecryptStage: TransactionalStageHandler {
     /// The idempotency step: (merchant_id, job_id) is unique; the content hash tells a duplicate of the
     /// same job from a reuse of its id for different content.
     private func locateOrCreate(_ input: DecryptInput, on transaction: PostgresConnection) throws -> Located {
-        let merchantId: String, jobId: String, hash: [UInt8]
-        var orderReference: String?, amount: Int64?, currency: String?, notifyURL: String?, metadata = "{}"
+        var new: PaymentStore.NewPayment
         switch input {
         case .job(let job, _):
-            (merchantId, jobId, hash) = (job.merchantId, job.jobId, job.contentHash)
-            (orderReference, amount, currency, notifyURL) = (job.orderReference, job.amount.value, job.amount.currency.code, job.notifyURL)
-            metadata = DecryptBatch.metadataJSON(job.metadata)
+            new = PaymentStore.NewPayment(merchantId: job.merchantId, jobId: job.jobId, jobHash: job.contentHash)
+            (new.orderReference, new.amountMinor, new.currency, new.notifyURL) = (job.orderReference, job.amount.value, job.amount.currency.code, job.notifyURL)
+            new.metadataJSON = DecryptBatch.metadataJSON(job.metadata)
         case .invalid(let merchant, let job, let contentHash, _):
-            (merchantId, jobId, hash) = (merchant, job, contentHash)
+            new = PaymentStore.NewPayment(merchantId: merchant, jobId: job, jobHash: contentHash)
         }
-        // The payment and its first audit event in one statement (one round trip).
-        let inserted = try transaction.query(
-            """
-            WITH inserted AS (
-                INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                      status, stage, notify_url, metadata, first_received_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', 'decrypt', $8, $9::jsonb, now())
-                ON CONFLICT (merchant_id, job_id) DO NOTHING
-                RETURNING \(PaymentRecord.columns)),
-            event AS (
-                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
-                SELECT id, NULL, 'received', 'decrypt', 'decrypt' FROM inserted)
-            SELECT * FROM inserted
-            """,
-            [UUID(), merchantId, jobId, hash, orderReference, amount, currency, notifyURL, metadata])
-        if let row = inserted.first {
-            return .created(try PaymentRecord(row: row))
+        let (merchantId, jobId, hash) = (new.merchantId, new.jobId, new.jobHash)
+        if let created = try payments.create(new, actor: "decrypt", on: transaction) {
+            return .created(created)
         }
         let existing = try transaction.query(
             "SELECT job_hash, \(PaymentRecord.columns) FROM payments WHERE merchant_id = $1 AND job_id = $2", [merchantId, jobId])

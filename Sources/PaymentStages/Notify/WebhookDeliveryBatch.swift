@@ -1,9 +1,10 @@
 import Foundation
+import Pipeline
 import Postgres
 
 /// The set-based form of phase 3 of ``NotifyStage`` for its common case, a batch of answered webhooks: one statement
-/// records every attempt in `webhook_deliveries` and marks every payment done, where the per-message path spends two
-/// statements per payment (``WebhookDeliveryStore/record(_:event:on:)`` and ``Pipeline/PaymentStore/markDone(_:on:)``).
+/// (the store's batch `PaymentStore.markDone`) records every attempt in `webhook_deliveries` and marks every payment
+/// done, where the per-message path spends two statements per payment (``WebhookDeliveryStore/record(_:event:on:)`` and ``Pipeline/PaymentStore/markDone(_:on:)``).
 ///
 /// It writes exactly what those two write (same columns and values; `done` guarded by `stage = 'notify'` and by the
 /// status the event delivered), but only
@@ -37,35 +38,11 @@ public struct WebhookDeliveryBatch: Sendable {
     public func settle(_ entries: [Entry], on connection: PostgresConnection) throws -> Set<UUID> {
         guard !entries.isEmpty else { return [] }
         precondition(Set(entries.map(\.event.paymentId)).count == entries.count, "one entry per payment")
-        let rows = try connection.query(
-            """
-            WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int4[], $6::int4[], $7::int4[],
-                                     $8::text[], $9::text[], $10::text[])
-                    WITH ORDINALITY AS t(payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome,
-                                         delivered_status, n)),
-            locked AS (
-                SELECT id, stage, status FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE),
-            done AS (
-                UPDATE payments p SET stage = 'done', updated_at = clock_timestamp()
-                FROM locked JOIN input i ON i.payment_id = locked.id
-                WHERE p.id = locked.id AND locked.stage = 'notify' AND locked.status = i.delivered_status
-                RETURNING p.id),
-            recorded AS (
-                INSERT INTO webhook_deliveries (payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome)
-                SELECT i.payment_id, i.event_id, i.event_type, i.url, i.attempt, i.status_code, i.latency_ms, i.error, i.outcome
-                FROM input i JOIN done d ON d.id = i.payment_id
-                ORDER BY i.n
-                RETURNING payment_id)
-            SELECT payment_id FROM recorded
-            """,
-            [PostgresArray(entries.map(\.event.paymentId)), PostgresArray(entries.map(\.event.id)),
-             PostgresArray(entries.map(\.event.type.rawValue)), PostgresArray(entries.map(\.attempt.url)),
-             PostgresArray(entries.map { Int32(clamping: $0.attempt.number) }),
-             PostgresArray(entries.map { $0.attempt.statusCode.map { Int32(clamping: $0) } }),
-             PostgresArray(entries.map { $0.attempt.latencyMs.map { Int32(clamping: $0) } }),
-             PostgresArray(entries.map(\.attempt.error)), PostgresArray(entries.map(\.attempt.outcome.rawValue)),
-             PostgresArray(entries.map(\.event.status))])
-        return Set(try rows.map { try $0.decode("payment_id", as: UUID.self) })
+        return try PaymentStore().markDone(entries.map {
+            PaymentStore.NotifiedPayment(
+                paymentId: $0.event.paymentId, deliveredStatus: $0.event.status, eventId: $0.event.id, eventType: $0.event.type.rawValue,
+                url: $0.attempt.url, attempt: Int32(clamping: $0.attempt.number), statusCode: $0.attempt.statusCode.map { Int32(clamping: $0) },
+                latencyMs: $0.attempt.latencyMs.map { Int32(clamping: $0) }, error: $0.attempt.error, outcome: $0.attempt.outcome.rawValue)
+        }, on: connection)
     }
 }

@@ -48,9 +48,7 @@ public struct WebhookDeliveryStore: Sendable {
     /// the reconciler re-drives `notify` payments whose `redriven_at` is older than its threshold, and a webhook
     /// retry may legitimately wait hours. Stamping the expected next attempt time prevents a second delivery chain.
     public func holdForRetry(_ paymentId: UUID, seconds: Double, on connection: PostgresConnection) throws {
-        try connection.query(
-            "UPDATE payments SET redriven_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1 AND stage = 'notify'",
-            [paymentId, seconds])
+        try PaymentStore().holdForRetry(paymentId, seconds: seconds, on: connection)
     }
 
     /// Holds a payment whose endpoint is disabled: it stays in stage `notify` (not marked done: nothing was
@@ -58,30 +56,14 @@ public struct WebhookDeliveryStore: Sendable {
     /// out. ``releaseHeld(_:on:)`` (an operator's `paypipe webhooks endpoints enable`) or `paypipe webhooks replay`
     /// sends it on.
     public func hold(_ paymentIds: [UUID], on connection: PostgresConnection) throws {
-        guard !paymentIds.isEmpty else { return }
-        try connection.query(
-            "UPDATE payments SET redriven_at = 'infinity' WHERE id = ANY($1::uuid[]) AND stage = 'notify'",
-            [PostgresArray(paymentIds)])
+        try PaymentStore().holdIndefinitely(paymentIds, on: connection)
     }
 
     /// Releases the payments held for `endpoints` (their latest attempt to one of them was `held`) and returns their
     /// hand-offs to publish to `paypipe.notify`. Released payments have `redriven_at` cleared, so if the hand-offs
     /// are never published the reconciler re-drives them after `PAYPIPE_STUCK_AFTER`.
     public func releaseHeld(_ endpoints: [WebhookEndpoint], on connection: PostgresConnection) throws -> [StageMessage] {
-        guard !endpoints.isEmpty else { return [] }
-        let rows = try connection.query(
-            """
-            UPDATE payments p SET redriven_at = NULL
-            WHERE p.stage = 'notify' AND p.redriven_at = 'infinity'
-              AND EXISTS (SELECT 1 FROM webhook_deliveries d
-                          JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) ON d.url = k.url
-                          WHERE d.payment_id = p.id AND d.outcome = 'held' AND p.merchant_id = k.merchant_id)
-            RETURNING p.id, p.merchant_id, p.job_id
-            """, [PostgresArray(endpoints.map(\.merchantId)), PostgresArray(endpoints.map(\.url))])
-        return try rows.map { row in
-            StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
-                         jobId: try row.decode("job_id", as: String.self))
-        }
+        try PaymentStore().releaseHeld(merchantIds: endpoints.map(\.merchantId), urls: endpoints.map(\.url), on: connection)
     }
 
     /// How many payments each endpoint holds (for `paypipe webhooks endpoints`).

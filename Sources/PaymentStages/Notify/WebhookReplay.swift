@@ -24,19 +24,7 @@ public struct WebhookReplay: Sendable {
         case .payment(let id): (paymentId, since) = (id, nil)
         case .failedSince(let date): (paymentId, since) = (nil, date)
         }
-        let rows = try connection.query(
-            """
-            UPDATE payments SET stage = 'notify', updated_at = clock_timestamp(), redriven_at = NULL
-            WHERE stage IN ('done', 'notify') AND status IN ('authorized', 'declined', 'failed', 'needs_review')
-              AND (($1::uuid IS NOT NULL AND id = $1::uuid)
-                   OR ($1::uuid IS NULL AND id IN (SELECT payment_id FROM webhook_deliveries
-                                                   WHERE outcome IN ('failed', 'disabled') AND attempted_at >= $2)))
-            RETURNING id, merchant_id, job_id
-            """, [paymentId, since])
-        return try rows.map { row in
-            StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
-                         jobId: try row.decode("job_id", as: String.self))
-        }
+        return try PaymentStore().requeueForNotification(paymentId: paymentId, failedSince: since, on: connection)
     }
 
     /// The persistent hand-off to `paypipe.notify` for one replayed payment.

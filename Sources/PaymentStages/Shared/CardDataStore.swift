@@ -3,7 +3,8 @@ import Pipeline
 import Postgres
 
 /// The `card_data` table: one encrypted ``StoredPaymentData`` per payment (AAD = payment id),
-/// purged (ciphertext and nonce nulled: crypto-shredding) once the payment is terminal.
+/// purged (ciphertext and nonce nulled: crypto-shredding) once the payment is terminal, by the `payments_terminal_purge`
+/// trigger alone (migration 2), in the transaction that commits the terminal status.
 public struct CardDataStore: Sendable {
     public let vault: DataVault
 
@@ -42,16 +43,6 @@ public struct CardDataStore: Sendable {
               let ciphertext = try row.decode("ciphertext", as: [UInt8]?.self) else { return nil }
         let box = DataVault.SealedBox(keyId: keyId, nonce: nonce, ciphertext: ciphertext)
         return try StoredPaymentData(serialized: try vault.open(box, aad: Self.aad(paymentId)))
-    }
-
-    /// Crypto-shreds the payment's card data (and stored gateway request). Idempotent.
-    public func purge(_ paymentId: UUID, on connection: PostgresConnection) throws {
-        // Both tables in one statement (one round trip).
-        try connection.query(
-            """
-            WITH card AS (UPDATE card_data SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL)
-            UPDATE gateway_requests SET nonce = NULL, ciphertext = NULL, purged_at = now() WHERE payment_id = $1 AND purged_at IS NULL
-            """, [paymentId])
     }
 
     static func aad(_ paymentId: UUID) -> [UInt8] { Array(paymentId.paymentIDText.utf8) }

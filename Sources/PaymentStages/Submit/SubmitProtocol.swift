@@ -95,7 +95,7 @@ public struct SubmitProtocol: Sendable, Equatable {
 
     /// The planning transaction's decision.
     public enum Plan: Sendable, Equatable, Hashable {
-        /// Already terminal: purge what is left and hand to notification again.
+        /// Already terminal (its card data purged by the trigger): hand to notification again.
         case handOff
         /// Nothing to do now: retry the message later (payment unchanged).
         case wait(code: String, reason: String)

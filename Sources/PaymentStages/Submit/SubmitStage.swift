@@ -11,7 +11,8 @@ import Postgres
 /// 1. Before the call, an attempt row `sending` and `prepared → submitting` are committed in their own transaction,
 ///    so a crash at any later point leaves evidence that an AUTH may be on the wire. No transaction is open during
 ///    the call.
-/// 2. After the call, the outcome, the terminal status and the card-data purge are committed together.
+/// 2. After the call, the outcome and the terminal status are committed together (and with them the card-data purge,
+///    by the `payments_terminal_purge` trigger).
 /// 3. A payment found `submitting` (a redelivery after a crash, or after an uncertain answer) is never sent again
 ///    blindly: once the attempt's reconciliation time has passed on the database clock (its send deadline, after
 ///    which the send gate never lets its bytes leave, plus the total timeout and a margin), a TRANSACTIONQUERY by the
@@ -28,7 +29,6 @@ public struct SubmitStage: StageHandler {
     /// The `actor` of the stage's audit events.
     static let actor = "submit"
     private let directory: MerchantDirectory
-    private let cardData: CardDataStore
     private let requests: GatewayRequestStore
     private let client: any PaymentGateway
     private let settings: SubmitSettings
@@ -45,13 +45,12 @@ public struct SubmitStage: StageHandler {
     private let metrics: SubmitMetrics?
 
     public init(
-        directory: MerchantDirectory, cardData: CardDataStore, requests: GatewayRequestStore, client: any PaymentGateway,
+        directory: MerchantDirectory, requests: GatewayRequestStore, client: any PaymentGateway,
         settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }, registry: MetricsRegistry? = nil
     ) {
         machine = settings.submitProtocol
         metrics = registry.map(SubmitMetrics.init(registry:))
         self.directory = directory
-        self.cardData = cardData
         self.requests = requests
         self.client = client
         self.settings = settings
@@ -289,7 +288,6 @@ public struct SubmitStage: StageHandler {
         let decision = machine.plan(snapshot(payment, view: view, gateway: gateway, requestStored: payment.status != .prepared || request != nil))
         switch decision {
         case .handOff:
-            try cardData.purge(payment.id, on: transaction)
             return .finished(.handOff(to: .notify, payment.message))
         case .wait(let code, let reason):
             throw StageFailure.transient(code: code, reason: "payment \(payment.id): \(reason)")
@@ -429,12 +427,11 @@ public struct SubmitStage: StageHandler {
                                username: username, secret: secret)
     }
 
-    /// Moves the payment to a terminal status, crypto-shreds its card data and hands it to notification.
+    /// Moves the payment to a terminal status (the trigger crypto-shreds its card data) and hands it to notification.
     private func finish(
         _ payment: PaymentRecord, as status: PaymentStatus, code: String?, detail: String?, transaction: PostgresConnection
     ) throws -> StageOutcome {
         try payments.transition(payment.id, from: payment.status, to: status, actor: Self.actor, errorCode: code, detail: detail, on: transaction)
-        try cardData.purge(payment.id, on: transaction)
         return .handOff(to: .notify, payment.message)
     }
 
@@ -443,9 +440,7 @@ public struct SubmitStage: StageHandler {
         guard case .permanent(let permanent) = failure else { return .failure(failure) }
         do {
             return .success(try database.transaction { transaction in
-                let handOff = try payments.recordFailure(permanent, on: transaction)
-                try cardData.purge(permanent.paymentId, on: transaction)
-                return .handOff(to: .notify, handOff)
+                .handOff(to: .notify, try payments.recordFailure(permanent, on: transaction))
             })
         } catch {
             return .failure(FailureClassifier.classify(error))

@@ -53,7 +53,7 @@ extension SubmitStage {
         ])
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
-            cardData: CardDataStore(vault: vault), requests: GatewayRequestStore(vault: vault),
+            requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(
                 http: http, transport: .fromEnvironment(environment, deployment: configuration.environment),
                 webservices: try webservicesTransport(environment)),

@@ -4,8 +4,9 @@ import Postgres
 /// SQL for the `payments` table and its audit trail. Stateless: every method takes the connection
 /// (usually inside a transaction) so callers decide transaction boundaries.
 ///
-/// All status changes go through ``transition(_:from:to:actor:errorCode:detail:on:)``, which checks
-/// ``PaymentStateMachine`` and then guards the same change in SQL with `WHERE status = $expected`.
+/// The one writer of `payments` and `payment_events`: this file (one payment at a time) and PaymentStore+SetBased.swift
+/// (a batch per statement). Every status a statement writes comes from a ``CheckedTransition``, so it was checked
+/// against ``PaymentStateMachine``, and the same change is guarded in SQL with `WHERE status = $expected`.
 public struct PaymentStore: Sendable {
     public init() {}
 
@@ -28,6 +29,58 @@ public struct PaymentStore: Sendable {
         return try rows.first.map(PaymentRecord.init(row:))
     }
 
+    /// What a new payment row holds besides its id; everything but the idempotency key is absent for a job that did
+    /// not decode (it is created only to record its failure).
+    public struct NewPayment: Sendable {
+        public let merchantId: String
+        public let jobId: String
+        public let jobHash: [UInt8]
+        public var orderReference: String?
+        public var amountMinor: Int64?
+        public var currency: String?
+        public var notifyURL: String?
+        /// A JSON object, for the `jsonb` column.
+        public var metadataJSON = "{}"
+
+        public init(merchantId: String, jobId: String, jobHash: [UInt8]) {
+            (self.merchantId, self.jobId, self.jobHash) = (merchantId, jobId, jobHash)
+        }
+    }
+
+    /// Creates the payment in the initial status with its first audit event, or returns `nil` if (merchant, job id)
+    /// already exists. `first_received_at` is the transaction's time.
+    public func create(_ payment: NewPayment, actor: String, on transaction: PostgresConnection) throws -> PaymentRecord? {
+        let created = CheckedTransition.creation
+        // The payment and its first audit event in one statement (one round trip).
+        let inserted = try transaction.query(
+            """
+            WITH inserted AS (
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                                      status, stage, notify_url, metadata, first_received_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, $8, $9::jsonb, now())
+                ON CONFLICT (merchant_id, job_id) DO NOTHING
+                RETURNING \(PaymentRecord.columns)),
+            event AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT id, NULL, $10::text, $11::text, $12::text FROM inserted)
+            SELECT * FROM inserted
+            """,
+            [UUID(), payment.merchantId, payment.jobId, payment.jobHash, payment.orderReference, payment.amountMinor,
+             payment.currency, payment.notifyURL, payment.metadataJSON, created.to.rawValue, created.stage.rawValue, actor])
+        return try inserted.first.map(PaymentRecord.init(row:))
+    }
+
+    /// Claims the token `transactionId` for the payment, unless another payment already holds it (a replay): the
+    /// check and the claim in one statement, and the unique constraint makes a concurrent replay lose.
+    public func claimTransactionId(_ transactionId: String, for paymentId: UUID, on transaction: PostgresConnection) throws -> Bool {
+        let claimed = try transaction.query(
+            """
+            UPDATE payments SET token_transaction_id = $2 WHERE id = $1
+              AND NOT EXISTS (SELECT 1 FROM payments WHERE token_transaction_id = $2 AND id <> $1)
+            """, [paymentId, transactionId])
+        return claimed.affectedRows == 1
+    }
+
     /// Moves a payment from `from` to `to`, recording an audit event, or reports the status it had instead.
     /// The stage follows from the new status (terminal statuses queue for notification).
     @discardableResult
@@ -35,7 +88,7 @@ public struct PaymentStore: Sendable {
         _ paymentId: UUID, from: PaymentStatus, to: PaymentStatus, actor: String,
         errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
     ) throws -> TransitionResult {
-        try PaymentStateMachine.validate(from: from, to: to)
+        let checked = try CheckedTransition(from: from, to: to)
         // The guarded update and its audit event in one statement (one round trip): the event row exists exactly
         // when the update matched.
         let updated = try connection.query(
@@ -48,7 +101,7 @@ public struct PaymentStore: Sendable {
             INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
             SELECT id, $2, $3, $4, $7, $5, $8 FROM updated
             """,
-            [paymentId, from.rawValue, to.rawValue, to.stage.rawValue, errorCode, errorCode == nil ? nil : detail, actor, detail])
+            [paymentId, from.rawValue, checked.to.rawValue, checked.stage.rawValue, errorCode, errorCode == nil ? nil : detail, actor, detail])
         guard updated.affectedRows == 1 else {
             guard let current = try load(paymentId, on: connection) else {
                 throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
@@ -80,5 +133,12 @@ public struct PaymentStore: Sendable {
         try connection.query(
             "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
             [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
+    }
+
+    /// Keeps the reconciler away from a `notify` payment until `seconds` from now (its next webhook attempt's time).
+    public func holdForRetry(_ paymentId: UUID, seconds: Double, on connection: PostgresConnection) throws {
+        try connection.query(
+            "UPDATE payments SET redriven_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1 AND stage = $3",
+            [paymentId, seconds, PaymentStage.notify.rawValue])
     }
 }

@@ -25,27 +25,7 @@ public struct Reconciler: Sendable {
     public func claimStuck(on connection: PostgresConnection) throws -> [StageMessage] {
         guard stage != .decrypt else { return [] }
         return try connection.transaction { transaction in
-            let rows = try transaction.query(
-                """
-                WITH stuck AS (
-                    SELECT id FROM payments
-                    WHERE stage = $1
-                      AND updated_at < now() - make_interval(secs => $2)
-                      AND (redriven_at IS NULL OR redriven_at < now() - make_interval(secs => $2))
-                    ORDER BY updated_at
-                    LIMIT $3
-                    FOR UPDATE SKIP LOCKED)
-                UPDATE payments p SET redriven_at = now(), redrive_count = p.redrive_count + 1
-                FROM stuck WHERE p.id = stuck.id
-                RETURNING p.id, p.merchant_id, p.job_id
-                """,
-                [stage.rawValue, stuckAfterSeconds, limit])
-            return try rows.map { row in
-                StageMessage(
-                    paymentId: try row.decode("id", as: UUID.self),
-                    merchantId: try row.decode("merchant_id", as: String.self),
-                    jobId: try row.decode("job_id", as: String.self))
-            }
+            try PaymentStore().claimStuck(in: PaymentStage(stage), idleFor: stuckAfterSeconds, limit: limit, on: transaction)
         }
     }
 

@@ -60,7 +60,7 @@ struct SubmitHarness {
     ) -> SubmitStage {
         let vault = authorize.vault
         return SubmitStage(
-            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0),
             requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: timeout), transport: .init(deployment: .sandbox)),
             settings: SubmitSettings(reconcileGrace: grace, maxInconclusiveQueries: maxQueries, paymentDeadline: deadline,
