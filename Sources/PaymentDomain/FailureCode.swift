@@ -19,6 +19,9 @@ public struct FailureCode: Sendable, Hashable, CustomStringConvertible {
         /// An operation (capture, void, refund) ends `failed` and `payment.operation_failed` is sent; the payment's
         /// money is unchanged.
         case operationFailed = "operation `failed`"
+        /// An operation whose outcome is not known stays open for an operator; nothing is sent again and no event goes
+        /// out until it is resolved.
+        case operationNeedsReview = "operation for review"
         /// An operator command refuses its input (e.g. `paypipe merchant apply`); no payment or message is involved.
         case refusedByCommand = "command refused"
 
@@ -26,7 +29,7 @@ public struct FailureCode: Sendable, Hashable, CustomStringConvertible {
         public var isReportedToMerchant: Bool {
             switch self {
             case .paymentFailed, .paymentDeclined, .needsReview, .operationFailed: true
-            case .deadLettered, .retried, .refusedByCommand: false
+            case .deadLettered, .retried, .refusedByCommand, .operationNeedsReview: false
             }
         }
     }

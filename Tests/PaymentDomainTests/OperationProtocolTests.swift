@@ -368,6 +368,65 @@ import Testing
         #expect(Self.machine.expiry(Self.snapshot(Self.suspended, now: deadline), gateway: Self.facts(.other("5")))?.code == "gateway_settlestatus_unknown")
     }
 
+    // MARK: Reconciling a lost answer
+
+    static func reconcile(_ request: OperationRequest, from lifecycle: MoneyLifecycle, _ settle: SettleStatus,
+                          queried: SettleStatus?, amount: Int64?) throws -> OperationProtocol.Reconciliation {
+        let (operation, effect) = try #require(sent(decide(request, lifecycle, settle)))
+        return machine.reconcile(operation, before: lifecycle, effect: effect,
+                                 queried: queried.map { .init(settleStatus: $0, settleBaseAmount: amount) })
+    }
+
+    /// A capture whose answer was lost: released (or settled since) at the captured amount took effect and is never
+    /// resent; still suspended at the authorised amount was not applied; anything else is for review.
+    @Test func aLostCaptureAnswerIsReconciledFromTheAuthsSettleStatusAndAmount() throws {
+        let partial = Self.request(.capture, 600)
+        for settled in [SettleStatus.pendingSettlement, .settling, .settled] {
+            #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: settled, amount: 600) == .tookEffect)
+        }
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .suspended, amount: 1000) == .notApplied)
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .suspended, amount: nil) == .notApplied)
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .suspended, amount: 600).code == "operation_state_unexpected")
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .pendingSettlement, amount: 1000).code == "operation_state_unexpected")
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .cancelled, amount: 600).code == "operation_state_unexpected")
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .pendingSettlement, amount: nil).code == "reconciliation_inconclusive")
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: .other("7"), amount: 600).code == "reconciliation_inconclusive")
+        #expect(try Self.reconcile(partial, from: Self.suspended, .suspended, queried: nil, amount: nil).code == "reconciliation_inconclusive")
+        let full = Self.request(.capture)
+        #expect(try Self.reconcile(full, from: Self.suspended, .suspended, queried: .pendingSettlement, amount: nil) == .tookEffect)
+        #expect(try Self.reconcile(full, from: Self.suspended, .suspended, queried: .settled, amount: 1000) == .tookEffect)
+        #expect(try Self.reconcile(full, from: Self.suspended, .suspended, queried: .pendingSettlement, amount: 900).code == "operation_state_unexpected")
+    }
+
+    @Test func aLostVoidAnswerIsReconciledFromTheSettleStatus() throws {
+        let void = Self.request(.void)
+        #expect(try Self.reconcile(void, from: Self.automatic, .pendingSettlement, queried: .cancelled, amount: 1000) == .tookEffect)
+        #expect(try Self.reconcile(void, from: Self.automatic, .pendingSettlement, queried: .pendingSettlement, amount: 1000) == .notApplied)
+        // Settled before the void could land: a refund is due, which a person decides.
+        #expect(try Self.reconcile(void, from: Self.automatic, .pendingSettlement, queried: .settled, amount: 1000).code == "operation_state_unexpected")
+        #expect(try Self.reconcile(void, from: Self.automatic, .pendingSettlement, queried: .settling, amount: 1000).code == "operation_state_unexpected")
+    }
+
+    @Test func aLostReductionAnswerIsReconciledFromTheSettleAmount() throws {
+        let refund = Self.request(.refund, 300)
+        #expect(try Self.reconcile(refund, from: Self.automatic, .pendingSettlement, queried: .pendingSettlement, amount: 700) == .tookEffect)
+        #expect(try Self.reconcile(refund, from: Self.automatic, .pendingSettlement, queried: .settled, amount: 700) == .tookEffect)
+        #expect(try Self.reconcile(refund, from: Self.automatic, .pendingSettlement, queried: .pendingSettlement, amount: 1000) == .notApplied)
+        #expect(try Self.reconcile(refund, from: Self.automatic, .pendingSettlement, queried: .settled, amount: 1000).code == "operation_state_unexpected")
+        #expect(try Self.reconcile(refund, from: Self.automatic, .pendingSettlement, queried: .cancelled, amount: 700).code == "operation_state_unexpected")
+        #expect(try Self.reconcile(refund, from: Self.automatic, .pendingSettlement, queried: .pendingSettlement, amount: nil).code == "reconciliation_inconclusive")
+    }
+
+    /// A lost REFUND answer never becomes a second REFUND, whatever the AUTH's record says.
+    @Test func aLostRefundAnswerGoesToReviewNeverToASecondRefund() throws {
+        for queried in [SettleStatus.settled, .pendingSettlement, .cancelled] as [SettleStatus?] + [nil] {
+            let outcome = try Self.reconcile(Self.request(.refund, 300), from: Self.lifecycle(.settled), .settled, queried: queried, amount: 1000)
+            #expect(outcome.code == "refund_outcome_unknown")
+        }
+        let entry = try #require(FailureCatalogue.entry(for: "refund_outcome_unknown"))
+        #expect(entry.outcomes == [.operationNeedsReview] && entry.isPermanent)
+    }
+
     // MARK: The values
 
     @Test func settleStatusesRoundTrip() {

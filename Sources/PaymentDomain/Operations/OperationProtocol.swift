@@ -283,3 +283,89 @@ public struct OperationProtocol: Sendable, Equatable {
         return .send(voidUpdate(gateway), effect: voidEffect(lifecycle))
     }
 }
+
+// MARK: Reconciling a lost answer
+
+extension OperationProtocol {
+    /// The AUTH as a TRANSACTIONQUERY by its `transactionreference` returned it.
+    public struct QueriedAuth: Sendable, Equatable, Hashable {
+        public var settleStatus: SettleStatus
+        /// `settlebaseamount` when the record carries one.
+        public var settleBaseAmount: Int64?
+
+        public init(settleStatus: SettleStatus, settleBaseAmount: Int64?) {
+            self.settleStatus = settleStatus
+            self.settleBaseAmount = settleBaseAmount
+        }
+    }
+
+    public enum Reconciliation: Sendable, Equatable, Hashable {
+        /// The request took effect: apply its effect; it is never sent again.
+        case tookEffect
+        /// The AUTH is exactly as before the request: it was not applied, and may be sent again by a new attempt.
+        case notApplied
+        /// The query cannot tell: query again later (the attempt protocol bounds how often, then review).
+        case inconclusive(code: String, reason: String)
+        /// Neither before nor after, or not knowable: a person must look; nothing is sent again.
+        case review(code: String, reason: String)
+
+        public var code: String? {
+            switch self {
+            case .tookEffect, .notApplied: nil
+            case .inconclusive(let code, _), .review(let code, _): code
+            }
+        }
+    }
+
+    /// What a status query says about `operation`, sent from lifecycle `before` with `effect` expected, whose answer
+    /// was lost. Only a TRANSACTIONUPDATE can be reconciled this way: the AUTH's own `settlestatus` and
+    /// `settlebaseamount` show whether it took effect. A REFUND is a new transaction, and no source confirms a query
+    /// filter that finds it by its parent (trustpayments.md §8): it is never resent automatically.
+    public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, queried: QueriedAuth?) -> Reconciliation {
+        guard case .transactionUpdate(_, let settle, let base) = operation else {
+            return .review(code: "refund_outcome_unknown",
+                           reason: "a REFUND's answer was lost and no confirmed query finds it: never resent automatically")
+        }
+        guard let queried else {
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "the query returned no AUTH record")
+        }
+        if case .other(let text) = queried.settleStatus {
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "settle status \(text)")
+        }
+        // The AUTH's settlebaseamount before the update: the authorised amount until a capture lowered it.
+        let previousAmount = before.status == .authorized ? before.authorizedAmount : before.capturedAmount
+        let state = "settle status \(queried.settleStatus.wireValue), settlebaseamount \(queried.settleBaseAmount.map(String.init) ?? "absent")"
+        func unexpected() -> Reconciliation {
+            .review(code: "operation_state_unexpected", reason: "the AUTH is neither as before nor as after the update: \(state)")
+        }
+        switch settle {
+        case .cancelled?:
+            if queried.settleStatus == .cancelled { return .tookEffect }
+            return queried.settleStatus.isUpdatable ? .notApplied : unexpected()
+        case .pendingSettlement?:
+            // A capture: suspended → released (and settling or settled since), at the captured amount when one was sent.
+            let released: Set<SettleStatus> = [.pendingSettlement, .settling, .settled]
+            let amountBefore = queried.settleBaseAmount.map { $0 == previousAmount } ?? true
+            // Still suspended: the release did not happen. Were only the amount applied, sending the same absolute
+            // values again sets nothing new.
+            if queried.settleStatus == .suspended, amountBefore { return .notApplied }
+            if base != nil, queried.settleBaseAmount == nil {
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
+            }
+            let amountAfter = base.map { queried.settleBaseAmount == $0 } ?? (queried.settleBaseAmount.map { $0 == previousAmount } ?? true)
+            if released.contains(queried.settleStatus), amountAfter { return .tookEffect }
+            return unexpected()
+        case nil:
+            // A lower settlebaseamount alone (a refund before settlement).
+            guard let base, let amount = queried.settleBaseAmount else {
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
+            }
+            if amount == base, queried.settleStatus != .cancelled { return .tookEffect }
+            if amount == previousAmount, queried.settleStatus.isUpdatable { return .notApplied }
+            return unexpected()
+        case .suspended?, .pendingManualSettlement?, .settling?, .settled?, .other?:
+            // Operations never send these (a suspension follows the AUTH, outside the lifecycle).
+            return settle == queried.settleStatus ? .tookEffect : unexpected()
+        }
+    }
+}
