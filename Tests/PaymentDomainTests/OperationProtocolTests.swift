@@ -427,6 +427,27 @@ import Testing
         #expect(entry.outcomes == [.operationNeedsReview] && entry.isPermanent)
     }
 
+    // MARK: A late AUTH on a failed payment
+
+    @Test func aLateAuthOnAFailedPaymentIsVoidedUnlessItSettled() {
+        for settle in [SettleStatus.pendingSettlement, .pendingManualSettlement, .suspended] {
+            #expect(Self.machine.lateAuthorization(Self.facts(settle), transport: .webservices) == .void(Self.update(.cancelled, nil)))
+            guard case .review(let code, let reason) = Self.machine.lateAuthorization(Self.facts(settle), transport: .jwt) else {
+                Issue.record("a jwt merchant's late AUTH is voided through an unconfirmed route"); continue
+            }
+            #expect(code == "late_authorization" && reason.contains("webservices"))
+        }
+        for settle in [SettleStatus.settling, .settled] {
+            guard case .review(let code, let reason) = Self.machine.lateAuthorization(Self.facts(settle), transport: .webservices) else {
+                Issue.record("\(settle)"); continue
+            }
+            #expect(code == "late_authorization" && reason.contains("refund is due"))
+        }
+        #expect(Self.machine.lateAuthorization(Self.facts(.cancelled), transport: .webservices) == .alreadyCancelled)
+        #expect(Self.machine.lateAuthorization(Self.facts(.other("4")), transport: .webservices)
+            == .wait(code: "gateway_settlestatus_unknown", reason: "settle status 4: reconciled by TRANSACTIONQUERY first"))
+    }
+
     // MARK: The values
 
     @Test func settleStatusesRoundTrip() {

@@ -369,3 +369,36 @@ extension OperationProtocol {
         }
     }
 }
+
+// MARK: A late AUTH on a failed payment
+
+extension OperationProtocol {
+    public enum LateAuthorization: Sendable, Equatable, Hashable {
+        /// Void it (audited, `payment.voided`): the customer is never charged for a payment reported failed.
+        case void(GatewayOperation)
+        /// The gateway already cancelled it: nothing to do.
+        case alreadyCancelled
+        /// Query again before deciding.
+        case wait(code: String, reason: String)
+        /// A person must act (`late_authorization`): it cannot be voided automatically.
+        case review(code: String, reason: String)
+    }
+
+    /// What to do about an AUTH that reconciliation found authorised on a payment PayPipe already ended `failed`
+    /// (e.g. `deadline_exceeded`). A failed void goes to review as well, decided by the caller from its answer.
+    public func lateAuthorization(_ gateway: GatewayFacts, transport: Transport) -> LateAuthorization {
+        switch gateway.settleStatus {
+        case .cancelled:
+            return .alreadyCancelled
+        case .settling, .settled:
+            return .review(code: "late_authorization", reason: "the late AUTH settled (settle status \(gateway.settleStatus.wireValue)): a refund is due")
+        case .other(let text):
+            return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+        case .pendingSettlement, .pendingManualSettlement, .suspended:
+            guard transport == .webservices else {
+                return .review(code: "late_authorization", reason: "the late AUTH cannot be voided automatically: voids need the webservices transport")
+            }
+            return .void(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil))
+        }
+    }
+}
