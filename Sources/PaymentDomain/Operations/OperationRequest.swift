@@ -76,14 +76,12 @@ public struct OperationRequest: Sendable, Equatable {
     }
 
     public static func decode(_ body: [UInt8], kind: Kind) throws(DecodingError) -> OperationRequest {
-        guard String(validating: body, as: UTF8.self) != nil else { throw .unaddressed(reason: "body is not valid UTF-8") }
         let object: JSONValue
         do {
-            object = try JSONValue.parse(body)
+            object = try PaymentJob.strictObject(body)
         } catch {
-            throw .unaddressed(reason: "body is not a JSON object: \(error)")
+            throw .unaddressed(reason: error.reason)
         }
-        guard object.isObject else { throw .unaddressed(reason: "body is not a JSON object") }
         guard let merchantId = object["merchantId"]?.stringValue, PaymentJob.isIdentifier(merchantId) else {
             throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
