@@ -5,7 +5,7 @@
 /// Not listed here: webhook attempt errors (`webhook_deliveries.error`: `timeout`, `ssrf_refused`, …, docs/notify.md),
 /// which describe one delivery attempt, not the payment.
 public enum FailureCatalogue {
-    public static let all: [FailureCode] = job + token + authorize + submit + notify + runtime
+    public static let all: [FailureCode] = job + token + authorize + submit + operations + notify + runtime
 
     /// The entry for a code as stored or sent (`gateway_70000` finds the `gateway_<errorcode>` family).
     public static func entry(for code: String) -> FailureCode? {
@@ -24,13 +24,14 @@ public enum FailureCatalogue {
     }
 
     static let job: [FailureCode] = [
-        FailureCode("malformed_job", [.deadLettered], origin: "decrypt",
-                    "the job is not strict JSON, not UTF-8, or has no valid `jobId`/`merchantId`: it cannot be tied to a payment"),
+        FailureCode("malformed_job", [.deadLettered], origin: "decrypt, operations",
+                    "the job is not strict JSON, not UTF-8, or has no valid `jobId`/`merchantId` (an operation: `operationId`/`merchantId`): it cannot be tied to a payment"),
         FailureCode("unknown_merchant", [.deadLettered], origin: "decrypt", "the job names a merchant that was never applied"),
         FailureCode("message_too_large", [.deadLettered], origin: "runtime", "the message is larger than `PAYPIPE_MAX_MESSAGE_BYTES`"),
         FailureCode("idempotency_conflict", [.deadLettered], origin: "decrypt",
                     "a job id already used with other content; the first payment is untouched"),
-        FailureCode("invalid_job", [.paymentFailed], origin: "decrypt", "a field of the job is invalid; the reason names the field"),
+        FailureCode("invalid_job", [.paymentFailed, .operationFailed], origin: "decrypt, operations",
+                    "a field of the job (or of an operation) is invalid; the reason names the field"),
     ]
 
     static let token: [FailureCode] = [
@@ -74,16 +75,17 @@ public enum FailureCatalogue {
         FailureCode("3ds_challenge_required", [.paymentDeclined], origin: "submit", "the gateway asked for a 3-D Secure challenge"),
         FailureCode("gateway_cancelled", [.paymentDeclined], origin: "submit", "the gateway authorised and cancelled (settle status 3)"),
         FailureCode("gateway_suspended", [.needsReview], origin: "submit", "the gateway authorised and suspended (settle status 2)"),
-        FailureCode("gateway_settlestatus_unknown", [.retried], origin: "submit",
-                    "an authorisation with an unknown settle status: reconciled by TRANSACTIONQUERY"),
+        FailureCode("gateway_settlestatus_unknown", [.retried], origin: "submit, operations",
+                    "an authorisation with an unknown settle status: reconciled by TRANSACTIONQUERY (before any operation on it)"),
         FailureCode("gateway_not_configured", [.paymentFailed, .needsReview], origin: "submit",
                     "the merchant has no usable gateway: failed before any AUTH, for review when an AUTH is unresolved"),
         FailureCode("missing_gateway_request", [.paymentFailed], origin: "submit", "no stored gateway request to send"),
         FailureCode("deadline_exceeded", [.paymentFailed], origin: "submit", "the payment deadline passed before any AUTH was sent"),
-        FailureCode("reconciliation_inconclusive", [.retried, .needsReview], origin: "submit",
-                    "TRANSACTIONQUERY could not establish an uncertain AUTH's outcome: retried, then for review"),
+        FailureCode("reconciliation_inconclusive", [.retried, .needsReview, .operationNeedsReview], origin: "submit, operations",
+                    "TRANSACTIONQUERY could not establish an uncertain AUTH's (or TRANSACTIONUPDATE's) outcome: retried, then for review"),
         FailureCode("attempt_state_inconsistent", [.needsReview], origin: "submit", "an AUTH attempt completed while the payment was submitting"),
-        FailureCode("late_authorization", [.needsReview], origin: "submit", "the gateway authorised a payment PayPipe had already failed"),
+        FailureCode("late_authorization", [.needsReview], origin: "submit",
+                    "the gateway authorised a payment PayPipe had already failed (once operations are wired: only when it cannot be voided automatically, e.g. it settled)"),
         FailureCode("resolved_by_operator", [.paymentFailed, .paymentDeclined], origin: "operator",
                     "an operator closed a review (`paypipe payment resolve`, as authorized, declined or failed: recorded on each); the reason is the operator's"),
         FailureCode("gateway_outcome_uncertain", [.retried], origin: "submit", "the AUTH may have been processed: reconciled before any resend"),
@@ -97,6 +99,41 @@ public enum FailureCatalogue {
         FailureCode("payment_not_prepared", [.retried], origin: "submit", "the hand-off arrived before the payment was prepared"),
         FailureCode("circuit_open", [.retried], origin: "submit, notify", "the endpoint is failing; calls to it are paused"),
         FailureCode("merchant_busy", [.retried], origin: "submit", "the merchant's concurrency limit is reached"),
+    ]
+
+    /// Capture, void and refund (docs/operations-lifecycle.md). Refusals leave the payment's money unchanged.
+    static let operations: [FailureCode] = [
+        FailureCode("operation_not_supported", [.operationFailed], origin: "operations",
+                    "the merchant's transport is `jwt`: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed, so operations need `webservices`"),
+        FailureCode("operation_conflict", [.deadLettered], origin: "operations",
+                    "an `operationId` already used by the merchant with other content (kind, payment or amount); the first operation is untouched"),
+        FailureCode("operation_in_progress", [.retried], origin: "operations",
+                    "another operation of the payment is not finished: one at a time, as an open one's amount is not yet known"),
+        FailureCode("awaiting_authorization", [.retried], origin: "operations", "the operation arrived before the payment's AUTH ended"),
+        FailureCode("awaiting_settlement", [.retried], origin: "operations",
+                    "the AUTH is settling (settle status 10): neither updatable nor refundable until settled"),
+        FailureCode("payment_not_authorized", [.operationFailed], origin: "operations",
+                    "the payment ended declined, failed or for review: there is nothing to capture, void or refund"),
+        FailureCode("payment_voided", [.operationFailed], origin: "operations", "the payment was voided (by an operation or after `captureWithin`)"),
+        FailureCode("authorization_cancelled", [.operationFailed], origin: "operations",
+                    "the gateway reports the AUTH cancelled (settle status 3) though PayPipe did not void it"),
+        FailureCode("already_captured", [.operationFailed], origin: "operations",
+                    "a capture of a payment already captured (by an earlier capture, or automatically by its AUTH): one capture per authorisation"),
+        FailureCode("authorization_expired", [.operationFailed], origin: "operations",
+                    "a capture after the authorisation's `captureWithin`: it is voided, not captured"),
+        FailureCode("payment_not_captured", [.operationFailed], origin: "operations",
+                    "a refund of a manual-capture authorisation not captured yet: void it instead"),
+        FailureCode("payment_settled", [.operationFailed], origin: "operations",
+                    "a void of a payment settled or settling: refund it instead"),
+        FailureCode("amount_exceeds_authorized", [.operationFailed], origin: "operations", "a capture above the authorised amount"),
+        FailureCode("amount_exceeds_refundable", [.operationFailed], origin: "operations",
+                    "a refund above what is left: the captured amount before settlement, the settled amount less earlier refunds after it"),
+        FailureCode("refund_outcome_unknown", [.operationNeedsReview], origin: "operations",
+                    "a REFUND's answer was lost: no confirmed query finds a REFUND by its parent, so it is never resent automatically"),
+        FailureCode("operation_state_unexpected", [.operationNeedsReview], origin: "operations",
+                    "a TRANSACTIONUPDATE's answer was lost and the queried AUTH is neither as before nor as after it"),
+        FailureCode("lifecycle_inconsistent", [.operationFailed], origin: "operations",
+                    "the gateway's settle status contradicts the payment's recorded lifecycle (e.g. settled while held suspended): refused for an operator to look at"),
     ]
 
     static let notify: [FailureCode] = [

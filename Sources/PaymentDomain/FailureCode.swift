@@ -16,14 +16,20 @@ public struct FailureCode: Sendable, Hashable, CustomStringConvertible {
         case deadLettered = "dead-lettered"
         /// The message is retried later (retry tiers, a wait or a reconnect); the payment keeps its status.
         case retried = "retried"
+        /// An operation (capture, void, refund) ends `failed` and `payment.operation_failed` is sent; the payment's
+        /// money is unchanged.
+        case operationFailed = "operation `failed`"
+        /// An operation whose outcome is not known stays open for an operator; nothing is sent again and no event goes
+        /// out until it is resolved.
+        case operationNeedsReview = "operation for review"
         /// An operator command refuses its input (e.g. `paypipe merchant apply`); no payment or message is involved.
         case refusedByCommand = "command refused"
 
         /// Whether the payment's result, with this code, is sent to the merchant.
         public var isReportedToMerchant: Bool {
             switch self {
-            case .paymentFailed, .paymentDeclined, .needsReview: true
-            case .deadLettered, .retried, .refusedByCommand: false
+            case .paymentFailed, .paymentDeclined, .needsReview, .operationFailed: true
+            case .deadLettered, .retried, .refusedByCommand, .operationNeedsReview: false
             }
         }
     }

@@ -53,16 +53,12 @@ public struct PaymentJob: Sendable, Equatable {
     /// Parsed once with the strict ``JSON/JSONValue`` parser (Foundation's `JSONSerialization` cost half of the decrypt
     /// worker's CPU). Strictness changes one edge: a body with a duplicate key is malformed (it was last-wins).
     public static func decode(_ body: [UInt8]) throws(DecodingError) -> PaymentJob {
-        guard String(validating: body, as: UTF8.self) != nil else {
-            throw .unaddressed(reason: "body is not valid UTF-8")
-        }
         let object: JSONValue
         do {
-            object = try JSONValue.parse(body)
+            object = try strictObject(body)
         } catch {
-            throw .unaddressed(reason: "body is not a JSON object: \(error)")
+            throw .unaddressed(reason: error.reason)
         }
-        guard object.isObject else { throw .unaddressed(reason: "body is not a JSON object") }
         guard let merchantId = object["merchantId"]?.stringValue, isIdentifier(merchantId) else {
             throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
@@ -130,6 +126,24 @@ public struct PaymentJob: Sendable, Equatable {
             amount: Amount(value: value, currency: currency), applePayToken: token,
             billingContact: contact(object["billingContact"]), shippingContact: contact(object["shippingContact"]),
             notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, contentHash: hash)
+    }
+
+    /// Why a message body is not a strict JSON object (the reason of its dead letter).
+    struct NotAnObject: Error {
+        let reason: String
+    }
+
+    /// A job or operation body as a strict JSON object in UTF-8.
+    static func strictObject(_ body: [UInt8]) throws(NotAnObject) -> JSONValue {
+        guard String(validating: body, as: UTF8.self) != nil else { throw NotAnObject(reason: "body is not valid UTF-8") }
+        let object: JSONValue
+        do {
+            object = try JSONValue.parse(body)
+        } catch {
+            throw NotAnObject(reason: "body is not a JSON object: \(error)")
+        }
+        guard object.isObject else { throw NotAnObject(reason: "body is not a JSON object") }
+        return object
     }
 
     /// The contract fields, canonically serialised (sorted keys), hashed.

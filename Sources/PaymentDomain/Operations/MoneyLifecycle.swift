@@ -1,0 +1,143 @@
+import Foundation
+
+/// Where an authorised payment's money is, apart from the AUTH pipeline's ``PaymentStatus`` (which still ends at
+/// `authorized`). Only operations change it (docs/operations-lifecycle.md):
+///
+///     authorized ──capture(amount)──▶ captured(amount) ──settlement──▶ settled ──refund──▶ partially_refunded | refunded
+///         │                              │   ▲ refund before settlement: a lower settlebaseamount
+///         └──────────void────────────────┴───┴──▶ voided
+public enum LifecycleStatus: String, Sendable, CaseIterable, Hashable {
+    /// Manual capture: authorised and suspended at the gateway (settle status 2); nothing is captured yet.
+    case authorized
+    /// Released for settlement (settle status 0) for ``MoneyLifecycle/capturedAmount``. An automatic-capture payment
+    /// starts here, captured in full by its AUTH.
+    case captured
+    case settled
+    case partiallyRefunded = "partially_refunded"
+    case refunded
+    case voided
+
+    /// Statuses one operation (or the settlement poll, for `captured → settled`) may lead to.
+    public var successors: Set<LifecycleStatus> {
+        switch self {
+        case .authorized: [.captured, .voided]
+        // A refund before settlement lowers the captured amount (still `captured`) or voids it all.
+        case .captured: [.captured, .settled, .voided]
+        case .settled, .partiallyRefunded: [.partiallyRefunded, .refunded]
+        case .refunded, .voided: []
+        }
+    }
+
+    public var isSettled: Bool {
+        switch self {
+        case .settled, .partiallyRefunded, .refunded: true
+        case .authorized, .captured, .voided: false
+        }
+    }
+}
+
+/// How an AUTH is settled: `automatic` is the behaviour before operations existed (the AUTH settles by itself);
+/// `manual` suspends it until a capture.
+public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
+    case automatic, manual
+}
+
+/// The gateway's settle status of the AUTH, as last learnt (its answer, a TRANSACTIONQUERY, a TRANSACTIONUPDATE).
+/// trustpayments.md §3 "Response fields" and §8: 0 pending settlement, 1 pending (manual override), 2 suspended,
+/// 3 cancelled, 10 settling, 100 settled.
+public enum SettleStatus: Sendable, Hashable {
+    case pendingSettlement, pendingManualSettlement, suspended, cancelled, settling, settled
+    /// Any other value: nothing is decided on it until a query tells more.
+    case other(String)
+
+    public init(_ text: String) {
+        switch text {
+        case "0": self = .pendingSettlement
+        case "1": self = .pendingManualSettlement
+        case "2": self = .suspended
+        case "3": self = .cancelled
+        case "10": self = .settling
+        case "100": self = .settled
+        default: self = .other(text)
+        }
+    }
+
+    public var wireValue: String {
+        switch self {
+        case .pendingSettlement: "0"
+        case .pendingManualSettlement: "1"
+        case .suspended: "2"
+        case .cancelled: "3"
+        case .settling: "10"
+        case .settled: "100"
+        case .other(let text): text
+        }
+    }
+
+    /// TRANSACTIONUPDATE changes an AUTH only while its settle status is 0, 1 or 2 (trustpayments.md §8, [doc][sdk]).
+    public var isUpdatable: Bool {
+        switch self {
+        case .pendingSettlement, .pendingManualSettlement, .suspended: true
+        case .cancelled, .settling, .settled, .other: false
+        }
+    }
+}
+
+/// The money state of one authorised payment, amounts in minor units of the payment's currency.
+public struct MoneyLifecycle: Sendable, Equatable, Hashable {
+    public var status: LifecycleStatus
+    public var captureMode: CaptureMode
+    /// The AUTH's amount: nothing is ever captured beyond it.
+    public var authorizedAmount: Int64
+    /// The amount released for settlement (the AUTH's `settlebaseamount`): 0 before a manual capture, lowered by
+    /// refunds before settlement, 0 once voided.
+    public var capturedAmount: Int64
+    /// The sum of succeeded REFUNDs (only after settlement).
+    public var refundedAmount: Int64
+    /// `captureWithin` after the authorisation: an uncaptured manual authorisation is voided after it.
+    public var captureDeadline: Date?
+
+    public init(status: LifecycleStatus, captureMode: CaptureMode, authorizedAmount: Int64, capturedAmount: Int64,
+                refundedAmount: Int64 = 0, captureDeadline: Date? = nil) {
+        self.status = status
+        self.captureMode = captureMode
+        self.authorizedAmount = authorizedAmount
+        self.capturedAmount = capturedAmount
+        self.refundedAmount = refundedAmount
+        self.captureDeadline = captureDeadline
+    }
+
+    /// The lifecycle an AUTH starts: automatic capture is captured in full; manual is authorised, nothing captured.
+    public static func afterAuthorization(amount: Int64, mode: CaptureMode, captureDeadline: Date? = nil) -> MoneyLifecycle {
+        switch mode {
+        case .automatic: MoneyLifecycle(status: .captured, captureMode: mode, authorizedAmount: amount, capturedAmount: amount)
+        case .manual: MoneyLifecycle(status: .authorized, captureMode: mode, authorizedAmount: amount, capturedAmount: 0,
+                                     captureDeadline: captureDeadline)
+        }
+    }
+
+    /// What a refund may still take: before settlement the captured amount (a refund lowers it), after it the settled
+    /// amount less the refunds made.
+    public var refundable: Int64 {
+        switch status {
+        case .captured: capturedAmount
+        case .settled, .partiallyRefunded: capturedAmount - refundedAmount
+        case .authorized, .refunded, .voided: 0
+        }
+    }
+
+    /// The invariants every state must keep (the database checks the same under the payment's lock):
+    /// captured ≤ authorised, refunded ≤ captured (= settled), nothing refunded before settlement, nothing left on a void.
+    public var isConsistent: Bool {
+        guard authorizedAmount > 0, (0...authorizedAmount).contains(capturedAmount), (0...capturedAmount).contains(refundedAmount) else {
+            return false
+        }
+        switch status {
+        case .authorized: return capturedAmount == 0 && refundedAmount == 0
+        case .captured, .settled: return capturedAmount > 0 && refundedAmount == 0
+        case .partiallyRefunded: return refundedAmount > 0 && refundedAmount < capturedAmount
+        case .refunded: return refundedAmount == capturedAmount
+        case .voided: return capturedAmount == 0 && refundedAmount == 0
+        }
+    }
+}

@@ -1,0 +1,404 @@
+import Foundation
+
+/// The money lifecycle's rules as one pure value (docs/operations-lifecycle.md): from what a transaction read under
+/// the payment's row lock (``Snapshot``) and an operation request, it decides what to send to the gateway and what the
+/// lifecycle becomes if the gateway confirms it, or why the operation is refused or must wait. A worker only carries
+/// the decision out (the attempt protocol: a committed attempt before the call, reconciliation before any resend).
+///
+/// The rules it enforces:
+/// - an `operationId` is used once per merchant: the same content again is the earlier operation (never a second
+///   gateway call), other content is a conflict;
+/// - operations need the `webservices` transport (whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed);
+/// - one operation of a payment at a time: an open one's amount is unknown until it is reconciled;
+/// - one capture per authorisation, never above the authorised amount; refunds never above what is refundable;
+/// - a TRANSACTIONUPDATE only while the AUTH's settle status is 0, 1 or 2, a REFUND only once it is settled (100);
+///   a refund before settlement is a void (all of it) or a lower `settlebaseamount` (part of it).
+public struct OperationProtocol: Sendable, Equatable {
+    public init() {}
+
+    /// How the merchant reaches the gateway.
+    public enum Transport: String, Sendable, Hashable {
+        case webservices, jwt
+    }
+
+    /// An operation already recorded under the same merchant and `operationId`.
+    public struct Record: Sendable, Equatable, Hashable {
+        public enum Status: String, Sendable, Hashable, CaseIterable {
+            case requested, succeeded, failed
+        }
+
+        public var operationId: String
+        public var kind: OperationRequest.Kind
+        public var contentHash: [UInt8]
+        public var status: Status
+        /// The failure code of a failed operation.
+        public var code: String?
+
+        public init(operationId: String, kind: OperationRequest.Kind, contentHash: [UInt8], status: Status, code: String? = nil) {
+            self.operationId = operationId
+            self.kind = kind
+            self.contentHash = contentHash
+            self.status = status
+            self.code = code
+        }
+    }
+
+    /// What the gateway is known to hold for the payment's AUTH.
+    public struct GatewayFacts: Sendable, Equatable, Hashable {
+        public var transactionReference: String
+        public var settleStatus: SettleStatus
+
+        public init(transactionReference: String, settleStatus: SettleStatus) {
+            self.transactionReference = transactionReference
+            self.settleStatus = settleStatus
+        }
+    }
+
+    /// What a transaction read, under the payment's row lock.
+    public struct Snapshot: Sendable, Equatable, Hashable {
+        public var transport: Transport
+        /// The AUTH pipeline's status.
+        public var paymentStatus: PaymentStatus
+        /// Present once the payment is `authorized`.
+        public var lifecycle: MoneyLifecycle?
+        /// The merchant's operation with the request's `operationId`, on any payment.
+        public var existing: Record?
+        /// Another operation of this payment still `requested` (its gateway attempt may be in flight).
+        public var openOperation: String?
+        /// The database's clock.
+        public var now: Date
+
+        public init(transport: Transport, paymentStatus: PaymentStatus, lifecycle: MoneyLifecycle?, existing: Record? = nil,
+                    openOperation: String? = nil, now: Date) {
+            self.transport = transport
+            self.paymentStatus = paymentStatus
+            self.lifecycle = lifecycle
+            self.existing = existing
+            self.openOperation = openOperation
+            self.now = now
+        }
+    }
+
+    /// What a gateway call, once confirmed, does to the payment, and the event reporting it.
+    public struct Effect: Sendable, Equatable, Hashable {
+        public enum Event: String, Sendable, Hashable {
+            case captured = "payment.captured"
+            case voided = "payment.voided"
+            case refunded = "payment.refunded"
+        }
+
+        public var lifecycle: MoneyLifecycle
+        /// What the gateway did, which a refund before settlement makes differ from what was requested.
+        public var event: Event
+        /// The amount the event reports: captured (or left captured), voided, or refunded by this operation.
+        public var amount: Int64
+    }
+
+    public enum Decision: Sendable, Equatable, Hashable {
+        /// The same operation again: its record stands (a `requested` one is resumed by its own attempts, a
+        /// finished one re-reported); nothing is sent.
+        case duplicate(Record)
+        /// The `operationId` was used with other content: dead-lettered (`operation_conflict`), the first untouched.
+        case conflict(Record)
+        /// Not now: retried later, nothing recorded as failed.
+        case wait(code: String, reason: String)
+        /// Refused without a call: the operation is recorded `failed` with the code and reported.
+        case refuse(code: String, reason: String)
+        /// Record the operation and a `sending` attempt, commit, then send; on the gateway's confirmation apply `effect`.
+        case send(GatewayOperation, effect: Effect)
+
+        /// The failure code the decision carries (a conflict's, a wait's or a refusal's).
+        public var code: String? {
+            switch self {
+            case .duplicate, .send: nil
+            case .conflict: "operation_conflict"
+            case .wait(let code, _), .refuse(let code, _): code
+            }
+        }
+    }
+
+    // MARK: Deciding
+
+    public func decide(_ request: OperationRequest, _ snapshot: Snapshot, gateway: GatewayFacts?) -> Decision {
+        if let existing = snapshot.existing {
+            return existing.contentHash == request.contentHash ? .duplicate(existing) : .conflict(existing)
+        }
+        guard snapshot.transport == .webservices else {
+            return .refuse(code: "operation_not_supported",
+                           reason: "\(request.kind.rawValue) needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed")
+        }
+        switch snapshot.paymentStatus {
+        case .received, .decrypted, .prepared, .submitting:
+            return .wait(code: "awaiting_authorization", reason: "the payment is still \(snapshot.paymentStatus.rawValue)")
+        case .declined, .failed, .needsReview:
+            return .refuse(code: "payment_not_authorized", reason: "the payment is \(snapshot.paymentStatus.rawValue)")
+        case .authorized:
+            break
+        }
+        guard let lifecycle = snapshot.lifecycle, let gateway else {
+            return .refuse(code: "lifecycle_inconsistent", reason: "an authorized payment without its lifecycle or gateway reference")
+        }
+        if let open = snapshot.openOperation {
+            return .wait(code: "operation_in_progress", reason: "operation \(open) of this payment is not finished")
+        }
+        if lifecycle.status == .voided {
+            return .refuse(code: "payment_voided", reason: "the payment was voided")
+        }
+        if gateway.settleStatus == .cancelled {
+            return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled (settle status 3)")
+        }
+        // The settlement poll may not have recorded a settlement the gateway already reported.
+        var current = lifecycle
+        if current.status == .captured, gateway.settleStatus == .settled { current.status = .settled }
+        // Settlement is only ever learnt from the gateway; a settled record it now contradicts is not acted on.
+        if current.status.isSettled, gateway.settleStatus != .settled {
+            if case .other(let text) = gateway.settleStatus {
+                return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+            }
+            return .refuse(code: "lifecycle_inconsistent",
+                           reason: "the payment is \(current.status.rawValue) but the gateway reports settle status \(gateway.settleStatus.wireValue)")
+        }
+        switch request.kind {
+        case .capture: return capture(request.amount, current, gateway, now: snapshot.now)
+        case .void: return void(current, gateway)
+        case .refund: return refund(request.amount, current, gateway)
+        }
+    }
+
+    private func capture(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, now: Date) -> Decision {
+        guard lifecycle.status == .authorized else {
+            let how = lifecycle.captureMode == .automatic ? "captured automatically by its AUTH" : "already captured"
+            return .refuse(code: "already_captured", reason: "the payment was \(how); one capture per authorisation")
+        }
+        if let deadline = lifecycle.captureDeadline, now >= deadline {
+            return .refuse(code: "authorization_expired", reason: "captureWithin ended at \(deadline)")
+        }
+        let captured = amount ?? lifecycle.authorizedAmount
+        guard captured <= lifecycle.authorizedAmount else {
+            return .refuse(code: "amount_exceeds_authorized",
+                           reason: "capture of \(captured) exceeds the authorised \(lifecycle.authorizedAmount)")
+        }
+        if let wait = unlessUpdatable(gateway, forSettled: "a suspended AUTH the gateway reports settled") { return wait }
+        var after = lifecycle
+        after.status = .captured
+        after.capturedAmount = captured
+        // A partial capture sets the amount and releases the rest in the same update.
+        let base = captured < lifecycle.authorizedAmount ? captured : nil
+        return .send(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .pendingSettlement, settleBaseAmount: base),
+                     effect: Effect(lifecycle: after, event: .captured, amount: captured))
+    }
+
+    private func void(_ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts) -> Decision {
+        guard !lifecycle.status.isSettled else {
+            return .refuse(code: "payment_settled", reason: "the payment is \(lifecycle.status.rawValue): refund it instead")
+        }
+        if gateway.settleStatus == .settling {
+            return .refuse(code: "payment_settled", reason: "settlement is in progress (settle status 10): refund it once settled")
+        }
+        if let wait = unlessUpdatable(gateway, forSettled: nil) { return wait }
+        return .send(voidUpdate(gateway), effect: voidEffect(lifecycle))
+    }
+
+    private func refund(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts) -> Decision {
+        switch lifecycle.status {
+        case .authorized:
+            return .refuse(code: "payment_not_captured", reason: "nothing is captured yet: void the authorisation instead")
+        case .refunded:
+            return .refuse(code: "amount_exceeds_refundable", reason: "the payment is refunded in full; nothing is left to refund")
+        case .voided:
+            return .refuse(code: "payment_voided", reason: "the payment was voided")
+        case .captured:
+            // Not settled: the gateway refuses a REFUND, so the captured amount is lowered, or all of it voided.
+            if gateway.settleStatus == .settling {
+                return .wait(code: "awaiting_settlement", reason: "settlement is in progress (settle status 10): the refund waits for it")
+            }
+            let refunded = amount ?? lifecycle.capturedAmount
+            guard refunded <= lifecycle.capturedAmount else {
+                return .refuse(code: "amount_exceeds_refundable", reason: "refund of \(refunded) exceeds the captured \(lifecycle.capturedAmount)")
+            }
+            if let wait = unlessUpdatable(gateway, forSettled: nil) { return wait }
+            if refunded == lifecycle.capturedAmount { return .send(voidUpdate(gateway), effect: voidEffect(lifecycle)) }
+            var after = lifecycle
+            after.capturedAmount -= refunded
+            return .send(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: nil, settleBaseAmount: after.capturedAmount),
+                         effect: Effect(lifecycle: after, event: .captured, amount: after.capturedAmount))
+        case .settled, .partiallyRefunded:
+            let refundable = lifecycle.refundable
+            let refunded = amount ?? refundable
+            guard refunded <= refundable else {
+                return .refuse(code: "amount_exceeds_refundable",
+                               reason: "refund of \(refunded) exceeds the \(refundable) left of the settled \(lifecycle.capturedAmount)")
+            }
+            var after = lifecycle
+            after.refundedAmount += refunded
+            after.status = after.refundedAmount == after.capturedAmount ? .refunded : .partiallyRefunded
+            // baseamount always: a REFUND without one refunds an amount no source states for a parent whose
+            // settlebaseamount was lowered, and reconciling a lost REFUND answer matches on it.
+            return .send(.refund(parentTransactionReference: gateway.transactionReference, baseAmount: refunded),
+                         effect: Effect(lifecycle: after, event: .refunded, amount: refunded))
+        }
+    }
+
+    /// Nil when a TRANSACTIONUPDATE may be sent; otherwise what to do instead.
+    private func unlessUpdatable(_ gateway: GatewayFacts, forSettled inconsistency: String?) -> Decision? {
+        switch gateway.settleStatus {
+        case .pendingSettlement, .pendingManualSettlement, .suspended:
+            return nil
+        case .other(let text):
+            return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+        case .settling:
+            return .wait(code: "awaiting_settlement", reason: "settlement is in progress (settle status 10)")
+        case .settled:
+            return .refuse(code: "lifecycle_inconsistent", reason: inconsistency ?? "the gateway reports the AUTH settled")
+        case .cancelled:
+            return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled (settle status 3)")
+        }
+    }
+
+    private func voidUpdate(_ gateway: GatewayFacts) -> GatewayOperation {
+        .transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil)
+    }
+
+    private func voidEffect(_ lifecycle: MoneyLifecycle) -> Effect {
+        var after = lifecycle
+        after.status = .voided
+        after.capturedAmount = 0
+        return Effect(lifecycle: after, event: .voided, amount: lifecycle.status == .authorized ? lifecycle.authorizedAmount : lifecycle.capturedAmount)
+    }
+
+    // MARK: Expiry
+
+    /// The automatic void of a manual authorisation not captured within `captureWithin`: nil while it is not due (not
+    /// manual, captured, voided, not yet expired) or while another operation is open; otherwise the void to send, or
+    /// why it cannot be sent now.
+    public func expiry(_ snapshot: Snapshot, gateway: GatewayFacts?) -> Decision? {
+        guard snapshot.paymentStatus == .authorized, let lifecycle = snapshot.lifecycle, lifecycle.status == .authorized,
+              let deadline = lifecycle.captureDeadline, snapshot.now >= deadline, snapshot.openOperation == nil, let gateway else {
+            return nil
+        }
+        guard snapshot.transport == .webservices else {
+            return .refuse(code: "operation_not_supported", reason: "the expiry void needs the webservices transport")
+        }
+        if let instead = unlessUpdatable(gateway, forSettled: "an expired, uncaptured AUTH the gateway reports settled") { return instead }
+        return .send(voidUpdate(gateway), effect: voidEffect(lifecycle))
+    }
+}
+
+// MARK: Reconciling a lost answer
+
+extension OperationProtocol {
+    /// The AUTH as a TRANSACTIONQUERY by its `transactionreference` returned it.
+    public struct QueriedAuth: Sendable, Equatable, Hashable {
+        public var settleStatus: SettleStatus
+        /// `settlebaseamount` when the record carries one.
+        public var settleBaseAmount: Int64?
+
+        public init(settleStatus: SettleStatus, settleBaseAmount: Int64?) {
+            self.settleStatus = settleStatus
+            self.settleBaseAmount = settleBaseAmount
+        }
+    }
+
+    public enum Reconciliation: Sendable, Equatable, Hashable {
+        /// The request took effect: apply its effect; it is never sent again.
+        case tookEffect
+        /// The AUTH is exactly as before the request: it was not applied, and may be sent again by a new attempt.
+        case notApplied
+        /// The query cannot tell: query again later (the attempt protocol bounds how often, then review).
+        case inconclusive(code: String, reason: String)
+        /// Neither before nor after, or not knowable: a person must look; nothing is sent again.
+        case review(code: String, reason: String)
+
+        public var code: String? {
+            switch self {
+            case .tookEffect, .notApplied: nil
+            case .inconclusive(let code, _), .review(let code, _): code
+            }
+        }
+    }
+
+    /// What a status query says about `operation`, sent from lifecycle `before` with `effect` expected, whose answer
+    /// was lost. Only a TRANSACTIONUPDATE can be reconciled this way: the AUTH's own `settlestatus` and
+    /// `settlebaseamount` show whether it took effect. A REFUND is a new transaction, and no source confirms a query
+    /// filter that finds it by its parent (trustpayments.md §8): it is never resent automatically.
+    public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, queried: QueriedAuth?) -> Reconciliation {
+        guard case .transactionUpdate(_, let settle, let base) = operation else {
+            return .review(code: "refund_outcome_unknown",
+                           reason: "a REFUND's answer was lost and no confirmed query finds it: never resent automatically")
+        }
+        guard let queried else {
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "the query returned no AUTH record")
+        }
+        if case .other(let text) = queried.settleStatus {
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "settle status \(text)")
+        }
+        // The AUTH's settlebaseamount before the update: the authorised amount until a capture lowered it.
+        let previousAmount = before.status == .authorized ? before.authorizedAmount : before.capturedAmount
+        let state = "settle status \(queried.settleStatus.wireValue), settlebaseamount \(queried.settleBaseAmount.map(String.init) ?? "absent")"
+        func unexpected() -> Reconciliation {
+            .review(code: "operation_state_unexpected", reason: "the AUTH is neither as before nor as after the update: \(state)")
+        }
+        switch settle {
+        case .cancelled?:
+            if queried.settleStatus == .cancelled { return .tookEffect }
+            return queried.settleStatus.isUpdatable ? .notApplied : unexpected()
+        case .pendingSettlement?:
+            // A capture: suspended → released (and settling or settled since), at the captured amount when one was sent.
+            let released: Set<SettleStatus> = [.pendingSettlement, .settling, .settled]
+            let amountBefore = queried.settleBaseAmount.map { $0 == previousAmount } ?? true
+            // Still suspended: the release did not happen. Were only the amount applied, sending the same absolute
+            // values again sets nothing new.
+            if queried.settleStatus == .suspended, amountBefore { return .notApplied }
+            if base != nil, queried.settleBaseAmount == nil {
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
+            }
+            let amountAfter = base.map { queried.settleBaseAmount == $0 } ?? (queried.settleBaseAmount.map { $0 == previousAmount } ?? true)
+            if released.contains(queried.settleStatus), amountAfter { return .tookEffect }
+            return unexpected()
+        case nil:
+            // A lower settlebaseamount alone (a refund before settlement).
+            guard let base, let amount = queried.settleBaseAmount else {
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
+            }
+            if amount == base, queried.settleStatus != .cancelled { return .tookEffect }
+            if amount == previousAmount, queried.settleStatus.isUpdatable { return .notApplied }
+            return unexpected()
+        case .suspended?, .pendingManualSettlement?, .settling?, .settled?, .other?:
+            // Operations never send these (a suspension follows the AUTH, outside the lifecycle).
+            return settle == queried.settleStatus ? .tookEffect : unexpected()
+        }
+    }
+}
+
+// MARK: A late AUTH on a failed payment
+
+extension OperationProtocol {
+    public enum LateAuthorization: Sendable, Equatable, Hashable {
+        /// Void it (audited, `payment.voided`): the customer is never charged for a payment reported failed.
+        case void(GatewayOperation)
+        /// The gateway already cancelled it: nothing to do.
+        case alreadyCancelled
+        /// Query again before deciding.
+        case wait(code: String, reason: String)
+        /// A person must act (`late_authorization`): it cannot be voided automatically.
+        case review(code: String, reason: String)
+    }
+
+    /// What to do about an AUTH that reconciliation found authorised on a payment PayPipe already ended `failed`
+    /// (e.g. `deadline_exceeded`). A failed void goes to review as well, decided by the caller from its answer.
+    public func lateAuthorization(_ gateway: GatewayFacts, transport: Transport) -> LateAuthorization {
+        switch gateway.settleStatus {
+        case .cancelled:
+            return .alreadyCancelled
+        case .settling, .settled:
+            return .review(code: "late_authorization", reason: "the late AUTH settled (settle status \(gateway.settleStatus.wireValue)): a refund is due")
+        case .other(let text):
+            return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+        case .pendingSettlement, .pendingManualSettlement, .suspended:
+            guard transport == .webservices else {
+                return .review(code: "late_authorization", reason: "the late AUTH cannot be voided automatically: voids need the webservices transport")
+            }
+            return .void(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil))
+        }
+    }
+}
