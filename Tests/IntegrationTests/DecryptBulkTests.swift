@@ -6,20 +6,18 @@ import Pipeline
 import Postgres
 import Testing
 
-/// The decrypt stage's set-based fast path (``DecryptStage/handleInBulk(_:transaction:)``) against the one-by-one
-/// path it replaces for the common case: the same batches leave the same rows and give the same outcomes, plain jobs
-/// are really settled in bulk, and every odd one is left to the one-by-one path.
+/// The decrypt stage's one path (``DecryptStage/handle(_:transaction:)``) on a batch of every kind it meets, with real
+/// tokens and a real database: the outcomes, and the rows each kind leaves. The decision table itself is
+/// ``DecryptDecisionTests`` (no services).
 extension Integration {
 @Suite struct DecryptBulkTests {
     /// A batch of every kind the decrypt stage meets, for job ids starting with `prefix`, after `prior` (processed in
-    /// an earlier batch). `plain` are the positions the bulk path must settle itself.
+    /// an earlier batch).
     struct Scenario {
         let prior: [DecryptInput]
         let batch: [DecryptInput]
-        /// The throwing kinds (unknown merchant, idempotency conflict), in a batch of their own: they abandon the
-        /// first pass of their batch, so the bulk work of that batch is rolled back and redone one by one.
-        let throwing: [DecryptInput]
-        let plain: Set<Int>
+        /// The kinds that fail as messages (unknown merchant, idempotency conflict), with a plain one.
+        let failing: [DecryptInput]
     }
 
     static func input(_ body: [UInt8]) throws -> DecryptInput {
@@ -48,12 +46,12 @@ extension Integration {
             try input(harness.job("\(p)-signature", token: harness.token { TokenDefect.corruptSignature.apply(to: &$0, sandbox: harness.sandbox) })),
             try input(harness.job("\(p)-c", token: harness.token(amount: 500, currencyNumeric: "392"), amount: 500, currency: "JPY")),  // 9 plain
         ]
-        let throwing: [DecryptInput] = [
+        let failing: [DecryptInput] = [
             try input(harness.job("\(p)-d", token: harness.token())),
             try input(harness.job("\(p)-nobody", token: harness.token(), merchantId: "nobody")),
             try input(harness.job("\(p)-b", token: harness.token(amount: 2000), amount: 2000)),   // job id reused, other content
         ]
-        return Scenario(prior: [try input(prior)], batch: batch, throwing: throwing, plain: [0, 1, 9])
+        return Scenario(prior: [try input(prior)], batch: batch, failing: failing)
     }
 
     static func jobId(_ input: DecryptInput) -> String {
@@ -76,14 +74,13 @@ extension Integration {
     }
 
     /// Runs the scenario through `stage` and returns the normalised outcomes and the rows of every job.
-    static func run<S: TransactionalStageHandler>(
-        _ stage: S, _ scenario: Scenario, prefix: String, harness: DecryptHarness
-    ) throws -> (outcomes: [String], rows: [String: PaymentSnapshot]) where S.Message == DecryptInput {
+    static func run(_ stage: DecryptStage, _ scenario: Scenario, prefix: String, harness: DecryptHarness) throws
+        -> (outcomes: [String], rows: [String: PaymentSnapshot]) {
         let database = try TestServices.database()
         defer { database.close() }
         #expect(stage.process(scenario.prior, database: database).allSatisfy { (try? $0.get()) != nil })
         var outcomes: [String] = []
-        for batch in [scenario.batch, scenario.throwing] {
+        for batch in [scenario.batch, scenario.failing] {
             for (input, result) in zip(batch, stage.process(batch, database: database)) {
                 outcomes.append(try normalized(result, job: jobId(input), prefix: prefix, on: database))
             }
@@ -96,79 +93,36 @@ extension Integration {
         return (outcomes, rows)
     }
 
-    @Test func theBulkPathLeavesTheSameRowsAndOutcomesAsOneByOne() throws {
+    @Test func aMixedBatchLeavesTheRowsOfEachKind() throws {
         let harness = try DecryptHarness()
-        let stage = harness.makeStage()
-        let bulk = try Self.run(stage, try Self.scenario(harness, prefix: "bulk"), prefix: "bulk", harness: harness)
-        let oneByOne = try Self.run(OneByOneStage(base: stage), try Self.scenario(harness, prefix: "one"), prefix: "one", harness: harness)
+        let run = try Self.run(harness.makeStage(), try Self.scenario(harness, prefix: "mixed"), prefix: "mixed", harness: harness)
 
-        #expect(bulk.outcomes == oneByOne.outcomes)
-        #expect(bulk.outcomes == [
+        #expect(run.outcomes == [
             "handOff authorize -a", "handOff authorize -b", "handOff authorize -a", "handOff notify -replay-in",
             "handOff notify -replay-across", "handOff notify -amount", "handOff authorize -prior", "handOff notify -invalid",
             "handOff notify -signature", "handOff authorize -c",
             "handOff authorize -d", "failure unknown_merchant", "failure idempotency_conflict",
         ])
-        #expect(bulk.rows.keys.sorted() == oneByOne.rows.keys.sorted())
-        #expect(bulk.rows.count == 10)
-        for (job, row) in bulk.rows.sorted(by: { $0.key < $1.key }) {
-            #expect(row == oneByOne.rows[job], "\(job)")
-        }
-        // The rows are what they should be, not merely equal.
-        let plain = try #require(bulk.rows["-a"])
+        #expect(run.rows.count == 10, "prior, a, b, replay-in, replay-across, amount, invalid, signature, c, d")
+        let plain = try #require(run.rows["-a"])
         #expect(plain.status == "decrypted" && plain.stage == "authorize" && plain.tokenClaimed && plain.cardHeld)
-        #expect(plain.events == ["NULL→received decrypt decrypt - -", "received→decrypted authorize decrypt - -"])
+        #expect(plain.events == ["NULL→received decrypt decrypt - -", "received→decrypted authorize decrypt - -"], "the duplicate wrote nothing")
         #expect(plain.card?.decrypted?.applicationPrimaryAccountNumber == "4111111111111111")
         #expect(plain.card?.billing?["addressLines"] == "1 Main St\nFlat 2")
         #expect(plain.notifyURL == "https://merchant.example/hooks/paypipe")
         #expect(plain.metadata == #"{"cart": "c-1", "channel": "app", "quote\"key": "back\\slash é"}"#)
-        #expect(bulk.rows["-replay-in"]?.errorCode == "token_replayed")
-        #expect(bulk.rows["-replay-across"]?.errorCode == "token_replayed")
-        #expect(bulk.rows["-amount"]?.errorCode == "amount_mismatch")
-        #expect(bulk.rows["-invalid"]?.errorCode == "invalid_job")
-        #expect(bulk.rows["-signature"]?.errorCode == "signature_invalid")
-        #expect(bulk.rows["-replay-in"]?.cardHeld == false)
-    }
-
-    @Test func bulkSettlesThePlainJobsAndLeavesEveryOddOneToTheOneByOnePath() throws {
-        let harness = try DecryptHarness()
-        let stage = harness.makeStage()
-        let scenario = try Self.scenario(harness, prefix: "mixed")
-        let database = try TestServices.database()
-        defer { database.close() }
-        _ = stage.process(scenario.prior, database: database)
-
-        struct RollBack: Error {}
-        var settled: [StageOutcome?] = []
-        #expect(throws: RollBack.self) {
-            try database.transaction { transaction in
-                settled = try stage.handleInBulk(scenario.batch, transaction: transaction)
-                throw RollBack()
-            }
+        #expect(run.rows["-prior"]?.events.count == 2, "the redelivery of an advanced payment wrote nothing")
+        #expect(run.rows["-b"]?.amountMinor == 1099, "the reused job id left the first payment untouched")
+        for (job, code) in [("-replay-in", "token_replayed"), ("-replay-across", "token_replayed"), ("-amount", "amount_mismatch"),
+                            ("-invalid", "invalid_job"), ("-signature", "signature_invalid")] {
+            let row = try #require(run.rows[job], "\(job)")
+            #expect(row.status == "failed" && row.stage == "notify" && row.errorCode == code, "\(job)")
+            #expect(row.events.count == 2 && row.events[0] == "NULL→received decrypt decrypt - -", "\(job)")
+            #expect(row.events[1].hasPrefix("received→failed notify pipeline \(code) "), "\(job): \(row.events)")
+            #expect(!row.tokenClaimed && !row.cardHeld, "\(job)")
         }
-        #expect(Set(settled.indices.filter { settled[$0] != nil }) == scenario.plain)
-        for index in scenario.plain {
-            guard case .handOff(.authorize, let message)? = settled[index] else {
-                Issue.record("item \(index) is not a hand-off to authorize: \(String(describing: settled[index]))")
-                continue
-            }
-            #expect(message.jobId == Self.jobId(scenario.batch[index]))
-        }
-
-        // The whole batch, bulk first then the rest one by one in the same transaction.
-        let results = stage.process(scenario.batch, database: database)
-        #expect(results.allSatisfy { (try? $0.get()) != nil })
-        let count = try database.query("SELECT count(*) AS n FROM payments WHERE job_id LIKE 'mixed-%'")[0].decode("n", as: Int64.self)
-        #expect(count == 9, "prior, a, b, replay-in, replay-across, amount, invalid, signature, c")
-        #expect(try harness.outcome("mixed-a")?.status == "decrypted")
-        #expect(try harness.outcome("mixed-replay-in")?.code == "token_replayed")
-        #expect(try harness.outcome("mixed-c")?.status == "decrypted")
-        // The duplicate of job a got a's payment back.
-        guard case .success(.handOff(.authorize, let first)) = results[0], case .success(.handOff(.authorize, let duplicate)) = results[2] else {
-            Issue.record("a and its duplicate are not both handed to authorize")
-            return
-        }
-        #expect(first == duplicate)
+        #expect(run.rows["-amount"]?.amountMinor == 1099 && run.rows["-amount"]?.currency == "GBP", "a failed job keeps its fields")
+        #expect(run.rows["-invalid"]?.amountMinor == nil, "an invalid job has only its key")
     }
 
     @Test func theCardDataIsSealedForItsPaymentAndVerifiedAtItsFirstReceivedTime() throws {

@@ -213,7 +213,8 @@ extension Integration {
         let database = try TestServices.database()
         defer { database.close() }
         #expect(try database.query("SELECT 1 FROM payments WHERE job_id = 'job-1'").count == 1)
-        #expect(try harness.base.depth("paypipe.authorize") == 2, "the duplicate re-published the same hand-off")
+        let depth = try harness.base.depth("paypipe.authorize")
+        #expect(depth == 2, "the duplicate re-published the same hand-off: \(depth)")
     }
 
     @Test func databaseDumpHoldsNoPlaintextCardData() throws {

@@ -2,6 +2,7 @@ import ApplePay
 import ApplePaySandbox
 import Foundation
 import PaymentStages
+import Pipeline
 import Testing
 
 /// The clock a token's signing time is judged against: the publish timestamp within its bounds, else first receipt.

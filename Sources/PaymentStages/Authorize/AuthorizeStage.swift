@@ -5,13 +5,14 @@ import Postgres
 
 /// Stage 2: decrypted payment → stored, ready-to-sign Trust Payments request.
 ///
-/// Per message, inside the batch transaction: lock the payment; if it is already past `decrypted` (a redelivery, a
-/// duplicate hand-off) hand off to wherever it is now; otherwise read the merchant's gateway settings and the
-/// stored card data, validate and build the claims (``TrustPaymentsClaimsBuilder``), store them encrypted in
-/// `gateway_requests`, advance `decrypted → prepared` and hand off to submit. A validation error ends the payment
-/// `failed` with its ``AuthorizeError`` code (the runtime records it and hands off to notification).
+/// Per batch, inside the batch transaction: lock the payments; a payment already past `decrypted` (a redelivery, a
+/// duplicate hand-off) is handed to wherever it is now; otherwise the merchant's gateway settings and the stored
+/// card data are validated and built into claims (``TrustPaymentsClaimsBuilder``), stored encrypted in
+/// `gateway_requests`, and the payment advances `decrypted → prepared` and is handed to submit. A validation error
+/// ends the payment `failed` with its ``AuthorizeError`` code and hands it to notification. The rules are
+/// ``Authorize/decide(_:_:merchants:now:build:)``'s (PaymentDomain).
 ///
-/// No network I/O happens here, so the whole effect is one savepoint of the batch transaction; signing happens in
+/// No network I/O happens here, so the whole effect is part of the batch transaction; signing happens in
 /// the submit stage at send time with a fresh `iat` (``TrustPaymentsClaimsBuilder/signedJWT(claims:secret:issuedAt:algorithm:)``).
 public struct AuthorizeStage: TransactionalStageHandler {
     public let stage = Stage.authorize
@@ -36,69 +37,83 @@ public struct AuthorizeStage: TransactionalStageHandler {
         try StageMessage.decode(delivery.body)
     }
 
-    public func handle(_ message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome {
-        // FOR UPDATE: two deliveries of the same payment in concurrent lanes serialise here, and the second sees
-        // the first one's result instead of building a second request.
-        guard let payment = try payments.load(message.paymentId, forUpdate: true, on: transaction) else {
-            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.paymentId) does not exist")
-        }
-        switch payment.status {
-        case .decrypted:
-            break
-        case .received:
-            // Decrypt commits the status and its hand-off together, so this is a hand-off that overtook its
-            // commit (or a hand-made message): try again later rather than act on a payment that is not ready.
-            throw StageFailure.transient(code: "payment_not_decrypted", reason: "payment \(payment.id) is still received")
-        default:
-            return .handOff(to: payment.status.stage, payment.message)
-        }
-        let request: GatewayRequest
-        do {
-            let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
-            request = try build(payment, merchant: merchant, data: try cardData.load(payment.id, on: transaction))
-        } catch let error as AuthorizeError {
-            return .failed(PaymentFailure(paymentId: payment.id, code: error.code, reason: error.reason))
-        }
-        try requests.save(request, for: payment.id, on: transaction)
-        try payments.transition(payment.id, from: .decrypted, to: .prepared, actor: "authorize", on: transaction)
-        return .handOff(to: .submit, payment.message)
-    }
-
-    /// The set-based fast path (``AuthorizeBatch``): locks the batch's payments with their card data in one
-    /// statement, builds the claims in Swift, and stores the requests, advances the payments and writes their events
-    /// in a second. Left to ``handle(_:transaction:)`` (`nil`): a payment id repeated in the batch (the later
-    /// deliveries then find it `prepared`), unknown payments, payments not `decrypted` (already advanced, or still
-    /// `received`), and every payment whose claims cannot be built (the one-by-one path records the failure).
-    public func handleInBulk(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [StageOutcome?] {
-        var firstIndex: [UUID: Int] = [:]
-        for (index, message) in messages.enumerated() where firstIndex[message.paymentId] == nil {
-            firstIndex[message.paymentId] = index
-        }
-        let locked = try AuthorizeBatch.lock(Array(firstIndex.keys), on: transaction)
-        var batch = AuthorizeBatch()
-        var merchants = BatchMerchants(directory)
-        for (index, message) in messages.enumerated() where firstIndex[message.paymentId] == index {
-            guard let row = locked[message.paymentId], let payment = try? PaymentRecord(row: row), payment.status == .decrypted else {
-                continue
+    /// The batch's one path: lock the batch's payments with their card data in one statement (``lock(_:on:)``), read
+    /// the merchants, decide (``Authorize/decide(_:_:merchants:now:build:)``, PaymentDomain) with the claims built here
+    /// (``TrustPaymentsClaimsBuilder``), then store the requests and advance the payments in one statement and fail
+    /// the rejected ones in another (only when there are any).
+    public func handle(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
+        let locked = try Self.lock(messages.map(\.paymentId), on: transaction)
+        let merchants = try directory.lookups(Set(locked.values.filter { $0.status == .decrypted }.map(\.merchantId)), on: transaction)
+        let decisions = Authorize.decide(locked, messages, merchants: merchants, now: clock()) {
+            (payment: Authorize.Locked<Row>, merchant: MerchantDirectory.Entry?, now: Date) -> Authorize.Built<GatewayRequest> in
+            let data: StoredPaymentData?
+            do {
+                data = try payment.row.card.map { try cardData.open($0, for: payment.id) } ?? nil
+            } catch {
+                return .unavailable(FailureClassifier.classify(error))
             }
-            let merchant = try merchants.entry(payment.merchantId, on: transaction)?.merchant
-            // Any error here (no card data, a validation error, a vault error) is the one-by-one path's to report.
-            guard let data = try? cardData.open(row, for: payment.id),
-                  let request = try? build(payment, merchant: merchant, data: data) else { continue }
-            batch.append(AuthorizeBatch.Row(index: index, payment: payment, request: request, sealed: try requests.seal(request, for: payment.id)))
+            do throws(AuthorizeError) {
+                return .request(try build(payment.row.record, merchant: merchant?.merchant, data: data, issuedAt: now))
+            } catch {
+                return .rejected(Rejection(code: error.code, reason: error.reason))
+            }
         }
-        let prepared = try batch.apply(on: transaction)
-        var outcomes = [StageOutcome?](repeating: nil, count: messages.count)
-        for row in batch.rows where prepared.contains(row.payment.id) {
-            outcomes[row.index] = .handOff(to: .submit, row.payment.message)
+        var prepared: [PaymentStore.PreparedRequest] = []
+        var failing: [PaymentStore.Failing] = []
+        for decision in decisions {
+            switch decision {
+            case .prepare(let message, let request):
+                prepared.append(PaymentStore.PreparedRequest(
+                    paymentId: message.paymentId, orderReference: request.orderReference, requestTypes: request.requestTypes,
+                    sealed: try requests.seal(request, for: message.paymentId)))
+            case .fail(let message, let rejection):
+                failing.append(try PaymentStore.Failing(paymentId: message.paymentId, from: .decrypted, rejection: rejection))
+            case .handOff, .reject:
+                break
+            }
         }
-        return outcomes
+        // The rows are locked and were `decrypted`: a statement that leaves one unwritten is a bug, not a race.
+        guard try payments.prepare(prepared, actor: "authorize", on: transaction).count == prepared.count,
+              try payments.fail(failing, on: transaction).count == failing.count else {
+            throw StageFailure.transient(code: "database_conflict", reason: "a locked payment of the batch changed status")
+        }
+        return decisions.map { decision in decision.outcome.map { StageOutcome.handOff(to: $0.stage, $0.message) } }
     }
 
-    /// The claims of `payment`, shared by both paths so they build exactly the same request.
-    private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?) throws(AuthorizeError) -> GatewayRequest {
+    /// What the batch read holds of a payment: its record and its unpurged card data's row (`nil` without).
+    struct Row: Sendable {
+        let record: PaymentRecord
+        let card: PostgresRow?
+    }
+
+    /// Locks the payments (`FOR UPDATE`: two deliveries of the same payment in concurrent lanes serialise here, and
+    /// the second sees the first one's result instead of building a second request) in id order, so two lanes locking
+    /// overlapping batches cannot deadlock, and reads each one's unpurged card data along (`key_id`, `nonce`,
+    /// `ciphertext` for ``CardDataStore/open(_:for:)``).
+    static func lock(_ ids: [UUID], on transaction: PostgresConnection) throws -> [UUID: Authorize.Locked<Row>] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try transaction.query(
+            """
+            SELECT \(PaymentRecord.columns), c.key_id, c.nonce, c.ciphertext
+            FROM payments p LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
+            WHERE p.id = ANY($1::uuid[])
+            ORDER BY p.id
+            FOR UPDATE OF p
+            """, [PostgresArray(Array(Set(ids)))])
+        var locked: [UUID: Authorize.Locked<Row>] = [:]
+        for row in rows {
+            let record = try PaymentRecord(row: row)
+            let card = try row.decode("key_id", as: String?.self) == nil ? nil : row
+            locked[record.id] = Authorize.Locked(
+                id: record.id, merchantId: record.merchantId, jobId: record.jobId, status: record.status, row: Row(record: record, card: card))
+        }
+        return locked
+    }
+
+    /// The claims of `payment` for its merchant.
+    private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(AuthorizeError) -> GatewayRequest {
         try TrustPaymentsClaimsBuilder.build(
             gateway: merchant?.config.gateway, jwtSecret: merchant?.secrets.jwtSecret,
-            webservicesPassword: merchant?.secrets.webservicesPassword, payment: GatewayPaymentDetails(payment), data: data, issuedAt: clock())
+            webservicesPassword: merchant?.secrets.webservicesPassword, payment: GatewayPaymentDetails(payment), data: data, issuedAt: issuedAt)
     }
 }

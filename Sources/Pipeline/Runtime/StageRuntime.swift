@@ -358,9 +358,6 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             return []
         case .success(.publish(let messages)):
             return messages
-        case .success(.failed(let failure)):
-            // `StageHandler.outcome(of:in:_:)` turns `.failed` into a notify hand-off; reaching here is a handler bug.
-            return [retryOrDeadLetter(delivery, .transient(code: "internal_error", reason: "unrecorded failure \(failure.code)"))]
         case .failure(let failure):
             switch failure {
             case .unattributable, .permanent:

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Postgres
 
 /// A status change a statement is about to write, already checked against ``PaymentStateMachine``: the only way the
@@ -39,73 +40,193 @@ public struct CheckedTransition: Sendable, Equatable {
 /// The set-based statements of ``PaymentStore``: each carries a whole batch as array parameters and writes the payments
 /// and their audit events in one statement. Every transition is a ``CheckedTransition``.
 extension PaymentStore {
-    /// A verified decrypt job to insert already `decrypted`, with the card data sealed for its id (AAD = payment id).
-    public struct DecryptedPayment: Sendable {
-        public let id: UUID
-        public let job: PaymentJob
-        /// The job's metadata as a JSON object, for the `jsonb` column.
-        public let metadataJSON: String
-        public let transactionId: String
-        public let cardData: DataVault.SealedBox
-
-        public init(id: UUID, job: PaymentJob, metadataJSON: String, transactionId: String, cardData: DataVault.SealedBox) {
-            (self.id, self.job, self.metadataJSON, self.transactionId, self.cardData) = (id, job, metadataJSON, transactionId, cardData)
+    /// The decrypt stage's batch read: the payments under the jobs' keys, and which of the tokens' `transactionId`s a
+    /// payment already holds, in one statement (no row locks: every write decrypt makes on what it read is guarded).
+    public func decryptRows(keys: [Decrypt.JobKey], transactionIds: [String], on connection: PostgresConnection) throws
+        -> (payments: [Decrypt.JobKey: Decrypt.Existing], claimed: Set<String>) {
+        guard !keys.isEmpty else { return ([:], []) }
+        let rows = try connection.query(
+            """
+            SELECT p.id, p.merchant_id, p.job_id, p.job_hash, p.status, p.first_received_at, p.token_transaction_id,
+                   (k.merchant_id IS NOT NULL) AS keyed
+            FROM payments p
+            LEFT JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, job_id) ON k.merchant_id = p.merchant_id AND k.job_id = p.job_id
+            WHERE (p.merchant_id, p.job_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) OR p.token_transaction_id = ANY($3::text[])
+            """,
+            [PostgresArray(keys.map(\.merchantId)), PostgresArray(keys.map(\.jobId)), PostgresArray(transactionIds)])
+        var payments: [Decrypt.JobKey: Decrypt.Existing] = [:]
+        var claimed: Set<String> = []
+        for row in rows {
+            if let transactionId = try row.decode("token_transaction_id", as: String?.self) { claimed.insert(transactionId) }
+            guard try row.decode("keyed", as: Bool.self) else { continue }
+            let key = Decrypt.JobKey(merchantId: try row.decode("merchant_id", as: String.self), jobId: try row.decode("job_id", as: String.self))
+            let statusText = try row.decode("status", as: String.self)
+            guard let status = PaymentStatus(rawValue: statusText) else {
+                throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
+            }
+            payments[key] = Decrypt.Existing(
+                id: try row.decode("id", as: UUID.self), key: key, jobHash: try row.decode("job_hash", as: [UInt8].self), status: status,
+                firstReceivedAt: try row.decode("first_received_at", as: Date.self))
         }
+        return (payments, claimed)
     }
 
-    /// Inserts the payments already `decrypted` with their card data and both audit events, and returns the ids of
-    /// the payments actually created.
+    /// Inserts new payments already settled (`decrypted` with their card data and claimed `transactionId`, or `failed`
+    /// with their code) with both audit events, and returns the ids of the payments actually created, in one statement.
     ///
-    /// `ON CONFLICT DO NOTHING` without an arbiter skips a row that hits *any* unique key: an existing (merchant, job
-    /// id) or a `transactionId` another payment already claimed; such a row is not settled. The events are those of
-    /// the one-by-one path: `NULL → received` (stage `decrypt`) then `received → decrypted` (stage `authorize`). Both
-    /// come from a single `INSERT … ORDER BY` — data-modifying CTEs run in no defined order relative to each other, a
-    /// sorted `INSERT … SELECT` assigns its serial ids in order — so every payment's events keep their order, and
-    /// payments follow input order. The payments are inserted sorted by (merchant, job id), so two workers inserting
-    /// overlapping jobs wait for each other in one order rather than deadlock. `receivedAt` becomes
-    /// `first_received_at`.
-    public func insertDecrypted(_ rows: [DecryptedPayment], receivedAt: Date, actor: String, on transaction: PostgresConnection) throws -> Set<UUID> {
+    /// The events are `NULL → received` (stage `decrypt`, actor `decrypt`) then `received → decrypted` (actor `decrypt`)
+    /// or `received → failed` (actor `pipeline`, with the code and reason, as every recorded failure). Both come from a
+    /// single `INSERT … ORDER BY` — data-modifying CTEs run in no defined order relative to each other, a sorted
+    /// `INSERT … SELECT` assigns its serial ids in order — so every payment's events keep their order, and payments
+    /// follow input order. The payments are inserted sorted by (merchant, job id), so two workers inserting overlapping
+    /// jobs wait for each other in one order rather than deadlock. `ON CONFLICT DO NOTHING` without an arbiter skips a
+    /// row that hits *any* unique key (a concurrent worker inserted the job, or claimed the token, after the read): the
+    /// caller finds it missing from the result. `receivedAt` becomes `first_received_at`.
+    public func insertNew(_ rows: [Decrypt.NewPayment<DataVault.SealedBox>], receivedAt: Date, on transaction: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let created = CheckedTransition.creation
-        let decrypted = try CheckedTransition(from: created.to, to: .decrypted)
+        let settled = try CheckedTransition.checkEach(rows.map { (created.to, $0.settled.status) })
+        let cards = rows.map { row -> DataVault.SealedBox? in
+            if case .decrypted(let verified) = row.settled { verified.payload } else { nil }
+        }
+        let rejections = rows.map { row -> Rejection? in
+            if case .failed(let rejection) = row.settled { rejection } else { nil }
+        }
         let inserted = try transaction.query(
             """
             WITH input AS (
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
-                                     $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[])
+                                     $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[],
+                                     $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                         notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext, n)),
+                                         notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext,
+                                         status, stage, error_code, error_message, actor, n)),
             inserted AS (
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                      status, stage, token_transaction_id, notify_url, metadata, first_received_at, updated_at)
+                                      status, stage, token_transaction_id, notify_url, metadata, error_code, error_message,
+                                      first_received_at, updated_at)
                 SELECT id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                       $16, $17, token_transaction_id, notify_url, metadata::jsonb, $14, clock_timestamp()
+                       status, stage, token_transaction_id, notify_url, metadata::jsonb, error_code, error_message,
+                       $19, clock_timestamp()
                 FROM input ORDER BY merchant_id, job_id
                 ON CONFLICT DO NOTHING
                 RETURNING id),
             card AS (
                 INSERT INTO card_data (payment_id, key_id, nonce, ciphertext)
-                SELECT input.id, input.key_id, input.nonce, input.ciphertext FROM input JOIN inserted USING (id)),
+                SELECT input.id, input.key_id, input.nonce, input.ciphertext FROM input JOIN inserted USING (id)
+                WHERE input.key_id IS NOT NULL),
             events AS (
-                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
-                SELECT input.id, step.from_status, step.to_status, step.stage, $15::text
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
+                SELECT input.id, step.from_status, step.to_status, step.stage, step.actor, step.error_code, step.detail
                 FROM input JOIN inserted USING (id)
-                CROSS JOIN (VALUES (1, NULL, $18::text, $19::text), (2, $20::text, $16::text, $17::text))
-                    AS step(n, from_status, to_status, stage)
+                CROSS JOIN LATERAL (VALUES (1, NULL, $20::text, $21::text, $22::text, NULL::text, NULL::text),
+                                           (2, $20::text, input.status, input.stage, input.actor, input.error_code, input.error_message))
+                    AS step(n, from_status, to_status, stage, actor, error_code, detail)
                 ORDER BY input.n, step.n)
             SELECT id FROM inserted
             """,
             [
-                PostgresArray(rows.map(\.id)), PostgresArray(rows.map(\.job.merchantId)), PostgresArray(rows.map(\.job.jobId)),
-                PostgresArray(rows.map(\.job.contentHash)), PostgresArray(rows.map(\.job.orderReference)),
-                PostgresArray(rows.map(\.job.amount.value)), PostgresArray(rows.map(\.job.amount.currency.code)),
-                PostgresArray(rows.map(\.job.notifyURL)), PostgresArray(rows.map(\.metadataJSON)),
-                PostgresArray(rows.map(\.transactionId)), PostgresArray(rows.map(\.cardData.keyId)),
-                PostgresArray(rows.map(\.cardData.nonce)), PostgresArray(rows.map(\.cardData.ciphertext)), receivedAt, actor,
-                decrypted.to.rawValue, decrypted.stage.rawValue, created.to.rawValue, created.stage.rawValue,
-                decrypted.from?.rawValue,
+                PostgresArray(rows.map(\.id)), PostgresArray(rows.map(\.key.merchantId)), PostgresArray(rows.map(\.key.jobId)),
+                PostgresArray(rows.map(\.jobHash)), PostgresArray(rows.map(\.job?.orderReference)),
+                PostgresArray(rows.map(\.job?.amount.value)), PostgresArray(rows.map(\.job?.amount.currency.code)),
+                PostgresArray(rows.map(\.job?.notifyURL)), PostgresArray(rows.map { Self.metadataJSON($0.job?.metadata ?? [:]) }),
+                PostgresArray(rows.map { row -> String? in
+                    if case .decrypted(let verified) = row.settled { verified.transactionId } else { nil }
+                }),
+                PostgresArray(cards.map(\.?.keyId)), PostgresArray(cards.map(\.?.nonce)), PostgresArray(cards.map(\.?.ciphertext)),
+                PostgresArray(settled.map(\.to.rawValue)), PostgresArray(settled.map(\.stage.rawValue)),
+                PostgresArray(rejections.map(\.?.code)), PostgresArray(rejections.map(\.?.reason)),
+                PostgresArray(rejections.map { $0 == nil ? Self.decryptActor : Self.failureActor }),
+                receivedAt, created.to.rawValue, created.stage.rawValue, Self.decryptActor,
             ])
         return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
+    }
+
+    static let decryptActor = "decrypt"
+    /// The actor of every recorded failure's event.
+    static let failureActor = "pipeline"
+
+    /// The job's metadata as a JSON object for the `jsonb` column (which normalises key order); written with the JSON
+    /// module rather than `JSONEncoder`, which cost more than the rest of building the row.
+    static func metadataJSON(_ metadata: [String: String]) -> String {
+        JSONValue.object(metadata.map { (key: $0.key, value: .string($0.value)) }).serializedString
+    }
+
+    /// A payment found still `received` that decrypt settles `decrypted`: claims its `transactionId`, stores its card
+    /// data and writes the event, for the payments still `received` (guarded); returns their ids.
+    public func decryptReceived(_ rows: [(id: UUID, verified: Decrypt.Verified<DataVault.SealedBox>)], on transaction: PostgresConnection) throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let decrypted = try CheckedTransition(from: .received, to: .decrypted)
+        let updated = try transaction.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::bytea[])
+                    WITH ORDINALITY AS t(id, token_transaction_id, key_id, nonce, ciphertext, n)),
+            updated AS (
+                UPDATE payments p SET status = $7, stage = $8, token_transaction_id = input.token_transaction_id,
+                       updated_at = clock_timestamp()
+                FROM input WHERE p.id = input.id AND p.status = $6
+                RETURNING p.id),
+            card AS (
+                INSERT INTO card_data (payment_id, key_id, nonce, ciphertext)
+                SELECT input.id, input.key_id, input.nonce, input.ciphertext FROM input JOIN updated USING (id)
+                ON CONFLICT (payment_id) DO UPDATE SET key_id = EXCLUDED.key_id, nonce = EXCLUDED.nonce,
+                    ciphertext = EXCLUDED.ciphertext, purged_at = NULL),
+            event AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT input.id, $6, $7, $8, $9 FROM input JOIN updated USING (id) ORDER BY input.n)
+            SELECT id FROM updated
+            """,
+            [
+                PostgresArray(rows.map(\.id)), PostgresArray(rows.map(\.verified.transactionId)),
+                PostgresArray(rows.map(\.verified.payload.keyId)), PostgresArray(rows.map(\.verified.payload.nonce)),
+                PostgresArray(rows.map(\.verified.payload.ciphertext)),
+                decrypted.from?.rawValue, decrypted.to.rawValue, decrypted.stage.rawValue, Self.decryptActor,
+            ])
+        return Set(try updated.map { try $0.decode("id", as: UUID.self) })
+    }
+
+    /// A payment a stage decided to fail: its checked transition and the rejection.
+    public struct Failing: Sendable {
+        public let paymentId: UUID
+        public let transition: CheckedTransition
+        public let rejection: Rejection
+
+        public init(paymentId: UUID, from: PaymentStatus, rejection: Rejection) throws(PaymentStateMachine.IllegalTransition) {
+            self.paymentId = paymentId
+            // A `submitting` payment may have an AUTH at the gateway: it never simply fails, a person must look.
+            self.transition = try CheckedTransition(from: from, to: from == .submitting ? .needsReview : .failed)
+            self.rejection = rejection
+        }
+    }
+
+    /// Ends the payments still in their transitions' `from` status with the rejections' codes and reasons (the event's
+    /// actor is `pipeline`, as for every recorded failure), in one statement; returns the ids of those it changed. The
+    /// `payments_terminal_purge` trigger shreds their card data and requests.
+    public func fail(_ rows: [Failing], on transaction: PostgresConnection) throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let updated = try transaction.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                    WITH ORDINALITY AS t(id, from_status, to_status, to_stage, error_code, detail, n)),
+            updated AS (
+                UPDATE payments p SET status = input.to_status, stage = input.to_stage, updated_at = clock_timestamp(),
+                       error_code = input.error_code, error_message = input.detail
+                FROM input WHERE p.id = input.id AND p.status = input.from_status
+                RETURNING p.id),
+            event AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
+                SELECT input.id, input.from_status, input.to_status, input.to_stage, $7, input.error_code, input.detail
+                FROM input JOIN updated USING (id) ORDER BY input.n)
+            SELECT id FROM updated
+            """,
+            [
+                PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map { $0.transition.from?.rawValue }),
+                PostgresArray(rows.map(\.transition.to.rawValue)), PostgresArray(rows.map(\.transition.stage.rawValue)),
+                PostgresArray(rows.map(\.rejection.code)), PostgresArray(rows.map(\.rejection.reason)), Self.failureActor,
+            ])
+        return Set(try updated.map { try $0.decode("id", as: UUID.self) })
     }
 
     /// A built gateway request to store for a payment that advances `decrypted → prepared`, sealed for it (AAD =

@@ -29,58 +29,6 @@ public struct PaymentStore: Sendable {
         return try rows.first.map(PaymentRecord.init(row:))
     }
 
-    /// What a new payment row holds besides its id; everything but the idempotency key is absent for a job that did
-    /// not decode (it is created only to record its failure).
-    public struct NewPayment: Sendable {
-        public let merchantId: String
-        public let jobId: String
-        public let jobHash: [UInt8]
-        public var orderReference: String?
-        public var amountMinor: Int64?
-        public var currency: String?
-        public var notifyURL: String?
-        /// A JSON object, for the `jsonb` column.
-        public var metadataJSON = "{}"
-
-        public init(merchantId: String, jobId: String, jobHash: [UInt8]) {
-            (self.merchantId, self.jobId, self.jobHash) = (merchantId, jobId, jobHash)
-        }
-    }
-
-    /// Creates the payment in the initial status with its first audit event, or returns `nil` if (merchant, job id)
-    /// already exists. `first_received_at` is the transaction's time.
-    public func create(_ payment: NewPayment, actor: String, on transaction: PostgresConnection) throws -> PaymentRecord? {
-        let created = CheckedTransition.creation
-        // The payment and its first audit event in one statement (one round trip).
-        let inserted = try transaction.query(
-            """
-            WITH inserted AS (
-                INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                      status, stage, notify_url, metadata, first_received_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, $8, $9::jsonb, now())
-                ON CONFLICT (merchant_id, job_id) DO NOTHING
-                RETURNING \(PaymentRecord.columns)),
-            event AS (
-                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
-                SELECT id, NULL, $10::text, $11::text, $12::text FROM inserted)
-            SELECT * FROM inserted
-            """,
-            [UUID(), payment.merchantId, payment.jobId, payment.jobHash, payment.orderReference, payment.amountMinor,
-             payment.currency, payment.notifyURL, payment.metadataJSON, created.to.rawValue, created.stage.rawValue, actor])
-        return try inserted.first.map(PaymentRecord.init(row:))
-    }
-
-    /// Claims the token `transactionId` for the payment, unless another payment already holds it (a replay): the
-    /// check and the claim in one statement, and the unique constraint makes a concurrent replay lose.
-    public func claimTransactionId(_ transactionId: String, for paymentId: UUID, on transaction: PostgresConnection) throws -> Bool {
-        let claimed = try transaction.query(
-            """
-            UPDATE payments SET token_transaction_id = $2 WHERE id = $1
-              AND NOT EXISTS (SELECT 1 FROM payments WHERE token_transaction_id = $2 AND id <> $1)
-            """, [paymentId, transactionId])
-        return claimed.affectedRows == 1
-    }
-
     /// Moves a payment from `from` to `to`, recording an audit event, or reports the status it had instead.
     /// The stage follows from the new status (terminal statuses queue for notification).
     @discardableResult

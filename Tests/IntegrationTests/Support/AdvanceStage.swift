@@ -24,27 +24,28 @@ final class AdvanceStage: TransactionalStageHandler {
         try StageMessage.decode(delivery.body)
     }
 
-    func handle(_ message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome {
-        let (fail, delay, unroutable) = controls.withLock { controls -> (Bool, Double, Bool) in
-            controls.handled += 1
-            let remaining = controls.transientFailures[message.paymentId] ?? 0
-            if remaining > 0 { controls.transientFailures[message.paymentId] = remaining - 1 }
-            return (remaining > 0, controls.delay, controls.unroutable)
-        }
-        if unroutable {
-            return .publish([AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: "nowhere",
-                                                 body: message.encoded(), mandatory: true)])
-        }
-        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
-        if fail { throw StageFailure.transient(code: "test_transient", reason: "injected transient failure") }
-        let store = PaymentStore()
-        switch try store.transition(message.paymentId, from: .decrypted, to: .prepared, actor: "test", on: transaction) {
-        case .applied, .statusWas(.prepared), .statusWas(.submitting):
-            return .handOff(to: .submit, message)
-        case .statusWas(let other) where other.isTerminal:
-            return .handOff(to: .notify, message)
-        case .statusWas(let other):
-            throw StageFailure.permanent(PaymentFailure(paymentId: message.paymentId, code: "unexpected_status", reason: "payment is \(other.rawValue)"))
+    func handle(_ batch: [StageMessage], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
+        try batch.map { message in
+            let (fail, delay, unroutable) = controls.withLock { controls -> (Bool, Double, Bool) in
+                controls.handled += 1
+                let remaining = controls.transientFailures[message.paymentId] ?? 0
+                if remaining > 0 { controls.transientFailures[message.paymentId] = remaining - 1 }
+                return (remaining > 0, controls.delay, controls.unroutable)
+            }
+            if unroutable {
+                return .success(.publish([AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: "nowhere",
+                                                              body: message.encoded(), mandatory: true)]))
+            }
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            if fail { return .failure(.transient(code: "test_transient", reason: "injected transient failure")) }
+            switch try PaymentStore().transition(message.paymentId, from: .decrypted, to: .prepared, actor: "test", on: transaction) {
+            case .applied, .statusWas(.prepared), .statusWas(.submitting):
+                return .success(.handOff(to: .submit, message))
+            case .statusWas(let other) where other.isTerminal:
+                return .success(.handOff(to: .notify, message))
+            case .statusWas(let other):
+                return .failure(.unattributable(code: "unexpected_status", reason: "payment is \(other.rawValue)"))
+            }
         }
     }
 }

@@ -48,7 +48,7 @@ struct SubmitHarness {
             try database.query("UPDATE payments SET first_received_at = now() - make_interval(secs => $2) WHERE id = $1",
                                [message.paymentId, receivedSecondsAgo])
         }
-        _ = try database.transaction { try authorize.makeStage().handle(message, transaction: $0) }
+        _ = try database.transaction { try authorize.makeStage().handle([message], transaction: $0) }
         let stored = try authorize.storedRequest(message.paymentId)
         return (message, stored?.orderReference ?? orderReference)
     }
