@@ -4,6 +4,7 @@ import PaymentStages
 import PayPipeDevTools
 import Pipeline
 import Postgres
+import Synchronization
 import Testing
 
 /// The decrypt stage's one path (``DecryptStage/handle(_:transaction:)``) on a batch of every kind it meets, with real
@@ -123,6 +124,45 @@ extension Integration {
         }
         #expect(run.rows["-amount"]?.amountMinor == 1099 && run.rows["-amount"]?.currency == "GBP", "a failed job keeps its fields")
         #expect(run.rows["-invalid"]?.amountMinor == nil, "an invalid job has only its key")
+    }
+
+    /// Two lanes with the same job: the second one's insert waits for the first one's commit and comes up short; the
+    /// batch is decided again on a fresh read and hands off the first one's payment (not a retry, not a second payment).
+    @Test func aJobInsertedConcurrentlyIsDecidedAgainOnAFreshRead() throws {
+        let harness = try DecryptHarness()
+        let stage = harness.makeStage()
+        let input = try Self.input(harness.job("race-1", token: harness.token()))
+        let first = try TestServices.database()
+        defer { first.close() }
+        try first.simpleQuery("BEGIN")
+        let firstResults = try stage.handle([input], transaction: first)
+        let secondResults = Mutex<[Result<StageOutcome, StageFailure>]?>(nil)
+        let thread = Thread {
+            guard let second = try? TestServices.database() else {
+                secondResults.withLock { $0 = [] }
+                return
+            }
+            let results = stage.process([input], database: second)
+            secondResults.withLock { $0 = results }
+            second.close()
+        }
+        thread.start()
+        try TestServices.eventually("the second insert waits for the first transaction") {
+            try secondResults.withLock { $0 != nil }
+                || !first.query("SELECT 1 FROM pg_locks WHERE NOT granted").isEmpty
+        }
+        #expect(secondResults.withLock { $0 } == nil, "the second lane waited")
+        try first.simpleQuery("COMMIT")
+        try TestServices.eventually("the second lane finished") { secondResults.withLock { $0 != nil } }
+        guard case .success(.handOff(.authorize, let message))? = firstResults.first else {
+            Issue.record("first: \(firstResults)")
+            return
+        }
+        #expect(secondResults.withLock { $0 } == [.success(.handOff(to: .authorize, message))])
+        let verification = try TestServices.database()
+        defer { verification.close() }
+        #expect(try verification.query("SELECT id FROM payments WHERE job_id = 'race-1'").count == 1)
+        #expect(try verification.query("SELECT id FROM payment_events WHERE payment_id = $1", [message.paymentId]).count == 2)
     }
 
     @Test func theCardDataIsSealedForItsPaymentAndVerifiedAtItsFirstReceivedTime() throws {
