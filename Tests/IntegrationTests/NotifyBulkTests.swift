@@ -110,30 +110,22 @@ extension Integration {
         static func messages(_ cases: [Case]) -> [NotifyMessage] {
             cases.map { item in
                 let message = StageMessage(paymentId: item.id, merchantId: "m-notify", jobId: "job-\(item.id.uuidString.prefix(8))")
-                var properties = AMQPProperties()
-                properties.messageId = "hand-off-\(item.id.uuidString.lowercased())"
-                let delivery = AMQPDelivery(
-                    body: Array("{\"paymentId\":\"\(item.id.uuidString.lowercased())\"}".utf8), properties: properties,
-                    exchange: "paypipe.stages", routingKey: "notify", redelivered: false, deliveryTag: 1, generation: 1)
-                return NotifyMessage(message: message, previousRetries: item.previousRetries, delivery: delivery)
+                let inbound = InboundMessage(body: Array("{\"paymentId\":\"\(item.id.uuidString.lowercased())\"}".utf8), to: .notify,
+                                             previousRetries: item.previousRetries)
+                return NotifyMessage(message: message, inbound: inbound)
             }
         }
 
-        /// Outcomes without what legitimately differs between two runs (the dead letter's own timestamp).
+        /// Outcomes without what legitimately differs between two runs (the exhaustion event's own time).
         static func comparable(_ results: [Result<StageOutcome, StageFailure>]) -> [Result<StageOutcome, StageFailure>] {
             results.map { result in
                 result.map { outcome in
                     guard case .publish(let messages) = outcome else { return outcome }
                     return .publish(messages.map { message in
-                        var message = message
-                        message.properties.headers[DeliveryRouter.Header.deadLetteredAt] = nil
                         // `webhook.exhausted` carries the wall-clock time of the exhaustion (and an id derived from it).
-                        if message.routingKey == OperationalEvent.Kind.webhookExhausted.rawValue {
-                            message.body = []
-                            message.properties.messageId = nil
-                            message.properties.timestamp = nil
-                        }
-                        return message
+                        guard case .event(let exchange, let type, _, _, _, let mandatory) = message,
+                              type == OperationalEvent.Kind.webhookExhausted.rawValue else { return message }
+                        return .event(exchange: exchange, type: type, id: "", body: [], timestamp: Date(timeIntervalSince1970: 0), mandatory: mandatory)
                     })
                 }
             }
@@ -236,7 +228,8 @@ extension Integration {
             }
             func published(_ role: Role) -> [AMQPOutboundMessage] {
                 guard case .success(.publish(let messages)) = result(role) else { return [] }
-                return messages
+                let router = DeliveryRouter(stage: .notify, retrySchedule: RetrySchedule(delays: [1], maxRetries: 1))
+                return messages.map { router.message(for: $0, now: Date(timeIntervalSince1970: 0)) }
             }
             func eventId(_ role: Role) -> String {
                 PaymentEvent.id(paymentId: cases[role.rawValue].id, type: PaymentEventType(status: cases[role.rawValue].status)!)

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PaymentStages
+import Pipeline
 import Testing
 
 /// The pure parts of endpoint health: the disabling rule, the token bucket and the operational events' shape.
@@ -151,9 +152,10 @@ import Testing
         #expect(data["failingSince"]?.stringValue == "2026-01-01T00:00:00.000Z")
         #expect(data["disabledAt"]?.stringValue == "2026-01-06T00:00:00.000Z")
         #expect(data["lastError"]?.stringValue == "http_503")
-        let message = event.message
+        let message = Self.router.message(for: event.message)
         #expect(message.exchange == "paypipe.results" && message.routingKey == "endpoint.disabled")
         #expect(message.properties.messageId == event.id && message.properties.persistent && !message.mandatory)
+        #expect(message.properties.type == "endpoint.disabled" && message.properties.appId == "paypipe-notify")
         #expect(OperationalEvent.endpointDisabled(endpoint, health: health).id == event.id, "the same disabling dedupes")
         var later = health
         later.disabledAt = start.addingTimeInterval(900_000)
@@ -175,6 +177,9 @@ import Testing
         #expect(data["url"]?.stringValue == "http://10.0.0.1:8080/h", "no user info")
         #expect(data["attempts"]?.int64Value == 9)
         #expect(data["lastError"]?.stringValue == "timeout")
-        #expect(event.message.routingKey == "webhook.exhausted")
+        #expect(Self.router.message(for: event.message).routingKey == "webhook.exhausted")
     }
+
+    /// The notify worker's router, which renders the stage's messages for the broker.
+    static let router = DeliveryRouter(stage: .notify, retrySchedule: RetrySchedule(delays: [1], maxRetries: 1))
 }

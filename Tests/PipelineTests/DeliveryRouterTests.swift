@@ -121,4 +121,27 @@ import Testing
         #expect(message.exchange == PipelineTopology.stagesExchange && message.routingKey == "notify" && message.mandatory)
         #expect(try StageMessage.decode(message.body) == payment)
     }
+
+    /// A handler sees a neutral ``InboundMessage`` and asks for neutral ``OutboundMessage``s; the router renders them:
+    /// an event with the worker's JSON properties, a dead letter as a copy of the very delivery with its origin.
+    @Test func handlerMessagesAreRenderedForTheBroker() throws {
+        var properties = AMQPProperties()
+        properties.timestamp = Date(timeIntervalSince1970: 1_767_225_600)
+        properties.headers[DeliveryRouter.Header.retries] = .int(9)
+        let delivery = AMQPDelivery(body: Array("{}".utf8), properties: properties, exchange: "paypipe.stages", routingKey: "submit",
+                                    redelivered: true, deliveryTag: 7, generation: 1)
+        let inbound = InboundMessage(delivery, previousRetries: router.previousRetries(of: delivery))
+        #expect(inbound.body == delivery.body && inbound.redelivered && inbound.publishedAt == properties.timestamp)
+        #expect(inbound.previousRetries == 2, "clamped to maxRetries")
+
+        let at = Date(timeIntervalSince1970: 1_767_225_601)
+        let event = router.message(for: .event(exchange: "paypipe.results", type: "payment.authorized", id: "evt_1", body: [1], timestamp: at))
+        #expect(event.exchange == "paypipe.results" && event.routingKey == "payment.authorized" && event.body == [1] && !event.mandatory)
+        #expect(event.properties.messageId == "evt_1" && event.properties.type == "payment.authorized" && event.properties.timestamp == at)
+        #expect(event.properties.persistent && event.properties.appId == "paypipe-submit" && event.properties.contentType == "application/json")
+
+        let dead = router.message(for: .deadLetter(inbound, code: "retries_exhausted", reason: "gave up"), now: at)
+        #expect(dead == router.deadLetter(delivery, code: "retries_exhausted", reason: "gave up", now: at))
+        #expect(dead.routingKey == "paypipe.submit.dlq" && dead.properties.headers[DeliveryRouter.Header.originalRoutingKey] == .string("submit"))
+    }
 }

@@ -1,4 +1,3 @@
-import AMQP
 import Foundation
 import Pipeline
 import Postgres
@@ -33,8 +32,8 @@ public struct AuthorizeStage: TransactionalStageHandler {
         self.clock = clock
     }
 
-    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
-        try StageMessage.decode(delivery.body)
+    public func decode(_ message: InboundMessage) throws(StageFailure) -> StageMessage {
+        try StageMessage.decode(message.body)
     }
 
     /// The batch's one path: lock the batch's payments with their card data in one statement (``lock(_:on:)``), read

@@ -1,4 +1,3 @@
-import AMQP
 import ApplePay
 import Foundation
 import JSON
@@ -33,9 +32,9 @@ public struct DecryptStage: TransactionalStageHandler {
             maxQueueAge: maxQueueAge, maxFutureSkew: decryptor.configuration.signingTimeMaxFutureSkew)
     }
 
-    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> DecryptInput {
+    public func decode(_ message: InboundMessage) throws(StageFailure) -> DecryptInput {
         do {
-            return .job(try PaymentJob.decode(delivery.body), publishedAt: delivery.properties.timestamp)
+            return .job(try PaymentJob.decode(message.body), publishedAt: message.publishedAt)
         } catch {
             switch error {
             case .unaddressed(let reason):

@@ -1,17 +1,16 @@
-import AMQP
 import Pipeline
 
-/// A decoded notify delivery: the hand-off plus what the stage needs of the delivery itself — how many retry
-/// tiers it has been through (`x-paypipe-retries`, to number attempts and spot the last one) and the delivery,
-/// to dead-letter it in the runtime's format when the webhook retries run out.
+/// A decoded notify delivery: the hand-off plus what the stage needs of the delivered message itself — how many retry
+/// tiers it has been through (`x-paypipe-retries`, to number attempts and spot the last one) and the message, to
+/// dead-letter it in the runtime's format when the webhook retries run out.
 public struct NotifyMessage: Sendable, Equatable {
     public let message: StageMessage
-    public let previousRetries: Int
-    public let delivery: AMQPDelivery
+    public let inbound: InboundMessage
 
-    public init(message: StageMessage, previousRetries: Int, delivery: AMQPDelivery) {
+    public var previousRetries: Int { inbound.previousRetries }
+
+    public init(message: StageMessage, inbound: InboundMessage) {
         self.message = message
-        self.previousRetries = previousRetries
-        self.delivery = delivery
+        self.inbound = inbound
     }
 }

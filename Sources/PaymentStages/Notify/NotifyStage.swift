@@ -1,4 +1,3 @@
-import AMQP
 import Dispatch
 import Foundation
 import HTTP
@@ -83,8 +82,8 @@ public struct NotifyStage: StageHandler {
         self.setBased = setBased
     }
 
-    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> NotifyMessage {
-        NotifyMessage(message: try StageMessage.decode(delivery.body), previousRetries: router.previousRetries(of: delivery), delivery: delivery)
+    public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage {
+        NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound)
     }
 
     /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
@@ -344,7 +343,7 @@ public struct NotifyStage: StageHandler {
                 // A broker redelivery may be the very delivery whose batch disabled the endpoint and crashed before
                 // publishing `endpoint.disabled`: publish it again (same id: consumers dedupe). Fresh deliveries and
                 // retry-tier copies do not, or every held delivery would repeat the event.
-                let event = item.delivery.message.delivery.redelivered
+                let event = item.delivery.message.inbound.redelivered
                     ? disabled[item.delivery.endpoint].map { OperationalEvent.endpointDisabled(item.delivery.endpoint, health: $0) } : nil
                 results[item.index] = .success(event.map { .publish([$0.message]) } ?? .completed)
             } catch {
@@ -428,7 +427,7 @@ public struct NotifyStage: StageHandler {
                 let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
                 let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
                 return .success(try finish(event, body: delivery.body, on: database, also: [
-                    router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason), exhausted.message,
+                    .deadLetter(delivery.message.inbound, code: "retries_exhausted", reason: reason), exhausted.message,
                 ]))
             }
             try deliveries.record(attempt, event: event, on: database)
@@ -479,29 +478,21 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Marks the payment done and publishes the results event (plus `also`, e.g. a dead letter).
-    private func finish(_ event: PaymentEvent, body: [UInt8]? = nil, on database: PostgresConnection, also: [AMQPOutboundMessage] = []) throws -> StageOutcome {
+    private func finish(_ event: PaymentEvent, body: [UInt8]? = nil, on database: PostgresConnection, also: [OutboundMessage] = []) throws -> StageOutcome {
         try payments.markDone(event.paymentId, deliveredStatus: event.status, on: database)
         return .publish([Self.resultMessage(event, body: body ?? event.body)] + also)
     }
 
     /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
     /// it like on `webhook-id`). Not mandatory: a results exchange nobody binds to is a valid deployment.
-    public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> AMQPOutboundMessage {
+    public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> OutboundMessage {
         resultsExchangeMessage(id: event.id, type: event.type.rawValue, body: body, timestamp: event.occurredAt)
     }
 
     /// Any event on `paypipe.results` (payment results and ``OperationalEvent``s): routing key and AMQP `type` = the
     /// event type, `message_id` = the event id, persistent, not mandatory.
-    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date) -> AMQPOutboundMessage {
-        var properties = AMQPProperties()
-        properties.contentType = "application/json"
-        properties.messageId = id
-        properties.type = type
-        properties.persistent = true
-        properties.appId = "paypipe-notify"
-        properties.timestamp = timestamp
-        return AMQPOutboundMessage(
-            exchange: PipelineTopology.resultsExchange, routingKey: type, body: body, properties: properties, mandatory: false)
+    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date) -> OutboundMessage {
+        .event(exchange: PipelineTopology.resultsExchange, type: type, id: id, body: body, timestamp: timestamp)
     }
 
     /// `scheme://host:port` of a URL: the unit of the per-endpoint concurrency limit and circuit breaker.

@@ -1,4 +1,3 @@
-import AMQP
 import Crypto
 import Foundation
 import JSON
@@ -73,7 +72,7 @@ public struct OperationalEvent: Sendable, Equatable {
     public var body: [UInt8] { json.serialized() }
 
     /// The message on `paypipe.results`, shaped like ``NotifyStage/resultMessage(_:body:)``'s.
-    public var message: AMQPOutboundMessage {
+    public var message: OutboundMessage {
         NotifyStage.resultsExchangeMessage(id: id, type: kind.rawValue, body: body, timestamp: occurredAt)
     }
 

@@ -1,4 +1,3 @@
-import AMQP
 import Foundation
 import HTTP
 import JWT
@@ -60,8 +59,8 @@ public struct SubmitStage: StageHandler {
         calls = HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call")
     }
 
-    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
-        try StageMessage.decode(delivery.body)
+    public func decode(_ message: InboundMessage) throws(StageFailure) -> StageMessage {
+        try StageMessage.decode(message.body)
     }
 
     /// A batch in rounds of three steps, none holding a transaction across the network:

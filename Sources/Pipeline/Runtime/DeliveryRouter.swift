@@ -114,6 +114,23 @@ public struct DeliveryRouter: Sendable {
             exchange: "", routingKey: stage.deadLetterQueueName, body: body, properties: properties, mandatory: true)
     }
 
+    /// What a handler's ``OutboundMessage`` is on the broker.
+    public func message(for outbound: OutboundMessage, now: Date = Date()) -> AMQPOutboundMessage {
+        switch outbound {
+        case .event(let exchange, let type, let id, let body, let timestamp, let mandatory):
+            var properties = AMQPProperties()
+            properties.contentType = "application/json"
+            properties.messageId = id
+            properties.type = type
+            properties.persistent = true
+            properties.appId = "paypipe-\(stage.rawValue)"
+            properties.timestamp = timestamp
+            return AMQPOutboundMessage(exchange: exchange, routingKey: type, body: body, properties: properties, mandatory: mandatory)
+        case .deadLetter(let inbound, let code, let reason):
+            return deadLetter(inbound.delivery, code: code, reason: reason, now: now)
+        }
+    }
+
     /// Whether `message` is already a copy for this stage's DLQ (which has nowhere further to go).
     public func isDeadLetter(_ message: AMQPOutboundMessage) -> Bool {
         message.exchange.isEmpty && message.routingKey == stage.deadLetterQueueName

@@ -1,4 +1,3 @@
-import AMQP
 import Postgres
 
 /// A stage's domain logic, free of queue mechanics.
@@ -11,8 +10,8 @@ public protocol StageHandler: Sendable, StageHandlerUpkeep {
     /// The stage this handler serves: decides the queue consumed and the labels of logs and metrics.
     var stage: Stage { get }
 
-    /// Pure decoding of a delivery. Throwing `.unattributable` dead-letters the message unread.
-    func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> Message
+    /// Pure decoding of a delivered message. Throwing `.unattributable` dead-letters the message unread.
+    func decode(_ message: InboundMessage) throws(StageFailure) -> Message
 
     /// Handles a batch of decoded messages and returns one result per message, in order.
     ///

@@ -1,5 +1,3 @@
-import AMQP
-
 /// What a handler decided for one message once its database work is done.
 public enum StageOutcome: Sendable, Equatable {
     /// Publish `message` to `stage` (with confirm) before acking.
@@ -8,5 +6,5 @@ public enum StageOutcome: Sendable, Equatable {
     case completed
     /// Publish these messages (with confirms, like hand-offs) before acking: e.g. the result event on
     /// `paypipe.results`. Used by stages whose effect is itself a message.
-    case publish([AMQPOutboundMessage])
+    case publish([OutboundMessage])
 }

@@ -222,7 +222,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                 reason: "delivered \(delivery.deliveryCount) times without being acknowledged (crash loop?)"))
         }
         do {
-            return .success(try handler.decode(delivery))
+            return .success(try handler.decode(InboundMessage(delivery, previousRetries: router.previousRetries(of: delivery))))
         } catch {
             return .failure(error)
         }
@@ -357,7 +357,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         case .success(.completed):
             return []
         case .success(.publish(let messages)):
-            return messages
+            return messages.map { router.message(for: $0) }
         case .failure(let failure):
             switch failure {
             case .unattributable, .permanent:

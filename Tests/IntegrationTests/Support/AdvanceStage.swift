@@ -20,8 +20,8 @@ final class AdvanceStage: TransactionalStageHandler {
     let stage = Stage.authorize
     let controls = Mutex(Controls())
 
-    func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> StageMessage {
-        try StageMessage.decode(delivery.body)
+    func decode(_ message: InboundMessage) throws(StageFailure) -> StageMessage {
+        try StageMessage.decode(message.body)
     }
 
     func handle(_ batch: [StageMessage], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
@@ -33,8 +33,8 @@ final class AdvanceStage: TransactionalStageHandler {
                 return (remaining > 0, controls.delay, controls.unroutable)
             }
             if unroutable {
-                return .success(.publish([AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: "nowhere",
-                                                              body: message.encoded(), mandatory: true)]))
+                return .success(.publish([.event(exchange: PipelineTopology.stagesExchange, type: "nowhere", id: message.paymentId.paymentIDText,
+                                                 body: message.encoded(), timestamp: Date(), mandatory: true)]))
             }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             if fail { return .failure(.transient(code: "test_transient", reason: "injected transient failure")) }
