@@ -27,24 +27,8 @@ public struct GatewayRequestStore: Sendable {
         }
     }
 
-    /// Stores `request` unless the payment already has one; returns whether it was inserted.
-    @discardableResult
-    public func save(_ request: GatewayRequest, for paymentId: UUID, on connection: PostgresConnection) throws -> Bool {
-        let sealed = try seal(request, for: paymentId)
-        // Request types are validated tokens (`AUTH`, `THREEDQUERY`): a comma list is a safe array transport,
-        // since the Postgres module binds scalars only.
-        let inserted = try connection.query(
-            """
-            INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext)
-            VALUES ($1, $2, string_to_array($3, ','), $4, $5, $6)
-            ON CONFLICT (payment_id) DO NOTHING
-            """,
-            [paymentId, request.orderReference, request.requestTypes.joined(separator: ","), sealed.keyId, sealed.nonce, sealed.ciphertext])
-        return inserted.affectedRows == 1
-    }
-
-    /// The sealed claims as ``save(_:for:on:)`` stores them (AAD = payment id), for set-based statements that insert
-    /// many payments' requests at once.
+    /// The sealed claims (AAD = payment id) as ``PaymentStore/prepare(_:actor:on:)`` stores them, never replacing a
+    /// stored request.
     public func seal(_ request: GatewayRequest, for paymentId: UUID) throws -> DataVault.SealedBox {
         try vault.seal(request.claims.serialized(), aad: CardDataStore.aad(paymentId))
     }

@@ -23,12 +23,6 @@ public struct PaymentStore: Sendable {
         return try rows.first.map(PaymentRecord.init(row:))
     }
 
-    public func load(merchantId: String, jobId: String, on connection: PostgresConnection) throws -> PaymentRecord? {
-        let rows = try connection.query(
-            "SELECT \(PaymentRecord.columns) FROM payments WHERE merchant_id = $1 AND job_id = $2", [merchantId, jobId])
-        return try rows.first.map(PaymentRecord.init(row:))
-    }
-
     /// Moves a payment from `from` to `to`, recording an audit event, or reports the status it had instead.
     /// The stage follows from the new status (terminal statuses queue for notification).
     @discardableResult
