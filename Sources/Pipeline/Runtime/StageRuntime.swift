@@ -27,7 +27,6 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private let hooks: RuntimeHooks
     private let amqpConfiguration: AMQPConfiguration
     private let topology: AMQPTopology
-    private let lanesDone = DispatchGroup()
     private let state = Mutex(State())
 
     struct State {
@@ -35,6 +34,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         var stopRequested = false
         var databaseHealthy = true
         var observability: ObservabilityServer?
+        /// The running components, until they are stopped.
+        var components: ComponentGroup?
     }
 
     public init(
@@ -80,42 +81,46 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         router = DeliveryRouter(stage: stage, retrySchedule: configuration.retrySchedule)
     }
 
-    /// Starts consuming, the lanes and the health/metrics server. Returns immediately.
+    /// Starts the worker's components (``ComponentGroup``), each after those it uses: the health/metrics server, the
+    /// publisher, the consumer, the reconciler, the lanes. Returns immediately.
     public func start() throws {
         let alreadyStarted = state.withLock { state -> Bool in
             defer { state.started = true }
             return state.started
         }
         guard !alreadyStarted else { return }
-        let server = try ObservabilityServer(
-            host: configuration.metricsHost, port: configuration.metricsPort, registry: metrics.registry,
-            health: { [weak self] in self?.health() ?? HealthReport(checks: ["runtime": false]) })
-        state.withLock { $0.observability = server }
-        consumer.start()
-        metrics.databaseUp(true)
-        logger.info("worker_started", [
-            ("queue", .string(handler.stage.queueName)), ("concurrency", .int(configuration.concurrency)),
-            ("prefetch", .int(Int(configuration.prefetch))), ("batchSize", .int(configuration.batchSize)),
-            ("metricsPort", .int(Int(server.port))),
+        let stage = handler.stage
+        let components = ComponentGroup([
+            ClosingComponent(name: "observability", start: { [self] in
+                let server = try ObservabilityServer(
+                    host: configuration.metricsHost, port: configuration.metricsPort, registry: metrics.registry,
+                    health: { [weak self] in self?.health() ?? HealthReport(checks: ["runtime": false]) })
+                state.withLock { $0.observability = server }
+            }, close: { [self] in state.withLock { $0.observability }?.stop() }),
+            ClosingComponent(name: "publisher", close: { [publisher] in publisher.close() }),
+            ClosingComponent(name: "consumer", start: { [self] in
+                consumer.start()
+                metrics.databaseUp(true)
+            }, close: { [consumer] in consumer.close() }),
+            ThreadsComponent(
+                name: "paypipe-\(stage.rawValue)-reconciler", count: configuration.reconcileIntervalSeconds > 0 ? 1 : 0,
+                body: { [self] _ in runReconciler() }, onStop: {}),
+            // Last, so stopped first: no new deliveries, then the lanes finish what was already delivered to them.
+            ThreadsComponent(
+                name: "paypipe-\(stage.rawValue)-lane", count: configuration.concurrency,
+                body: { [self] lane in runLane(lane) },
+                onStop: { [self] in
+                    state.withLock { $0.stopRequested = true }
+                    consumer.stopConsuming()
+                }),
         ])
-        for lane in 0..<configuration.concurrency {
-            lanesDone.enter()
-            let thread = Thread { [self] in
-                runLane(lane)
-                lanesDone.leave()
-            }
-            thread.name = "paypipe-\(handler.stage.rawValue)-lane-\(lane)"
-            thread.start()
-        }
-        if configuration.reconcileIntervalSeconds > 0 {
-            lanesDone.enter()
-            let thread = Thread { [self] in
-                runReconciler()
-                lanesDone.leave()
-            }
-            thread.name = "paypipe-\(handler.stage.rawValue)-reconciler"
-            thread.start()
-        }
+        try components.start()
+        state.withLock { $0.components = components }
+        logger.info("worker_started", [
+            ("queue", .string(stage.queueName)), ("concurrency", .int(configuration.concurrency)),
+            ("prefetch", .int(Int(configuration.prefetch))), ("batchSize", .int(configuration.batchSize)),
+            ("metricsPort", .int(Int(observabilityPort ?? 0))),
+        ])
     }
 
     /// The port `/healthz` and `/metrics` listen on (useful when configured as 0).
@@ -124,28 +129,38 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     /// Begins a graceful stop (SIGTERM): no new deliveries are taken; lanes finish what was already
     /// delivered to this worker, commit, publish and ack it, then exit.
     public func requestStop() {
-        let first = state.withLock { state -> Bool in
+        let (first, components) = state.withLock { state -> (Bool, ComponentGroup?) in
             defer { state.stopRequested = true }
-            return !state.stopRequested
+            return (!state.stopRequested, state.components)
         }
         guard first else { return }
         logger.info("worker_stopping")
-        consumer.stopConsuming()
+        components?.requestStop()
     }
 
-    /// Blocks until every lane finished (or the shutdown timeout passed), then closes connections.
-    /// Returns `true` when all in-flight work drained in time.
+    /// Stops the components in reverse order under one time limit (`PAYPIPE_SHUTDOWN_TIMEOUT`): the lanes drain, the
+    /// reconciler ends, then the consumer, the publisher and the server close. Returns `true` when all in-flight work
+    /// drained in time.
     @discardableResult
     public func waitUntilStopped() -> Bool {
-        let drained = lanesDone.wait(timeout: .now() + configuration.shutdownTimeoutSeconds) == .success
-        if !drained {
-            logger.warning("shutdown_timeout", [("timeoutSeconds", .double(configuration.shutdownTimeoutSeconds))])
+        let components = state.withLock { state -> ComponentGroup? in
+            defer { state.components = nil }
+            return state.components
         }
-        consumer.close()
-        publisher.close()
-        state.withLock { $0.observability }?.stop()
-        logger.info("worker_stopped", [("drained", .bool(drained))])
-        return drained
+        guard let components else {
+            // Never started: only the connections opened at init are to close.
+            consumer.close()
+            publisher.close()
+            return true
+        }
+        let late = components.stop(timeout: configuration.shutdownTimeoutSeconds)
+        if !late.isEmpty {
+            logger.warning("shutdown_timeout", [
+                ("timeoutSeconds", .double(configuration.shutdownTimeoutSeconds)), ("components", .string(late.joined(separator: ","))),
+            ])
+        }
+        logger.info("worker_stopped", [("drained", .bool(late.isEmpty))])
+        return late.isEmpty
     }
 
     public func health() -> HealthReport {
