@@ -70,6 +70,28 @@ extension Integration {
         return (outcomes, rows)
     }
 
+    /// A plain batch costs the same four prepared statements whatever its size, as `pg_prepared_statements` counts them:
+    /// the locking read, the merchant's revalidation (the harness's cache has no TTL), the write and `COMMIT` (`BEGIN` is a simple
+    /// query, not counted).
+    @Test func aPlainBatchCostsTheSameFewStatementsWhateverItsSize() throws {
+        let harness = try AuthorizeHarness()
+        defer { harness.tearDown() }
+        try AuthorizeStageTests.applyStandardMerchants(harness)
+        let stage = harness.makeStage()
+        let database = try harness.database()
+        defer { database.close() }
+        for size in [1, 12] {
+            let batch = try (0..<size).map { index in
+                try harness.insertPayment(merchantId: "authz-md", amount: 2000, currency: "GBP", orderReference: "ORDER-\(size)-\(index)",
+                                          data: AuthorizeStageTests.stored())
+            }
+            let run = try StatementCounter.counting(on: database) { stage.process(batch, database: database) }
+            #expect(run.value == batch.map { .success(.handOff(to: .submit, $0)) })
+            print("authorize statements per plain batch of \(size): \(run.statements)")
+            #expect(run.statements == 4, "batch of \(size)")
+        }
+    }
+
     @Test func aMixedBatchLeavesTheRowsOfEachKind() throws {
         let harness = try AuthorizeHarness()
         defer { harness.tearDown() }

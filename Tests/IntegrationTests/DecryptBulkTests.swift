@@ -126,6 +126,23 @@ extension Integration {
         #expect(run.rows["-invalid"]?.amountMinor == nil, "an invalid job has only its key")
     }
 
+    /// A plain batch costs the same four prepared statements whatever its size, as `pg_prepared_statements` counts them:
+    /// the read, the merchant's revalidation (the harness's cache has no TTL), the write and `COMMIT` (`BEGIN` is a simple
+    /// query, not counted).
+    @Test func aPlainBatchCostsTheSameFewStatementsWhateverItsSize() throws {
+        let harness = try DecryptHarness()
+        let stage = harness.makeStage()
+        let database = try TestServices.database()
+        defer { database.close() }
+        for size in [1, 12] {
+            let batch = try (0..<size).map { try Self.input(harness.job("count-\(size)-\($0)", token: harness.token(pan: "41111111111111\(10 + $0)"))) }
+            let run = try StatementCounter.counting(on: database) { stage.process(batch, database: database) }
+            #expect(run.value.allSatisfy { if case .success(.handOff(.authorize, _)) = $0 { true } else { false } })
+            print("decrypt statements per plain batch of \(size): \(run.statements)")
+            #expect(run.statements == 4, "batch of \(size)")
+        }
+    }
+
     /// Two lanes with the same job: the second one's insert waits for the first one's commit and comes up short; the
     /// batch is decided again on a fresh read and hands off the first one's payment (not a retry, not a second payment).
     @Test func aJobInsertedConcurrentlyIsDecidedAgainOnAFreshRead() throws {
