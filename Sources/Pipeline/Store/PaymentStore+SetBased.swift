@@ -41,24 +41,27 @@ public struct CheckedTransition: Sendable, Equatable {
 /// and their audit events in one statement. Every transition is a ``CheckedTransition``.
 extension PaymentStore {
     /// The decrypt stage's batch read: the payments under the jobs' keys, and which of the tokens' `transactionId`s a
-    /// payment already holds, in one statement (no row locks: every write decrypt makes on what it read is guarded).
+    /// payment already holds, in one statement of two index lookups (`UNION ALL`: an `OR` of the two would scan the
+    /// table); no row locks: every write decrypt makes on what it read is guarded.
     public func decryptRows(keys: [Decrypt.JobKey], transactionIds: [String], on connection: PostgresConnection) throws
         -> (payments: [Decrypt.JobKey: Decrypt.Existing], claimed: Set<String>) {
         guard !keys.isEmpty else { return ([:], []) }
         let rows = try connection.query(
             """
-            SELECT p.id, p.merchant_id, p.job_id, p.job_hash, p.status, p.first_received_at, p.token_transaction_id,
-                   (k.merchant_id IS NOT NULL) AS keyed
-            FROM payments p
-            LEFT JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, job_id) ON k.merchant_id = p.merchant_id AND k.job_id = p.job_id
-            WHERE (p.merchant_id, p.job_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) OR p.token_transaction_id = ANY($3::text[])
+            SELECT p.id, p.merchant_id, p.job_id, p.job_hash, p.status, p.first_received_at, NULL::text AS claimed
+            FROM unnest($1::text[], $2::text[]) AS k(merchant_id, job_id)
+            JOIN payments p ON p.merchant_id = k.merchant_id AND p.job_id = k.job_id
+            UNION ALL
+            SELECT NULL, NULL, NULL, NULL, NULL, NULL, token_transaction_id FROM payments WHERE token_transaction_id = ANY($3::text[])
             """,
             [PostgresArray(keys.map(\.merchantId)), PostgresArray(keys.map(\.jobId)), PostgresArray(transactionIds)])
         var payments: [Decrypt.JobKey: Decrypt.Existing] = [:]
         var claimed: Set<String> = []
         for row in rows {
-            if let transactionId = try row.decode("token_transaction_id", as: String?.self) { claimed.insert(transactionId) }
-            guard try row.decode("keyed", as: Bool.self) else { continue }
+            if let transactionId = try row.decode("claimed", as: String?.self) {
+                claimed.insert(transactionId)
+                continue
+            }
             let key = Decrypt.JobKey(merchantId: try row.decode("merchant_id", as: String.self), jobId: try row.decode("job_id", as: String.self))
             let statusText = try row.decode("status", as: String.self)
             guard let status = PaymentStatus(rawValue: statusText) else {
