@@ -100,7 +100,7 @@ public enum FuzzHarness {
             case .invalid(_, _, _, let reason): return FuzzOutcome(.job, .rejected(code: "invalid_job"), detail: reason)
             }
         }
-        _ = try? JSONEncoder().encode(job.metadata)  // stored as jsonb by locateOrCreate
+        _ = try? JSONEncoder().encode(job.metadata)  // stored as jsonb by the decrypt stage (PaymentStore.insertNew)
         return verify(.job, tokenJSON: job.applePayToken)
     }
 
