@@ -1,6 +1,5 @@
 import ApplePay
 import Foundation
-import JSON
 import Pipeline
 import Postgres
 
