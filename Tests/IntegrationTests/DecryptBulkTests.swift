@@ -143,6 +143,42 @@ extension Integration {
         }
     }
 
+    /// The halving fallback on the real stage: a merchant deleted while the worker's cache still holds it makes the
+    /// batch's insert fail (foreign key) as a whole; the same path runs again on halves and only that job fails, as a
+    /// retryable message failure, while the others are decrypted in the same commit.
+    @Test func aWriteThatFailsForOneJobFailsThatJobAloneAfterHalving() throws {
+        let harness = try DecryptHarness()
+        let database = try TestServices.database()
+        defer { database.close() }
+        var gone = harness.sandbox.merchantDocument()
+        gone.id = "gone"
+        try MerchantStore(vault: harness.vault).apply(gone, baseDirectory: URL(fileURLWithPath: harness.sandbox.directory), deployment: .sandbox, on: database)
+        let directory = MerchantDirectory(store: MerchantStore(vault: harness.vault), ttl: 3600)
+        let stage = DecryptStage(
+            directory: directory, cardData: CardDataStore(vault: harness.vault),
+            decryptor: ApplePayDecryptor(configuration: ApplePayVerifierConfiguration(trustRoot: harness.sandbox.pki.trustRoot)))
+        // Warm the cache with the merchant, then delete it behind the worker's back.
+        #expect(try directory.entry("gone", on: database) != nil)
+        try database.query("DELETE FROM merchants WHERE id = 'gone'")
+
+        let batch = try [
+            Self.input(harness.job("halve-1", token: harness.token(pan: "4000000000000010"))),
+            Self.input(harness.job("halve-2", token: harness.token(pan: "4000000000000028"))),
+            Self.input(harness.job("halve-gone", token: harness.token(pan: "4000000000000036"), merchantId: "gone")),
+            Self.input(harness.job("halve-3", token: harness.token(pan: "4000000000000044"))),
+        ]
+        let results = stage.process(batch, database: database)
+        #expect(results.map { result -> String in
+            switch result {
+            case .success(.handOff(let stage, let message)): "\(stage.rawValue) \(message.jobId)"
+            case .success(let other): "\(other)"
+            case .failure(let failure): "failure \(failure.code)"
+            }
+        } == ["authorize halve-1", "authorize halve-2", "failure database_error", "authorize halve-3"])
+        #expect(try harness.outcome("halve-1")?.status == "decrypted" && harness.outcome("halve-3")?.status == "decrypted")
+        #expect(try harness.outcome("halve-gone") == nil)
+    }
+
     /// Two lanes with the same job: the second one's insert waits for the first one's commit and comes up short; the
     /// batch is decided again on a fresh read and hands off the first one's payment (not a retry, not a second payment).
     @Test func aJobInsertedConcurrentlyIsDecidedAgainOnAFreshRead() throws {
