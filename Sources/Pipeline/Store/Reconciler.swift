@@ -90,8 +90,8 @@ public struct FailureTally: Sendable {
         let rows = try connection.query(
             """
             SELECT from_status, coalesce(error_code, 'unknown') AS code FROM payment_events
-            WHERE id > $1 AND id <= $2 AND to_status = 'failed'
-            """, [after, end])
+            WHERE id > $1 AND id <= $2 AND to_status = $3
+            """, [after, end, PaymentStatus.failed.rawValue])
         lastEventId = end
         var counts: [String: Int] = [:]
         for row in rows {
