@@ -124,6 +124,12 @@ extension Integration {
         }
         #expect(run.rows["-amount"]?.amountMinor == 1099 && run.rows["-amount"]?.currency == "GBP", "a failed job keeps its fields")
         #expect(run.rows["-invalid"]?.amountMinor == nil, "an invalid job has only its key")
+        let database = try TestServices.database()
+        defer { database.close() }
+        let clocks = try database.query(
+            "SELECT count(DISTINCT first_received_at) AS n FROM payments WHERE job_id = ANY($1::text[])",
+            [PostgresArray(["a", "b", "replay-in", "replay-across", "amount", "invalid", "signature", "c"].map { "mixed-\($0)" })])
+        #expect(try clocks[0].decode("n", as: Int64.self) == 1, "one clock for the batch's new payments, failed ones included")
     }
 
     /// A plain batch costs the same four prepared statements whatever its size, as `pg_prepared_statements` counts them:
@@ -177,6 +183,21 @@ extension Integration {
         } == ["authorize halve-1", "authorize halve-2", "failure database_error", "authorize halve-3"])
         #expect(try harness.outcome("halve-1")?.status == "decrypted" && harness.outcome("halve-3")?.status == "decrypted")
         #expect(try harness.outcome("halve-gone") == nil)
+    }
+
+    /// One clock for a batch: a job that fails its token checks is created with the same `first_received_at` as the
+    /// plain job beside it (it used to take the transaction's time on the one-by-one path, the plain one Swift's).
+    @Test func theBatchsNewPaymentsShareOneClock() throws {
+        let harness = try DecryptHarness()
+        let database = try TestServices.database()
+        defer { database.close() }
+        let batch: [DecryptInput] = [
+            try Self.input(harness.job("clock-a", token: harness.token())),
+            try Self.input(harness.job("clock-amount", token: harness.token(amount: 1000, pan: "4000056655665556"))),
+        ]
+        #expect(harness.makeStage().process(batch, database: database).allSatisfy { (try? $0.get()) != nil })
+        let clocks = try database.query("SELECT count(DISTINCT first_received_at) AS n FROM payments WHERE job_id LIKE 'clock-%'")
+        #expect(try clocks[0].decode("n", as: Int64.self) == 1, "one clock for the batch's new payments, failed ones included")
     }
 
     /// Two lanes with the same job: the second one's insert waits for the first one's commit and comes up short; the
