@@ -14,7 +14,7 @@ import Pipeline
 ///
 /// Calls run on the ``HTTPClient`` the caller passes: the submit stage's pool threads each keep one, so the
 /// connection to the gateway stays alive between calls (a handle must stay on its thread).
-public struct TrustPaymentsClient: PaymentGateway {
+public struct TrustPaymentsClient: Sendable {
     public let http: HTTPClientConfiguration
     /// Tolerated clock difference for the answer's `iat`.
     public let clockSkew: Int64
