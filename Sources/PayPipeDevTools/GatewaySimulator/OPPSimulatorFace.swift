@@ -44,6 +44,14 @@ public final class OPPSimulatorFace: Sendable {
         guard let entity = Self.authenticatedEntity(request, fields: fields, configuration: configuration) else {
             return Self.error("800.900.300", "invalid authentication information", status: 401)
         }
+        if request.method == "POST" {
+            // For contract tests (`GET /_sim/requests`): the form as received, without the legacy password.
+            engine.ledger.capture([
+                "path": .string(request.path), "contentType": .string(request.header("Content-Type") ?? ""),
+                "bearer": .bool(request.header("Authorization")?.lowercased().hasPrefix("bearer ") == true),
+                "form": .object(body.filter { $0.key != "authentication.password" }.map { (key: $0.key, value: .string($0.value)) }),
+            ])
+        }
         let id = request.path.hasPrefix("/v1/payments/") ? String(request.path.dropFirst("/v1/payments/".count)) : nil
         switch (request.method, request.path, id) {
         case ("POST", "/v1/payments", nil):
