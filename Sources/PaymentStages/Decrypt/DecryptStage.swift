@@ -144,6 +144,14 @@ public struct DecryptStage: TransactionalStageHandler {
     /// ``handle(_:transaction:)`` and the set-based ``handleInBulk(_:transaction:)``, so both apply exactly the same checks.
     func verify(_ job: PaymentJob, merchant: MerchantDirectory.Entry, publishedAt: Date?, firstReceivedAt: Date) throws(TokenFailure) -> VerifiedToken {
         let clock = verificationClock.instant(publishedAt: publishedAt, firstReceivedAt: firstReceivedAt).instant
+        if let reason = TapPayJob.mismatch(job, connector: merchant.merchant.config.gateway?.connector) {
+            throw TokenFailure(code: "malformed_token", reason: reason)
+        }
+        if let prime = job.tapPayPrime {
+            // No token: the prime and its publish time (the prime's age is measured from it) go to authorize.
+            return VerifiedToken(transactionId: TapPayJob.transactionId(prime: prime), data: .tapPay(
+                prime: prime, publishedAt: clock, billingContact: job.billingContact, shippingContact: job.shippingContact))
+        }
         let token: ApplePayToken
         var decrypted: DecryptedPaymentData?
         do {
