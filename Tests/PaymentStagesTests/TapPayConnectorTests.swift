@@ -166,3 +166,22 @@ import Testing
         #expect(TapPayWire.operationBody(.refund(transactionId: "D1", amountMinor: 500, currency: "TWD"), partnerKey: "k")?.body["amount"] == .integer(5))
     }
 }
+
+/// What decrypt does with a TapPay job: the connector must fit the job, and the replay key never holds the prime.
+@Suite struct TapPayJobTests {
+    @Test func jobsMustFitTheMerchantsConnector() throws {
+        let token = #"{"paymentData":{"version":"EC_v1","data":"AA==","signature":"AA==","header":{"transactionId":"ab"}}}"#
+        let base = #"{"jobId":"j1","merchantId":"m1","orderReference":"o1","amount":{"value":1200,"currency":"TWD"},"#
+        let primeJob = try PaymentJob.decode(Array((base + #""tapPayPrime":"ap_test_x"}"#).utf8))
+        let tokenJob = try PaymentJob.decode(Array((base + #""applePayToken":\#(token)}"#).utf8))
+        #expect(TapPayJob.mismatch(primeJob, connector: .tapPay) == nil)
+        #expect(TapPayJob.mismatch(tokenJob, connector: .opp) == nil)
+        #expect(TapPayJob.mismatch(tokenJob, connector: nil) == nil)
+        #expect(TapPayJob.mismatch(tokenJob, connector: .tapPay) != nil)
+        #expect(TapPayJob.mismatch(primeJob, connector: .trustPayments) != nil)
+        let key = TapPayJob.transactionId(prime: "ap_test_x")
+        #expect(key.hasPrefix("tappay-prime:") && key.count == "tappay-prime:".count + 64)
+        #expect(!key.contains("ap_test_x"))
+        #expect(key != TapPayJob.transactionId(prime: "ap_test_y"))
+    }
+}
