@@ -96,7 +96,8 @@ public struct PaymentJob: Sendable, Equatable {
             throw invalid("amount.currency must be an ISO 4217 alpha-3 code")
         }
         let token: [UInt8]
-        let prime = object["tapPayPrime"]
+        // `null` reads as absent, as for the other optional members.
+        let prime = object["tapPayPrime"].flatMap { $0.isNull ? nil : $0 }
         switch object["applePayToken"] {
         case _ where prime != nil:
             guard object["applePayToken"] == nil else { throw invalid("give applePayToken or tapPayPrime, not both") }
