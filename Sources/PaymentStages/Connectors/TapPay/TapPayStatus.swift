@@ -31,6 +31,8 @@ public enum TapPayStatus {
             84: Entry(outcome: .permanentError, reason: nil, meaning: "Partner unauthorized"),
             89: Entry(outcome: .permanentError, reason: nil, meaning: "currency not supported"),
             510: Entry(outcome: .permanentError, reason: nil, meaning: "invalid amount"),
+            512: Entry(outcome: .permanentError, reason: nil, meaning: "Invalid arguments: delay_capture_in_days"),
+            514: Entry(outcome: .permanentError, reason: nil, meaning: "Out of range: delay_capture_in_days"),
             515: Entry(outcome: .permanentError, reason: nil, meaning: "Out of range: details"),
         ]
         // 501-509: missing arguments (cardholder, merchant_id, prime, currency, details, partner_key, phone_number, name, email).
