@@ -58,7 +58,7 @@ extension Integration {
         #expect(ours.count == 1)
 
         let fields = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-opp-form-\(UUID().uuidString).json")
-        let stored = JSONValue.object((request.claims.objectValue ?? []))
+        let stored = try #require(request.claims["payload"])
         try Data(stored.serialized()).write(to: fields)
         defer { try? FileManager.default.removeItem(at: fields) }
         let run = try ChildProcess.runCapturingOutput("/usr/bin/env", [

@@ -90,7 +90,8 @@ public enum OPPWire {
 
     // MARK: Requests
 
-    /// The stored authorisation request: its form fields as a JSON object of strings, in sending order, without
+    /// The stored authorisation request: its form fields as the `payload` object of strings (the stored-request shape
+    /// every connector shares with Trust Payments' claims, ``GatewayRequestStore``), in sending order, without
     /// `entityId` and `merchantTransactionId` (added at send time, ``paymentForm(_:entityId:reference:)``) and
     /// without credentials.
     /// - merchant-decrypts: `paymentBrand` (the merchant's), `card.number` (the DPAN), `card.expiryMonth`/`expiryYear`,
@@ -125,7 +126,7 @@ public enum OPPWire {
             fields.append(("applePay.paymentToken", try paymentToken(token)))
         }
         return GatewayRequest(orderReference: payment.gatewayOrderReference, requestTypes: [settings.resolvedPaymentType],
-                              claims: .object(fields.map { ($0.key, .string($0.value)) }))
+                              claims: ["payload": .object(fields.map { ($0.key, .string($0.value)) })])
     }
 
     /// `applePay.paymentToken`: the `PKPaymentToken.paymentData` JSON (version, data, signature, header) whatever form
@@ -147,7 +148,7 @@ public enum OPPWire {
     /// The form of one authorisation: `entityId`, the stored fields, then `merchantTransactionId` (the per-payment
     /// reconciliation key, AN255, at least 8 characters [secondary]).
     public static func paymentForm(_ request: GatewayRequest, entityId: String, reference: String) -> [(key: String, value: String)] {
-        let stored = (request.claims.objectValue ?? []).compactMap { entry in entry.value.stringValue.map { (key: entry.key, value: $0) } }
+        let stored = (request.claims["payload"]?.objectValue ?? []).compactMap { entry in entry.value.stringValue.map { (key: entry.key, value: $0) } }
         return [("entityId", entityId)] + stored.filter { $0.key != "entityId" && $0.key != "merchantTransactionId" }
             + [("merchantTransactionId", reference)]
     }

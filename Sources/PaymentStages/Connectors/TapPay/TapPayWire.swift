@@ -43,7 +43,8 @@ public enum TapPayWire {
 
     // MARK: Requests
 
-    /// The stored Pay-by-Prime request: every key of the body except the credentials (`partner_key`, `merchant_id`)
+    /// The stored Pay-by-Prime request (the `payload` object, the stored-request shape every connector shares): every
+    /// key of the body except the credentials (`partner_key`, `merchant_id`)
     /// and `bank_transaction_id`, which are added at send time (``payByPrimeBody(_:merchantId:partnerKey:reference:)``).
     /// `cardholder` has every key, `""` when unknown [sdk]; `order_number` is the merchant's order reference;
     /// `remember` is false (not supported for Apple Pay [doc]).
@@ -73,21 +74,21 @@ public enum TapPayWire {
         if let published = data?.tapPayPrimePublishedAt {
             body.append((publishedAtKey, .integer(Int64((published.timeIntervalSince1970 * 1000).rounded(.down)))))
         }
-        return GatewayRequest(orderReference: payment.gatewayOrderReference, requestTypes: ["pay-by-prime"], claims: .object(body))
+        return GatewayRequest(orderReference: payment.gatewayOrderReference, requestTypes: ["pay-by-prime"], claims: ["payload": .object(body)])
     }
 
     /// The body sent: `partner_key` and `merchant_id` first [sdk], the stored keys, `bank_transaction_id` (the
     /// per-payment reconciliation key; its format and length limits are [UNCONFIRMED], PayPipe's reference is at most
     /// 25 characters of `[A-Za-z0-9.-_]`), PayPipe's own member removed.
     public static func payByPrimeBody(_ request: GatewayRequest, merchantId: String, partnerKey: String, reference: String) -> JSONValue {
-        let stored = (request.claims.objectValue ?? []).filter { !["partner_key", "merchant_id", "bank_transaction_id", publishedAtKey].contains($0.key) }
+        let stored = (request.claims["payload"]?.objectValue ?? []).filter { !["partner_key", "merchant_id", "bank_transaction_id", publishedAtKey].contains($0.key) }
         return .object([("partner_key", .string(partnerKey)), ("merchant_id", .string(merchantId))] + stored
             + [("bank_transaction_id", .string(reference))])
     }
 
     /// When the stored request's prime was published, if known.
     public static func primePublishedAt(_ request: GatewayRequest) -> Date? {
-        request.claims[publishedAtKey]?.int64Value.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+        request.claims["payload"]?[publishedAtKey]?.int64Value.map { Date(timeIntervalSince1970: Double($0) / 1000) }
     }
 
     /// The Record API query for one payment: `filters.bank_transaction_id` plus a `time` window around the attempt (in
