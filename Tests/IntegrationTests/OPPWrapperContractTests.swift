@@ -16,30 +16,16 @@ extension Integration {
     static let script = packageRoot.appendingPathComponent("Tests/Contract/opp_wrapper_contract.py").path
     static let entity = "8a8294174b7ecb28014b9699220015ca"
 
-    static func captured(_ baseURL: String) throws -> [JSONValue] {
-        try JSONValue.parse(HTTPClient().send(HTTPRequest(url: baseURL + "/_sim/requests")).body)["requests"]?.arrayValue ?? []
-    }
-
     static func form(_ capture: JSONValue, without: Set<String>) -> [String: String] {
         Dictionary(uniqueKeysWithValues: (capture["form"]?.objectValue ?? []).filter { !without.contains($0.key) }.map { ($0.key, $0.value.stringValue ?? "") })
     }
 
     @Test func theWrapperAcceptsEveryAnswerAndPayPipeEncodesAsTheWrapperDoes() throws {
-        let port = try PipelineProcesses.freePort()
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-opp-sim-\(UUID().uuidString).log").path
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        let process = try ChildProcess.spawn(PipelineProcesses.binary("paypipe-gateway-sim"), [], environment: [
-            "PAYPIPE_SIM_HOST": "127.0.0.1", "PAYPIPE_SIM_PORT": String(port), "PAYPIPE_SIM_THREADS": "2",
+        let simulator = try GatewaySimulatorProcess([
             "PAYPIPE_SIM_OPP_TOKENS": "paypipe-bearer=\(Self.entity)", "PAYPIPE_SIM_OPP_USERS": "8a8294174b7ecb28014b9699220015cc=wrapper-pw",
-        ], logPath: log)
-        defer {
-            process.signal(SIGTERM)
-            _ = process.wait(timeout: 10)
-        }
-        let baseURL = "http://127.0.0.1:\(port)"
-        try TestServices.eventually(timeout: 30, "paypipe-gateway-sim listening") {
-            try HTTPClient().send(HTTPRequest(url: baseURL + "/_sim/health")).status == 200
-        }
+        ])
+        defer { simulator.stop() }
+        let baseURL = simulator.baseURL
         // PayPipe first: a merchant-decrypts pre-authorisation with its bearer token.
         let payment = GatewayPaymentDetails(paymentId: UUID(), orderReference: "OPP-C1", amountMinor: 2000, currency: "EUR")
         let card = DecryptedPaymentData(
@@ -54,7 +40,7 @@ extension Integration {
         let authorised = connector.authorize(request, reference: "OPP-C1.PAYPIPE01", endpoint: endpoint, requestId: "A1", now: Date(), window: nil,
                                              using: HTTPClient())
         #expect(authorised.outcome == .authorized)
-        let ours = try Self.captured(baseURL)
+        let ours = try TrustPaymentsSDKContractTests.captured(baseURL)
         #expect(ours.count == 1)
 
         let fields = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-opp-form-\(UUID().uuidString).json")
@@ -71,7 +57,7 @@ extension Integration {
         #expect(summary["sdk"] == "1.3.1")
         #expect(summary["query"] == .integer(1))
 
-        let wrapper = Array(try Self.captured(baseURL).dropFirst(ours.count))
+        let wrapper = Array(try TrustPaymentsSDKContractTests.captured(baseURL).dropFirst(ours.count))
         // PA, CP, RF, PA, RV, DB; the wrong-password request is refused before it is captured.
         #expect(wrapper.map { $0["form"]?["paymentType"]?.stringValue ?? "" } == ["PA", "CP", "RF", "PA", "RV", "DB"])
         let theirs = try #require(wrapper.first)

@@ -32,11 +32,8 @@ struct ConnectorExchange: Sendable {
         let response: HTTPResponse
         do {
             response = try client.send(request)
-        } catch HTTPClientError.refusedBeforeSending(let reason) {
-            return .failure(Failure(result: .local(.transient, code: "paypipe.send_window", message: "not sent: \(reason)")))
         } catch {
-            let outcome: GatewayOutcome = error.requestMayHaveBeenSent ? .uncertain : .transient
-            return .failure(Failure(result: .local(outcome, code: "paypipe.transport", message: error.description)))
+            return .failure(Failure(result: .notAnswered(error)))
         }
         let document = response.body.count <= Self.maximumAnswerBytes ? try? JSONValue.parse(response.body) : nil
         switch (response.status, document?.objectValue) {
@@ -55,5 +52,17 @@ struct ConnectorExchange: Sendable {
     /// A query's failure as an inconclusive result.
     static func inconclusive(_ failure: Failure) -> TransactionQueryResult {
         .inconclusive(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed")
+    }
+}
+
+extension GatewayResult {
+    /// A call that ended without an answer, by what may have been sent: refused by the send window before any byte
+    /// (`paypipe.send_window`, transient: not an endpoint failure, the circuit breaker ignores it); a transport failure
+    /// after a byte may have left (`paypipe.transport`, uncertain) or before (transient). Every connector's rule.
+    static func notAnswered(_ error: HTTPClientError) -> GatewayResult {
+        if case .refusedBeforeSending(let reason) = error {
+            return .local(.transient, code: "paypipe.send_window", message: "not sent: \(reason)")
+        }
+        return .local(error.requestMayHaveBeenSent ? .uncertain : .transient, code: "paypipe.transport", message: error.description)
     }
 }

@@ -33,5 +33,15 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
         }
     }
 
+    /// The secret calls to `gateway`'s connector need: Trust Payments' transport secret, OPP's access token or
+    /// TapPay's partner key.
+    public func connectorSecret(for gateway: MerchantConfig.Gateway) -> String? {
+        switch gateway.connector {
+        case .trustPayments: gatewaySecret(for: gateway.resolvedTransport)
+        case .opp: oppAccessToken
+        case .tapPay: tapPayPartnerKey
+        }
+    }
+
     public var customMirror: Mirror { Mirror(reflecting: description) }
 }

@@ -60,20 +60,19 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         guard let gateway else { return .failure(.notConfigured("no gateway settings")) }
         switch gateway.connector {
         case .trustPayments:
-            guard let username = gateway.username, !username.isEmpty,
-                  let secret = secrets?.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else {
+            guard let username = gateway.username, !username.isEmpty, let secret = secrets?.connectorSecret(for: gateway), !secret.isEmpty else {
                 return .failure(.notConfigured("no gateway settings or credentials for its transport"))
             }
             return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, transport: gateway.resolvedTransport,
                                             username: username, secret: secret))
         case .opp:
-            guard let entity = gateway.opp?.entityId, !entity.isEmpty, let token = secrets?.oppAccessToken, !token.isEmpty else {
+            guard let entity = gateway.opp?.entityId, !entity.isEmpty, let token = secrets?.connectorSecret(for: gateway), !token.isEmpty else {
                 return .failure(.notConfigured("no OPP entityId or access token"))
             }
             return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? entity, transport: .webservices, username: "",
                                             secret: token, connector: .opp))
         case .tapPay:
-            guard let merchant = gateway.tapPay?.merchantId, !merchant.isEmpty, let key = secrets?.tapPayPartnerKey, !key.isEmpty else {
+            guard let merchant = gateway.tapPay?.merchantId, !merchant.isEmpty, let key = secrets?.connectorSecret(for: gateway), !key.isEmpty else {
                 return .failure(.notConfigured("no TapPay merchantId or partner key"))
             }
             return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? merchant, transport: .webservices, username: "",
