@@ -222,3 +222,39 @@ import Testing
         }
     }
 }
+
+/// A hostile peer's answers (wrong types, huge values) never crash a connector and never read as an outcome they do not
+/// state: recorded values are capped, anything unreadable is uncertain.
+@Suite struct HostileConnectorAnswerTests {
+    static let huge = String(repeating: "x", count: 100_000)
+
+    @Test func oppAnswers() {
+        let capped = OPPWire.result(["id": .string(Self.huge), "result": ["code": "000.000.000", "description": .string(Self.huge)],
+                                     "resultDetails": ["AuthCode": .string(Self.huge)], "card": ["bin": .string(Self.huge), "last4Digits": 4]], sandbox: false)
+        #expect(capped.outcome == .authorized)
+        #expect((capped.transactionReference?.count ?? 0) <= 64 && (capped.errorMessage?.count ?? 0) <= 500 && (capped.authCode?.count ?? 0) <= 16)
+        #expect(capped.maskedPan == nil)
+        for answer: JSONValue in [["result": "000.000.000"], ["result": ["code": ["000.000.000"]]], ["result": ["code": .string(Self.huge)]], .array([]), "text"] {
+            #expect(OPPWire.result(answer, sandbox: true).outcome == .uncertain, "\(answer.serializedString.prefix(80))")
+        }
+        for answer: JSONValue in [["result": ["code": "000.000.100"], "payments": "none"], ["result": ["code": "000.000.100"], "payments": [["paymentType": 1]]]] {
+            guard case .inconclusive = OPPWire.queryResult(answer, expected: OPPConnectorTests.expected, sandbox: false) else {
+                Issue.record("conclusive: \(answer.serializedString)")
+                continue
+            }
+        }
+    }
+
+    @Test func tapPayAnswers() {
+        let capped = TapPayWire.result(["status": 0, "msg": .string(Self.huge), "rec_trade_id": .string(Self.huge), "auth_code": .string(Self.huge)])
+        #expect(capped.outcome == .authorized)
+        #expect((capped.transactionReference?.count ?? 0) <= 64 && (capped.errorMessage?.count ?? 0) <= 500 && (capped.authCode?.count ?? 0) <= 16)
+        for answer: JSONValue in [["status": .string("0")], ["status": 1e300], ["status": .integer(Int64.max)], ["status": .null], .array([])] {
+            #expect(TapPayWire.result(answer).outcome == .uncertain, "\(answer.serializedString)")
+        }
+        guard case .inconclusive = TapPayWire.queryResult(["status": 0, "trade_records": "none"], expected: TapPayConnectorTests.expected) else {
+            Issue.record("a malformed record list was read")
+            return
+        }
+    }
+}
