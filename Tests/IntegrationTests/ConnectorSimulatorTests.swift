@@ -222,3 +222,42 @@ enum DecryptedPaymentDataFixture {
             paymentData: .init(onlinePaymentCryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eciIndicator: "7"))
     }
 }
+
+extension Integration {
+/// Trust Payments behind the connector protocol: the same AUTH as its own entry point, and capture, void and refund as
+/// the operations lifecycle's TRANSACTIONUPDATE and REFUND.
+@Suite struct TrustPaymentsConnectorTests {
+    @Test func operationsAreTheLifecyclesRequests() {
+        #expect(TrustPaymentsClient.gatewayOperation(.capture(transactionId: "1-2-3", amountMinor: 500, currency: "GBP"))
+                == .transactionUpdate(transactionReference: "1-2-3", settleStatus: .pendingSettlement, settleBaseAmount: 500))
+        #expect(TrustPaymentsClient.gatewayOperation(.void(transactionId: "1-2-3")) == .transactionUpdate(transactionReference: "1-2-3", settleStatus: .cancelled, settleBaseAmount: nil))
+        #expect(TrustPaymentsClient.gatewayOperation(.refund(transactionId: "1-2-3", amountMinor: 500, currency: "GBP")) == .refund(parentTransactionReference: "1-2-3", baseAmount: 500))
+    }
+
+    @Test func authoriseFindAndVoidOverWebservices() throws {
+        let simulator = GatewaySimulator(configuration: GatewaySimulatorConfiguration(port: 0, merchants: [:], webservicesUsers: ["ws": "pw"], slowResponseSeconds: 0, threads: 2))
+        try simulator.start()
+        defer { simulator.stop() }
+        let endpoint = GatewayEndpoint(baseUrl: simulator.baseURL, siteReference: "test_site1", transport: .webservices, username: "ws", secret: "pw")
+        let connector: any GatewayConnector = TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 3), transport: .init(deployment: .sandbox))
+        let request = GatewayRequest(orderReference: "TP-1", requestTypes: ["AUTH"], claims: ["iss": "ws", "iat": 0, "payload": [
+            "accounttypedescription": "ECOM", "sitereference": "test_site1", "currencyiso3a": "GBP", "baseamount": "1000", "orderreference": "TP-1",
+            "requesttypedescriptions": ["AUTH"], "pan": "4111111111111111", "expirydate": "07/2030",
+        ]])
+        let client = HTTPClient()
+        let authorised = connector.authorize(request, reference: "TP-1.abcdef012345", endpoint: endpoint, requestId: "A1", now: Date(), window: nil, using: client)
+        #expect(authorised.outcome == .authorized)
+        // The per-payment reference replaced the stored one.
+        #expect(simulator.ledger.authCount(orderReference: "TP-1.abcdef012345") == 1)
+        guard case .found = connector.find(reference: "TP-1.abcdef012345", endpoint: endpoint, expected: .init(amountMinor: 1000, currency: "GBP", orderReference: "TP-1.abcdef012345"),
+                                           requestId: "Q1", now: Date(), using: client) else {
+            Issue.record("not found")
+            return
+        }
+        let voided = connector.perform(.void(transactionId: try #require(authorised.transactionReference)), endpoint: endpoint, requestId: "V1", now: Date(),
+                                       window: nil, using: client)
+        #expect(voided.outcome == .authorized, "\(voided)")
+        #expect(simulator.ledger.records(orderReference: "TP-1.abcdef012345").first?["settlestatus"]?.stringValue == "3")
+    }
+}
+}
