@@ -261,3 +261,61 @@ extension Integration {
     }
 }
 }
+
+extension Integration {
+/// TapPay's documented request and response example (Tests/Fixtures/tappay, from other-gateways.md §1 [doc][sdk]):
+/// PayPipe's body has the example's keys (plus its reconciliation key), the connector reads the example answer, and the
+/// simulator's face accepts the example request as TapPay documents it.
+@Suite struct TapPayDocumentedExampleTests {
+    static func example() throws -> JSONValue {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/tappay/pay-by-prime-example.json")
+        return try JSONValue.parse(Array(Data(contentsOf: url)))
+    }
+
+    @Test func payPipeSpeaksTheExample() throws {
+        let example = try Self.example()
+        let documented = try #require(example["request"]?.objectValue)
+        let payment = GatewayPaymentDetails(paymentId: UUID(), orderReference: "ORDER-0003", amountMinor: 1200, currency: "TWD")
+        let request = try TapPayWire.payByPrimeRequest(
+            settings: TapPaySettings(merchantId: "example_merchant_CTBC"), payment: payment,
+            data: .tapPay(prime: "ap_test_utigjeyfutj5867uyjhuty47rythfjru485768tigjfheufhtu5i6ojk", publishedAt: Date(),
+                          billingContact: ["givenName": "Test", "familyName": "User", "emailAddress": "t@example.com", "phoneNumber": "+886900000000"],
+                          shippingContact: nil))
+        let body = TapPayWire.payByPrimeBody(request, merchantId: "example_merchant_CTBC", partnerKey: "partner_xxx", reference: "ORDER-0003.0123456789ab")
+        #expect(Set((body.objectValue ?? []).map(\.key)) == Set(documented.map(\.key)).union(["bank_transaction_id"]))
+        for (key, value) in documented {
+            #expect(body[key] == value, "\(key): \(body[key]?.serializedString ?? "absent") vs the example's \(value.serializedString)")
+        }
+        let answer = TapPayWire.result(try #require(example["response"]))
+        #expect(answer.outcome == .authorized)
+        #expect(answer.transactionReference == "D20250101abcd12")
+        #expect(answer.authCode == "123456")
+        #expect(answer.maskedPan == "424242######4242")
+    }
+
+    @Test func theFaceAcceptsTheExample() throws {
+        var configuration = GatewaySimulatorConfiguration(port: 0, merchants: [:], slowResponseSeconds: 0, threads: 2)
+        configuration.tapPayPartners = ["partner_xxx": "example_merchant_CTBC"]
+        let simulator = GatewaySimulator(configuration: configuration)
+        try simulator.start()
+        defer { simulator.stop() }
+        let request = try #require(try Self.example()["request"])
+        let response = try HTTPClient().send(HTTPRequest(method: "POST", url: simulator.baseURL + TapPayWire.payByPrimePath, headers: [
+            HTTPHeader(name: "Content-Type", value: "application/json"), HTTPHeader(name: "x-api-key", value: "partner_xxx"),
+        ], body: request.serialized()))
+        let answer = try JSONValue.parse(response.body)
+        #expect(answer["status"] == .integer(0), "\(answer.serializedString)")
+        #expect(answer["rec_trade_id"]?.stringValue?.isEmpty == false)
+        #expect(answer["card_info"]?["last_four"]?.stringValue == "4242")
+        // Without the cardholder's email: 509, as TapPay's error page lists.
+        var missing = request
+        var cardholder = try #require(request["cardholder"])
+        cardholder.set(.null, forKey: "email")
+        missing.set(cardholder, forKey: "cardholder")
+        let refused = try JSONValue.parse(HTTPClient().send(HTTPRequest(method: "POST", url: simulator.baseURL + TapPayWire.payByPrimePath, headers: [
+            HTTPHeader(name: "x-api-key", value: "partner_xxx"),
+        ], body: missing.serialized())).body)
+        #expect(refused["status"] == .integer(509))
+    }
+}
+}
