@@ -57,6 +57,8 @@ import Testing
         // Trust Payments: another connector's settings; the webservices transport without its user.
         #"{"type":"trustpayments","baseUrl":"https://x","siteReference":"s","mode":"gateway-decrypts","transport":"jwt","jwtUsername":"u","jwtSecret":"s","opp":{"entityId":"e1"}}"#,
         #"{"type":"trustpayments","baseUrl":"https://x","siteReference":"s","mode":"gateway-decrypts","webservicesPassword":"p"}"#,
+        // An unknown type is judged by Trust Payments' rules, as before connectors.
+        #"{"type":"stripe","baseUrl":"https://x","siteReference":"s","mode":"gateway-decrypts","webservicesPassword":"p"}"#,
     ])
     func refused(json: String) throws {
         #expect(ConnectorDocument.problem(try Self.decode(json)) != nil, "\(json)")

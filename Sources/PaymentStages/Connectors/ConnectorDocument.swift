@@ -3,11 +3,9 @@
 public enum ConnectorDocument {
     /// Why `gateway` cannot be used, or nil.
     public static func problem(_ gateway: MerchantDocument.Gateway) -> String? {
-        guard let connector = ConnectorKind(gatewayType: gateway.type) else {
-            // As before connectors: an unknown type is the authorize stage's to refuse (merchant_not_configured), so
-            // documents applied before keep applying.
-            return nil
-        }
+        // An unknown type gets Trust Payments' checks, as before connectors (the authorize stage then refuses the type
+        // itself, merchant_not_configured), so a document applied before is judged exactly as it was.
+        let connector = gateway.connector
         guard connector.capabilities.modes.contains(gateway.mode) else {
             return "gateway.mode \(gateway.mode.rawValue) is not supported by the \(connector.rawValue) connector"
         }
