@@ -67,11 +67,19 @@ public enum FailureCatalogue {
                     "the stored card data (or wallet token) the merchant's mode needs is absent or already purged"),
         FailureCode("invalid_card_data", [.paymentFailed], origin: "authorize", "the stored PAN or expiry date is malformed"),
         FailureCode("payment_not_decrypted", [.retried], origin: "authorize", "the hand-off arrived before the payment was decrypted"),
+        FailureCode("amount_not_representable", [.paymentFailed], origin: "authorize",
+                    "the connector cannot express the amount: TapPay TWD not in whole dollars, OPP zero-exponent currencies (format unconfirmed)"),
     ]
 
     static let submit: [FailureCode] = [
         FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed], origin: "submit",
-                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md"),
+                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md. OPP's `result.code` keeps its dots (`gateway_800.100.151`), TapPay's is its `status` (`gateway_121`); docs/connectors.md"),
+        FailureCode("gateway_test_mode", [.needsReview], origin: "submit",
+                    "OPP answered a test-mode success (`000.100.1xx`) outside sandbox: the merchant's entity is a test channel"),
+        FailureCode("gateway_query_ambiguous", [.needsReview], origin: "submit",
+                    "the reconciliation query found more than one authorisation under the payment's own reference, or one that is not this payment's (OPP, TapPay)"),
+        FailureCode("prime_expired", [.paymentFailed], origin: "submit",
+                    "TapPay: the prime expired (status 91), or was too old to send (90 s minus the call timeout after the job's publish time)"),
         FailureCode("3ds_challenge_required", [.paymentDeclined], origin: "submit", "the gateway asked for a 3-D Secure challenge"),
         FailureCode("gateway_cancelled", [.paymentDeclined], origin: "submit", "the gateway authorised and cancelled (settle status 3)"),
         FailureCode("gateway_suspended", [.needsReview], origin: "submit", "the gateway authorised and suspended (settle status 2)"),

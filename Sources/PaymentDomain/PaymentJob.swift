@@ -15,8 +15,12 @@ public struct PaymentJob: Sendable, Equatable {
     public let merchantId: String
     public let orderReference: String
     public let amount: Amount
-    /// The Apple Pay token in any accepted form, as canonical JSON bytes (a JSON string is unwrapped).
+    /// The Apple Pay token in any accepted form, as canonical JSON bytes (a JSON string is unwrapped); empty for a
+    /// TapPay job (``tapPayPrime``).
     public let applePayToken: [UInt8]
+    /// A TapPay merchant's job: the prime TapPay's SDK gave the app (the Apple Pay token went to TapPay), in place of
+    /// `applePayToken`. Exactly one of the two is present. The prime expires 90 s after it was obtained (docs/job-contract.md).
+    public var tapPayPrime: String? = nil
     public let billingContact: [String: String]?
     public let shippingContact: [String: String]?
     public let notifyURL: String?
@@ -92,7 +96,16 @@ public struct PaymentJob: Sendable, Equatable {
             throw invalid("amount.currency must be an ISO 4217 alpha-3 code")
         }
         let token: [UInt8]
+        // `null` reads as absent, as for the other optional members.
+        let prime = object["tapPayPrime"].flatMap { $0.isNull ? nil : $0 }
         switch object["applePayToken"] {
+        case _ where prime != nil:
+            guard object["applePayToken"] == nil else { throw invalid("give applePayToken or tapPayPrime, not both") }
+            // String(71) [doc: TapPay "Pay by Prime API"]; printable ASCII, so it is safe in logs' redaction and headers.
+            guard let text = prime?.stringValue, (1...71).contains(text.utf8.count), text.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw invalid("tapPayPrime must be a string of 1-71 printable ASCII characters")
+            }
+            token = []
         case .string(let string)?:
             token = Array(string.utf8)
         case let tokenObject? where tokenObject.isObject:
@@ -121,11 +134,13 @@ public struct PaymentJob: Sendable, Equatable {
             applicationData = Array(bytes)
         default: throw invalid("applicationData must be a base64 string of at most 65536 characters")
         }
-        return PaymentJob(
+        var job = PaymentJob(
             jobId: jobId, merchantId: merchantId, orderReference: orderReference,
             amount: Amount(value: value, currency: currency), applePayToken: token,
             billingContact: contact(object["billingContact"]), shippingContact: contact(object["shippingContact"]),
             notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, contentHash: hash)
+        job.tapPayPrime = prime?.stringValue
+        return job
     }
 
     /// Why a message body is not a strict JSON object (the reason of its dead letter).
@@ -149,7 +164,7 @@ public struct PaymentJob: Sendable, Equatable {
     /// The contract fields, canonically serialised (sorted keys), hashed.
     static func contentHash(_ object: JSONValue) -> [UInt8] {
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
-                      "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData"]
+                      "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime"]
         let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
         return SHA256.hash(canonicalJSON(.object(contract)))
     }

@@ -101,7 +101,7 @@ enum MerchantCommand: CLICommand {
         let summary = Summary(
             id: merchant.id, appleMerchantIdentifier: merchant.appleMerchantIdentifier,
             identities: merchant.config.identities.map { ["publicKeyHash": $0.publicKeyHash, "keyType": $0.keyType] },
-            gateway: merchant.config.gateway, gatewaySecretSet: merchant.config.gateway.flatMap { merchant.secrets.gatewaySecret(for: $0.resolvedTransport) } != nil,
+            gateway: merchant.config.gateway, gatewaySecretSet: merchant.config.gateway.flatMap { merchant.secrets.connectorSecret(for: $0) } != nil,
             webhook: merchant.config.webhook, webhookSecretsSet: merchant.secrets.webhookSecrets.count,
             updatedAt: merchant.updatedAt)
         return String(decoding: try encoder.encode(summary), as: UTF8.self)

@@ -74,7 +74,10 @@ extension Integration {
             }
             let schema = try #require(try JSONSerialization.jsonObject(
                 with: Data(contentsOf: docs.appendingPathComponent("schemas/job.schema.json"))) as? [String: Any])
-            #expect((schema["required"] as? [String])?.sorted() == ["amount", "applePayToken", "jobId", "merchantId", "orderReference"])
+            #expect((schema["required"] as? [String])?.sorted() == ["amount", "jobId", "merchantId", "orderReference"])
+            // Exactly one of the Apple Pay token and the TapPay prime.
+            let alternatives = try #require(schema["oneOf"] as? [[String: Any]])
+            #expect(alternatives.compactMap { $0["required"] as? [String] } == [["applePayToken"], ["tapPayPrime"]])
         }
 
         /// Each example publisher (pika from a token file, Swift from a job file) publishes a token minted by the

@@ -48,21 +48,9 @@ extension Integration {
 
     @Test func theSDKAcceptsEveryAnswerAndPayPipeEncodesAsTheSDKDoes() throws {
         // The real paypipe-gateway-sim executable, configured through its documented variables.
-        let port = try PipelineProcesses.freePort()
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-sdk-sim-\(UUID().uuidString).log").path
-        defer { try? FileManager.default.removeItem(atPath: log) }
-        let process = try ChildProcess.spawn(PipelineProcesses.binary("paypipe-gateway-sim"), [], environment: [
-            "PAYPIPE_SIM_HOST": "127.0.0.1", "PAYPIPE_SIM_PORT": String(port), "PAYPIPE_SIM_WEBSERVICES_USERS": "ws@paypipe.test=sdk-pw",
-            "PAYPIPE_SIM_SETTLE_DELAY": "1s", "PAYPIPE_SIM_THREADS": "2",
-        ], logPath: log)
-        defer {
-            process.signal(SIGTERM)
-            _ = process.wait(timeout: 10)
-        }
-        let baseURL = "http://127.0.0.1:\(port)"
-        try TestServices.eventually(timeout: 30, "paypipe-gateway-sim listening") {
-            try HTTPClient().send(HTTPRequest(url: baseURL + "/_sim/health")).status == 200
-        }
+        let simulator = try GatewaySimulatorProcess(["PAYPIPE_SIM_WEBSERVICES_USERS": "ws@paypipe.test=sdk-pw", "PAYPIPE_SIM_SETTLE_DELAY": "1s"])
+        defer { simulator.stop() }
+        let baseURL = simulator.baseURL
         let endpoint = GatewayEndpoint(baseUrl: baseURL, siteReference: "test_site1", transport: .webservices, username: "ws@paypipe.test", secret: "sdk-pw")
         let client = TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 2, totalTimeout: 5), transport: .init(deployment: .sandbox))
         // PayPipe first: its AUTH and its status query for the same order.

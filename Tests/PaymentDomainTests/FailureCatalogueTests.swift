@@ -39,6 +39,9 @@ import Testing
         #expect(FailureCatalogue.entry(for: "gateway_cancelled")?.code == "gateway_cancelled")
         #expect(FailureCatalogue.entry(for: "gateway_") == nil)
         #expect(FailureCatalogue.entry(for: "gateway_7x") == nil)
+        #expect(FailureCatalogue.entry(for: "gateway_800.100.151")?.code == "gateway_<errorcode>")
+        #expect(FailureCatalogue.entry(for: "gateway_800..151") == nil)
+        #expect(FailureCatalogue.entry(for: "gateway_800.") == nil)
         #expect(FailureCatalogue.entry(for: "no_such_code") == nil)
     }
 

@@ -48,6 +48,24 @@ import JSON
         }
     }
 
+    /// A TapPay merchant's job carries the prime instead of the token; exactly one of the two.
+    @Test func tapPayPrimeReplacesTheToken() throws {
+        let prime = "ap_test_utigjeyfutj5867uyjhuty47rythfjru485768tigjfheufhtu5i6ojk"
+        let job = try PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime]))
+        #expect(job.tapPayPrime == prime)
+        #expect(job.applePayToken.isEmpty)
+        #expect(try PaymentJob.decode(Self.body()).tapPayPrime == nil)
+        // The prime is a contract field: another prime is another job's content.
+        let other = try PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime + "x"]))
+        #expect(other.contentHash != job.contentHash)
+        for bad: Any in ["", String(repeating: "p", count: 72), "has space", 42, ["prime": prime]] {
+            #expect(throws: PaymentJob.DecodingError.self) { try PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": bad])) }
+        }
+        // Both, or neither.
+        #expect(throws: PaymentJob.DecodingError.self) { try PaymentJob.decode(Self.body(["tapPayPrime": prime])) }
+        #expect(throws: PaymentJob.DecodingError.self) { try PaymentJob.decode(Self.body(["applePayToken": nil])) }
+    }
+
     @Test func tokenMayBeAJSONString() throws {
         let job = try PaymentJob.decode(Self.body(["applePayToken": Self.token]))
         #expect(job.applePayToken == Array(Self.token.utf8))

@@ -29,6 +29,20 @@ import Testing
             && a.shippingContact == b.shippingContact
     }
 
+    /// A TapPay job's stored data: the prime and its publish time (to the millisecond) survive sealing; older rows have neither.
+    @Test func tapPayPrimeRoundTrips() throws {
+        let published = Date(timeIntervalSince1970: 1_735_689_600.123)
+        let data = StoredPaymentData.tapPay(prime: "ap_test_x", publishedAt: published, billingContact: ["givenName": "Ada"], shippingContact: nil)
+        let read = try StoredPaymentData(serialized: data.serialized())
+        #expect(read.tapPayPrime == "ap_test_x")
+        #expect(abs((read.tapPayPrimePublishedAt?.timeIntervalSince1970 ?? 0) - published.timeIntervalSince1970) < 0.001)
+        #expect(read.decrypted == nil && read.walletToken == nil)
+        #expect(try StoredPaymentData(serialized: Array(#"{"walletToken":"t"}"#.utf8)).tapPayPrime == nil)
+        #expect(throws: StoredPaymentData.FormatError.invalidMember("tapPayPrimePublishedAt")) {
+            try StoredPaymentData(serialized: Array(#"{"tapPayPrime":"p","tapPayPrimePublishedAt":"soon"}"#.utf8))
+        }
+    }
+
     @Test(arguments: [Self.full, Self.gatewayDecrypts])
     func roundTripsThroughTheJSONModule(data: StoredPaymentData) throws {
         #expect(Self.same(try StoredPaymentData(serialized: data.serialized()), data))

@@ -22,6 +22,9 @@ public final class GatewaySimulator: Sendable {
     public let ledger = SimulatorLedger()
     /// Answers kept back until a test releases them.
     public let holds = SimulatorHolds()
+    /// The OPP and TapPay faces' per-payment state (their authorisations are also counted in ``ledger``).
+    let opp = OPPSimulatorFace()
+    let tapPay = TapPaySimulatorFace()
     private let server: HTTPServer
 
     public init(configuration: GatewaySimulatorConfiguration) {
@@ -32,8 +35,11 @@ public final class GatewaySimulator: Sendable {
             timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate, loseRate: configuration.loseRate, dice: dice,
             settleDelaySeconds: configuration.settleDelaySeconds)
         let holds = holds
+        let (opp, tapPay) = (opp, tapPay)
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
-            Self.route(request, engine: engine, configuration: configuration, holds: holds)
+            if OPPSimulatorFace.paths(request.path) { return opp.route(request, engine: engine, configuration: configuration, holds: holds) }
+            if TapPaySimulatorFace.paths(request.path) { return tapPay.route(request, engine: engine, configuration: configuration, holds: holds) }
+            return Self.route(request, engine: engine, configuration: configuration, holds: holds)
         }
     }
 

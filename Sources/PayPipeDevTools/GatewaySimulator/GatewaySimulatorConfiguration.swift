@@ -39,6 +39,12 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// Seconds every request waits before it is answered, as a real gateway's round trip does
     /// (`PAYPIPE_SIM_LATENCY`, 0): `scripts/bench --only scaling` measures workers per stage against a slow gateway.
     public var latencySeconds: Double = 0
+    /// The OPP face's bearer tokens and the entity each acts for (`PAYPIPE_SIM_OPP_TOKENS`, `token=entityId,…`).
+    public var oppTokens: [String: String] = [:]
+    /// The OPP face's legacy `authentication.userId`/`password` pairs (`PAYPIPE_SIM_OPP_USERS`, `user=password,…`).
+    public var oppUsers: [String: String] = [:]
+    /// The TapPay face's partner keys and the merchant id each holds (`PAYPIPE_SIM_TAPPAY_PARTNERS`, `key=merchant,…`).
+    public var tapPayPartners: [String: String] = [:]
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
@@ -70,12 +76,16 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// delay of a status query's answer), `PAYPIPE_SIM_THREADS` (8), `PAYPIPE_SIM_LOSE_RATE` (0: AUTHs dropped before
     /// processing), `PAYPIPE_SIM_SEED` (unset: unseeded fault draws), `PAYPIPE_SIM_SETTLE_DELAY` (unset: AUTHs never
     /// settle by themselves), `PAYPIPE_SIM_SITES` (unset: any site reference; else a comma-separated list),
-    /// `PAYPIPE_SIM_LATENCY` (0s: the wait before every answer; give it `PAYPIPE_SIM_THREADS` to match the load).
-    /// At least one of `PAYPIPE_SIM_MERCHANTS` and `PAYPIPE_SIM_WEBSERVICES_USERS` must name a user.
+    /// `PAYPIPE_SIM_LATENCY` (0s: the wait before every answer; give it `PAYPIPE_SIM_THREADS` to match the load),
+    /// `PAYPIPE_SIM_OPP_TOKENS`, `PAYPIPE_SIM_OPP_USERS` and `PAYPIPE_SIM_TAPPAY_PARTNERS` (the OPP and TapPay faces).
+    /// At least one of them, `PAYPIPE_SIM_MERCHANTS` or `PAYPIPE_SIM_WEBSERVICES_USERS` must name a user.
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
         let webservicesUsers = try pairs(environment.raw("PAYPIPE_SIM_WEBSERVICES_USERS") ?? "", variable: "PAYPIPE_SIM_WEBSERVICES_USERS")
-        guard !merchants.isEmpty || !webservicesUsers.isEmpty else {
+        let oppTokens = try pairs(environment.raw("PAYPIPE_SIM_OPP_TOKENS") ?? "", variable: "PAYPIPE_SIM_OPP_TOKENS")
+        let oppUsers = try pairs(environment.raw("PAYPIPE_SIM_OPP_USERS") ?? "", variable: "PAYPIPE_SIM_OPP_USERS")
+        let tapPayPartners = try pairs(environment.raw("PAYPIPE_SIM_TAPPAY_PARTNERS") ?? "", variable: "PAYPIPE_SIM_TAPPAY_PARTNERS")
+        guard !merchants.isEmpty || !webservicesUsers.isEmpty || !oppTokens.isEmpty || !oppUsers.isEmpty || !tapPayPartners.isEmpty else {
             throw ConfigurationError(variable: "PAYPIPE_SIM_MERCHANTS", problem: "expected jwtUsername=secret[,…] (or PAYPIPE_SIM_WEBSERVICES_USERS user=password[,…])")
         }
         let faultRate = try probability("PAYPIPE_SIM_FAULT_RATE", environment)
@@ -101,6 +111,9 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
             settleDelaySeconds: try environment.raw("PAYPIPE_SIM_SETTLE_DELAY").map { _ in try environment.seconds("PAYPIPE_SIM_SETTLE_DELAY", default: 0, range: 0...86_400) },
             siteReferences: environment.raw("PAYPIPE_SIM_SITES").map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) })
         configuration.latencySeconds = try environment.seconds("PAYPIPE_SIM_LATENCY", default: 0, range: 0...60)
+        configuration.oppTokens = oppTokens
+        configuration.oppUsers = oppUsers
+        configuration.tapPayPartners = tapPayPartners
         return configuration
     }
 

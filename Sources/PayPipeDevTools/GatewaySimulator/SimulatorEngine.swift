@@ -92,6 +92,12 @@ public struct SimulatorEngine: Sendable {
         if behaviour == .unknownError {
             answered = Self.item("AUTH", code: "99999", message: "Unknown error", extra: [("customeroutput", "RESULT")])
         }
+        return SimulatorReply(items: threeD + [answered], delivery: deliveryAfterRecording(behaviour))
+    }
+
+    /// How the answer to an authorisation the ledger now holds is delivered: as its behaviour says, or with an injected
+    /// fault (chaos runs: the AUTH is on the ledger, the answer never arrives in time). Every face shares it.
+    public func deliveryAfterRecording(_ behaviour: SimulatorBehaviour) -> SimulatorReply.Delivery {
         var delivery: SimulatorReply.Delivery = switch behaviour {
         case .slowAfterRecording: .slow(slowResponseSeconds)
         case .connectionReset: .connectionReset
@@ -100,7 +106,6 @@ public struct SimulatorEngine: Sendable {
         default: .answer
         }
         if delivery == .answer, timeoutRate > 0 || resetRate > 0 {
-            // Injected faults (chaos runs): the AUTH is on the ledger, the answer never arrives in time.
             let draw = dice.next()
             if draw < timeoutRate {
                 delivery = .slow(slowResponseSeconds)
@@ -108,7 +113,26 @@ public struct SimulatorEngine: Sendable {
                 delivery = .connectionReset
             }
         }
-        return SimulatorReply(items: threeD + [answered], delivery: delivery)
+        return delivery
+    }
+
+    /// An injected fault before an authorisation is processed (nothing recorded): HTTP 503 or a dropped connection.
+    public func faultBeforeProcessing() -> SimulatorReply.Delivery? {
+        if faultRate > 0, dice.next() < faultRate { return .unavailable }
+        if loseRate > 0, dice.next() < loseRate { return .connectionReset }
+        return nil
+    }
+
+    /// Records an authorisation of another face in the ledger, in the fields the chaos checker reads (`baseamount`,
+    /// `currencyiso3a`, `errorcode` "0" when authorised, `maskedpan`), so "at most one per payment" is counted the same way.
+    public func recordForeign(reference: String, amountMinor: Int64, currency: String, authorised: Bool, maskedPan: String?, extra: [(String, JSONValue)]) {
+        var fields: [(String, JSONValue)] = [
+            ("transactionreference", .string(ledger.nextTransactionReference())), ("baseamount", .string(String(amountMinor))),
+            ("currencyiso3a", .string(currency)), ("orderreference", .string(reference)),
+            ("settlestatus", authorised ? "0" : "3"), (Self.recordedAtKey, .double(clock())),
+        ]
+        if let maskedPan { fields.append(("maskedpan", .string(maskedPan))) }
+        ledger.record(orderReference: reference, item: Self.item("AUTH", code: authorised ? "0" : "70000", message: authorised ? "Ok" : "Decline", extra: fields + extra))
     }
 
     private func authItem(_ fields: JSONValue, amount: Int64, behaviour: SimulatorBehaviour) -> JSONValue {

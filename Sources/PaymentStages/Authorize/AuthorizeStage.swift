@@ -38,7 +38,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
 
     /// The batch's one path: lock the batch's payments with their card data in one statement (``lock(_:on:)``), read
     /// the merchants, decide (``Authorize/decide(_:_:merchants:now:build:)``, PaymentDomain) with the claims built here
-    /// (``TrustPaymentsClaimsBuilder``), then store the requests and advance the payments in one statement and fail
+    /// (``ConnectorRequestBuilder``), then store the requests and advance the payments in one statement and fail
     /// the rejected ones in another (only when there are any).
     public func handle(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
         let locked = try Self.lock(messages.map(\.paymentId), on: transaction)
@@ -51,7 +51,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
             } catch {
                 return .unavailable(FailureClassifier.classify(error))
             }
-            do throws(AuthorizeError) {
+            do throws(ConnectorBuildError) {
                 return .request(try build(payment.row.record, merchant: merchant?.merchant, data: data, issuedAt: now))
             } catch {
                 return .rejected(Rejection(code: error.code, reason: error.reason))
@@ -109,10 +109,9 @@ public struct AuthorizeStage: TransactionalStageHandler {
         return locked
     }
 
-    /// The claims of `payment` for its merchant.
-    private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(AuthorizeError) -> GatewayRequest {
-        try TrustPaymentsClaimsBuilder.build(
-            gateway: merchant?.config.gateway, jwtSecret: merchant?.secrets.jwtSecret,
-            webservicesPassword: merchant?.secrets.webservicesPassword, payment: GatewayPaymentDetails(payment), data: data, issuedAt: issuedAt)
+    /// The request of `payment` for its merchant's connector (Trust Payments claims, an OPP form, a TapPay body).
+    private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(ConnectorBuildError) -> GatewayRequest {
+        try ConnectorRequestBuilder.build(
+            gateway: merchant?.config.gateway, secrets: merchant?.secrets, payment: GatewayPaymentDetails(payment), data: data, issuedAt: issuedAt)
     }
 }

@@ -8,9 +8,11 @@ import JWT
 /// length of opaque values.
 public enum ClaimsRedactor {
     /// Keys whose values are card data or bearer material. `jwt` (a response's next request JWT) and
-    /// `threedresponse` embed signed claims, so they are hidden too.
+    /// `threedresponse` embed signed claims, so they are hidden too. The OPP and TapPay connectors' stored requests
+    /// (docs/connectors.md) hold the DPAN, expiry, cryptogram, Apple's token or the TapPay prime under their own names.
     public static let sensitiveKeys: Set<String> = [
         "pan", "tavv", "wallettoken", "expirydate", "securitycode", "cavv", "jwt", "threedresponse",
+        "card.number", "card.expirymonth", "card.expiryyear", "threedsecure.verificationid", "applepay.paymenttoken", "prime", "partner_key",
     ]
 
     public static func masked(_ value: JSONValue) -> JSONValue {
@@ -30,7 +32,7 @@ public enum ClaimsRedactor {
     static func mask(_ key: String, _ value: JSONValue) -> JSONValue {
         guard case .string(let text) = value else { return value.isNull ? value : .string("***") }
         switch key {
-        case "pan" where text.count > 4:
+        case "pan" where text.count > 4, "card.number" where text.count > 4:
             return .string(String(repeating: "*", count: text.count - 4) + text.suffix(4))
         case "expirydate":
             return .string("**/****")

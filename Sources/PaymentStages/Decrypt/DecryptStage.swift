@@ -55,16 +55,25 @@ public struct DecryptStage: TransactionalStageHandler {
         var tokens: [Decrypt.JobKey: Result<ApplePayToken, ApplePayError>] = [:]
         var keys: [Decrypt.JobKey] = []
         var seen: Set<Decrypt.JobKey> = []
+        var transactionIds: [String] = []
         for input in inputs where seen.insert(input.key).inserted {
             keys.append(input.key)
-            if case .job(let job, _) = input { tokens[input.key] = Self.parse(job) }
+            guard case .job(let job, _) = input else { continue }
+            // A TapPay job's replay key is its prime's (``TapPayJob/transactionId(prime:)``); it has no token to parse.
+            if let prime = job.tapPayPrime {
+                transactionIds.append(TapPayJob.transactionId(prime: prime))
+            } else {
+                let parsed = Self.parse(job)
+                tokens[input.key] = parsed
+                if let id = try? parsed.get().transactionId { transactionIds.append(id) }
+            }
         }
         // A payment another worker inserted, claimed or settled after the read makes a write come up short. The batch is
         // then decided once more on a fresh read in the same transaction, where the other worker's rows are committed
         // (the insert waited for them) and this run's own rows read as existing, so their outcomes stay the same.
         for _ in 1...2 {
             let found = try payments.decryptRows(
-                keys: keys, transactionIds: tokens.values.compactMap { try? $0.get().transactionId }, on: transaction)
+                keys: keys, transactionIds: transactionIds, on: transaction)
             let rows = Decrypt.Rows(
                 payments: found.payments, claimedTransactionIds: found.claimed,
                 merchants: try directory.lookups(keys.map(\.merchantId), on: transaction))
@@ -119,6 +128,14 @@ public struct DecryptStage: TransactionalStageHandler {
     /// and currency against the job.
     func verify(_ job: PaymentJob, token parsed: Result<ApplePayToken, ApplePayError>, merchant: MerchantDirectory.Entry,
                 at clock: Date) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> {
+        if let reason = TapPayJob.mismatch(job, connector: merchant.merchant.config.gateway?.connector) {
+            return .failure(Rejection(code: "malformed_token", reason: reason))
+        }
+        if let prime = job.tapPayPrime {
+            // No token: the prime and its publish time (the prime's age is measured from it) go to authorize.
+            return .success(Decrypt.Verified(transactionId: TapPayJob.transactionId(prime: prime), payload: .tapPay(
+                prime: prime, publishedAt: clock, billingContact: job.billingContact, shippingContact: job.shippingContact)))
+        }
         let token: ApplePayToken
         var decrypted: DecryptedPaymentData?
         do {

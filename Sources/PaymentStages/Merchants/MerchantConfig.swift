@@ -30,6 +30,12 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         /// Absent in rows applied before transports existed: those are `jwt` (``resolvedTransport``).
         public var transport: MerchantDocument.Gateway.Transport? = nil
         public var webservicesUsername: String? = nil
+        /// OPP's and TapPay's non-secret settings (absent for Trust Payments, and in rows applied before connectors).
+        public var opp: OPPSettings? = nil
+        public var tapPay: TapPaySettings? = nil
+
+        /// The connector `type` names (``MerchantDocument/Gateway/connector``).
+        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
 
         public var resolvedTransport: MerchantDocument.Gateway.Transport { transport ?? .jwt }
 

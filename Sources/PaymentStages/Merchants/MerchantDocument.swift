@@ -49,8 +49,11 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
             case jwt
         }
 
+        /// Picks the connector (``ConnectorKind/init(gatewayType:)``): `trustpayments` (or `securetrading`), `opp`, `tappay`.
         public var type: String
         public var baseUrl: String
+        /// Trust Payments' site reference; may be left out for OPP and TapPay, whose account is `opp.entityId` or
+        /// `tapPay.merchantId` (it then reads as that).
         public var siteReference: String
         /// Needed by the `jwt` transport only.
         public var jwtUsername: String?
@@ -63,6 +66,14 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// The Webservices user (HTTP Basic) of the `webservices` transport; its password is a secret.
         public var webservicesUsername: String?
         public var webservicesPassword: String?
+        /// The OPP connector's settings (`type` `opp`); its `accessToken` is a secret.
+        public var opp: OPPSettings?
+        /// The TapPay connector's settings (`type` `tappay`); its `partnerKey` is a secret.
+        public var tapPay: TapPaySettings?
+
+        /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it,
+        /// as before).
+        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
 
         /// The transport this document selects.
         public var resolvedTransport: Transport {
@@ -72,7 +83,9 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
 
         public init(type: String, baseUrl: String, siteReference: String, jwtUsername: String? = nil, jwtSecret: String? = nil,
                     mode: Mode, requestTypes: [String]? = nil, transport: Transport? = nil,
-                    webservicesUsername: String? = nil, webservicesPassword: String? = nil) {
+                    webservicesUsername: String? = nil, webservicesPassword: String? = nil, opp: OPPSettings? = nil, tapPay: TapPaySettings? = nil) {
+            self.opp = opp
+            self.tapPay = tapPay
             self.type = type
             self.baseUrl = baseUrl
             self.siteReference = siteReference
@@ -107,7 +120,8 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which
     /// makes the document file a secret file (``SecretFile``) rather than only the key files it names.
     public var containsInlineSecrets: Bool {
-        gateway?.jwtSecret != nil || gateway?.webservicesPassword != nil || webhook?.secret != nil || !(webhook?.previousSecrets ?? []).isEmpty
+        gateway?.jwtSecret != nil || gateway?.webservicesPassword != nil || gateway?.opp?.accessToken != nil || gateway?.tapPay?.partnerKey != nil
+            || webhook?.secret != nil || !(webhook?.previousSecrets ?? []).isEmpty
             || identities.contains { $0.privateKeyPem != nil }
     }
 
@@ -120,5 +134,35 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         self.webhook = webhook
         self.merchantIdentityCertificateFile = merchantIdentityCertificateFile
         self.applicationDataCheck = applicationDataCheck
+    }
+}
+
+extension MerchantDocument.Gateway {
+    enum CodingKeys: String, CodingKey {
+        case type, baseUrl, siteReference, jwtUsername, jwtSecret, mode, requestTypes, transport, webservicesUsername, webservicesPassword, opp, tapPay
+    }
+
+    /// As synthesised, except that `siteReference` may be absent when `opp.entityId` or `tapPay.merchantId` names the
+    /// account (Trust Payments documents keep requiring it: `paypipe merchant apply` refuses an empty one).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        type = try container.decode(String.self, forKey: .type)
+        baseUrl = try container.decode(String.self, forKey: .baseUrl)
+        jwtUsername = try container.decodeIfPresent(String.self, forKey: .jwtUsername)
+        jwtSecret = try container.decodeIfPresent(String.self, forKey: .jwtSecret)
+        mode = try container.decode(Mode.self, forKey: .mode)
+        requestTypes = try container.decodeIfPresent([String].self, forKey: .requestTypes)
+        transport = try container.decodeIfPresent(Transport.self, forKey: .transport)
+        webservicesUsername = try container.decodeIfPresent(String.self, forKey: .webservicesUsername)
+        webservicesPassword = try container.decodeIfPresent(String.self, forKey: .webservicesPassword)
+        opp = try container.decodeIfPresent(OPPSettings.self, forKey: .opp)
+        tapPay = try container.decodeIfPresent(TapPaySettings.self, forKey: .tapPay)
+        if let site = try container.decodeIfPresent(String.self, forKey: .siteReference) {
+            siteReference = site
+        } else if let account = opp?.entityId ?? tapPay?.merchantId {
+            siteReference = account
+        } else {
+            throw DecodingError.keyNotFound(CodingKeys.siteReference, .init(codingPath: container.codingPath, debugDescription: "gateway.siteReference is required"))
+        }
     }
 }

@@ -7,8 +7,14 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
     public var webhookSecrets: [String]
     /// The Webservices user's password (`webservices` transport); absent in blobs sealed before it existed.
     public var webservicesPassword: String?
+    /// OPP's bearer token and TapPay's partner key (`opp.accessToken`, `tapPay.partnerKey`); absent in older blobs.
+    public var oppAccessToken: String?
+    public var tapPayPartnerKey: String?
 
-    public init(privateKeys: [String], jwtSecret: String?, webhookSecrets: [String], webservicesPassword: String? = nil) {
+    public init(privateKeys: [String], jwtSecret: String?, webhookSecrets: [String], webservicesPassword: String? = nil,
+                oppAccessToken: String? = nil, tapPayPartnerKey: String? = nil) {
+        self.oppAccessToken = oppAccessToken
+        self.tapPayPartnerKey = tapPayPartnerKey
         self.webservicesPassword = webservicesPassword
         self.privateKeys = privateKeys
         self.jwtSecret = jwtSecret
@@ -16,7 +22,7 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
     }
 
     public var description: String {
-        "MerchantSecrets(privateKeys: \(privateKeys.count), jwtSecret: \(jwtSecret == nil ? "unset" : "set"), webservicesPassword: \(webservicesPassword == nil ? "unset" : "set"), webhookSecrets: \(webhookSecrets.count))"
+        "MerchantSecrets(privateKeys: \(privateKeys.count), jwtSecret: \(jwtSecret == nil ? "unset" : "set"), webservicesPassword: \(webservicesPassword == nil ? "unset" : "set"), oppAccessToken: \(oppAccessToken == nil ? "unset" : "set"), tapPayPartnerKey: \(tapPayPartnerKey == nil ? "unset" : "set"), webhookSecrets: \(webhookSecrets.count))"
     }
 
     /// The secret of the merchant's transport: the JWT secret or the Webservices password.
@@ -24,6 +30,16 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
         switch transport {
         case .jwt: jwtSecret
         case .webservices: webservicesPassword
+        }
+    }
+
+    /// The secret calls to `gateway`'s connector need: Trust Payments' transport secret, OPP's access token or
+    /// TapPay's partner key.
+    public func connectorSecret(for gateway: MerchantConfig.Gateway) -> String? {
+        switch gateway.connector {
+        case .trustPayments: gatewaySecret(for: gateway.resolvedTransport)
+        case .opp: oppAccessToken
+        case .tapPay: tapPayPartnerKey
         }
     }
 

@@ -61,20 +61,16 @@ public struct MerchantStore: Sendable {
                 keyType: "\(parsed.keyType)", notAfter: CertificateExpiry.iso8601(parsed.certificate.notAfter.date)))
             privateKeys.append(key)
         }
-        if let gateway = document.gateway, gateway.resolvedTransport == .webservices {
-            // Refused now rather than failing every payment later: the transport cannot send without its user.
-            guard let user = gateway.webservicesUsername, !user.isEmpty, user.utf8.count <= 255 else {
-                throw MerchantError.invalidDocument("gateway.webservicesUsername is required by the webservices transport (1-255 characters)")
-            }
-            guard let password = gateway.webservicesPassword, !password.isEmpty else {
-                throw MerchantError.invalidDocument("gateway.webservicesPassword is required by the webservices transport")
-            }
+        if let gateway = document.gateway, let problem = ConnectorDocument.problem(gateway) {
+            // Refused now rather than failing every payment later.
+            throw MerchantError.invalidDocument(problem)
         }
         let gateway = document.gateway.map { gateway in
             MerchantConfig.Gateway(
                 type: gateway.type, baseUrl: gateway.baseUrl, siteReference: gateway.siteReference,
                 jwtUsername: gateway.jwtUsername, mode: gateway.mode, requestTypes: gateway.requestTypes ?? ["AUTH"],
-                transport: gateway.resolvedTransport, webservicesUsername: gateway.webservicesUsername)
+                transport: gateway.resolvedTransport, webservicesUsername: gateway.webservicesUsername,
+                opp: gateway.opp?.withoutSecret, tapPay: gateway.tapPay?.withoutSecret)
         }
         if let gateway, let refusal = (transport ?? CardDataTransportPolicy(deployment: deployment)).refusal(gateway.baseUrl) {
             throw MerchantError.invalidDocument("gateway.baseUrl: \(refusal)")
@@ -102,7 +98,8 @@ public struct MerchantStore: Sendable {
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
             webhookSecrets: (document.webhook?.secret.map { [$0] } ?? []) + (document.webhook?.previousSecrets ?? []),
-            webservicesPassword: document.gateway?.webservicesPassword)
+            webservicesPassword: document.gateway?.webservicesPassword, oppAccessToken: document.gateway?.opp?.accessToken,
+            tapPayPartnerKey: document.gateway?.tapPay?.partnerKey)
         let sealed = try vault.seal(Array(try JSONEncoder().encode(secrets)), aad: Array(document.id.utf8))
         let configJSON = String(decoding: try JSONEncoder().encode(config), as: UTF8.self)
         try connection.query(

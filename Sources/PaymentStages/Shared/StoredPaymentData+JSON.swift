@@ -1,4 +1,5 @@
 import ApplePay
+import Foundation
 import JSON
 
 extension StoredPaymentData {
@@ -26,6 +27,9 @@ extension StoredPaymentData {
             ("paymentMethodNetwork", paymentMethodNetwork.map(JSONValue.string)),
             ("billingContact", billingContact.map(Self.contactValue)),
             ("shippingContact", shippingContact.map(Self.contactValue)),
+            ("tapPayPrime", tapPayPrime.map(JSONValue.string)),
+            // Milliseconds since the epoch: exact in a JSON integer.
+            ("tapPayPrimePublishedAt", tapPayPrimePublishedAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded(.down))) }),
         ]).serialized()
     }
 
@@ -59,6 +63,11 @@ extension StoredPaymentData {
             decrypted: decrypted, walletToken: try string("walletToken"), paymentMethodDisplayName: try string("paymentMethodDisplayName"),
             paymentMethodNetwork: try string("paymentMethodNetwork"), billingContact: try contact("billingContact"),
             shippingContact: try contact("shippingContact"))
+        tapPayPrime = try string("tapPayPrime")
+        if let value = root["tapPayPrimePublishedAt"], !value.isNull {
+            guard let millis = value.int64Value else { throw .invalidMember("tapPayPrimePublishedAt") }
+            tapPayPrimePublishedAt = Date(timeIntervalSince1970: Double(millis) / 1000)
+        }
     }
 
     private static func contactValue(_ contact: [String: String]) -> JSONValue {

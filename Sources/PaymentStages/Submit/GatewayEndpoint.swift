@@ -11,13 +11,18 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// The JWT issuer (`jwt`) or the Webservices user, also the envelope's `alias` (`webservices`).
     public let username: String
     let secret: String
+    /// The processor (``GatewayConnector``) calls to this endpoint go to. For OPP, ``siteReference`` is the `entityId`
+    /// and the secret the bearer token; for TapPay, ``siteReference`` is the `merchant_id` and the secret the partner key.
+    public let connector: ConnectorKind
 
     /// A `jwt` endpoint.
     public init(baseUrl: String, siteReference: String, jwtUsername: String, secret: String) {
         self.init(baseUrl: baseUrl, siteReference: siteReference, transport: .jwt, username: jwtUsername, secret: secret)
     }
 
-    public init(baseUrl: String, siteReference: String, transport: Transport, username: String, secret: String) {
+    public init(baseUrl: String, siteReference: String, transport: Transport, username: String, secret: String,
+                connector: ConnectorKind = .trustPayments) {
+        self.connector = connector
         self.baseUrl = baseUrl
         self.siteReference = siteReference
         self.transport = transport
@@ -36,13 +41,42 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     /// The URL this endpoint's transport posts to (also the circuit breaker's key).
     public var url: String {
-        switch transport {
-        case .jwt: jwtURL
-        case .webservices: jsonURL
+        switch (connector, transport) {
+        case (.opp, _): trimmedBase + "/v1/payments"
+        case (.tapPay, _): trimmedBase + TapPayWire.payByPrimePath
+        case (.trustPayments, .jwt): jwtURL
+        case (.trustPayments, .webservices): jsonURL
         }
     }
 
-    private var trimmedBase: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
+    var trimmedBase: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
 
     public var description: String { "GatewayEndpoint(\(url), site: \(siteReference), user: \(username))" }
+
+    /// The endpoint of a merchant's gateway settings, or why there is none: a connector's account and secret must both
+    /// be set. `site` (an attempt's stored site, entity or merchant id) replaces the configured one, so a status query
+    /// goes where the attempt went.
+    public static func forMerchant(_ gateway: MerchantConfig.Gateway?, secrets: MerchantSecrets?, site: String?) -> Result<GatewayEndpoint, ConnectorBuildError> {
+        guard let gateway else { return .failure(.notConfigured("no gateway settings")) }
+        switch gateway.connector {
+        case .trustPayments:
+            guard let username = gateway.username, !username.isEmpty, let secret = secrets?.connectorSecret(for: gateway), !secret.isEmpty else {
+                return .failure(.notConfigured("no gateway settings or credentials for its transport"))
+            }
+            return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, transport: gateway.resolvedTransport,
+                                            username: username, secret: secret))
+        case .opp:
+            guard let entity = gateway.opp?.entityId, !entity.isEmpty, let token = secrets?.connectorSecret(for: gateway), !token.isEmpty else {
+                return .failure(.notConfigured("no OPP entityId or access token"))
+            }
+            return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? entity, transport: .webservices, username: "",
+                                            secret: token, connector: .opp))
+        case .tapPay:
+            guard let merchant = gateway.tapPay?.merchantId, !merchant.isEmpty, let key = secrets?.connectorSecret(for: gateway), !key.isEmpty else {
+                return .failure(.notConfigured("no TapPay merchantId or partner key"))
+            }
+            return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? merchant, transport: .webservices, username: "",
+                                            secret: key, connector: .tapPay))
+        }
+    }
 }

@@ -29,7 +29,8 @@ public struct SubmitStage: StageHandler {
     static let actor = "submit"
     private let directory: MerchantDirectory
     private let requests: GatewayRequestStore
-    private let client: any PaymentGateway
+    /// The merchant's connector is chosen per call by its endpoint (``GatewayConnectors``).
+    private let client: any GatewayConnector
     private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
     /// Shared by every lane of the worker (reference types inside a value-type stage).
@@ -163,15 +164,14 @@ public struct SubmitStage: StageHandler {
             }
             defer { limiter.release(message.merchantId) }
             let result = self.client.authorize(
-                claims: Self.claims(request.claims, orderReference: reference), requestTypes: request.requestTypes, endpoint: endpoint,
-                requestId: "A\(attemptId)", now: clock(), window: window, using: client)
+                request, reference: reference, endpoint: endpoint, requestId: "A\(attemptId)", now: clock(), window: window, using: client)
             breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
             return .sent(result)
         case .query(let attemptId, let reference, let endpoint, let expected):
             guard limiter.acquire(message.merchantId, timeout: 1) else { return .busy(busy) }
             defer { limiter.release(message.merchantId) }
-            let result = self.client.queryTransaction(
-                orderReference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
+            let result = self.client.find(
+                reference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .inconclusive(let code, _) = result {
                 breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
             } else {
@@ -181,15 +181,6 @@ public struct SubmitStage: StageHandler {
         case .finished, .retryLater:
             preconditionFailure("only sends and queries are called")
         }
-    }
-
-    /// The stored request claims with the per-payment `orderreference` (the stored claims carry the merchant's).
-    static func claims(_ claims: JSONValue, orderReference: String) -> JSONValue {
-        guard var payload = claims["payload"], payload.objectValue != nil else { return claims }
-        payload.set(.string(orderReference), forKey: "orderreference")
-        var signed = claims
-        signed.set(payload, forKey: "payload")
-        return signed
     }
 
     /// The protocol's view of a payment, read under its row lock in the current transaction.
@@ -204,12 +195,12 @@ public struct SubmitStage: StageHandler {
 
     /// Seconds from an attempt's send deadline to its reconciliation: the total timeout of the endpoint's transport
     /// plus the margin (the `webservices` transport has no `exp`, so this wait is all that bounds its AUTH).
-    private func settleSeconds(_ transport: GatewayEndpoint.Transport) -> Double { client.totalTimeout(for: transport) + settings.reconcileGrace }
+    private func settleSeconds(_ endpoint: GatewayEndpoint) -> Double { client.totalTimeout(for: endpoint) + settings.reconcileGrace }
 
     private func protocolView(_ payment: PaymentRecord, transaction: PostgresConnection) throws -> ProtocolView {
         // An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace),
         // with the jwt transport's timeout, the only transport there was then.
-        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: settleSeconds(.jwt), on: transaction)
+        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: client.totalTimeout + settings.reconcileGrace, on: transaction)
     }
 
     /// Step 3 for one message.
@@ -297,7 +288,7 @@ public struct SubmitStage: StageHandler {
             let reference = GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: payment.id)
             let attemptId = try attempts.begin(
                 paymentId: payment.id, orderReference: reference, requestType: request.requestTypes.joined(separator: ","),
-                siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint.transport),
+                siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint),
                 on: transaction)
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
             return .send(attemptId: attemptId, request: request, endpoint: endpoint, reference: reference, window: window)
@@ -342,7 +333,7 @@ public struct SubmitStage: StageHandler {
         let attemptIds = try SubmitPlanStatement.begin(ready.map {
             SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.reference,
                                      requestType: $0.request.requestTypes.joined(separator: ","), siteReference: $0.endpoint.siteReference,
-                                     settleSeconds: settleSeconds($0.endpoint.transport))
+                                     settleSeconds: settleSeconds($0.endpoint))
         }, sendWindow: settings.sendWindow, on: transaction)
         for send in ready {
             guard let attemptId = attemptIds[messages[send.index].paymentId] else { continue }
@@ -417,13 +408,12 @@ public struct SubmitStage: StageHandler {
     /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
     private func endpoint(for payment: PaymentRecord, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
         let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
-        guard let gateway = merchant?.config.gateway, let username = gateway.username, !username.isEmpty,
-              let secret = merchant?.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else {
+        switch GatewayEndpoint.forMerchant(merchant?.config.gateway, secrets: merchant?.secrets, site: site) {
+        case .success(let endpoint): return endpoint
+        case .failure(let error):
             throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
-                                                        reason: "merchant \(payment.merchantId) has no gateway settings or credentials for its transport"))
+                                                        reason: "merchant \(payment.merchantId) has \(error.reason)"))
         }
-        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, transport: gateway.resolvedTransport,
-                               username: username, secret: secret)
     }
 
     /// Moves the payment to a terminal status (the trigger crypto-shreds its card data) and hands it to notification.

@@ -51,12 +51,13 @@ extension SubmitStage {
             ("paymentDeadline", .double(settings.paymentDeadline)), ("sendWindow", .double(settings.sendWindow)),
             ("notFoundConfirmations", .int(settings.notFoundConfirmations)),
         ])
+        let cardDataTransport = CardDataTransportPolicy.fromEnvironment(environment, deployment: configuration.environment)
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             requests: GatewayRequestStore(vault: vault),
-            client: TrustPaymentsClient(
-                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment),
-                webservices: try webservicesTransport(environment)),
+            client: GatewayConnectors(
+                trustPayments: TrustPaymentsClient(http: http, transport: cardDataTransport, webservices: try webservicesTransport(environment)),
+                opp: OPPConnector(http: http, transport: cardDataTransport), tapPay: TapPayConnector(http: http, transport: cardDataTransport)),
             settings: settings, registry: registry)
     }
 

@@ -14,7 +14,7 @@ import Pipeline
 ///
 /// Calls run on the ``HTTPClient`` the caller passes: the submit stage's pool threads each keep one, so the
 /// connection to the gateway stays alive between calls (a handle must stay on its thread).
-public struct TrustPaymentsClient: PaymentGateway {
+public struct TrustPaymentsClient: Sendable {
     public let http: HTTPClientConfiguration
     /// Tolerated clock difference for the answer's `iat`.
     public let clockSkew: Int64
@@ -139,12 +139,8 @@ public struct TrustPaymentsClient: PaymentGateway {
         let response: HTTPResponse
         do {
             response = try client.send(request)
-        } catch HTTPClientError.refusedBeforeSending(let reason) {
-            // Not an endpoint failure (the circuit breaker ignores it): the request waited too long on our side.
-            return .failure(Failure(result: .local(.transient, code: "paypipe.send_window", message: "not sent: \(reason)")))
         } catch {
-            let outcome: GatewayOutcome = error.requestMayHaveBeenSent ? .uncertain : .transient
-            return .failure(Failure(result: .local(outcome, code: "paypipe.transport", message: error.description)))
+            return .failure(Failure(result: .notAnswered(error)))
         }
         if let failure = Self.statusFailure(response.status) { return .failure(Failure(result: failure)) }
         guard let document = try? JSONValue.parse(response.body), let token = document["jwt"]?.stringValue else {

@@ -121,15 +121,13 @@ extension TrustPaymentsClient {
             do {
                 response = try client.send(attempt)
                 break
-            } catch HTTPClientError.refusedBeforeSending(let reason) {
-                return .failure(Failure(result: .local(.transient, code: "paypipe.send_window", message: "not sent: \(reason)")))
             } catch {
+                // `mayRetry` never retries a send-window refusal.
                 if settings.mayRetry(error, tries: tries, elapsed: Self.seconds(ContinuousClock.now - start)) {
                     Thread.sleep(forTimeInterval: settings.retrySleep)
                     continue
                 }
-                let outcome: GatewayOutcome = error.requestMayHaveBeenSent ? .uncertain : .transient
-                return .failure(Failure(result: .local(outcome, code: "paypipe.transport", message: error.description)))
+                return .failure(Failure(result: .notAnswered(error)))
             }
         }
         if Self.seconds(ContinuousClock.now - start) > settings.totalTimeout {

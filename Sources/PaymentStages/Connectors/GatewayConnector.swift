@@ -1,0 +1,175 @@
+import Foundation
+import HTTP
+import JWT
+
+/// What PayPipe needs from a payment processor (docs/connectors.md). One implementation per processor: Trust Payments
+/// (``TrustPaymentsClient``), ACI's Open Payment Platform (``OPPConnector``) and TapPay (``TapPayConnector``);
+/// ``GatewayConnectors`` picks one per merchant by the endpoint's ``GatewayEndpoint/connector``.
+///
+/// A connector holds wire formats and mappings only. The exactly-once state machine (``SubmitProtocol``), the send
+/// window (``SendWindow``), the endpoint gate (``CardDataTransportPolicy``, checked before any byte leaves) and the audit
+/// trail (`gateway_attempts`) are written once, above the connectors.
+///
+/// Implementations never throw: every way a call can end (answer, refusal, timeout, forged or hostile answer) is a
+/// ``GatewayResult`` or ``TransactionQueryResult`` the caller must record, its outcome one of ``GatewayOutcome``'s
+/// (a processor's "pending" is `uncertain`).
+public protocol GatewayConnector: Sendable {
+    /// How the HTTP clients that calls run on are configured (the submit stage keeps a pool of keep-alive clients).
+    var http: HTTPClientConfiguration { get }
+
+    /// Seconds after which a call has certainly ended on our side.
+    var totalTimeout: Double { get }
+
+    /// The total timeout of a call to `endpoint`: what an attempt's reconciliation time adds to its send deadline.
+    func totalTimeout(for endpoint: GatewayEndpoint) -> Double
+
+    /// One authorisation of the stored `request` (built by ``ConnectorRequestBuilder``: decrypted network-token data,
+    /// or the encrypted token when the processor decrypts), carrying `reference`, the per-payment reconciliation key.
+    /// With a `window`, the request is never sent after its deadline.
+    func authorize(
+        _ request: GatewayRequest, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult
+
+    /// The reconciliation query for an unknown outcome: what the processor holds under `reference`. A record is adopted
+    /// only if it is the only one and matches `expected`.
+    func find(
+        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        using client: HTTPClient
+    ) -> TransactionQueryResult
+
+    /// Capture, void or refund of an authorised payment. A connector whose processor has no such API answers
+    /// `permanentError` with the reason `operation_not_supported`, certainly not sent (``ConnectorCapabilities``).
+    func perform(
+        _ operation: ConnectorOperation, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult
+}
+
+/// The submit stage's name for the connector protocol (it predates the other connectors).
+public typealias PaymentGateway = GatewayConnector
+
+/// Which processor a merchant uses: the merchant document's `gateway.type` (docs/merchant-config.md).
+public enum ConnectorKind: String, Codable, Sendable, CaseIterable {
+    case trustPayments = "trustpayments"
+    /// ACI Worldwide / PAY.ON Open Payment Platform (`oppwa.com`).
+    case opp
+    /// TapPay Pay by Prime.
+    case tapPay = "tappay"
+
+    /// `gateway.type`, compared lower-cased without `-`/`_`: `trustpayments` or `securetrading` (Trust Payments'
+    /// former name), `opp` or `aci`, `tappay`. Nil for anything else.
+    public init?(gatewayType: String) {
+        switch gatewayType.lowercased().filter({ $0 != "-" && $0 != "_" }) {
+        case "trustpayments", "securetrading": self = .trustPayments
+        case "opp", "aci", "acioppwa", "oppwa": self = .opp
+        case "tappay": self = .tapPay
+        default: return nil
+        }
+    }
+
+    public var capabilities: ConnectorCapabilities {
+        switch self {
+        case .trustPayments: TrustPaymentsClient.capabilities
+        case .opp: OPPConnector.capabilities
+        case .tapPay: TapPayConnector.capabilities
+        }
+    }
+}
+
+/// A back-office operation on an authorised payment, in the processor-neutral form connectors translate.
+public enum ConnectorOperation: Sendable, Equatable {
+    /// Capture `amountMinor` of the authorisation `transactionId` (the processor's id of the payment).
+    case capture(transactionId: String, amountMinor: Int64, currency: String)
+    /// Cancel the authorisation before capture (a reversal).
+    case void(transactionId: String)
+    /// Refund `amountMinor` of a captured payment.
+    case refund(transactionId: String, amountMinor: Int64, currency: String)
+
+    public var name: String {
+        switch self {
+        case .capture: "capture"
+        case .void: "void"
+        case .refund: "refund"
+        }
+    }
+}
+
+/// What a connector supports, for docs/connectors.md, `paypipe merchant apply` and the operations worker.
+public struct ConnectorCapabilities: Sendable, Equatable {
+    public enum Amounts: String, Sendable { case none, full, partial }
+
+    public var modes: Set<MerchantDocument.Gateway.Mode>
+    public var capture: Amounts
+    public var void: Bool
+    public var refund: Amounts
+    /// The field that identifies one payment at the processor, written on every attempt.
+    public var reconciliationKey: String
+
+    /// Whether `operation` is possible at all (amount rules are the processor's to enforce).
+    public func supports(_ operation: ConnectorOperation) -> Bool {
+        switch operation {
+        case .capture: capture != .none
+        case .void: void
+        case .refund: refund != .none
+        }
+    }
+}
+
+extension GatewayResult {
+    /// The answer of an operation a connector cannot perform: permanent, certainly not sent.
+    static func unsupported(_ operation: ConnectorOperation, connector: ConnectorKind) -> GatewayResult {
+        var result = GatewayResult.local(.permanentError, code: "paypipe.operation_not_supported",
+                                         message: "\(connector.rawValue) has no \(operation.name) API")
+        result.reason = "operation_not_supported"
+        return result
+    }
+}
+
+/// The connectors of a worker, one per ``ConnectorKind``, chosen by each call's endpoint: what the submit stage holds.
+public struct GatewayConnectors: GatewayConnector {
+    public let trustPayments: TrustPaymentsClient
+    public let opp: OPPConnector
+    public let tapPay: TapPayConnector
+
+    public init(trustPayments: TrustPaymentsClient, opp: OPPConnector, tapPay: TapPayConnector) {
+        self.trustPayments = trustPayments
+        self.opp = opp
+        self.tapPay = tapPay
+    }
+
+    public func connector(_ kind: ConnectorKind) -> any GatewayConnector {
+        switch kind {
+        case .trustPayments: trustPayments
+        case .opp: opp
+        case .tapPay: tapPay
+        }
+    }
+
+    /// The pool's clients are Trust Payments'; the other connectors set their own timeouts on each request.
+    public var http: HTTPClientConfiguration { trustPayments.http }
+    public var totalTimeout: Double { trustPayments.totalTimeout }
+
+    public func totalTimeout(for endpoint: GatewayEndpoint) -> Double { connector(endpoint.connector).totalTimeout(for: endpoint) }
+
+    public func authorize(
+        _ request: GatewayRequest, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        connector(endpoint.connector).authorize(request, reference: reference, endpoint: endpoint, requestId: requestId, now: now, window: window, using: client)
+    }
+
+    public func find(
+        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        using client: HTTPClient
+    ) -> TransactionQueryResult {
+        connector(endpoint.connector).find(reference: reference, endpoint: endpoint, expected: expected, requestId: requestId, now: now, using: client)
+    }
+
+    public func perform(
+        _ operation: ConnectorOperation, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        connector(endpoint.connector).perform(operation, endpoint: endpoint, requestId: requestId, now: now, window: window, using: client)
+    }
+}

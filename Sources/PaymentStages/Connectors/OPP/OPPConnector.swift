@@ -1,0 +1,83 @@
+import Foundation
+import HTTP
+import JWT
+import Pipeline
+
+/// ACI / PAY.ON Open Payment Platform over HTTP (``OPPWire`` holds the formats): `Authorization: Bearer <accessToken>`
+/// [doc], the merchant's `entityId` as the endpoint's ``GatewayEndpoint/siteReference``, `merchantTransactionId` (the
+/// per-payment reference) as the reconciliation key.
+public struct OPPConnector: GatewayConnector {
+    public let http: HTTPClientConfiguration
+    /// Which URLs may carry card data (https outside sandbox), checked before every call.
+    public let transport: CardDataTransportPolicy
+
+    public static let capabilities = ConnectorCapabilities(
+        modes: [.merchantDecrypts, .gatewayDecrypts], capture: .partial, void: true, refund: .partial,
+        reconciliationKey: "merchantTransactionId")
+
+    public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), transport: CardDataTransportPolicy = .strict) {
+        self.http = http
+        self.transport = transport
+    }
+
+    /// Test-mode successes (`000.100.1xx`) count as authorised in sandbox only.
+    var sandbox: Bool { transport.deployment == .sandbox }
+    public var totalTimeout: Double { http.totalTimeout }
+    public func totalTimeout(for endpoint: GatewayEndpoint) -> Double { http.totalTimeout }
+
+    private var exchange: ConnectorExchange {
+        ConnectorExchange(transport: transport, connectTimeout: http.connectTimeout, totalTimeout: http.totalTimeout)
+    }
+
+    private func post(_ path: String, form: [(key: String, value: String)], endpoint: GatewayEndpoint, gate: HTTPSendGate?) -> HTTPRequest {
+        HTTPRequest(method: "POST", url: endpoint.trimmedBase + path, headers: [
+            HTTPHeader(name: "Authorization", value: "Bearer \(endpoint.secret)"),
+            HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=UTF-8"),
+            HTTPHeader(name: "Accept", value: "application/json"),
+        ], body: Array(OPPWire.formEncode(form).utf8), sendGate: gate)
+    }
+
+    public func authorize(
+        _ request: GatewayRequest, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        let form = OPPWire.paymentForm(request, entityId: endpoint.siteReference, reference: reference)
+        switch exchange.send(post("/v1/payments", form: form, endpoint: endpoint, gate: window?.gate), client: client) {
+        case .failure(let failure): return failure.result
+        case .success(let answer):
+            if let echoed = answer["merchantTransactionId"]?.stringValue, echoed != reference {
+                return .local(.uncertain, code: "paypipe.reference_mismatch", message: "answer names another merchantTransactionId")
+            }
+            return OPPWire.result(answer, sandbox: sandbox)
+        }
+    }
+
+    public func find(
+        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        using client: HTTPClient
+    ) -> TransactionQueryResult {
+        let request = HTTPRequest(method: "GET", url: endpoint.trimmedBase + OPPWire.queryPath(entityId: endpoint.siteReference, reference: reference),
+                                  headers: [HTTPHeader(name: "Authorization", value: "Bearer \(endpoint.secret)"),
+                                            HTTPHeader(name: "Accept", value: "application/json")])
+        switch exchange.send(request, client: client) {
+        case .failure(let failure): return ConnectorExchange.inconclusive(failure)
+        case .success(let answer): return OPPWire.queryResult(answer, expected: expected, sandbox: sandbox)
+        }
+    }
+
+    public func perform(
+        _ operation: ConnectorOperation, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        let call: (path: String, form: [(key: String, value: String)])
+        do {
+            call = try OPPWire.operationForm(operation, entityId: endpoint.siteReference)
+        } catch {
+            return .local(.permanentError, code: "paypipe.\(error.code)", message: error.reason)
+        }
+        switch exchange.send(post(call.path, form: call.form, endpoint: endpoint, gate: window?.gate), client: client) {
+        case .failure(let failure): return failure.result
+        case .success(let answer): return OPPWire.result(answer, sandbox: sandbox)
+        }
+    }
+}

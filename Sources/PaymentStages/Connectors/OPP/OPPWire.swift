@@ -1,0 +1,236 @@
+import Foundation
+import JWT
+import Pipeline
+
+/// OPP's wire format (other-gateways.md §2, docs/connectors.md): form-encoded `POST /v1/payments` bodies, JSON answers
+/// `{id, paymentType, result {code, description}, …}`, `GET /v3/query?entityId=…&merchantTransactionId=…` for every
+/// payment under one merchant transaction id, and `CP`/`RV`/`RF` on `/v1/payments/{id}`. Pure.
+public enum OPPWire {
+    // MARK: Form encoding
+
+    /// `application/x-www-form-urlencoded` as browsers and `requests` write it: unreserved bytes as they are, space
+    /// as `+`, every other byte `%XX`. Keys keep their order.
+    public static func formEncode(_ fields: [(key: String, value: String)]) -> String {
+        fields.map { "\(escape($0.key))=\(escape($0.value))" }.joined(separator: "&")
+    }
+
+    /// The pairs of a form body or query string, in order; nil when a `%` escape is broken or the text is not UTF-8.
+    public static func formDecode(_ text: String) -> [(key: String, value: String)]? {
+        var pairs: [(key: String, value: String)] = []
+        for part in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let halves = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = unescape(halves[0]), let value = halves.count > 1 ? unescape(halves[1]) : "" else { return nil }
+            pairs.append((key, value))
+        }
+        return pairs
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "): out += "+"
+            default: out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
+    }
+
+    static func unescape(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next(), let low = iterator.next(),
+                      let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(value)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    // MARK: Amounts
+
+    /// `amount` as OPP writes it, a decimal string with a dot (N10.N2 [secondary]): minor units divided by 10^exponent
+    /// of the currency's ISO 4217 exponent (`2000` GBP → `"20.00"`, `1500` KWD → `"1.500"`). Zero-exponent currencies
+    /// (JPY, KRW, …) are refused: whether OPP wants `"500"` or `"500.00"` for them is [UNCONFIRMED].
+    public static func amount(minor: Int64, currency: Currency) throws(ConnectorBuildError) -> String {
+        guard minor > 0 else { throw ConnectorBuildError(AuthorizeError.invalidAmount("the amount must be positive")) }
+        guard currency.minorUnits > 0 else {
+            throw ConnectorBuildError(code: "amount_not_representable",
+                                      reason: "OPP's amount format for zero-exponent currencies (\(currency.code)) is unconfirmed")
+        }
+        var scale: Int64 = 1
+        for _ in 0..<currency.minorUnits { scale *= 10 }
+        let fraction = String(minor % scale)
+        let text = "\(minor / scale).\(String(repeating: "0", count: currency.minorUnits - fraction.count))\(fraction)"
+        // N10.N2: at most ten integer digits.
+        guard minor / scale < 10_000_000_000 else {
+            throw ConnectorBuildError(AuthorizeError.invalidAmount("the amount \(text) has more than ten integer digits"))
+        }
+        return text
+    }
+
+    /// Minor units of an OPP amount string in `currency`, nil when it is not exactly that currency's form.
+    public static func minorUnits(_ text: String, currency: Currency) -> Int64? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard currency.minorUnits > 0, parts.count == 2, parts[1].count == currency.minorUnits, !parts[0].isEmpty,
+              parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+              let whole = Int64(parts[0]), let fraction = Int64(parts[1]) else { return nil }
+        var scale: Int64 = 1
+        for _ in 0..<currency.minorUnits { scale *= 10 }
+        return whole * scale + fraction
+    }
+
+    // MARK: Requests
+
+    /// The stored authorisation request: its form fields as the `payload` object of strings (the stored-request shape
+    /// every connector shares with Trust Payments' claims, ``GatewayRequestStore``), in sending order, without
+    /// `entityId` and `merchantTransactionId` (added at send time, ``paymentForm(_:entityId:reference:)``) and
+    /// without credentials.
+    /// - merchant-decrypts: `paymentBrand` (the merchant's), `card.number` (the DPAN), `card.expiryMonth`/`expiryYear`,
+    ///   `threeDSecure.verificationId` (the cryptogram), `threeDSecure.eci` when the token has one, `applePay.source=app`
+    ///   [secondary: HyperPay's parameter digest];
+    /// - gateway-decrypts: `paymentBrand` `APPLEPAY` (or `APPLEPAYTKN`) and `applePay.paymentToken`, Apple's token JSON
+    ///   [secondary: TotalProcessing's OPP module].
+    public static func authorizationRequest(
+        settings: OPPSettings, mode: MerchantDocument.Gateway.Mode, payment: GatewayPaymentDetails, data: StoredPaymentData?
+    ) throws(ConnectorBuildError) -> GatewayRequest {
+        if let problem = settings.problem(mode: mode) {
+            throw .notConfigured(problem)
+        }
+        let (currency, minor) = try ConnectorRequestBuilder.amount(payment)
+        var fields: [(key: String, value: String)] = [
+            ("amount", try amount(minor: minor, currency: currency)),
+            ("currency", currency.code),
+            ("paymentType", settings.resolvedPaymentType),
+            ("paymentBrand", settings.resolvedBrand),
+        ]
+        switch mode {
+        case .merchantDecrypts:
+            let card = try NetworkTokenFields(data, currency: currency, amount: minor)
+            fields += [("card.number", card.dpan), ("card.expiryMonth", card.expiryMonth), ("card.expiryYear", card.expiryYear),
+                       ("threeDSecure.verificationId", card.cryptogram)]
+            if let eci = card.eci { fields.append(("threeDSecure.eci", eci)) }
+            fields.append(("applePay.source", "app"))
+        case .gatewayDecrypts:
+            guard let token = data?.walletToken, !token.isEmpty else {
+                throw ConnectorBuildError(AuthorizeError.cardDataMissing("gateway-decrypts mode needs the stored Apple Pay token, which is absent"))
+            }
+            fields.append(("applePay.paymentToken", try paymentToken(token)))
+        }
+        return GatewayRequest(orderReference: payment.gatewayOrderReference, requestTypes: [settings.resolvedPaymentType],
+                              claims: ["payload": .object(fields.map { ($0.key, .string($0.value)) })])
+    }
+
+    /// `applePay.paymentToken`: the `PKPaymentToken.paymentData` JSON (version, data, signature, header) whatever form
+    /// the job carried. [UNCONFIRMED]: no primary ACI page shows whether the whole `PKPaymentToken` is also accepted.
+    static func paymentToken(_ text: String) throws(ConnectorBuildError) -> String {
+        let wrapped: String
+        do {
+            wrapped = try TrustPaymentsClaimsBuilder.walletToken(text)
+        } catch {
+            throw ConnectorBuildError(error)
+        }
+        // `walletToken` normalises to {"token": {"paymentData": …}}.
+        guard let paymentData = (try? JSONValue.parse(Array(wrapped.utf8)))?["token"]?["paymentData"] else {
+            throw ConnectorBuildError(AuthorizeError.invalidCardData("the Apple Pay token has no paymentData"))
+        }
+        return paymentData.serializedString
+    }
+
+    /// The form of one authorisation: `entityId`, the stored fields, then `merchantTransactionId` (the per-payment
+    /// reconciliation key, AN255, at least 8 characters [secondary]).
+    public static func paymentForm(_ request: GatewayRequest, entityId: String, reference: String) -> [(key: String, value: String)] {
+        let stored = (request.claims["payload"]?.objectValue ?? []).compactMap { entry in entry.value.stringValue.map { (key: entry.key, value: $0) } }
+        return [("entityId", entityId)] + stored.filter { $0.key != "entityId" && $0.key != "merchantTransactionId" }
+            + [("merchantTransactionId", reference)]
+    }
+
+    /// A back-office operation on `/v1/payments/{id}`: `CP` and `RF` with amount and currency, `RV` with neither
+    /// [doc: the OPP wrapper's `Captures`, `Refunds`, `Reversals`].
+    public static func operationForm(_ operation: ConnectorOperation, entityId: String) throws(ConnectorBuildError) -> (path: String, form: [(key: String, value: String)]) {
+        switch operation {
+        case .capture(let id, let minor, let code), .refund(let id, let minor, let code):
+            guard let currency = Currency.alpha3(code) else {
+                throw ConnectorBuildError(AuthorizeError.invalidCurrency("'\(code.prefix(8))' is not an ISO 4217 alpha-3 currency code"))
+            }
+            let type = if case .capture = operation { "CP" } else { "RF" }
+            return ("/v1/payments/\(escape(id))", [("entityId", entityId), ("amount", try amount(minor: minor, currency: currency)),
+                                                   ("currency", currency.code), ("paymentType", type)])
+        case .void(let id):
+            return ("/v1/payments/\(escape(id))", [("entityId", entityId), ("paymentType", "RV")])
+        }
+    }
+
+    /// `/v3/query?entityId=…&merchantTransactionId=…` [doc].
+    public static func queryPath(entityId: String, reference: String) -> String {
+        "/v3/query?" + formEncode([("entityId", entityId), ("merchantTransactionId", reference)])
+    }
+
+    // MARK: Answers
+
+    /// The result of one payment answer (or query record): its `result.code` through ``OPPResultCode``.
+    public static func result(_ answer: JSONValue, sandbox: Bool) -> GatewayResult {
+        guard let code = answer["result"]?["code"]?.stringValue else {
+            return .local(.uncertain, code: "paypipe.invalid_response", message: "answer has no result.code")
+        }
+        let (outcome, reason) = OPPResultCode.outcome(code, sandbox: sandbox)
+        let card = answer["card"]
+        return GatewayResult(
+            outcome: outcome, errorCode: String(code.prefix(32)), errorMessage: answer["result"]?["description"]?.stringValue.map { String($0.prefix(500)) },
+            transactionReference: answer["id"]?.stringValue.map { String($0.prefix(64)) },
+            acquirerResponseCode: answer["resultDetails"]?["ExtendedDescription"]?.stringValue.map { String($0.prefix(64)) },
+            authCode: answer["resultDetails"]?["AuthCode"]?.stringValue.map { String($0.prefix(16)) },
+            maskedPan: card?["bin"]?.stringValue.flatMap { bin in card?["last4Digits"]?.stringValue.map { "\(bin.prefix(6))######\($0.suffix(4))" } },
+            reason: reason)
+    }
+
+    /// Interprets a `/v3/query` answer for the payment described by `expected` (amount in minor units, currency,
+    /// the reference queried). Only a successful query whose `payments` list (all matches [doc]; the list's key is
+    /// [UNCONFIRMED]) holds no authorisation (`PA`/`DB`) proves "no such payment". Two authorisations under one
+    /// reference, or one whose reference, amount or currency differs, are ambiguous: needs review, never adopted,
+    /// never resent. A record without a final outcome (pending, communication error) proves nothing.
+    public static func queryResult(_ answer: JSONValue, expected: GatewayResponseMapper.Expected, sandbox: Bool) -> TransactionQueryResult {
+        guard let code = answer["result"]?["code"]?.stringValue else {
+            return .inconclusive(code: "paypipe.invalid_response", reason: "query answer has no result.code")
+        }
+        let records = answer["payments"]?.arrayValue
+        guard OPPResultCode.group(code) == .success, let records else {
+            return .inconclusive(code: String(code.prefix(32)), reason: "query failed: \(answer["result"]?["description"]?.stringValue.map { String($0.prefix(200)) } ?? "no list")")
+        }
+        let auths = records.filter { ["PA", "DB"].contains($0["paymentType"]?.stringValue ?? "") }
+        guard records.allSatisfy({ $0["paymentType"]?.stringValue != nil }) else {
+            return .inconclusive(code: "paypipe.query_unrecognised", reason: "a record has no paymentType")
+        }
+        guard let record = auths.first else { return .notFound }
+        guard auths.count == 1, matches(record, expected) else {
+            var review = GatewayResult.local(.needsReview, code: "paypipe.query_ambiguous",
+                                             message: "\(auths.count) authorisation(s) under one payment's merchantTransactionId, or one that is not this payment's")
+            review.reason = "gateway_query_ambiguous"
+            return .found(review)
+        }
+        let adopted = result(record, sandbox: sandbox)
+        switch adopted.outcome {
+        case .uncertain, .transient:
+            return .inconclusive(code: adopted.errorCode ?? "paypipe.query_uncertain", reason: "the recorded payment has no final outcome yet")
+        case .authorized, .declined, .permanentError, .needsReview:
+            return .found(adopted)
+        }
+    }
+
+    static func matches(_ record: JSONValue, _ expected: GatewayResponseMapper.Expected) -> Bool {
+        if let reference = expected.orderReference, record["merchantTransactionId"]?.stringValue != reference { return false }
+        if let code = expected.currency {
+            guard record["currency"]?.stringValue == code, let currency = Currency.alpha3(code) else { return false }
+            if let minor = expected.amountMinor, record["amount"]?.stringValue.flatMap({ minorUnits($0, currency: currency) }) != minor { return false }
+        }
+        return true
+    }
+}

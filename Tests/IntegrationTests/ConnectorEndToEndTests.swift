@@ -1,0 +1,174 @@
+import ApplePay
+import Foundation
+import HTTP
+import JWT
+@testable import PaymentStages
+import PayPipeDevTools
+import Pipeline
+import Postgres
+import Testing
+
+extension Integration {
+/// Each connector end to end on the real database: merchants applied as `paypipe merchant apply` does (validated, the
+/// connector's secret sealed), payments prepared with the connector's request as the authorize stage builds it
+/// (`ConnectorRequestBuilder`), and the real submit stage against the simulator's faces: authorised, declined, and a
+/// lost answer reconciled by the reference with exactly one authorisation at the processor.
+@Suite struct ConnectorEndToEndTests {
+    static let entity = "8a8294174b7ecb28014b9699220015ca"
+
+    final class Harness {
+        let authorize: AuthorizeHarness
+        let simulator: GatewaySimulator
+
+        init() throws {
+            authorize = try AuthorizeHarness()
+            var configuration = GatewaySimulatorConfiguration(port: 0, merchants: [:], slowResponseSeconds: 2.5, threads: 4)
+            configuration.oppTokens = ["e2e-token": ConnectorEndToEndTests.entity]
+            configuration.tapPayPartners = ["partner_e2e": "tappay_e2e"]
+            simulator = GatewaySimulator(configuration: configuration)
+            try simulator.start()
+            try authorize.applyMerchant("opp-m", gateway: [
+                "type": "opp", "baseUrl": simulator.baseURL, "mode": "merchant-decrypts",
+                "opp": ["entityId": ConnectorEndToEndTests.entity, "accessToken": "e2e-token", "paymentBrand": "VISA"],
+            ], identity: true)
+            try authorize.applyMerchant("tappay-m", gateway: [
+                "type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts",
+                "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"],
+            ], identity: false)
+        }
+
+        deinit {
+            simulator.stop()
+            authorize.tearDown()
+        }
+
+        func stage() -> SubmitStage {
+            let http = HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1)
+            let sandbox = CardDataTransportPolicy(deployment: .sandbox)
+            return SubmitStage(
+                directory: MerchantDirectory(store: MerchantStore(vault: authorize.vault), ttl: 0), requests: GatewayRequestStore(vault: authorize.vault),
+                client: GatewayConnectors(trustPayments: TrustPaymentsClient(http: http, transport: sandbox), opp: OPPConnector(http: http, transport: sandbox),
+                                          tapPay: TapPayConnector(http: http, transport: sandbox)),
+                settings: SubmitSettings(reconcileGrace: 0.2, maxInconclusiveQueries: 2, sendWindow: 0.3))
+        }
+
+        /// A `decrypted` payment with its data, run through the real authorize stage, which builds the merchant's
+        /// connector request (``ConnectorRequestBuilder``): the payment and the stage's outcome.
+        func authorizing(_ merchant: String, amount: Int64, currency: String, data: StoredPaymentData) throws -> (StageMessage, Result<StageOutcome, StageFailure>) {
+            let message = try authorize.insertPayment(merchantId: merchant, amount: amount, currency: currency, orderReference: "E2E-\(amount)", data: data)
+            let database = try authorize.database()
+            defer { database.close() }
+            return (message, authorize.makeStage().process([message], database: database)[0])
+        }
+
+        /// A payment advanced to `prepared` by the authorize stage (``authorizing(_:amount:currency:data:)``).
+        func prepared(_ merchant: String, amount: Int64, currency: String, data: StoredPaymentData) throws -> StageMessage {
+            let (message, outcome) = try authorizing(merchant, amount: amount, currency: currency, data: data)
+            #expect(outcome == .success(.handOff(to: .submit, message)), "authorize hands the payment to submit")
+            return message
+        }
+
+        func process(_ stage: SubmitStage, _ message: StageMessage) throws -> Result<StageOutcome, StageFailure> {
+            let database = try authorize.database()
+            defer { database.close() }
+            return stage.process([message], database: database)[0]
+        }
+
+        func status(_ message: StageMessage) throws -> PaymentStatus? { try authorize.payment(message.paymentId)?.status }
+
+        /// The authorisations the processor holds for the payment (its reference starts with the order reference).
+        func auths(_ prefix: String) -> Int {
+            simulator.ledger.authCounts().filter { $0.key.hasPrefix(prefix + ".") }.values.reduce(0, +)
+        }
+
+        func ageAttempts(_ message: StageMessage) throws {
+            let database = try authorize.database()
+            defer { database.close() }
+            try database.query(
+                """
+                UPDATE gateway_attempts SET started_at = started_at - interval '60 seconds', send_deadline = send_deadline - interval '60 seconds',
+                       reconcile_after = reconcile_after - interval '60 seconds'
+                WHERE payment_id = $1
+                """, [message.paymentId])
+        }
+    }
+
+    static func oppData(_ amount: Int64) -> StoredPaymentData {
+        StoredPaymentData(decrypted: DecryptedPaymentDataFixture.card(amount: amount), walletToken: nil, paymentMethodDisplayName: nil,
+                          paymentMethodNetwork: nil, billingContact: nil, shippingContact: nil)
+    }
+
+    static func tapPayData() -> StoredPaymentData {
+        .tapPay(prime: "sim_\(Int64(Date().timeIntervalSince1970 * 1000))_\(UUID().uuidString.prefix(8))", publishedAt: Date(),
+                billingContact: nil, shippingContact: nil)
+    }
+
+    static func transientCode(_ result: Result<StageOutcome, StageFailure>) -> String? {
+        guard case .failure(.transient(let code, _)) = result else { return nil }
+        return code
+    }
+
+    @Test func applySealsTheConnectorsSecrets() throws {
+        let harness = try Harness()
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let configs = try database.query("SELECT config::text AS config FROM merchants WHERE id IN ('opp-m', 'tappay-m')").map { try $0.decode("config", as: String.self) }
+        #expect(configs.count == 2)
+        #expect(configs.allSatisfy { !$0.contains("e2e-token") && !$0.contains("partner_e2e") && ($0.contains("entityId") || $0.contains("tappay_e2e")) })
+        #expect(try harness.authorize.merchant("opp-m")?.secrets.oppAccessToken == "e2e-token")
+        #expect(try harness.authorize.merchant("tappay-m")?.secrets.tapPayPartnerKey == "partner_e2e")
+        // A document its connector could never send with is refused before anything is stored.
+        #expect(throws: MerchantStore.MerchantError.self) {
+            try harness.authorize.applyMerchant("opp-bad", gateway: ["type": "opp", "baseUrl": harness.simulator.baseURL, "mode": "gateway-decrypts",
+                                                                   "opp": ["entityId": Self.entity]], identity: false)
+        }
+        #expect(try harness.authorize.merchant("opp-bad") == nil)
+    }
+
+    @Test func oppAuthorisesDeclinesAndReconcilesALostAnswer() throws {
+        let harness = try Harness()
+        let stage = harness.stage()
+        let authorised = try harness.prepared("opp-m", amount: 1050, currency: "GBP", data: Self.oppData(1050))
+        let first = try harness.process(stage, authorised)
+        #expect(first == .success(.handOff(to: .notify, authorised)), "\(first)")
+        #expect(try harness.status(authorised) == .authorized)
+        let declined = try harness.prepared("opp-m", amount: 1051, currency: "GBP", data: Self.oppData(1051))
+        _ = try harness.process(stage, declined)
+        #expect(try harness.status(declined) == .declined)
+        #expect(try harness.authorize.payment(declined.paymentId)?.errorCode == "gateway_800.100.151")
+        let lost = try harness.prepared("opp-m", amount: 1096, currency: "GBP", data: Self.oppData(1096))
+        #expect(Self.transientCode(try harness.process(stage, lost)) == "gateway_outcome_uncertain")
+        try harness.ageAttempts(lost)
+        #expect(try harness.process(stage, lost) == .success(.handOff(to: .notify, lost)))
+        #expect(try harness.status(lost) == .authorized)
+        #expect(harness.auths("E2E-1096") == 1)
+        #expect(harness.auths("E2E-1050") == 1)
+    }
+
+    @Test func tapPayAuthorisesDeclinesAndReconcilesALostAnswer() throws {
+        let harness = try Harness()
+        let stage = harness.stage()
+        let authorised = try harness.prepared("tappay-m", amount: 100_000, currency: "TWD", data: Self.tapPayData())
+        #expect(try harness.process(stage, authorised) == .success(.handOff(to: .notify, authorised)))
+        #expect(try harness.status(authorised) == .authorized)
+        // A bank decline is read from the Record API.
+        let declined = try harness.prepared("tappay-m", amount: 105_100, currency: "TWD", data: Self.tapPayData())
+        #expect(Self.transientCode(try harness.process(stage, declined)) == "gateway_outcome_uncertain")
+        try harness.ageAttempts(declined)
+        _ = try harness.process(stage, declined)
+        #expect(try harness.status(declined) == .declined)
+        let lost = try harness.prepared("tappay-m", amount: 109_600, currency: "TWD", data: Self.tapPayData())
+        #expect(Self.transientCode(try harness.process(stage, lost)) == "gateway_outcome_uncertain")
+        try harness.ageAttempts(lost)
+        #expect(try harness.process(stage, lost) == .success(.handOff(to: .notify, lost)))
+        #expect(try harness.status(lost) == .authorized)
+        #expect(harness.auths("E2E-109600") == 1)
+        // An amount TapPay cannot express never becomes a request.
+        let (unrepresentable, outcome) = try harness.authorizing("tappay-m", amount: 100_050, currency: "TWD", data: Self.tapPayData())
+        #expect(outcome == .success(.handOff(to: .notify, unrepresentable)))
+        let failed = try #require(try harness.authorize.payment(unrepresentable.paymentId))
+        #expect(failed.status == .failed)
+        #expect(failed.errorCode == "amount_not_representable")
+    }
+}
+}
