@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "HTTP"]),
         // Pure: runs with RabbitMQ and PostgreSQL stopped (scripts/check-modules keeps IO modules out of its graph).
         .testTarget(name: "PaymentDomainTests", dependencies: ["PaymentDomain", "JSON"]),
         .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),

@@ -63,7 +63,7 @@ public struct NotifyStage: StageHandler {
     public init(
         directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
-        gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
+        gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
         setBased: Bool = true, healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
         logger: Logger = Logger(component: "notify", threshold: .info)
     ) {
@@ -303,12 +303,12 @@ public struct NotifyStage: StageHandler {
     /// One POST through the endpoint gate, on the calling pool thread's client.
     private func post(_ delivery: PendingDelivery, client: HTTPClient) -> SendResult {
         var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
-        switch gate.acquire(endpoint: Self.endpointKey(delivery.url), rate: delivery.rate) {
-        case .rejected(let reason):
-            return SendResult(classification: .retry(error: reason), attempt: attempt, answeredAt: nil)
-        case .acquired(let endpoint):
+        switch gate.acquire(EndpointGate.Call(endpoint: Self.endpointKey(delivery.url)), rate: delivery.rate) {
+        case .refused(let refusal):
+            return SendResult(classification: .retry(error: Self.error(refusal)), attempt: attempt, answeredAt: nil)
+        case .acquired(let permit):
             let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
-            gate.release(endpoint, succeeded: !Self.isRetry(classification), pause: attempt.retryAfterSeconds)
+            gate.release(permit, report: Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
             return SendResult(classification: classification, attempt: attempt, answeredAt: clock())
         }
     }
@@ -443,6 +443,15 @@ public struct NotifyStage: StageHandler {
         var attempt = sent
         attempt.outcome = .delivered
         return attempt
+    }
+
+    /// The recorded error of a delivery the gate held back (`webhook_deliveries.error`).
+    static func error(_ refusal: EndpointGate.Refusal) -> String {
+        switch refusal {
+        case .circuitOpen: "circuit_open"
+        case .rateLimited: "rate_limited"
+        case .busy: "endpoint_busy"
+        }
     }
 
     private static func isRetry(_ classification: WebhookResponseClass) -> Bool {

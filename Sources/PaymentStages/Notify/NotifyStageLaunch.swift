@@ -51,8 +51,8 @@ extension NotifyStage {
             urlGuard: WebhookURLGuard(allowPrivate: allowPrivate),
             retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
-            gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout,
-                               maxPauseSeconds: maxPause),
+            gate: EndpointGate(policy: EndpointGatePolicy(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen,
+                                                          maxPauseSeconds: maxPause, maxWait: timeout), stage: .notify),
             healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate, logger: logger)
     }
 }

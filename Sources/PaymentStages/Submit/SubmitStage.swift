@@ -33,9 +33,9 @@ public struct SubmitStage: StageHandler {
     private let client: any PaymentGateway
     private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
-    /// Shared by every lane of the worker (reference types inside a value-type stage).
-    public let breaker: GatewayCircuitBreaker
-    public let limiter: MerchantConcurrencyLimiter
+    /// The call-out gate shared by every lane of the worker: a circuit per gateway endpoint (URL), and
+    /// `merchantConcurrency` call slots per merchant, so a merchant whose gateway is slow cannot occupy every thread.
+    public let gate: EndpointGate
     /// The worker's gateway-call threads, each with a keep-alive HTTP client (shared by the lanes).
     private let calls: HTTPClientPool
     private let payments = PaymentStore()
@@ -55,8 +55,10 @@ public struct SubmitStage: StageHandler {
         self.client = client
         self.settings = settings
         self.clock = clock
-        breaker = GatewayCircuitBreaker(failureThreshold: settings.circuitFailureThreshold, openSeconds: settings.circuitOpenSeconds)
-        limiter = MerchantConcurrencyLimiter(limit: settings.merchantConcurrency)
+        gate = EndpointGate(
+            policy: EndpointGatePolicy(maxConcurrent: settings.merchantConcurrency, failureThreshold: settings.circuitFailureThreshold,
+                                       openSeconds: settings.circuitOpenSeconds, maxWait: 1),
+            stage: .submit, clock: clock)
         calls = HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call")
     }
 
@@ -134,6 +136,13 @@ public struct SubmitStage: StageHandler {
         /// Commit what was decided, then retry the message later.
         case retryLater(StageFailure)
 
+        var endpoint: GatewayEndpoint? {
+            switch self {
+            case .send(_, _, let endpoint, _, _), .query(_, _, let endpoint, _): endpoint
+            case .finished, .retryLater: nil
+            }
+        }
+
         var attempt: (id: Int64, reference: String)? {
             switch self {
             case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _): (id, reference)
@@ -152,36 +161,50 @@ public struct SubmitStage: StageHandler {
         case retryLater(StageFailure)
     }
 
-    /// Step 2 for one message, on a pool thread. The merchant's slot caps its calls in flight in this worker, so a
-    /// merchant whose gateway is slow cannot occupy every thread; a call that finds no slot within a second is not
-    /// made (an AUTH is then certainly not sent; a query asked nothing and spends no query budget).
+    /// Step 2 for one message, on a pool thread, through the gate: a call that finds no slot of its merchant within a
+    /// second, or finds the circuit's half-open trial taken, is not made (an AUTH is then certainly not sent; a query
+    /// asked nothing and spends no query budget).
     private func call(_ plan: Plan, message: StageMessage, client: HTTPClient) -> Answer {
-        let busy = "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight"
+        guard let endpoint = plan.endpoint else { preconditionFailure("only sends and queries are called") }
+        let permit: EndpointGate.Permit
+        switch gate.acquire(EndpointGate.Call(endpoint: endpoint.url, owner: message.merchantId)) {
+        case .acquired(let acquired):
+            permit = acquired
+        case .refused(let refusal):
+            let (code, reason) = refusal == .busy
+                ? ("merchant_busy", "merchant \(message.merchantId) has \(gate.policy.maxConcurrent) gateway calls in flight")
+                : ("circuit_open", "the gateway is failing; requests paused")
+            if case .send = plan { return .sent(.local(.transient, code: code, message: reason)) }
+            return .notAsked(code: code, reason: reason)
+        }
         switch plan {
-        case .send(let attemptId, let request, let endpoint, let reference, let window):
-            guard limiter.acquire(message.merchantId, timeout: 1) else {
-                return .sent(.local(.transient, code: "merchant_busy", message: busy))
-            }
-            defer { limiter.release(message.merchantId) }
+        case .send(let attemptId, let request, _, let reference, let window):
             let result = self.client.authorize(
                 claims: Self.claims(request.claims, orderReference: reference), requestTypes: request.requestTypes, endpoint: endpoint,
                 requestId: "A\(attemptId)", now: clock(), window: window, using: client)
-            breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
+            gate.release(permit, report: Self.report(result.errorCode))
             return .sent(result)
-        case .query(let attemptId, let reference, let endpoint, let expected):
-            guard limiter.acquire(message.merchantId, timeout: 1) else { return .busy(busy) }
-            defer { limiter.release(message.merchantId) }
+        case .query(let attemptId, let reference, _, let expected):
             let result = self.client.queryTransaction(
                 orderReference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .inconclusive(let code, _) = result {
-                breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
+                gate.release(permit, report: Self.report(code))
             } else {
-                breaker.record(endpoint.url, healthy: true, now: clock())
+                gate.release(permit, report: .healthy)
             }
             return .queried(result)
         case .finished, .retryLater:
             preconditionFailure("only sends and queries are called")
         }
+    }
+
+    /// What a call's error code tells the circuit. Only failures that say nothing about the payment count (connection
+    /// refused, timeouts, resets, 5xx): a decline or a field error is a healthy gateway; an AUTH the send window held
+    /// back was never sent and says nothing.
+    static func report(_ code: String?) -> CircuitState.Report {
+        guard let code else { return .healthy }
+        if code == "paypipe.send_window" { return .silent }
+        return code == "paypipe.transport" || code.hasPrefix("paypipe.http_5") ? .failed(pause: nil) : .healthy
     }
 
     /// The stored request claims with the per-payment `orderreference` (the stored claims carry the merchant's).
@@ -279,7 +302,7 @@ public struct SubmitStage: StageHandler {
             do {
                 // A status query goes to the site the AUTH went to, not today's configuration.
                 endpoint = try self.endpoint(for: payment, site: payment.status == .submitting ? view.siteReference : nil, transaction: transaction)
-                if !breaker.permits(endpoint!.url, now: clock()) { gateway = .circuitOpen }
+                if !gate.permits(endpoint!.url) { gateway = .circuitOpen }
             } catch StageFailure.permanent(let failure) {
                 gateway = .notConfigured(failure.reason)
             }
@@ -331,7 +354,7 @@ public struct SubmitStage: StageHandler {
                     endpoints[merchantId] = .some(nil)
                 }
             }
-            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.url, now: clock()) else { continue }
+            guard let endpoint = endpoints[merchantId] ?? nil, gate.permits(endpoint.url) else { continue }
             let snapshot = SubmitProtocol.Snapshot(
                 status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
                 latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) })

@@ -88,7 +88,7 @@ struct NotifyHarness {
     /// `setBased: false` is the per-message reference path (equivalence tests).
     /// `urlGuard` replaces the one `allowPrivate` makes (a test resolver, say).
     /// `gate`, `healthPolicy` and `rate` as ``NotifyStage/init`` takes them (endpoint health and rate tests).
-    func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, setBased: Bool = true, gate: EndpointGate = EndpointGate(),
+    func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, setBased: Bool = true, gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify),
                    healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil) -> NotifyStage {
         NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
