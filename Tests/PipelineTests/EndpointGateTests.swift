@@ -26,15 +26,20 @@ import Testing
         return probe
     }
 
+    /// `times` calls to `call`'s endpoint that fail, at the start.
+    func fail(_ state: inout EndpointGateState, _ call: Call, times: Int) {
+        for _ in 0..<times {
+            _ = admit(&state, call, at: start)
+            _ = state.leave(call, probe: false, report: .failed(pause: nil), at: start)
+        }
+    }
+
     // MARK: Circuit
 
     @Test func opensAfterConsecutiveFailuresPerEndpoint() {
         var state = EndpointGateState(policy: EndpointGatePolicy(maxConcurrent: 8, failureThreshold: 3, openSeconds: 10))
         let call = Call(endpoint: "https://gw.example/jwt/")
-        for _ in 0..<2 {
-            _ = admit(&state, call, at: start)
-            _ = state.leave(call, probe: false, report: .failed(pause: nil), at: start)
-        }
+        fail(&state, call, times: 2)
         #expect(state.permits(call.endpoint, at: start), "below the threshold")
         _ = admit(&state, call, at: start)
         _ = state.leave(call, probe: false, report: .failed(pause: nil), at: start)
@@ -59,10 +64,7 @@ import Testing
     @Test func halfOpenLetsOneTrialThrough() {
         var state = EndpointGateState(policy: EndpointGatePolicy(maxConcurrent: 8, failureThreshold: 2, openSeconds: 10))
         let call = Call(endpoint: "https://a.example:443")
-        for _ in 0..<2 {
-            _ = admit(&state, call, at: start)
-            _ = state.leave(call, probe: false, report: .failed(pause: nil), at: start)
-        }
+        fail(&state, call, times: 2)
         #expect(state.permits(call.endpoint, at: at(10)), "half-open: a trial may start")
         #expect(admit(&state, call, at: at(10)), "the first call is the trial")
         #expect(!state.permits(call.endpoint, at: at(10)), "planning sees the trial taken")

@@ -52,9 +52,6 @@ public struct NotifyStage: StageHandler {
     let healthPolicy: EndpointHealthPolicy
     /// `PAYPIPE_WEBHOOK_RATE`: requests per second per endpoint unless the merchant sets its own; `nil`: no limit.
     private let rate: Double?
-    /// Set-based database work per batch (one read, one write for the common case) rather than per message; `false`
-    /// keeps the per-message statements, the reference semantics (equivalence tests compare the two).
-    private let setBased: Bool
     /// For `webhook_secret_invalid` (the merchant id only, never the secret).
     private let logger: Logger
 
@@ -64,7 +61,7 @@ public struct NotifyStage: StageHandler {
         directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
-        setBased: Bool = true, healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
+        healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
         logger: Logger = Logger(component: "notify", threshold: .info)
     ) {
         self.healthPolicy = healthPolicy
@@ -80,7 +77,6 @@ public struct NotifyStage: StageHandler {
         self.gate = gate
         self.senders = HTTPClientPool(size: sendConcurrency, configuration: http, name: "paypipe-notify-send")
         self.clock = clock
-        self.setBased = setBased
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> NotifyMessage {
@@ -126,7 +122,7 @@ public struct NotifyStage: StageHandler {
         // one statement first, everything else (and whatever that statement left) one by one.
         let completed = BatchTransaction.run(
             answered, on: database,
-            bulk: setBased ? { items, transaction in try settleDelivered(items, on: transaction) } : nil,
+            bulk: { items, transaction in try settleDelivered(items, on: transaction) },
             fastPath: { item, transaction in try complete(item, database: transaction) },
             isolated: { item, transaction in
                 do {
@@ -154,17 +150,8 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Phase 1's reads, one result per message: a payment with its event data, `nil` for an unknown payment. One
-    /// query for the batch (``PaymentEventLoader``); two per message when not `setBased`.
+    /// query for the batch (``PaymentEventLoader``).
     private func load(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<LoadedPayment?, any Error>] {
-        guard setBased else {
-            return batch.map { message in
-                Result {
-                    try payments.load(message.message.paymentId, on: database).map { payment in
-                        LoadedPayment(payment: payment, loaded: try events.load(payment, on: database))
-                    }
-                }
-            }
-        }
         let loaded: [UUID: Result<LoadedPayment, any Error>]
         do {
             loaded = try events.load(batch.map(\.message.paymentId), on: database)

@@ -73,10 +73,9 @@ public struct SubmitStage: StageHandler {
     /// 3. one transaction records every answer.
     /// A message whose query found no AUTH starts another round (at most three, as before).
     ///
-    /// With ``SubmitSettings/setBased`` (the default), steps 1 and 3 first settle the plain messages of the batch
-    /// with a few statements for the whole batch (``planInBulk(_:transaction:)``, ``recordInBulk(_:transaction:)``):
-    /// PostgreSQL's cost is per statement far more than per row. The per-message steps stay the reference
-    /// semantics and handle everything else in the same transaction.
+    /// Steps 1 and 3 first settle the plain messages of the batch with a few statements for the whole batch
+    /// (``planInBulk(_:window:transaction:)``, ``recordInBulk(_:transaction:)``): PostgreSQL's cost is per statement
+    /// far more than per row. The per-message steps handle everything else in the same transaction.
     public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var active = Array(batch.indices)
@@ -84,11 +83,9 @@ public struct SubmitStage: StageHandler {
             // Taken before any attempt of the round is committed, so the send gate closes no later than the
             // attempts' `send_deadline` on the database clock.
             let window = SendWindow(seconds: settings.sendWindow, from: ContinuousClock.now, wallClock: Date())
-            let planBulk: (([StageMessage], PostgresConnection) throws -> [Plan?])? =
-                settings.setBased ? { try planInBulk($0, window: window, transaction: $1) } : nil
-            let recordBulk: (([((message: StageMessage, plan: Plan), Answer)], PostgresConnection) throws -> [Next?])? =
-                settings.setBased ? { try recordInBulk($0, transaction: $1) } : nil
-            let plans = BatchTransaction.run(active.map { batch[$0] }, on: database, bulk: planBulk) { message, transaction in
+            let plans = BatchTransaction.run(
+                active.map { batch[$0] }, on: database, bulk: { try planInBulk($0, window: window, transaction: $1) }
+            ) { message, transaction in
                 try plan(message, window: window, transaction: transaction)
             }
             var calls: [(index: Int, plan: Plan)] = []
@@ -105,7 +102,7 @@ public struct SubmitStage: StageHandler {
             let answers = self.calls.perform(requests.count) { [self] offset, client in
                 call(requests[offset].plan, message: requests[offset].message, client: client)
             }
-            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database, bulk: recordBulk) { item, transaction in
+            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database, bulk: { try recordInBulk($0, transaction: $1) }) { item, transaction in
                 try record(item.1, for: item.0.message, plan: item.0.plan, transaction: transaction)
             }
             active = []
