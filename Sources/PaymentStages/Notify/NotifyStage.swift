@@ -84,18 +84,22 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
-    /// the decisions that need no request: one query reads every payment of the batch with its event data, then the
-    /// decisions run one message after the other on the lane's connection; (2) the POSTs,
+    /// the decisions that need no request: one query reads every payment of the batch with its event data,
+    /// ``NotifyDecision/intake(_:)`` decides each message (a payment's first message decides, later ones are already
+    /// handled), then target, secret and URL checks run per payment on the lane's connection; (2) the POSTs,
     /// concurrently on the worker's sender threads (each with its keep-alive libcurl handle; ``EndpointGate`` caps the
     /// requests per endpoint); (3) recording the attempts and the outcomes in one transaction, the delivered ones in
-    /// one statement (``WebhookDeliveryBatch``), the rest one by one. No transaction spans phase 2.
+    /// one statement (``WebhookDeliveryBatch``), the rest one by one, as ``NotifyDecision/settle(_:endpointDisabled:retry:)``
+    /// decides. No transaction spans phase 2.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, delivery: PendingDelivery)] = []
         let loaded = load(batch, database: database)
+        let intake = NotifyDecision.intake(loaded.map(Self.read))
         for (index, message) in batch.enumerated() {
+            if case .alreadyHandled = intake[index] { continue }
             do {
-                switch try prepare(message, loaded: try loaded[index].get(), database: database) {
+                switch try prepare(message, intake: intake[index], loaded: try loaded[index].get(), database: database) {
                 case .decided(let outcome): results[index] = .success(outcome)
                 case .deliver(let delivery): pending.append((index, delivery))
                 }
@@ -112,11 +116,16 @@ public struct NotifyStage: StageHandler {
         var carried: Set<WebhookEndpoint> = []
         let answered = zip(pending, sent).map { item, result in
             let endpoint = item.delivery.endpoint
-            var held: Held?
-            if Self.isRetry(result.classification), let health = decision.newlyDisabled[endpoint] {
-                held = Held(event: carried.insert(endpoint).inserted ? OperationalEvent.endpointDisabled(endpoint, health: health) : nil)
+            let health = decision.newlyDisabled[endpoint]
+            let settlement = NotifyDecision.settle(
+                result.classification, endpointDisabled: health != nil,
+                retry: router.retrySchedule.decision(previousRetries: item.delivery.message.previousRetries))
+            var disabledEvent: OperationalEvent?
+            if case .held = settlement, let health, carried.insert(endpoint).inserted {
+                disabledEvent = OperationalEvent.endpointDisabled(endpoint, health: health)
             }
-            return Answered(delivery: item.delivery, classification: result.classification, attempt: result.attempt, held: held)
+            return Answered(delivery: item.delivery, classification: result.classification, attempt: result.attempt,
+                            settlement: settlement, disabledEvent: disabledEvent)
         }
         // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``): the delivered answers in
         // one statement first, everything else (and whatever that statement left) one by one.
@@ -136,17 +145,35 @@ public struct NotifyStage: StageHandler {
             switch completed[offset] {
             case .success(let result):
                 results[item.index] = result
-                if case .success = result, Self.isRetry(answered[offset].classification) {
-                    if let held = answered[offset].held {
-                        if held.event != nil { countEvent(.endpointDisabled) }
-                    } else {
-                        countIfExhausted(item.delivery.message)
-                    }
+                if case .success = result {
+                    if answered[offset].disabledEvent != nil { countEvent(.endpointDisabled) }
+                    if case .exhausted = answered[offset].settlement { countExhausted() }
                 }
             case .failure(let error): results[item.index] = .failure(FailureClassifier.classify(error))
             }
         }
+        for (index, decision) in intake.enumerated() {
+            guard case .alreadyHandled(let first) = decision else { continue }
+            results[index] = .success(Self.alreadyHandled(after: results[first]!, event: try? loaded[first].get()?.loaded?.event))
+        }
         return results.map { $0! }
+    }
+
+    /// What phase 1 read, as ``NotifyDecision`` sees it.
+    private static func read(_ loaded: Result<LoadedPayment?, any Error>) -> NotifyDecision.Read {
+        guard case .success(let read) = loaded else { return .failed }
+        guard let read else { return .missing }
+        return .found(paymentId: read.payment.id, status: read.payment.status, done: read.payment.stage == .done, hasEvent: read.loaded != nil)
+    }
+
+    /// A later message for a payment its batch's first message decided: nothing is sent for it. If the batch committed
+    /// the payment's results event, it is published again (same id, consumers dedupe), as a message for a done
+    /// payment does; otherwise (a retry, a hold, a failure) the first message carries the payment on alone.
+    private static func alreadyHandled(after first: Result<StageOutcome, StageFailure>, event: PaymentEvent?) -> StageOutcome {
+        guard let event, case .success(.publish(let messages)) = first,
+              let result = messages.first(where: { $0.exchange == PipelineTopology.resultsExchange && $0.properties.messageId == event.id })
+        else { return .completed }
+        return .publish([result])
     }
 
     /// Phase 1's reads, one result per message: a payment with its event data, `nil` for an unknown payment. One
@@ -161,15 +188,13 @@ public struct NotifyStage: StageHandler {
         return batch.map { message in loaded[message.message.paymentId].map { $0.map(Optional.some) } ?? .success(nil) }
     }
 
-    /// The bulk step of phase 3: every `.delivered` answer whose payment occurs once in the batch, recorded and marked
-    /// done in one statement, with the outcome ``complete(_:database:)`` gives it; `nil` (the per-message path) for
-    /// everything else — gone, retry, exhausted, a payment twice in the batch, a payment the statement did not settle.
+    /// The bulk step of phase 3: every `.delivered` answer (one per payment: ``NotifyDecision/intake(_:)`` sends no
+    /// second one), recorded and marked done in one statement, with the outcome ``complete(_:database:)`` gives it;
+    /// `nil` (the per-message path) for everything else — gone, retry, exhausted, a payment the statement did not settle.
     private func settleDelivered(_ items: [Answered], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
-        var occurrences: [UUID: Int] = [:]
-        for item in items { occurrences[item.delivery.payment.id, default: 0] += 1 }
         let candidates = items.indices.filter { index in
-            guard case .delivered = items[index].classification else { return false }
-            return occurrences[items[index].delivery.payment.id] == 1
+            if case .delivered = items[index].classification { return true }
+            return false
         }
         let settled = try WebhookDeliveryBatch().settle(candidates.map { index in
             WebhookDeliveryBatch.Entry(attempt: Self.deliveredAttempt(items[index].attempt), event: items[index].delivery.event)
@@ -208,18 +233,15 @@ public struct NotifyStage: StageHandler {
         var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: payment.merchantId, url: url) }
     }
 
-    /// A failed delivery whose endpoint its batch disabled: held rather than retried; `event` is the batch's one
-    /// `endpoint.disabled` event for that endpoint, on the first such delivery.
-    private struct Held {
-        let event: OperationalEvent?
-    }
 
     /// A POSTed delivery with its answer, as phase 3 settles it.
     private struct Answered {
         let delivery: PendingDelivery
         let classification: WebhookResponseClass
         let attempt: WebhookAttempt
-        var held: Held? = nil
+        let settlement: NotifyDecision.Settlement
+        /// The batch's one `endpoint.disabled` event for the endpoint, on the first delivery its disabling holds.
+        let disabledEvent: OperationalEvent?
     }
 
     private enum Preparation {
@@ -227,13 +249,16 @@ public struct NotifyStage: StageHandler {
         case deliver(PendingDelivery)
     }
 
-    /// Phase 1: everything up to the POST, on the payment and event data read for the batch (`nil`: no such payment).
-    private func prepare(_ message: NotifyMessage, loaded read: LoadedPayment?, database: PostgresConnection) throws -> Preparation {
-        guard let read else {
+    /// Phase 1: everything up to the POST, as ``NotifyDecision/intake(_:)`` decided, on the payment and event data
+    /// read for the batch (`nil`: no such payment).
+    private func prepare(
+        _ message: NotifyMessage, intake: NotifyDecision.Intake, loaded read: LoadedPayment?, database: PostgresConnection
+    ) throws -> Preparation {
+        guard let read, intake != .unknownPayment else {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
         }
         let payment = read.payment
-        if payment.stage == .done {
+        if intake == .republish {
             // Done means the webhook was settled and the results event was *committed for* publishing — not that it
             // was published: the worker may have crashed before the broker confirmed it, or the commit of `done` may
             // have succeeded although its answer was lost with the connection (the runtime then retries this very
@@ -243,7 +268,7 @@ public struct NotifyStage: StageHandler {
             guard let loaded = read.loaded else { return .decided(.completed) }
             return .decided(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
         }
-        guard let loaded = read.loaded else {
+        guard intake == .deliver, let loaded = read.loaded else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
             throw StageFailure.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)")
         }
@@ -382,7 +407,7 @@ public struct NotifyStage: StageHandler {
         let delivery = answered.delivery
         var attempt = answered.attempt
         let event = delivery.event
-        switch answered.classification {
+        switch answered.settlement {
         case .delivered:
             try deliveries.record(Self.deliveredAttempt(attempt), event: event, on: database)
             return .success(try finish(event, body: delivery.body, on: database))
@@ -399,25 +424,23 @@ public struct NotifyStage: StageHandler {
             attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
             return .success(try finish(event, body: delivery.body, on: database))
-        case .retry(let error):
+        case .held(let error):
             attempt.error = error
-            if let held = answered.held {
-                // The endpoint was just disabled: no retry (and no exhaustion, even on the last attempt) until an
-                // operator re-enables it.
-                attempt.outcome = .held
-                try deliveries.record(attempt, event: event, on: database)
-                try deliveries.hold([delivery.payment.id], on: database)
-                return .success(held.event.map { .publish([$0.message]) } ?? .completed)
-            }
-            guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
-                attempt.outcome = .failed
-                try deliveries.record(attempt, event: event, on: database)
-                let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
-                let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
-                return .success(try finish(event, body: delivery.body, on: database, also: [
-                    router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason), exhausted.message,
-                ]))
-            }
+            attempt.outcome = .held
+            try deliveries.record(attempt, event: event, on: database)
+            try deliveries.hold([delivery.payment.id], on: database)
+            return .success(answered.disabledEvent.map { .publish([$0.message]) } ?? .completed)
+        case .exhausted(let error):
+            attempt.error = error
+            attempt.outcome = .failed
+            try deliveries.record(attempt, event: event, on: database)
+            let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
+            let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
+            return .success(try finish(event, body: delivery.body, on: database, also: [
+                router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason), exhausted.message,
+            ]))
+        case .retry(let error, let delay):
+            attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
             try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
             return .failure(.transient(
