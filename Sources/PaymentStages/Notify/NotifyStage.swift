@@ -434,18 +434,21 @@ public struct NotifyStage: StageHandler {
             attempt.error = error
             attempt.outcome = .failed
             try deliveries.record(attempt, event: event, on: database)
-            let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
             let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
             return .success(try finish(event, body: delivery.body, on: database, also: [
-                router.deadLetter(delivery.message.delivery, code: "retries_exhausted", reason: reason), exhausted.message,
+                router.exhausted(delivery.message.delivery, after: Self.failed(delivery, error: error)), exhausted.message,
             ]))
         case .retry(let error, let delay):
             attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
             try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
-            return .failure(.transient(
-                code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(Self.endpointKey(delivery.url)) failed: \(error)"))
+            return .failure(Self.failed(delivery, error: error))
         }
+    }
+
+    /// A failed attempt as the runtime's retry policy sees it: retried through the tiers, or dead-lettered with it.
+    private static func failed(_ delivery: PendingDelivery, error: String) -> StageFailure {
+        .transient(code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(endpointKey(delivery.url)) failed: \(error)")
     }
 
     /// The attempt of a 2xx answer as recorded (by either path).
