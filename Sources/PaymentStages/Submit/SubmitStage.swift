@@ -332,30 +332,38 @@ public struct SubmitStage: StageHandler {
         }
     }
 
-    /// Transaction 1, set-based: plans a `.send` for every payment of the batch the protocol sends for — `prepared`,
-    /// no open attempt, within its deadline, its merchant's endpoint configured and its circuit closed, its request
-    /// stored — with two statements for the batch (lock and read; attempts, transitions and events). Everything else
-    /// (`nil`) goes through ``plan(_:window:transaction:)``, which decides it again under the same locks.
+    /// Transaction 1, set-based: plans a `.send` for every payment of the batch the protocol sends for, with two
+    /// statements for the batch (lock and read; attempts, transitions and events). The protocol alone decides, on the
+    /// snapshot the batch read gives (payment, open attempt, database clock, endpoint and circuit, stored request);
+    /// a payment's first message decides, and everything that is not a send (`nil`) goes through
+    /// ``plan(_:window:transaction:)``, which reads the attempt history too, under the same locks.
     private func planInBulk(_ messages: [StageMessage], window: SendWindow, transaction: PostgresConnection) throws -> [Plan?] {
         let candidates = try SubmitPlanStatement.lock(messages.map(\.paymentId), requests: requests, on: transaction)
-        var endpoints: [String: GatewayEndpoint?] = [:]
+        /// Per merchant: its endpoint, or why it has none.
+        var endpoints: [String: (endpoint: GatewayEndpoint?, notConfigured: String?)] = [:]
         var seen = Set<UUID>()
         var ready: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)] = []
         for (index, message) in messages.enumerated() where seen.insert(message.paymentId).inserted {
-            guard let candidate = candidates[message.paymentId], candidate.payment.status == .prepared, let request = candidate.request else { continue }
+            guard let candidate = candidates[message.paymentId] else { continue }
             let merchantId = candidate.payment.merchantId
             if endpoints[merchantId] == nil {
                 do {
-                    endpoints[merchantId] = .some(try endpoint(for: candidate.payment, site: nil, transaction: transaction))
-                } catch StageFailure.permanent {
-                    endpoints[merchantId] = .some(nil)
+                    endpoints[merchantId] = (try endpoint(for: candidate.payment, site: nil, transaction: transaction), nil)
+                } catch StageFailure.permanent(let failure) {
+                    endpoints[merchantId] = (nil, failure.reason)
                 }
             }
-            guard let endpoint = endpoints[merchantId] ?? nil, gate.permits(endpoint.url) else { continue }
+            let endpoint = endpoints[merchantId]?.endpoint
+            let gateway: SubmitProtocol.Gateway = if let endpoint {
+                gate.permits(endpoint.url) ? .ready : .circuitOpen
+            } else {
+                .notConfigured(endpoints[merchantId]?.notConfigured ?? "")
+            }
             let snapshot = SubmitProtocol.Snapshot(
                 status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
-                latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) })
-            guard machine.plan(snapshot) == .send else { continue }
+                latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) },
+                gateway: gateway, requestStored: candidate.request != nil)
+            guard machine.plan(snapshot) == .send, let request = candidate.request, let endpoint else { continue }
             ready.append((index, request, endpoint, GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
         var plans = [Plan?](repeating: nil, count: messages.count)
