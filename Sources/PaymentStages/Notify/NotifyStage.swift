@@ -58,7 +58,7 @@ public struct NotifyStage: StageHandler {
     public static let userAgent = "PayPipe-Webhooks/1"
 
     public init(
-        directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
+        directory: MerchantDirectory, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
         healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
@@ -68,7 +68,7 @@ public struct NotifyStage: StageHandler {
         self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
         self.logger = logger
         self.directory = directory
-        self.events = PaymentEventLoader(cardData: cardData)
+        self.events = PaymentEventLoader()
         self.urlGuard = urlGuard
         self.router = DeliveryRouter(stage: .notify, retrySchedule: retrySchedule)
         var http = httpConfiguration

@@ -90,7 +90,7 @@ struct NotifyHarness {
     func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify),
                    healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil) -> NotifyStage {
         NotifyStage(
-            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0), cardData: CardDataStore(vault: vault),
+            directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0),
             urlGuard: urlGuard ?? WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: 2, totalTimeout: 5), gate: gate, healthPolicy: healthPolicy, rate: rate,
             logger: Logger(component: "notify", threshold: .debug, sink: logSink))
