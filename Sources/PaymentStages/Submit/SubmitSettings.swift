@@ -1,3 +1,5 @@
+import PaymentDomain
+
 /// Timing and bounds of the submit stage's exactly-once protocol.
 public struct SubmitSettings: Sendable, Equatable {
     /// Added to the client's total timeout before an unanswered AUTH is queried: an AUTH may still be in flight

@@ -1,5 +1,4 @@
 import Foundation
-import Pipeline
 
 /// The submit stage's exactly-once protocol as one pure value: from what a transaction read under the payment's
 /// row lock (``Snapshot``: the payment, its latest AUTH attempt, the status queries since, the database clock) and,
@@ -35,11 +34,11 @@ public struct SubmitProtocol: Sendable, Equatable {
     /// An AUTH attempt as the protocol sees it.
     public struct Attempt: Sendable, Equatable, Hashable {
         public var id: Int64
-        public var state: GatewayAttempt.State
+        public var state: GatewayAttemptState
         /// When it may be queried (database clock).
         public var reconcileAfter: Date
 
-        public init(id: Int64, state: GatewayAttempt.State, reconcileAfter: Date) {
+        public init(id: Int64, state: GatewayAttemptState, reconcileAfter: Date) {
             self.id = id
             self.state = state
             self.reconcileAfter = reconcileAfter

@@ -1,6 +1,5 @@
 import Foundation
-@testable import PaymentStages
-import Pipeline
+@testable import PaymentDomain
 import Testing
 
 /// Every interleaving of two and of three consumers of one payment against ``SubmitProtocol``, exhaustively and
@@ -17,7 +16,7 @@ import Testing
     enum ModelAnswer: Hashable { case authorised, uncertain, refused, found, notFound }
 
     struct Attempt: Hashable {
-        var state: GatewayAttempt.State = .sending
+        var state: GatewayAttemptState = .sending
         /// The clock window it was planned in: it may be queried once the clock has left that window.
         var window: Int
         var sent = false
