@@ -526,7 +526,7 @@ public struct NotifyStage: StageHandler {
             exchange: PipelineTopology.resultsExchange, routingKey: type, body: body, properties: properties, mandatory: false)
     }
 
-    /// `scheme://host:port` of a URL: the unit of the per-endpoint concurrency limit and circuit breaker.
+    /// `scheme://host:port` of a URL: the unit of the endpoint gate's concurrency slots, circuit and rate.
     public static func endpointKey(_ url: String) -> String {
         guard let components = URLComponents(string: url), let host = components.host else { return url }
         let scheme = components.scheme?.lowercased() ?? "http"
