@@ -40,6 +40,12 @@ import Testing
         #expect(NotifyDecision.intake([.failed, Self.found(Self.a)]) == [.readFailed, .deliver])
     }
 
+    @Test func aDeliveryTheGateHeldBackIsRecordedWithItsCode() {
+        #expect(NotifyDecision.error(.circuitOpen) == "circuit_open")
+        #expect(NotifyDecision.error(.rateLimited) == "rate_limited")
+        #expect(NotifyDecision.error(.busy) == "endpoint_busy")
+    }
+
     static let retry = RetrySchedule.Decision.retry(tier: 1, delay: 300)
 
     @Test(arguments: [

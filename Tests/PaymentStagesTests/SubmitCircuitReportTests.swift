@@ -13,4 +13,9 @@ import Testing
         #expect(SubmitStage.report(nil) == .healthy)
         #expect(SubmitStage.report("paypipe.send_window") == .silent, "held back by the send window: never sent")
     }
+
+    @Test func aCallTheGateHeldBackKeepsItsFailureCode() {
+        #expect(SubmitStage.heldBack(.busy, merchantId: "m1", slots: 4) == ("merchant_busy", "merchant m1 has 4 gateway calls in flight"))
+        #expect(SubmitStage.heldBack(.circuitOpen, merchantId: "m1", slots: 4).code == "circuit_open")
+    }
 }

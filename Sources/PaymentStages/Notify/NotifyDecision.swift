@@ -47,6 +47,16 @@ public enum NotifyDecision {
         }
     }
 
+    /// The recorded error of a delivery the endpoint gate held back (`webhook_deliveries.error`, failure codes): a
+    /// retry like any failed attempt, but not a failure of the endpoint (its health and circuit never see it).
+    public static func error(_ refusal: EndpointGate.Refusal) -> String {
+        switch refusal {
+        case .circuitOpen: "circuit_open"
+        case .rateLimited: "rate_limited"
+        case .busy: "endpoint_busy"
+        }
+    }
+
     /// What an answered (or held back) delivery does.
     public enum Settlement: Sendable, Equatable {
         /// 2xx: recorded `delivered`, the payment done, the results event published.

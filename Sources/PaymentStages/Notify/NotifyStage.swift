@@ -317,7 +317,7 @@ public struct NotifyStage: StageHandler {
         var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
         switch gate.acquire(EndpointGate.Call(endpoint: Self.endpointKey(delivery.url)), rate: delivery.rate) {
         case .refused(let refusal):
-            return SendResult(classification: .retry(error: Self.error(refusal)), attempt: attempt, answeredAt: nil)
+            return SendResult(classification: .retry(error: NotifyDecision.error(refusal)), attempt: attempt, answeredAt: nil)
         case .acquired(let permit):
             let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
             gate.release(permit, report: Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
@@ -456,15 +456,6 @@ public struct NotifyStage: StageHandler {
         var attempt = sent
         attempt.outcome = .delivered
         return attempt
-    }
-
-    /// The recorded error of a delivery the gate held back (`webhook_deliveries.error`).
-    static func error(_ refusal: EndpointGate.Refusal) -> String {
-        switch refusal {
-        case .circuitOpen: "circuit_open"
-        case .rateLimited: "rate_limited"
-        case .busy: "endpoint_busy"
-        }
     }
 
     private static func isRetry(_ classification: WebhookResponseClass) -> Bool {

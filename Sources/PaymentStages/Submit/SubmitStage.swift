@@ -168,9 +168,7 @@ public struct SubmitStage: StageHandler {
         case .acquired(let acquired):
             permit = acquired
         case .refused(let refusal):
-            let (code, reason) = refusal == .busy
-                ? ("merchant_busy", "merchant \(message.merchantId) has \(gate.policy.maxConcurrent) gateway calls in flight")
-                : ("circuit_open", "the gateway is failing; requests paused")
+            let (code, reason) = Self.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
             if case .send = plan { return .sent(.local(.transient, code: code, message: reason)) }
             return .notAsked(code: code, reason: reason)
         }
@@ -192,6 +190,15 @@ public struct SubmitStage: StageHandler {
             return .queried(result)
         case .finished, .retryLater:
             preconditionFailure("only sends and queries are called")
+        }
+    }
+
+    /// The failure code and reason of a call the gate held back: nothing was sent (an AUTH is certainly not sent, a
+    /// query asked nothing). Submit asks for no rate, so a refusal is a taken slot or the circuit.
+    static func heldBack(_ refusal: EndpointGate.Refusal, merchantId: String, slots: Int) -> (code: String, reason: String) {
+        switch refusal {
+        case .busy: ("merchant_busy", "merchant \(merchantId) has \(slots) gateway calls in flight")
+        case .circuitOpen, .rateLimited: ("circuit_open", "the gateway is failing; requests paused")
         }
     }
 
