@@ -40,6 +40,13 @@ import Testing
         #expect(NotifyDecision.intake([.failed, Self.found(Self.a)]) == [.readFailed, .deliver])
     }
 
+    @Test func aDeliveryToADisabledEndpointIsHeldAndOnlyARedeliveryRepublishesTheDisabling() {
+        #expect(NotifyDecision.dispatch(endpointDisabled: false, redelivered: false) == .send)
+        #expect(NotifyDecision.dispatch(endpointDisabled: false, redelivered: true) == .send)
+        #expect(NotifyDecision.dispatch(endpointDisabled: true, redelivered: false) == .hold(republishDisabled: false))
+        #expect(NotifyDecision.dispatch(endpointDisabled: true, redelivered: true) == .hold(republishDisabled: true))
+    }
+
     @Test func aDeliveryTheGateHeldBackIsRecordedWithItsCode() {
         #expect(NotifyDecision.error(.circuitOpen) == "circuit_open")
         #expect(NotifyDecision.error(.rateLimited) == "rate_limited")

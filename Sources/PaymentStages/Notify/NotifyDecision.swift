@@ -47,6 +47,21 @@ public enum NotifyDecision {
         }
     }
 
+    /// Whether a delivery ready to be sent goes out.
+    public enum Dispatch: Sendable, Equatable {
+        case send
+        /// Its endpoint is disabled: recorded `held` (`endpoint_disabled`), the payment parked, nothing sent.
+        /// `republishDisabled`: publish the endpoint's `endpoint.disabled` event again.
+        case hold(republishDisabled: Bool)
+    }
+
+    /// A delivery to a disabled endpoint is held. Only a broker redelivery publishes `endpoint.disabled` again: it may
+    /// be the very delivery whose batch disabled the endpoint and crashed before publishing it (same id: consumers
+    /// dedupe). Fresh deliveries and retry-tier copies do not, or every held delivery would repeat the event.
+    public static func dispatch(endpointDisabled: Bool, redelivered: Bool) -> Dispatch {
+        endpointDisabled ? .hold(republishDisabled: redelivered) : .send
+    }
+
     /// The recorded error of a delivery the endpoint gate held back (`webhook_deliveries.error`, failure codes): a
     /// retry like any failed attempt, but not a failure of the endpoint (its health and circuit never see it).
     public static func error(_ refusal: EndpointGate.Refusal) -> String {

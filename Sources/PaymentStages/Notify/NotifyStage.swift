@@ -342,22 +342,20 @@ public struct NotifyStage: StageHandler {
         var held: [UUID] = []
         var remaining: [(index: Int, delivery: PendingDelivery)] = []
         for item in pending {
-            guard disabled[item.delivery.endpoint] != nil else {
+            let delivery = item.delivery
+            let health = disabled[delivery.endpoint]
+            guard case .hold(let republish) = NotifyDecision.dispatch(endpointDisabled: health != nil, redelivered: delivery.message.delivery.redelivered)
+            else {
                 remaining.append(item)
                 continue
             }
-            let delivery = item.delivery
             do {
                 // The record first: a held payment without its `held` attempt could not be found by a re-enable.
                 try deliveries.record(
                     WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
                     event: delivery.event, on: database)
                 held.append(delivery.payment.id)
-                // A broker redelivery may be the very delivery whose batch disabled the endpoint and crashed before
-                // publishing `endpoint.disabled`: publish it again (same id: consumers dedupe). Fresh deliveries and
-                // retry-tier copies do not, or every held delivery would repeat the event.
-                let event = item.delivery.message.delivery.redelivered
-                    ? disabled[item.delivery.endpoint].map { OperationalEvent.endpointDisabled(item.delivery.endpoint, health: $0) } : nil
+                let event = republish ? health.map { OperationalEvent.endpointDisabled(delivery.endpoint, health: $0) } : nil
                 results[item.index] = .success(event.map { .publish([$0.message]) } ?? .completed)
             } catch {
                 results[item.index] = .failure(FailureClassifier.classify(error))
