@@ -22,6 +22,11 @@ public final class EndpointGate: Sendable {
     private let metrics = AttachedMetrics()
     private let stage: Stage
 
+    private enum Entered {
+        case answered(Acquisition)
+        case waiting(ticket: Int, semaphore: DispatchSemaphore)
+    }
+
     private struct Shared {
         var state: EndpointGateState
         var nextTicket = 0
@@ -67,19 +72,24 @@ public final class EndpointGate: Sendable {
             case .after: break
             }
         }
-        let semaphore = DispatchSemaphore(value: 0)
         let now = clock()
-        let (entry, ticket) = shared.withLock { shared in
+        let entered: Entered = shared.withLock { shared in
             let ticket = shared.nextTicket
             shared.nextTicket &+= 1
-            let entry = shared.state.enter(call, ticket: ticket, at: now)
-            if entry == .queued { shared.sleepers[ticket] = semaphore }
-            return (entry, ticket)
+            switch shared.state.enter(call, ticket: ticket, at: now) {
+            case .admitted(let probe): return .answered(.acquired(Permit(call: call, probe: probe)))
+            case .refused(let refusal): return .answered(.refused(refusal))
+            case .queued:
+                // Only a call that must wait gets a semaphore, registered before the lock is released.
+                let semaphore = DispatchSemaphore(value: 0)
+                shared.sleepers[ticket] = semaphore
+                return .waiting(ticket: ticket, semaphore: semaphore)
+            }
         }
-        switch entry {
-        case .admitted(let probe): return .acquired(Permit(call: call, probe: probe))
-        case .refused(let refusal): return .refused(refusal)
-        case .queued: break
+        let ticket: Int, semaphore: DispatchSemaphore
+        switch entered {
+        case .answered(let acquisition): return acquisition
+        case .waiting(let waiting, let sleeper): (ticket, semaphore) = (waiting, sleeper)
         }
         if semaphore.wait(timeout: deadline) == .timedOut {
             let left = shared.withLock { shared in
