@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["PaymentDomain", "AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
-        .target(name: "PaymentStages", dependencies: ["Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
+        .target(name: "PaymentStages", dependencies: ["PaymentDomain", "Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function
         // MARK: Development tools (docs/architecture.md, "Modules"): linked by the CLI, the simulators and the tests, never
@@ -91,11 +91,11 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "HTTP"]),
         // Pure: runs with RabbitMQ and PostgreSQL stopped (scripts/check-modules keeps IO modules out of its graph).
         .testTarget(name: "PaymentDomainTests", dependencies: ["PaymentDomain", "JSON"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentDomain", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["PaymentDomain", "Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"]),

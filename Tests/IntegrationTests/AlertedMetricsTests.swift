@@ -157,7 +157,7 @@ extension Integration {
         defer { harness.tearDown() }
         let receiver = try harness.appliedReceiver(answering: 500)
         defer { receiver.stop() }
-        let runtime = try harness.startedRuntime(harness.makeStage(gate: EndpointGate(failureThreshold: 2, openSeconds: 0.5)))
+        let runtime = try harness.startedRuntime(harness.makeStage(gate: EndpointGate(policy: EndpointGatePolicy(failureThreshold: 2, openSeconds: 0.5), stage: .notify)))
         defer { runtime.stopAndWait() }
         func open() throws -> Double? { try runtime.scrape().value("paypipe_circuits_open", ["stage": "notify"]) }
         #expect(try open() == 0)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import JWT
+import PaymentDomain
 import PaymentStages
 import Testing
 

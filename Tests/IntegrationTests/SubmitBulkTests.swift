@@ -5,23 +5,23 @@ import Pipeline
 import Postgres
 import Testing
 
-/// The submit stage's set-based fast path (``SubmitSettings/setBased``) against the per-message reference path,
-/// on the real PostgreSQL and the gateway simulator: the same rows and outcomes, a plain batch settled in a few
-/// statements, and the odd messages of a mixed batch left to the per-message path.
+/// The submit stage's set-based statements on the real PostgreSQL and the gateway simulator: the promised rows and
+/// outcomes, a plain batch settled in a few statements, and the odd messages of a mixed batch left to the
+/// per-message steps.
 extension Integration {
 @Suite struct SubmitBulkTests {
     /// Authorised, declined, field error (permanent), manual review, then answers the fast path leaves alone:
     /// uncertain (99999, forged signature, dropped connection) and transient (record locked, HTTP 500).
     static let amounts: [Int64] = [1000, 1051, 1091, 1094, 1099, 1092, 1096, 1093, 1097, 1001]
 
-    static func makeStage(_ harness: SubmitHarness, setBased: Bool) -> SubmitStage {
+    static func makeStage(_ harness: SubmitHarness) -> SubmitStage {
         let vault = harness.authorize.vault
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0),
             requests: GatewayRequestStore(vault: vault),
             client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox)),
             settings: SubmitSettings(reconcileGrace: 0.2, maxInconclusiveQueries: 2, circuitFailureThreshold: 100,
-                                     circuitOpenSeconds: 0.5, merchantConcurrency: 8, setBased: setBased, sendWindow: 0.3))
+                                     circuitOpenSeconds: 0.5, merchantConcurrency: 8, sendWindow: 0.3))
     }
 
     /// Statements a connection executed through its prepared statements (each execution plans once), and how often
@@ -107,68 +107,52 @@ extension Integration {
         }
     }
 
-    @Test func theSetBasedPathWritesTheSameRowsAsThePerMessagePath() throws {
+    /// Every answer the batch's statements settle leaves the rows the stage promises, and the rest is left to the
+    /// per-message steps in the same transaction.
+    @Test func aMixedBatchLeavesThePromisedRows() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }
-        var runs: [Bool: (shapes: [String], rows: [[String]], auths: [Int])] = [:]
-        for setBased in [false, true] {
-            let prepared = try Self.amounts.map { try harness.preparedPayment(amount: $0) }
-            let batch = prepared.map(\.message)
-            let run = try Self.process(Self.makeStage(harness, setBased: setBased), batch, harness: harness)
-            runs[setBased] = (zip(run.results, batch).map { Self.shape($0, $1) }, try batch.map { try Self.snapshot($0.paymentId, harness: harness) },
-                              try prepared.map { try harness.authCount($0.orderReference) })
-        }
-        guard let reference = runs[false], let bulk = runs[true] else { return }
-        #expect(bulk.shapes == reference.shapes)
-        for (offset, amount) in Self.amounts.enumerated() {
-            #expect(bulk.rows[offset] == reference.rows[offset], "amount \(amount)")
-        }
-        #expect(bulk.auths == reference.auths)
-        // The reference itself is what the stage promises (so equal rows are right rows).
-        #expect(reference.shapes[0] == "handOff notify self")
-        #expect(reference.rows[0].first?.hasPrefix("authorized notify") == true)
-        #expect(reference.rows[0].last == "card purged:true request purged:true")
-        #expect(reference.rows[1].first?.hasPrefix("declined notify gateway_70000") == true)
-        #expect(reference.rows[2].first?.hasPrefix("failed notify gateway_30000") == true)
-        #expect(reference.rows[3].first?.hasPrefix("needs_review notify gateway_60034") == true)
-        #expect(reference.shapes[4] == "transient gateway_outcome_uncertain")
-        #expect(reference.rows[4].first?.hasPrefix("submitting submit") == true)
-        #expect(reference.rows[4].last == "card purged:false request purged:false")
+        let prepared = try Self.amounts.map { try harness.preparedPayment(amount: $0) }
+        let batch = prepared.map(\.message)
+        let run = try Self.process(Self.makeStage(harness), batch, harness: harness)
+        let shapes = zip(run.results, batch).map { Self.shape($0, $1) }
+        let rows = try batch.map { try Self.snapshot($0.paymentId, harness: harness) }
+        #expect(shapes[0] == "handOff notify self")
+        #expect(rows[0].first?.hasPrefix("authorized notify") == true)
+        #expect(rows[0].last == "card purged:true request purged:true")
+        #expect(rows[1].first?.hasPrefix("declined notify gateway_70000") == true)
+        #expect(rows[2].first?.hasPrefix("failed notify gateway_30000") == true)
+        #expect(rows[3].first?.hasPrefix("needs_review notify gateway_60034") == true)
+        #expect(shapes[4] == "transient gateway_outcome_uncertain")
+        #expect(rows[4].first?.hasPrefix("submitting submit") == true)
+        #expect(rows[4].last == "card purged:false request purged:false")
+        #expect(try prepared.map { try harness.authCount($0.orderReference) }.allSatisfy { $0 <= 1 }, "never two AUTHs")
     }
 
     @Test func aPlainBatchIsSettledInAFewStatements() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }
         let amounts: [Int64] = [1000, 1001, 1002, 1051, 1052, 1091, 1094, 1003]
-        var statements: [Bool: Int64] = [:]
-        for setBased in [false, true] {
-            let prepared = try amounts.map { try harness.preparedPayment(amount: $0) }
-            let batch = prepared.map(\.message)
-            let run = try Self.process(Self.makeStage(harness, setBased: setBased), batch, harness: harness)
-            #expect(zip(run.results, batch).map { Self.shape($0, $1) } == Array(repeating: "handOff notify self", count: batch.count))
-            for (message, order) in prepared {
-                #expect(try harness.payment(message.paymentId).status.isTerminal)
-                #expect(try harness.isPurged(message.paymentId))
-                #expect(try harness.authCount(order) == (harness.payment(message.paymentId).errorCode == "gateway_30000" ? 0 : 1))
-            }
-            if setBased {
-                // Neither the planning nor the recording fell back to the per-message path (its lock never ran).
-                #expect(run.perMessageLocks == 0)
-            } else {
-                #expect(run.perMessageLocks == Int64(2 * batch.count))
-            }
-            statements[setBased] = run.statements
+        let prepared = try amounts.map { try harness.preparedPayment(amount: $0) }
+        let batch = prepared.map(\.message)
+        let run = try Self.process(Self.makeStage(harness), batch, harness: harness)
+        #expect(zip(run.results, batch).map { Self.shape($0, $1) } == Array(repeating: "handOff notify self", count: batch.count))
+        for (message, order) in prepared {
+            #expect(try harness.payment(message.paymentId).status.isTerminal)
+            #expect(try harness.isPurged(message.paymentId))
+            #expect(try harness.authCount(order) == (harness.payment(message.paymentId).errorCode == "gateway_30000" ? 0 : 1))
         }
-        print("submit statements per batch of \(amounts.count): per-message \(statements[false] ?? -1), set-based \(statements[true] ?? -1)")
+        // Neither the planning nor the recording fell back to the per-message steps (their lock never ran).
+        #expect(run.perMessageLocks == 0)
+        print("submit statements per batch of \(amounts.count): \(run.statements)")
         // Lock, merchant, begin, COMMIT; record, COMMIT: independent of the batch size.
-        #expect((statements[true] ?? .max) <= 8)
-        #expect((statements[false] ?? 0) >= Int64(8 * amounts.count))
+        #expect(run.statements <= 8)
     }
 
     @Test func theOddMessagesOfAMixedBatchGoThroughThePerMessagePath() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }
-        let stage = Self.makeStage(harness, setBased: true)
+        let stage = Self.makeStage(harness)
         let plain = try harness.preparedPayment(amount: 1000)
         let declined = try harness.preparedPayment(amount: 1051)
         let fieldError = try harness.preparedPayment(amount: 1091)

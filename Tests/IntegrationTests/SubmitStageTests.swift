@@ -267,7 +267,7 @@ extension Integration {
         try TestServices.eventually(timeout: 20, "refused attempts while the gateway is down") {
             try harness.attempts(message.paymentId).filter { $0.state == .notSent }.count >= 2
         }
-        #expect(!stage.breaker.permits(deadURL + "/jwt/"), "the circuit is open")
+        #expect(!stage.gate.permits(deadURL + "/jwt/"), "the circuit is open")
         #expect(try harness.payment(message.paymentId).status == .prepared)
         Thread.sleep(forTimeInterval: 1)
         #expect(try harness.attempts(message.paymentId).count == 2, "no call while the circuit is open")

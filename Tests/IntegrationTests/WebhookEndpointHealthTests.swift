@@ -13,7 +13,7 @@ extension Integration {
         /// A gate whose breaker never opens: every retry reaches the receiver, so the failing period is observed
         /// at the retry tiers' pace (300 ms) rather than the breaker's.
         static func openGate(maxWait: Double = 5) -> EndpointGate {
-            EndpointGate(failureThreshold: 1000, maxWait: maxWait)
+            EndpointGate(policy: EndpointGatePolicy(failureThreshold: 1000, maxWait: maxWait), stage: .notify)
         }
 
         func endpoints(_ harness: NotifyHarness) throws -> [WebhookEndpointStore.Row] {

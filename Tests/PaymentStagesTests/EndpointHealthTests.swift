@@ -4,7 +4,7 @@ import PaymentStages
 import Pipeline
 import Testing
 
-/// The pure parts of endpoint health: the disabling rule, the token bucket and the operational events' shape.
+/// The pure parts of endpoint health: the disabling rule and the operational events' shape.
 @Suite struct EndpointHealthTests {
     let start = Date(timeIntervalSince1970: 1_767_225_600)
     let endpoint = WebhookEndpoint(merchantId: "m1", url: "https://hooks.example/pp?token=secret")
@@ -70,66 +70,6 @@ import Testing
         #expect(decision.disabled == [endpoint], "one disabling per endpoint, however many failures the batch has")
         #expect(decision.updates[other]?.failingSince == nil)
         #expect(decision.updates[other]?.disabledAt == nil)
-    }
-
-    // MARK: Token bucket
-
-    @Test func tokenBucketAllowsABurstThenTheRate() {
-        var bucket = TokenBucket(rate: 2, now: start)
-        #expect(bucket.reserve(at: start, maxWait: 1) == .after(0))
-        #expect(bucket.reserve(at: start, maxWait: 1) == .after(0))
-        // Empty: the next tokens are booked half a second apart.
-        #expect(bucket.reserve(at: start, maxWait: 1) == .after(0.5))
-        #expect(bucket.reserve(at: start, maxWait: 1) == .after(1))
-        #expect(bucket.reserve(at: start, maxWait: 1) == .refused(wait: 1.5), "more than maxWait away: nothing booked")
-        #expect(bucket.reserve(at: start.addingTimeInterval(1), maxWait: 0) == .refused(wait: 0.5))
-        #expect(bucket.reserve(at: start.addingTimeInterval(1.5), maxWait: 0) == .after(0))
-        #expect(!bucket.isFull(at: start.addingTimeInterval(1.5)))
-        #expect(bucket.isFull(at: start.addingTimeInterval(2.5)))
-    }
-
-    @Test func tokenBucketNeverExceedsItsRateOverTime() {
-        var bucket = TokenBucket(rate: 5, now: start)
-        var granted = 0
-        // Ten seconds of callers every 10 ms, none willing to wait.
-        for step in 0..<1000 where bucket.reserve(at: start.addingTimeInterval(Double(step) * 0.01), maxWait: 0) == .after(0) {
-            granted += 1
-        }
-        #expect(granted <= 5 + 5 * 10, "burst + rate × time")
-        #expect(granted >= 5 * 10 - 1)
-    }
-
-    @Test func tokenBucketRetunesKeepingItsSavings() {
-        var bucket = TokenBucket(rate: 10, now: start)
-        bucket.retune(rate: 1, at: start)
-        #expect(bucket.capacity == 1)
-        #expect(bucket.reserve(at: start, maxWait: 0) == .after(0))
-        #expect(bucket.reserve(at: start, maxWait: 0) == .refused(wait: 1))
-        let slow = TokenBucket(rate: 0.5, now: start)
-        #expect(slow.capacity == 1, "at least one token, so a slow rate still lets one through")
-    }
-
-    @Test func gateRateLimitsEachEndpointWithoutCountingItAsAFailure() throws {
-        let clock = TestClock()
-        // A breaker that opens on the first failure: a rate-limited request must not trip it.
-        let gate = EndpointGate(failureThreshold: 1, maxWait: 0, clock: { clock.now })
-        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
-        gate.release("a", succeeded: true)
-        #expect(gate.acquire(endpoint: "a", rate: 1) == .rejected("rate_limited"))
-        #expect(gate.acquire(endpoint: "b", rate: 1) == .acquired("b"), "buckets are per endpoint")
-        gate.release("b", succeeded: true)
-        #expect(gate.acquire(endpoint: "a") == .acquired("a"), "no rate: no limit, and the circuit stayed closed")
-        gate.release("a", succeeded: true)
-        clock.advance(1)
-        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
-        gate.release("a", succeeded: true)
-        // Touched again once its bucket has refilled, an endpoint with a clean record is forgotten ("b" is not
-        // touched and stays until the state map needs room).
-        clock.advance(10)
-        #expect(gate.acquire(endpoint: "a", rate: 1) == .acquired("a"))
-        clock.advance(10)
-        gate.release("a", succeeded: true)
-        #expect(gate.trackedEndpoints == 1)
     }
 
     // MARK: Operational events

@@ -1,5 +1,6 @@
 import Foundation
 import JWT
+import PaymentDomain
 @testable import PaymentStages
 import Testing
 

@@ -73,26 +73,6 @@ import Testing
                 == .refused(error: "ssrf_refused: connected to internal address 127.0.0.1"))
     }
 
-    /// Endpoints come from publishers (`notify_url`): the gate's state stays bounded however many there are.
-    @Test func endpointStateIsBounded() {
-        let clock = TestClock()
-        let gate = EndpointGate(failureThreshold: 2, openSeconds: 10, maxWait: 0.05, maxEndpoints: 50, clock: { clock.now })
-        for index in 0..<1_000 {
-            let key = "https://e\(index).example:443"
-            #expect(gate.acquire(endpoint: key) == .acquired(key))
-            gate.release(key, succeeded: index % 2 == 0)
-            #expect(gate.trackedEndpoints <= 50)
-        }
-        // A clean record is not kept at all.
-        let clean = EndpointGate(maxEndpoints: 50)
-        for index in 0..<100 {
-            let key = "https://c\(index).example:443"
-            _ = clean.acquire(endpoint: key)
-            clean.release(key, succeeded: true)
-        }
-        #expect(clean.trackedEndpoints == 0)
-    }
-
     @Test func resolvesLocalhostToLoopback() {
         let addresses = WebhookURLGuard.resolve("localhost")
         #expect(!addresses.isEmpty)
@@ -127,41 +107,6 @@ import Testing
         #expect(WebhookResponseClass.classify(status: 429, retryAfter: "30") == .retry(error: "http_429 retry-after=30s"))
         #expect(WebhookResponseClass.classify(status: 503, retryAfter: "bogus") == .retry(error: "http_503"))
         #expect(WebhookResponseClass.classify(.timedOut(afterSending: true)) == .retry(error: "timeout"))
-    }
-
-    @Test func circuitOpensAfterConsecutiveFailuresAndProbesAfterCooldown() {
-        let clock = TestClock()
-        let gate = EndpointGate(maxConcurrent: 2, failureThreshold: 2, openSeconds: 10, maxWait: 0.05, clock: { clock.now })
-        let key = "https://a.example:443"
-        for _ in 0..<2 {
-            #expect(gate.acquire(endpoint: key) == .acquired(key))
-            gate.release(key, succeeded: false)
-        }
-        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))
-        #expect(gate.acquire(endpoint: "https://b.example:443") == .acquired("https://b.example:443"))
-        clock.advance(11)
-        #expect(gate.acquire(endpoint: key) == .acquired(key))       // half-open probe
-        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))  // only one probe at a time
-        gate.release(key, succeeded: true)
-        #expect(gate.acquire(endpoint: key) == .acquired(key))
-        #expect(gate.acquire(endpoint: key) == .acquired(key))
-        #expect(gate.acquire(endpoint: key) == .rejected("endpoint_busy"))  // concurrency limit 2
-    }
-
-    @Test func retryAfterPausesTheEndpoint() {
-        let clock = TestClock()
-        let gate = EndpointGate(failureThreshold: 5, openSeconds: 10, maxWait: 0.05, maxPauseSeconds: 60, clock: { clock.now })
-        let key = "https://a.example:443"
-        #expect(gate.acquire(endpoint: key) == .acquired(key))
-        gate.release(key, succeeded: false, pause: 30)
-        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))
-        clock.advance(29)
-        #expect(gate.acquire(endpoint: key) == .rejected("circuit_open"))
-        clock.advance(2)
-        #expect(gate.acquire(endpoint: key) == .acquired(key))
-        gate.release(key, succeeded: false, pause: 3600)  // capped at maxPauseSeconds
-        clock.advance(61)
-        #expect(gate.acquire(endpoint: key) == .acquired(key))
     }
 
     @Test func privateTargetsAreAllowedOnlyInSandboxUnlessConfigured() throws {

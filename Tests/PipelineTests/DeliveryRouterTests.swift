@@ -96,6 +96,33 @@ import Testing
         }
     }
 
+    /// A worker declares the retry tiers of its own stage only (its schedule is its own); every stage's queue and
+    /// dead-letter queue are declared by every worker.
+    @Test func retryTiersAreDeclaredOnlyForTheWorkersStage() {
+        let schedule = RetrySchedule(delays: [5, 300], maxRetries: 3)
+        let names = Set(PipelineTopology.topology(retrySchedule: schedule, retryStages: [.notify]).queues.map(\.name))
+        #expect(names.contains("paypipe.notify.retry.5s"))
+        #expect(names.contains("paypipe.notify.retry.300s"))
+        #expect(!names.contains { $0.hasPrefix("paypipe.submit.retry.") || $0.hasPrefix("paypipe.decrypt.retry.") })
+        for stage in Stage.allCases {
+            #expect(names.contains(stage.queueName))
+            #expect(names.contains(stage.deadLetterQueueName))
+        }
+    }
+
+    /// The one exhaustion rule: the runtime's retry of a transient failure and a stage recording its own exhaustion
+    /// (notify) produce the same dead letter.
+    @Test func aStageRecordingExhaustionGetsTheRuntimesDeadLetter() {
+        let failure = StageFailure.transient(code: "webhook_failed", reason: "http_500")
+        let (viaRetry, exhausted) = router.retry(delivery(retries: 2), after: failure)
+        #expect(exhausted)
+        var recorded = router.exhausted(delivery(retries: 2), after: failure)
+        var retried = viaRetry
+        recorded.properties.headers[DeliveryRouter.Header.deadLetteredAt] = nil
+        retried.properties.headers[DeliveryRouter.Header.deadLetteredAt] = nil
+        #expect(recorded == retried)
+    }
+
     @Test func exhaustedRetriesBecomeADeadLetterWithTheLastError() {
         let (message, exhausted) = router.retry(delivery(retries: 2), after: .transient(code: "gateway_5xx", reason: "503"))
         #expect(exhausted)

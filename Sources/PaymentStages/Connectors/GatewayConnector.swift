@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import JWT
+import Pipeline
 
 /// What PayPipe needs from a payment processor (docs/connectors.md). One implementation per processor: Trust Payments
 /// (``TrustPaymentsClient``), ACI's Open Payment Platform (``OPPConnector``) and TapPay (``TapPayConnector``);

@@ -25,10 +25,9 @@ extension NotifyStage {
         }
     }
 
-    /// Counts a committed delivery whose failed attempt was its last (the retry schedule has no further tier), and
-    /// its `webhook.exhausted` event.
-    func countIfExhausted(_ message: NotifyMessage) {
-        if case .retry = router.retrySchedule.decision(previousRetries: message.previousRetries) { return }
+    /// Counts a committed delivery whose failed attempt was its last (``NotifyDecision/Settlement/exhausted(error:)``),
+    /// and its `webhook.exhausted` event.
+    func countExhausted() {
         metrics.report { $0.increment(Self.exhaustedMetric, labels: ["stage": "notify"]) }
         countEvent(.webhookExhausted)
     }

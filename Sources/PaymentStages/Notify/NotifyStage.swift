@@ -51,26 +51,23 @@ public struct NotifyStage: StageHandler {
     let healthPolicy: EndpointHealthPolicy
     /// `PAYPIPE_WEBHOOK_RATE`: requests per second per endpoint unless the merchant sets its own; `nil`: no limit.
     private let rate: Double?
-    /// Set-based database work per batch (one read, one write for the common case) rather than per message; `false`
-    /// keeps the per-message statements, the reference semantics (equivalence tests compare the two).
-    private let setBased: Bool
     /// For `webhook_secret_invalid` (the merchant id only, never the secret).
     private let logger: Logger
 
     public static let userAgent = "PayPipe-Webhooks/1"
 
     public init(
-        directory: MerchantDirectory, cardData: CardDataStore, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
+        directory: MerchantDirectory, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
-        gate: EndpointGate = EndpointGate(), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
-        setBased: Bool = true, healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
+        gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
+        healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
         logger: Logger = Logger(component: "notify", threshold: .info)
     ) {
         self.healthPolicy = healthPolicy
         self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
         self.logger = logger
         self.directory = directory
-        self.events = PaymentEventLoader(cardData: cardData)
+        self.events = PaymentEventLoader()
         self.urlGuard = urlGuard
         self.router = DeliveryRouter(stage: .notify, retrySchedule: retrySchedule)
         var http = httpConfiguration
@@ -79,7 +76,6 @@ public struct NotifyStage: StageHandler {
         self.gate = gate
         self.senders = HTTPClientPool(size: sendConcurrency, configuration: http, name: "paypipe-notify-send")
         self.clock = clock
-        self.setBased = setBased
     }
 
     public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage {
@@ -87,18 +83,22 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
-    /// the decisions that need no request: one query reads every payment of the batch with its event data, then the
-    /// decisions run one message after the other on the lane's connection; (2) the POSTs,
+    /// the decisions that need no request: one query reads every payment of the batch with its event data,
+    /// ``NotifyDecision/intake(_:)`` decides each message (a payment's first message decides, later ones are already
+    /// handled), then target, secret and URL checks run per payment on the lane's connection; (2) the POSTs,
     /// concurrently on the worker's sender threads (each with its keep-alive libcurl handle; ``EndpointGate`` caps the
     /// requests per endpoint); (3) recording the attempts and the outcomes in one transaction, the delivered ones in
-    /// one statement (``WebhookDeliveryBatch``), the rest one by one. No transaction spans phase 2.
+    /// one statement (``WebhookDeliveryBatch``), the rest one by one, as ``NotifyDecision/settle(_:endpointDisabled:retry:)``
+    /// decides. No transaction spans phase 2.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, delivery: PendingDelivery)] = []
         let loaded = load(batch, database: database)
+        let intake = NotifyDecision.intake(loaded.map(Self.read))
         for (index, message) in batch.enumerated() {
+            if case .alreadyHandled = intake[index] { continue }
             do {
-                switch try prepare(message, loaded: try loaded[index].get(), database: database) {
+                switch try prepare(message, intake: intake[index], loaded: try loaded[index].get(), database: database) {
                 case .decided(let outcome): results[index] = .success(outcome)
                 case .deliver(let delivery): pending.append((index, delivery))
                 }
@@ -115,17 +115,22 @@ public struct NotifyStage: StageHandler {
         var carried: Set<WebhookEndpoint> = []
         let answered = zip(pending, sent).map { item, result in
             let endpoint = item.delivery.endpoint
-            var held: Held?
-            if Self.isRetry(result.classification), let health = decision.newlyDisabled[endpoint] {
-                held = Held(event: carried.insert(endpoint).inserted ? OperationalEvent.endpointDisabled(endpoint, health: health) : nil)
+            let health = decision.newlyDisabled[endpoint]
+            let settlement = NotifyDecision.settle(
+                result.classification, endpointDisabled: health != nil,
+                retry: router.retrySchedule.decision(previousRetries: item.delivery.message.previousRetries))
+            var disabledEvent: OperationalEvent?
+            if case .held = settlement, let health, carried.insert(endpoint).inserted {
+                disabledEvent = OperationalEvent.endpointDisabled(endpoint, health: health)
             }
-            return Answered(delivery: item.delivery, classification: result.classification, attempt: result.attempt, held: held)
+            return Answered(delivery: item.delivery, classification: result.classification, attempt: result.attempt,
+                            settlement: settlement, disabledEvent: disabledEvent)
         }
         // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``): the delivered answers in
         // one statement first, everything else (and whatever that statement left) one by one.
         let completed = BatchTransaction.run(
             answered, on: database,
-            bulk: setBased ? { items, transaction in try settleDelivered(items, on: transaction) } : nil,
+            bulk: { items, transaction in try settleDelivered(items, on: transaction) },
             fastPath: { item, transaction in try complete(item, database: transaction) },
             isolated: { item, transaction in
                 do {
@@ -139,31 +144,43 @@ public struct NotifyStage: StageHandler {
             switch completed[offset] {
             case .success(let result):
                 results[item.index] = result
-                if case .success = result, Self.isRetry(answered[offset].classification) {
-                    if let held = answered[offset].held {
-                        if held.event != nil { countEvent(.endpointDisabled) }
-                    } else {
-                        countIfExhausted(item.delivery.message)
-                    }
+                if case .success = result {
+                    if answered[offset].disabledEvent != nil { countEvent(.endpointDisabled) }
+                    if case .exhausted = answered[offset].settlement { countExhausted() }
                 }
             case .failure(let error): results[item.index] = .failure(FailureClassifier.classify(error))
             }
         }
+        for (index, decision) in intake.enumerated() {
+            guard case .alreadyHandled(let first) = decision else { continue }
+            results[index] = .success(Self.alreadyHandled(after: results[first]!, event: try? loaded[first].get()?.loaded?.event))
+        }
         return results.map { $0! }
     }
 
+    /// What phase 1 read, as ``NotifyDecision`` sees it.
+    private static func read(_ loaded: Result<LoadedPayment?, any Error>) -> NotifyDecision.Read {
+        guard case .success(let read) = loaded else { return .failed }
+        guard let read else { return .missing }
+        return .found(paymentId: read.payment.id, status: read.payment.status, done: read.payment.stage == .done, hasEvent: read.loaded != nil)
+    }
+
+    /// A later message for a payment its batch's first message decided: nothing is sent for it. If the batch committed
+    /// the payment's results event, it is published again (same id, consumers dedupe), as a message for a done
+    /// payment does; otherwise (a retry, a hold, a failure) the first message carries the payment on alone.
+    private static func alreadyHandled(after first: Result<StageOutcome, StageFailure>, event: PaymentEvent?) -> StageOutcome {
+        guard let event, case .success(.publish(let messages)) = first,
+              let result = messages.first(where: { message in
+                  guard case .event(PipelineTopology.resultsExchange, _, event.id, _, _, _) = message else { return false }
+                  return true
+              })
+        else { return .completed }
+        return .publish([result])
+    }
+
     /// Phase 1's reads, one result per message: a payment with its event data, `nil` for an unknown payment. One
-    /// query for the batch (``PaymentEventLoader``); two per message when not `setBased`.
+    /// query for the batch (``PaymentEventLoader``).
     private func load(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<LoadedPayment?, any Error>] {
-        guard setBased else {
-            return batch.map { message in
-                Result {
-                    try payments.load(message.message.paymentId, on: database).map { payment in
-                        LoadedPayment(payment: payment, loaded: try events.load(payment, on: database))
-                    }
-                }
-            }
-        }
         let loaded: [UUID: Result<LoadedPayment, any Error>]
         do {
             loaded = try events.load(batch.map(\.message.paymentId), on: database)
@@ -173,15 +190,13 @@ public struct NotifyStage: StageHandler {
         return batch.map { message in loaded[message.message.paymentId].map { $0.map(Optional.some) } ?? .success(nil) }
     }
 
-    /// The bulk step of phase 3: every `.delivered` answer whose payment occurs once in the batch, recorded and marked
-    /// done in one statement, with the outcome ``complete(_:database:)`` gives it; `nil` (the per-message path) for
-    /// everything else — gone, retry, exhausted, a payment twice in the batch, a payment the statement did not settle.
+    /// The bulk step of phase 3: every `.delivered` answer (one per payment: ``NotifyDecision/intake(_:)`` sends no
+    /// second one), recorded and marked done in one statement, with the outcome ``complete(_:database:)`` gives it;
+    /// `nil` (the per-message path) for everything else — gone, retry, exhausted, a payment the statement did not settle.
     private func settleDelivered(_ items: [Answered], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
-        var occurrences: [UUID: Int] = [:]
-        for item in items { occurrences[item.delivery.payment.id, default: 0] += 1 }
         let candidates = items.indices.filter { index in
-            guard case .delivered = items[index].classification else { return false }
-            return occurrences[items[index].delivery.payment.id] == 1
+            if case .delivered = items[index].classification { return true }
+            return false
         }
         let settled = try WebhookDeliveryBatch().settle(candidates.map { index in
             WebhookDeliveryBatch.Entry(attempt: Self.deliveredAttempt(items[index].attempt), event: items[index].delivery.event)
@@ -220,18 +235,15 @@ public struct NotifyStage: StageHandler {
         var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: payment.merchantId, url: url) }
     }
 
-    /// A failed delivery whose endpoint its batch disabled: held rather than retried; `event` is the batch's one
-    /// `endpoint.disabled` event for that endpoint, on the first such delivery.
-    private struct Held {
-        let event: OperationalEvent?
-    }
 
     /// A POSTed delivery with its answer, as phase 3 settles it.
     private struct Answered {
         let delivery: PendingDelivery
         let classification: WebhookResponseClass
         let attempt: WebhookAttempt
-        var held: Held? = nil
+        let settlement: NotifyDecision.Settlement
+        /// The batch's one `endpoint.disabled` event for the endpoint, on the first delivery its disabling holds.
+        let disabledEvent: OperationalEvent?
     }
 
     private enum Preparation {
@@ -239,13 +251,16 @@ public struct NotifyStage: StageHandler {
         case deliver(PendingDelivery)
     }
 
-    /// Phase 1: everything up to the POST, on the payment and event data read for the batch (`nil`: no such payment).
-    private func prepare(_ message: NotifyMessage, loaded read: LoadedPayment?, database: PostgresConnection) throws -> Preparation {
-        guard let read else {
+    /// Phase 1: everything up to the POST, as ``NotifyDecision/intake(_:)`` decided, on the payment and event data
+    /// read for the batch (`nil`: no such payment).
+    private func prepare(
+        _ message: NotifyMessage, intake: NotifyDecision.Intake, loaded read: LoadedPayment?, database: PostgresConnection
+    ) throws -> Preparation {
+        guard let read, intake != .unknownPayment else {
             throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
         }
         let payment = read.payment
-        if payment.stage == .done {
+        if intake == .republish {
             // Done means the webhook was settled and the results event was *committed for* publishing — not that it
             // was published: the worker may have crashed before the broker confirmed it, or the commit of `done` may
             // have succeeded although its answer was lost with the connection (the runtime then retries this very
@@ -255,7 +270,7 @@ public struct NotifyStage: StageHandler {
             guard let loaded = read.loaded else { return .decided(.completed) }
             return .decided(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
         }
-        guard let loaded = read.loaded else {
+        guard intake == .deliver, let loaded = read.loaded else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
             throw StageFailure.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)")
         }
@@ -302,12 +317,12 @@ public struct NotifyStage: StageHandler {
     /// One POST through the endpoint gate, on the calling pool thread's client.
     private func post(_ delivery: PendingDelivery, client: HTTPClient) -> SendResult {
         var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
-        switch gate.acquire(endpoint: Self.endpointKey(delivery.url), rate: delivery.rate) {
-        case .rejected(let reason):
-            return SendResult(classification: .retry(error: reason), attempt: attempt, answeredAt: nil)
-        case .acquired(let endpoint):
+        switch gate.acquire(EndpointGate.Call(endpoint: Self.endpointKey(delivery.url)), rate: delivery.rate) {
+        case .refused(let refusal):
+            return SendResult(classification: .retry(error: NotifyDecision.error(refusal)), attempt: attempt, answeredAt: nil)
+        case .acquired(let permit):
             let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
-            gate.release(endpoint, succeeded: !Self.isRetry(classification), pause: attempt.retryAfterSeconds)
+            gate.release(permit, report: Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
             return SendResult(classification: classification, attempt: attempt, answeredAt: clock())
         }
     }
@@ -329,22 +344,20 @@ public struct NotifyStage: StageHandler {
         var held: [UUID] = []
         var remaining: [(index: Int, delivery: PendingDelivery)] = []
         for item in pending {
-            guard disabled[item.delivery.endpoint] != nil else {
+            let delivery = item.delivery
+            let health = disabled[delivery.endpoint]
+            guard case .hold(let republish) = NotifyDecision.dispatch(endpointDisabled: health != nil, redelivered: delivery.message.inbound.redelivered)
+            else {
                 remaining.append(item)
                 continue
             }
-            let delivery = item.delivery
             do {
                 // The record first: a held payment without its `held` attempt could not be found by a re-enable.
                 try deliveries.record(
                     WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
                     event: delivery.event, on: database)
                 held.append(delivery.payment.id)
-                // A broker redelivery may be the very delivery whose batch disabled the endpoint and crashed before
-                // publishing `endpoint.disabled`: publish it again (same id: consumers dedupe). Fresh deliveries and
-                // retry-tier copies do not, or every held delivery would repeat the event.
-                let event = item.delivery.message.inbound.redelivered
-                    ? disabled[item.delivery.endpoint].map { OperationalEvent.endpointDisabled(item.delivery.endpoint, health: $0) } : nil
+                let event = republish ? health.map { OperationalEvent.endpointDisabled(delivery.endpoint, health: $0) } : nil
                 results[item.index] = .success(event.map { .publish([$0.message]) } ?? .completed)
             } catch {
                 results[item.index] = .failure(FailureClassifier.classify(error))
@@ -394,7 +407,7 @@ public struct NotifyStage: StageHandler {
         let delivery = answered.delivery
         var attempt = answered.attempt
         let event = delivery.event
-        switch answered.classification {
+        switch answered.settlement {
         case .delivered:
             try deliveries.record(Self.deliveredAttempt(attempt), event: event, on: database)
             return .success(try finish(event, body: delivery.body, on: database))
@@ -411,30 +424,31 @@ public struct NotifyStage: StageHandler {
             attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
             return .success(try finish(event, body: delivery.body, on: database))
-        case .retry(let error):
+        case .held(let error):
             attempt.error = error
-            if let held = answered.held {
-                // The endpoint was just disabled: no retry (and no exhaustion, even on the last attempt) until an
-                // operator re-enables it.
-                attempt.outcome = .held
-                try deliveries.record(attempt, event: event, on: database)
-                try deliveries.hold([delivery.payment.id], on: database)
-                return .success(held.event.map { .publish([$0.message]) } ?? .completed)
-            }
-            guard case .retry(_, let delay) = router.retrySchedule.decision(previousRetries: delivery.message.previousRetries) else {
-                attempt.outcome = .failed
-                try deliveries.record(attempt, event: event, on: database)
-                let reason = "webhook retries exhausted after \(delivery.number) attempt(s); last error \(error)"
-                let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
-                return .success(try finish(event, body: delivery.body, on: database, also: [
-                    .deadLetter(delivery.message.inbound, code: "retries_exhausted", reason: reason), exhausted.message,
-                ]))
-            }
+            attempt.outcome = .held
+            try deliveries.record(attempt, event: event, on: database)
+            try deliveries.hold([delivery.payment.id], on: database)
+            return .success(answered.disabledEvent.map { .publish([$0.message]) } ?? .completed)
+        case .exhausted(let error):
+            attempt.error = error
+            attempt.outcome = .failed
+            try deliveries.record(attempt, event: event, on: database)
+            let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
+            return .success(try finish(event, body: delivery.body, on: database, also: [
+                OutboundMessage.exhausted(delivery.message.inbound, after: Self.failed(delivery, error: error)), exhausted.message,
+            ]))
+        case .retry(let error, let delay):
+            attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
             try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
-            return .failure(.transient(
-                code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(Self.endpointKey(delivery.url)) failed: \(error)"))
+            return .failure(Self.failed(delivery, error: error))
         }
+    }
+
+    /// A failed attempt as the runtime's retry policy sees it: retried through the tiers, or dead-lettered with it.
+    private static func failed(_ delivery: PendingDelivery, error: String) -> StageFailure {
+        .transient(code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(endpointKey(delivery.url)) failed: \(error)")
     }
 
     /// The attempt of a 2xx answer as recorded (by either path).
@@ -495,7 +509,7 @@ public struct NotifyStage: StageHandler {
         .event(exchange: PipelineTopology.resultsExchange, type: type, id: id, body: body, timestamp: timestamp)
     }
 
-    /// `scheme://host:port` of a URL: the unit of the per-endpoint concurrency limit and circuit breaker.
+    /// `scheme://host:port` of a URL: the unit of the endpoint gate's concurrency slots, circuit and rate.
     public static func endpointKey(_ url: String) -> String {
         guard let components = URLComponents(string: url), let host = components.host else { return url }
         let scheme = components.scheme?.lowercased() ?? "http"

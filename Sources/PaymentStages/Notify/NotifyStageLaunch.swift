@@ -21,7 +21,7 @@ extension NotifyStage {
     }
 
     /// Builds the stage for `paypipe-notify`. Reads `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`: merchant
-    /// webhook secrets and card data are sealed with it), `PAYPIPE_MERCHANT_CACHE_TTL` (5s),
+    /// webhook secrets are sealed with it), `PAYPIPE_MERCHANT_CACHE_TTL` (5s),
     /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE` (default on in sandbox, off in production), `PAYPIPE_WEBHOOK_TIMEOUT` (15s),
     /// `PAYPIPE_WEBHOOK_MAX_CONCURRENCY` (4 per endpoint), `PAYPIPE_WEBHOOK_BREAKER_FAILURES` (5) and
     /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s), `PAYPIPE_WEBHOOK_MAX_PAUSE` (5m: the longest `Retry-After` obeyed by
@@ -47,12 +47,11 @@ extension NotifyStage {
         ])
         return NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
-            cardData: CardDataStore(vault: vault),
             urlGuard: WebhookURLGuard(allowPrivate: allowPrivate),
             retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
-            gate: EndpointGate(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen, maxWait: timeout,
-                               maxPauseSeconds: maxPause),
+            gate: EndpointGate(policy: EndpointGatePolicy(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen,
+                                                          maxPauseSeconds: maxPause, maxWait: timeout), stage: .notify),
             healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate, logger: logger)
     }
 }

@@ -3,18 +3,15 @@ import JSON
 import Pipeline
 import Postgres
 
-/// Builds a payment's ``PaymentEvent`` from the database: the payment row, its latest gateway attempt, its card
-/// data (only while not yet purged) and the time it reached its terminal status.
+/// Builds a payment's ``PaymentEvent`` from the database: the payment row, its latest gateway attempt and the time
+/// it reached its terminal status.
 ///
 /// Reads defensively: gateway attempts are written by the submit stage and every column but the state may be
-/// empty; a payment that failed before submit has no attempt at all; card data is crypto-shredded once the payment
-/// is terminal, in which case the event carries no card summary rather than a guess.
+/// empty; a payment that failed before submit has no attempt at all. Card data is never read: it is crypto-shredded
+/// in the transaction that makes the payment terminal, before there is anything to notify, so the card summary comes
+/// from the gateway's masked PAN or is absent rather than a guess.
 public struct PaymentEventLoader: Sendable {
-    let cardData: CardDataStore
-
-    public init(cardData: CardDataStore) {
-        self.cardData = cardData
-    }
+    public init() {}
 
     /// The event and the job-level webhook URL override (`payments.notify_url`), read together.
     public struct Loaded: Sendable {
@@ -23,7 +20,7 @@ public struct PaymentEventLoader: Sendable {
     }
 
     /// `nil` if the payment is not terminal (there is nothing to notify yet). One query (one round trip) reads the
-    /// payment's extra columns, its terminal time, its latest gateway attempt and its card data if not yet purged.
+    /// payment's extra columns, its terminal time and its latest gateway attempt.
     public func load(_ payment: PaymentRecord, on connection: PostgresConnection) throws -> Loaded? {
         guard PaymentEventType(status: payment.status) != nil else { return nil }
         let rows = try connection.query(Self.query(where: "id = $1"), [payment.id])
@@ -49,20 +46,18 @@ public struct PaymentEventLoader: Sendable {
 
     /// The query both loads share, for the payments matching `condition` (on `payments`): the payment's columns
     /// (``Pipeline/PaymentRecord/columns``, `metadata` as text, `notify_url`), its terminal time, its latest gateway
-    /// attempt (error columns prefixed `gateway_`, as the payment has its own) and its card data if not yet purged.
+    /// attempt (error columns prefixed `gateway_`, as the payment has its own).
     private static func query(where condition: String) -> String {
         """
         SELECT p.*,
                (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at,
                g.id AS attempt_id, g.transaction_reference, g.error_code AS gateway_error_code,
-               g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan,
-               c.key_id, c.nonce, c.ciphertext
+               g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan
         FROM (SELECT \(PaymentRecord.columns), metadata::text AS metadata, notify_url FROM payments WHERE \(condition)) p
         -- The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
         LEFT JOIN LATERAL (SELECT id, transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
                            FROM gateway_attempts WHERE payment_id = p.id
                            ORDER BY (state = 'completed') DESC, id DESC LIMIT 1) g ON true
-        LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
         """
     }
 
@@ -73,12 +68,11 @@ public struct PaymentEventLoader: Sendable {
         let metadataText = try row?.decode("metadata", as: String?.self) ?? "{}"
         let metadata = (try? JSONValue.parse(metadataText)) ?? .object([])
         let gateway = try row.flatMap(Self.gatewayAttempt)
-        let stored = row.flatMap { try? cardData.open($0, for: payment.id) }
         let event = PaymentEvent(
             type: type, paymentId: payment.id, jobId: payment.jobId, merchantId: payment.merchantId,
             orderReference: payment.orderReference,
             amount: payment.amountMinor.flatMap { value in payment.currency.map { PaymentEvent.Amount(value: value, currency: $0) } },
-            gateway: gateway?.result, card: Self.cardSummary(stored, maskedPan: gateway?.maskedPan),
+            gateway: gateway?.result, card: Self.cardSummary(maskedPan: gateway?.maskedPan),
             errorCode: payment.errorCode, errorReason: payment.errorMessage, metadata: metadata,
             receivedAt: payment.firstReceivedAt,
             occurredAt: try row?.decode("terminal_at", as: Date?.self) ?? payment.updatedAt)
@@ -97,18 +91,25 @@ public struct PaymentEventLoader: Sendable {
         return (result, try text("masked_pan"))
     }
 
-    /// Network and last four digits of the device account number while the card data is stored; otherwise the last
-    /// four digits of the gateway's masked PAN (which masks that same number), without network; otherwise none.
-    private static func cardSummary(_ stored: StoredPaymentData?, maskedPan: String?) -> PaymentEvent.CardSummary? {
-        if let decrypted = stored?.decrypted {
-            let digits = decrypted.applicationPrimaryAccountNumber.filter(\.isNumber)
-            if digits.count >= 4 {
-                return PaymentEvent.CardSummary(network: stored?.paymentMethodNetwork, last4: String(digits.suffix(4)))
-            }
-        }
+    /// The last four digits of the gateway's masked PAN (which masks the device account number), without network;
+    /// otherwise none.
+    private static func cardSummary(maskedPan: String?) -> PaymentEvent.CardSummary? {
         if let maskedPan, maskedPan.count >= 4, maskedPan.suffix(4).allSatisfy(\.isNumber) {
             return PaymentEvent.CardSummary(network: nil, last4: String(maskedPan.suffix(4)))
         }
         return nil
+    }
+}
+
+/// A payment and its event as the notify stage reads them at the start of a batch (``PaymentEventLoader``): the
+/// payment row decides the branch (done, not terminal, deliver), the event is what gets sent.
+public struct LoadedPayment: Sendable {
+    public let payment: PaymentRecord
+    /// `nil` while the payment is not terminal (nothing to notify yet).
+    public let loaded: PaymentEventLoader.Loaded?
+
+    public init(payment: PaymentRecord, loaded: PaymentEventLoader.Loaded?) {
+        self.payment = payment
+        self.loaded = loaded
     }
 }

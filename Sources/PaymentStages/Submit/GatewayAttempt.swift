@@ -1,18 +1,10 @@
 import Foundation
+import PaymentDomain
 import Postgres
 
 /// A row of `gateway_attempts`: one request sent (or about to be sent) to the gateway.
 public struct GatewayAttempt: Sendable, Equatable {
-    public enum State: String, Sendable {
-        /// Committed before the call: the request may be on the wire. Found on redelivery, it means a crash
-        /// between sending and recording, so the gateway must be queried before anything is resent.
-        case sending
-        case completed
-        /// Sent, but no trustworthy answer: to be resolved by TRANSACTIONQUERY.
-        case uncertain
-        /// Known not to have been processed: the request may be sent again.
-        case notSent = "not_sent"
-    }
+    public typealias State = GatewayAttemptState
 
     public let id: Int64
     public let orderReference: String

@@ -60,11 +60,11 @@ public struct GatewayAttemptStore: Sendable {
 
     /// Records one TRANSACTIONQUERY and its verdict (`found`, `not_found`, `inconclusive`) as a completed attempt.
     /// A query answered for an attempt that is no longer current is kept as `stale_<verdict>`, so that it never
-    /// counts towards the confirmations or the query budget of a newer attempt.
+    /// counts towards the confirmations or the query budget of a newer attempt. One statement: the query is
+    /// recorded after its answer, so its row is written complete.
     public func recordQuery(
         paymentId: UUID, orderReference: String, result: TransactionQueryResult, current: Bool = true, on connection: PostgresConnection
     ) throws {
-        let id = try begin(paymentId: paymentId, orderReference: orderReference, requestType: Self.queryRequestType, on: connection)
         let recorded: GatewayResult
         switch result {
         case .found(let found):
@@ -74,8 +74,16 @@ public struct GatewayAttemptStore: Sendable {
         case .inconclusive(let code, let reason):
             recorded = GatewayResult(outcome: .uncertain, errorCode: code, errorMessage: reason)
         }
-        try finish(id, state: .completed, result: recorded, on: connection)
-        try connection.query("UPDATE gateway_attempts SET outcome = $2 WHERE id = $1", [id, current ? result.verdict : "stale_\(result.verdict)"])
+        try connection.query(
+            """
+            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, finished_at, outcome,
+                                          error_code, error_message, transaction_reference, settle_status, acquirer_response_code,
+                                          auth_code, masked_pan)
+            VALUES ($1, $2, $3, 'completed', clock_timestamp(), clock_timestamp(), $4, $5, $6, $7, $8, $9, $10, $11)
+            """,
+            [paymentId, orderReference, Self.queryRequestType, current ? result.verdict : "stale_\(result.verdict)", recorded.errorCode,
+             recorded.recordedErrorMessage, recorded.transactionReference, recorded.settleStatus, recorded.acquirerResponseCode,
+             recorded.authCode, recorded.maskedPan])
     }
 
     /// The payment's latest AUTH attempt (status queries excluded).

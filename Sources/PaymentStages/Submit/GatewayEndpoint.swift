@@ -39,7 +39,7 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// The Webservices JSON API's `/json/` URL (the Python SDK's `datacenterurl` + `datacenterpath`).
     public var jsonURL: String { trimmedBase + "/json/" }
 
-    /// The URL this endpoint's transport posts to (also the circuit breaker's key).
+    /// The URL this endpoint's transport posts to (also the key of its circuit in the endpoint gate).
     public var url: String {
         switch (connector, transport) {
         case (.opp, _): trimmedBase + "/v1/payments"

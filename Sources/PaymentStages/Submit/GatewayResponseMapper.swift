@@ -1,4 +1,5 @@
 import JWT
+import PaymentDomain
 
 /// Pure mapping of Trust Payments answers to ``GatewayOutcome``s: no I/O, so every code class is unit-tested.
 ///

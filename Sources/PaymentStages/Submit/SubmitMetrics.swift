@@ -15,3 +15,10 @@ struct SubmitMetrics: Sendable {
         registry.increment(Self.lateAnswers, labels: ["stage": "submit", "outcome": outcome])
     }
 }
+
+extension SubmitStage {
+    /// The gateway gate's `paypipe_circuits_open{stage="submit"}`.
+    public func attach(metrics registry: MetricsRegistry) {
+        gate.attach(metrics: registry)
+    }
+}

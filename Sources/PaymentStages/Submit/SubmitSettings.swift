@@ -1,3 +1,5 @@
+import PaymentDomain
+
 /// Timing and bounds of the submit stage's exactly-once protocol.
 public struct SubmitSettings: Sendable, Equatable {
     /// Added to the client's total timeout before an unanswered AUTH is queried: an AUTH may still be in flight
@@ -16,10 +18,6 @@ public struct SubmitSettings: Sendable, Equatable {
     /// Gateway calls one worker runs at once (threads, each with its keep-alive HTTP client), shared by its lanes:
     /// a batch's calls run concurrently, so the gateway round trip does not bound the stage's throughput.
     public var callConcurrency: Int
-    /// Whether the plain messages of a batch are planned and recorded with set-based statements (a few per batch)
-    /// before the per-message path handles the rest. `false` runs every message through the per-message path, the
-    /// reference semantics: for equivalence tests, and as an escape hatch.
-    public var setBased: Bool
     /// Seconds after its attempt was committed after which an AUTH is not sent any more (`PAYPIPE_SEND_WINDOW`): the
     /// pool thread's send gate refuses it (`not_sent`, re-planned), so no AUTH reaches the gateway after
     /// `send_deadline + total timeout`, however long it queued behind other calls.
@@ -31,11 +29,10 @@ public struct SubmitSettings: Sendable, Equatable {
     public init(
         reconcileGrace: Double = 30, maxInconclusiveQueries: Int = 5, paymentDeadline: Double = 600,
         circuitFailureThreshold: Int = 5, circuitOpenSeconds: Double = 30, merchantConcurrency: Int = 4,
-        callConcurrency: Int = 8, setBased: Bool = true, sendWindow: Double = 5, notFoundConfirmations: Int = 1
+        callConcurrency: Int = 8, sendWindow: Double = 5, notFoundConfirmations: Int = 1
     ) {
         self.sendWindow = sendWindow
         self.notFoundConfirmations = notFoundConfirmations
-        self.setBased = setBased
         self.callConcurrency = callConcurrency
         self.reconcileGrace = reconcileGrace
         self.maxInconclusiveQueries = maxInconclusiveQueries

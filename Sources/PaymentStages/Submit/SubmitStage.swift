@@ -33,9 +33,9 @@ public struct SubmitStage: StageHandler {
     private let client: any GatewayConnector
     private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
-    /// Shared by every lane of the worker (reference types inside a value-type stage).
-    public let breaker: GatewayCircuitBreaker
-    public let limiter: MerchantConcurrencyLimiter
+    /// The call-out gate shared by every lane of the worker: a circuit per gateway endpoint (URL), and
+    /// `merchantConcurrency` call slots per merchant, so a merchant whose gateway is slow cannot occupy every thread.
+    public let gate: EndpointGate
     /// The worker's gateway-call threads, each with a keep-alive HTTP client (shared by the lanes).
     private let calls: HTTPClientPool
     private let payments = PaymentStore()
@@ -55,8 +55,10 @@ public struct SubmitStage: StageHandler {
         self.client = client
         self.settings = settings
         self.clock = clock
-        breaker = GatewayCircuitBreaker(failureThreshold: settings.circuitFailureThreshold, openSeconds: settings.circuitOpenSeconds)
-        limiter = MerchantConcurrencyLimiter(limit: settings.merchantConcurrency)
+        gate = EndpointGate(
+            policy: EndpointGatePolicy(maxConcurrent: settings.merchantConcurrency, failureThreshold: settings.circuitFailureThreshold,
+                                       openSeconds: settings.circuitOpenSeconds, maxWait: 1),
+            stage: .submit, clock: clock)
         calls = HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call")
     }
 
@@ -71,10 +73,9 @@ public struct SubmitStage: StageHandler {
     /// 3. one transaction records every answer.
     /// A message whose query found no AUTH starts another round (at most three, as before).
     ///
-    /// With ``SubmitSettings/setBased`` (the default), steps 1 and 3 first settle the plain messages of the batch
-    /// with a few statements for the whole batch (``planInBulk(_:transaction:)``, ``recordInBulk(_:transaction:)``):
-    /// PostgreSQL's cost is per statement far more than per row. The per-message steps stay the reference
-    /// semantics and handle everything else in the same transaction.
+    /// Steps 1 and 3 first settle the plain messages of the batch with a few statements for the whole batch
+    /// (``planInBulk(_:window:transaction:)``, ``recordInBulk(_:transaction:)``): PostgreSQL's cost is per statement
+    /// far more than per row. The per-message steps handle everything else in the same transaction.
     public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var active = Array(batch.indices)
@@ -82,11 +83,9 @@ public struct SubmitStage: StageHandler {
             // Taken before any attempt of the round is committed, so the send gate closes no later than the
             // attempts' `send_deadline` on the database clock.
             let window = SendWindow(seconds: settings.sendWindow, from: ContinuousClock.now, wallClock: Date())
-            let planBulk: (([StageMessage], PostgresConnection) throws -> [Plan?])? =
-                settings.setBased ? { try planInBulk($0, window: window, transaction: $1) } : nil
-            let recordBulk: (([((message: StageMessage, plan: Plan), Answer)], PostgresConnection) throws -> [Next?])? =
-                settings.setBased ? { try recordInBulk($0, transaction: $1) } : nil
-            let plans = BatchTransaction.run(active.map { batch[$0] }, on: database, bulk: planBulk) { message, transaction in
+            let plans = BatchTransaction.run(
+                active.map { batch[$0] }, on: database, bulk: { try planInBulk($0, window: window, transaction: $1) }
+            ) { message, transaction in
                 try plan(message, window: window, transaction: transaction)
             }
             var calls: [(index: Int, plan: Plan)] = []
@@ -103,7 +102,7 @@ public struct SubmitStage: StageHandler {
             let answers = self.calls.perform(requests.count) { [self] offset, client in
                 call(requests[offset].plan, message: requests[offset].message, client: client)
             }
-            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database, bulk: recordBulk) { item, transaction in
+            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database, bulk: { try recordInBulk($0, transaction: $1) }) { item, transaction in
                 try record(item.1, for: item.0.message, plan: item.0.plan, transaction: transaction)
             }
             active = []
@@ -134,6 +133,13 @@ public struct SubmitStage: StageHandler {
         /// Commit what was decided, then retry the message later.
         case retryLater(StageFailure)
 
+        var endpoint: GatewayEndpoint? {
+            switch self {
+            case .send(_, _, let endpoint, _, _), .query(_, _, let endpoint, _): endpoint
+            case .finished, .retryLater: nil
+            }
+        }
+
         var attempt: (id: Int64, reference: String)? {
             switch self {
             case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _): (id, reference)
@@ -152,35 +158,56 @@ public struct SubmitStage: StageHandler {
         case retryLater(StageFailure)
     }
 
-    /// Step 2 for one message, on a pool thread. The merchant's slot caps its calls in flight in this worker, so a
-    /// merchant whose gateway is slow cannot occupy every thread; a call that finds no slot within a second is not
-    /// made (an AUTH is then certainly not sent; a query asked nothing and spends no query budget).
+    /// Step 2 for one message, on a pool thread, through the gate: a call that finds no slot of its merchant within a
+    /// second, or finds the circuit's half-open trial taken, is not made (an AUTH is then certainly not sent; a query
+    /// asked nothing and spends no query budget).
     private func call(_ plan: Plan, message: StageMessage, client: HTTPClient) -> Answer {
-        let busy = "merchant \(message.merchantId) has \(limiter.limit) gateway calls in flight"
+        guard let endpoint = plan.endpoint else { preconditionFailure("only sends and queries are called") }
+        let permit: EndpointGate.Permit
+        switch gate.acquire(EndpointGate.Call(endpoint: endpoint.url, owner: message.merchantId)) {
+        case .acquired(let acquired):
+            permit = acquired
+        case .refused(let refusal):
+            let (code, reason) = Self.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
+            if case .send = plan { return .sent(.local(.transient, code: code, message: reason)) }
+            return .notAsked(code: code, reason: reason)
+        }
         switch plan {
-        case .send(let attemptId, let request, let endpoint, let reference, let window):
-            guard limiter.acquire(message.merchantId, timeout: 1) else {
-                return .sent(.local(.transient, code: "merchant_busy", message: busy))
-            }
-            defer { limiter.release(message.merchantId) }
+        case .send(let attemptId, let request, _, let reference, let window):
             let result = self.client.authorize(
                 request, reference: reference, endpoint: endpoint, requestId: "A\(attemptId)", now: clock(), window: window, using: client)
-            breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
+            gate.release(permit, report: Self.report(result.errorCode))
             return .sent(result)
-        case .query(let attemptId, let reference, let endpoint, let expected):
-            guard limiter.acquire(message.merchantId, timeout: 1) else { return .busy(busy) }
-            defer { limiter.release(message.merchantId) }
+        case .query(let attemptId, let reference, _, let expected):
             let result = self.client.find(
                 reference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .inconclusive(let code, _) = result {
-                breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
+                gate.release(permit, report: Self.report(code))
             } else {
-                breaker.record(endpoint.url, healthy: true, now: clock())
+                gate.release(permit, report: .healthy)
             }
             return .queried(result)
         case .finished, .retryLater:
             preconditionFailure("only sends and queries are called")
         }
+    }
+
+    /// The failure code and reason of a call the gate held back: nothing was sent (an AUTH is certainly not sent, a
+    /// query asked nothing). Submit asks for no rate, so a refusal is a taken slot or the circuit.
+    static func heldBack(_ refusal: EndpointGate.Refusal, merchantId: String, slots: Int) -> (code: String, reason: String) {
+        switch refusal {
+        case .busy: ("merchant_busy", "merchant \(merchantId) has \(slots) gateway calls in flight")
+        case .circuitOpen, .rateLimited: ("circuit_open", "the gateway is failing; requests paused")
+        }
+    }
+
+    /// What a call's error code tells the circuit. Only failures that say nothing about the payment count (connection
+    /// refused, timeouts, resets, 5xx): a decline or a field error is a healthy gateway; an AUTH the send window held
+    /// back was never sent and says nothing.
+    static func report(_ code: String?) -> CircuitState.Report {
+        guard let code else { return .healthy }
+        if code == "paypipe.send_window" { return .silent }
+        return code == "paypipe.transport" || code.hasPrefix("paypipe.http_5") ? .failed(pause: nil) : .healthy
     }
 
     /// The protocol's view of a payment, read under its row lock in the current transaction.
@@ -269,7 +296,7 @@ public struct SubmitStage: StageHandler {
             do {
                 // A status query goes to the site the AUTH went to, not today's configuration.
                 endpoint = try self.endpoint(for: payment, site: payment.status == .submitting ? view.siteReference : nil, transaction: transaction)
-                if !breaker.permits(endpoint!.url, now: clock()) { gateway = .circuitOpen }
+                if !gate.permits(endpoint!.url) { gateway = .circuitOpen }
             } catch StageFailure.permanent(let failure) {
                 gateway = .notConfigured(failure.reason)
             }
@@ -302,30 +329,38 @@ public struct SubmitStage: StageHandler {
         }
     }
 
-    /// Transaction 1, set-based: plans a `.send` for every payment of the batch the protocol sends for — `prepared`,
-    /// no open attempt, within its deadline, its merchant's endpoint configured and its circuit closed, its request
-    /// stored — with two statements for the batch (lock and read; attempts, transitions and events). Everything else
-    /// (`nil`) goes through ``plan(_:window:transaction:)``, which decides it again under the same locks.
+    /// Transaction 1, set-based: plans a `.send` for every payment of the batch the protocol sends for, with two
+    /// statements for the batch (lock and read; attempts, transitions and events). The protocol alone decides, on the
+    /// snapshot the batch read gives (payment, open attempt, database clock, endpoint and circuit, stored request);
+    /// a payment's first message decides, and everything that is not a send (`nil`) goes through
+    /// ``plan(_:window:transaction:)``, which reads the attempt history too, under the same locks.
     private func planInBulk(_ messages: [StageMessage], window: SendWindow, transaction: PostgresConnection) throws -> [Plan?] {
         let candidates = try SubmitPlanStatement.lock(messages.map(\.paymentId), requests: requests, on: transaction)
-        var endpoints: [String: GatewayEndpoint?] = [:]
+        /// Per merchant: its endpoint, or why it has none.
+        var endpoints: [String: (endpoint: GatewayEndpoint?, notConfigured: String?)] = [:]
         var seen = Set<UUID>()
         var ready: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)] = []
         for (index, message) in messages.enumerated() where seen.insert(message.paymentId).inserted {
-            guard let candidate = candidates[message.paymentId], candidate.payment.status == .prepared, let request = candidate.request else { continue }
+            guard let candidate = candidates[message.paymentId] else { continue }
             let merchantId = candidate.payment.merchantId
             if endpoints[merchantId] == nil {
                 do {
-                    endpoints[merchantId] = .some(try endpoint(for: candidate.payment, site: nil, transaction: transaction))
-                } catch StageFailure.permanent {
-                    endpoints[merchantId] = .some(nil)
+                    endpoints[merchantId] = (try endpoint(for: candidate.payment, site: nil, transaction: transaction), nil)
+                } catch StageFailure.permanent(let failure) {
+                    endpoints[merchantId] = (nil, failure.reason)
                 }
             }
-            guard let endpoint = endpoints[merchantId] ?? nil, breaker.permits(endpoint.url, now: clock()) else { continue }
+            let endpoint = endpoints[merchantId]?.endpoint
+            let gateway: SubmitProtocol.Gateway = if let endpoint {
+                gate.permits(endpoint.url) ? .ready : .circuitOpen
+            } else {
+                .notConfigured(endpoints[merchantId]?.notConfigured ?? "")
+            }
             let snapshot = SubmitProtocol.Snapshot(
                 status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
-                latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) })
-            guard machine.plan(snapshot) == .send else { continue }
+                latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) },
+                gateway: gateway, requestStored: candidate.request != nil)
+            guard machine.plan(snapshot) == .send, let request = candidate.request, let endpoint else { continue }
             ready.append((index, request, endpoint, GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
         var plans = [Plan?](repeating: nil, count: messages.count)

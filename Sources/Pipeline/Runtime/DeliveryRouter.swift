@@ -63,8 +63,7 @@ public struct DeliveryRouter: Sendable {
         let previous = previousRetries(of: delivery)
         switch retrySchedule.decision(previousRetries: previous) {
         case .exhausted:
-            let reason = "retries exhausted after \(previous) attempt(s); last error \(failure.code): \(failure.reason)"
-            return (deadLetter(delivery, code: "retries_exhausted", reason: reason), true)
+            return (exhausted(delivery, after: failure), true)
         case .retry(let tier, let delay):
             var properties = delivery.properties
             properties.persistent = true
@@ -81,6 +80,18 @@ public struct DeliveryRouter: Sendable {
                 exchange: "", routingKey: retrySchedule.queueName(stage: stage, tier: tier),
                 body: delivery.body, properties: properties, mandatory: true), false)
         }
+    }
+
+    /// The dead letter of a delivery whose last allowed attempt failed (`retries_exhausted`): what ``retry(_:after:)``
+    /// returns once ``RetrySchedule/decision(previousRetries:)`` says `.exhausted`, and what a stage that records the
+    /// exhaustion itself (notify commits it with the payment's results event) publishes.
+    public func exhausted(_ delivery: AMQPDelivery, after failure: StageFailure) -> AMQPOutboundMessage {
+        deadLetter(delivery, code: "retries_exhausted", reason: Self.exhaustedReason(previousRetries: previousRetries(of: delivery), after: failure))
+    }
+
+    /// The reason of every `retries_exhausted` dead letter.
+    static func exhaustedReason(previousRetries: Int, after failure: StageFailure) -> String {
+        "retries exhausted after \(previousRetries) attempt(s); last error \(failure.code): \(failure.reason)"
     }
 
     /// A copy of the delivery for the stage's dead-letter queue. A broker dead-letter exchange cannot add

@@ -40,3 +40,13 @@ public enum OutboundMessage: Sendable, Equatable {
     /// The inbound message's copy for this stage's dead-letter queue, with the code, the reason and its origin.
     case deadLetter(InboundMessage, code: String, reason: String)
 }
+
+extension OutboundMessage {
+    /// The dead letter of an inbound message whose last allowed attempt failed: the same `retries_exhausted` dead letter
+    /// the runtime publishes (``DeliveryRouter/exhausted(_:after:)``), for a stage that commits the exhaustion itself
+    /// (notify, with the payment's results event).
+    public static func exhausted(_ inbound: InboundMessage, after failure: StageFailure) -> OutboundMessage {
+        .deadLetter(inbound, code: "retries_exhausted",
+                    reason: DeliveryRouter.exhaustedReason(previousRetries: inbound.previousRetries, after: failure))
+    }
+}

@@ -27,7 +27,12 @@ public enum PipelineTopology {
     /// out and RabbitMQ's default applies. It is a creation-only argument (``AMQP/AMQPQueue/creationArguments``):
     /// RabbitMQ 3.10 compares it on redeclaration, so a queue that exists from before keeps its replicas and is
     /// still accepted; existing queues grow with `rabbitmq-queues grow` (docs/scaling.md).
-    public static func topology(retrySchedule: RetrySchedule, brokerNodes: Int = 1) -> AMQPTopology {
+    ///
+    /// `retryStages`: the stages whose retry tiers (of `retrySchedule`) are declared. A worker retries only its own
+    /// stage, and its schedule is its own (notify's is the webhook schedule), so a worker passes its stage alone:
+    /// declaring every stage's tiers with one worker's schedule made queues no worker uses. Every stage's queue and
+    /// dead-letter queue are declared whatever `retryStages` says (hand-offs and dead letters go there).
+    public static func topology(retrySchedule: RetrySchedule, brokerNodes: Int = 1, retryStages: [Stage] = Stage.allCases) -> AMQPTopology {
         let replicas: [String: AMQPFieldValue] = brokerNodes > 1 ? [initialGroupSizeArgument: .int(Int64(min(3, brokerNodes)))] : [:]
         var queues: [AMQPQueue] = []
         var bindings: [AMQPBinding] = []
@@ -39,7 +44,7 @@ public enum PipelineTopology {
             ], uniquingKeysWith: { $1 }), creationArguments: replicas))
             queues.append(AMQPQueue(name: stage.deadLetterQueueName, durable: true, arguments: ["x-queue-type": .string("quorum")],
                                     creationArguments: replicas))
-            for tier in retrySchedule.delays.indices {
+            for tier in retrySchedule.delays.indices where retryStages.contains(stage) {
                 queues.append(AMQPQueue(
                     name: retrySchedule.queueName(stage: stage, tier: tier), durable: true,
                     arguments: quorum.merging([

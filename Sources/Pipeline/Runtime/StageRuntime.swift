@@ -54,7 +54,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         var amqp = try AMQPConfiguration(url: configuration.amqpURL)
         amqp.heartbeatSeconds = configuration.heartbeatSeconds
         amqp.connectionName = "paypipe-\(stage.rawValue)"
-        let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule, brokerNodes: amqp.nodes.count)
+        let topology = PipelineTopology.topology(retrySchedule: configuration.retrySchedule, brokerNodes: amqp.nodes.count, retryStages: [stage])
         self.topology = topology
         var declaring = amqp
         declaring.connectionName = "paypipe-\(stage.rawValue)-declare"

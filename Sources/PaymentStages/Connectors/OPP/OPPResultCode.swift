@@ -1,3 +1,5 @@
+import Pipeline
+
 /// OPP's `result.code` (`ddd.ddd.ddd`) mapped onto ``GatewayOutcome`` with the full pattern table of ACI's "Result
 /// Codes" page (other-gateways.md §2 [doc]: developers.primeiropay.com/result-codes, docs.latam.ppro.com, the same
 /// regex list; group names marked † there are [UNCONFIRMED]), evaluated in this order (issue 21): success, review,

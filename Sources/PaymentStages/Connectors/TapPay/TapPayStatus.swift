@@ -1,3 +1,5 @@
+import Pipeline
+
 /// TapPay's `status` codes mapped onto ``GatewayOutcome``, each with its source (other-gateways.md §1 [doc]:
 /// docs.sit.tappaysdk.com/tutorial/en/error.html and docs.tappaysdk.com/tutorial/en/error.html). Every code not
 /// listed is uncertain: reconciled through the Record API before anything else. Pure.

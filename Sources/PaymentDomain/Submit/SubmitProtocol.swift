@@ -1,5 +1,4 @@
 import Foundation
-import Pipeline
 
 /// The submit stage's exactly-once protocol as one pure value: from what a transaction read under the payment's
 /// row lock (``Snapshot``: the payment, its latest AUTH attempt, the status queries since, the database clock) and,
@@ -35,11 +34,11 @@ public struct SubmitProtocol: Sendable, Equatable {
     /// An AUTH attempt as the protocol sees it.
     public struct Attempt: Sendable, Equatable, Hashable {
         public var id: Int64
-        public var state: GatewayAttempt.State
+        public var state: GatewayAttemptState
         /// When it may be queried (database clock).
         public var reconcileAfter: Date
 
-        public init(id: Int64, state: GatewayAttempt.State, reconcileAfter: Date) {
+        public init(id: Int64, state: GatewayAttemptState, reconcileAfter: Date) {
             self.id = id
             self.state = state
             self.reconcileAfter = reconcileAfter
@@ -113,8 +112,9 @@ public struct SubmitProtocol: Sendable, Equatable {
     public enum Answer: Sendable, Equatable {
         case sent(GatewayResult)
         case queried(TransactionQueryResult)
-        /// No call slot was free in this worker: the gateway was not asked.
-        case busy(String)
+        /// The endpoint gate held the call back (`merchant_busy`: no call slot in this worker; `circuit_open`: the
+        /// half-open circuit's trial was taken): the gateway was not asked.
+        case notAsked(code: String, reason: String)
     }
 
     /// The recording transaction's decision.
@@ -133,7 +133,7 @@ public struct SubmitProtocol: Sendable, Equatable {
         case inconclusive(count: Int, code: String, reason: String)
         /// The query budget is spent: a person must look.
         case review(count: Int, code: String, reason: String)
-        /// Nothing was asked (no call slot): retry later, no budget spent.
+        /// Nothing was asked (the endpoint gate held the call back): retry later, no budget spent.
         case retry(code: String, reason: String)
         /// The answer is not for the current attempt: stored as evidence on its own attempt, the payment unchanged.
         /// `lateAuthorization`: the gateway authorised a payment PayPipe ended `failed` (a person must act).
@@ -214,12 +214,12 @@ public struct SubmitProtocol: Sendable, Equatable {
 
     /// Decides what an answer for attempt `attemptId` does, given the snapshot re-read under the row lock.
     public func record(_ answer: Answer, attemptId: Int64, snapshot: Snapshot) -> Record {
-        if case .busy(let reason) = answer { return .retry(code: "merchant_busy", reason: reason) }
+        if case .notAsked(let code, let reason) = answer { return .retry(code: code, reason: reason) }
         guard snapshot.isCurrent(attemptId) else {
             let evidence: GatewayResult? = switch answer {
             case .sent(let result): result
             case .queried(.found(let result)): result
-            case .queried, .busy: nil
+            case .queried, .notAsked: nil
             }
             let late = snapshot.status == .failed && evidence?.outcome == .authorized
             return .evidence(evidence, lateAuthorization: late)
@@ -240,7 +240,7 @@ public struct SubmitProtocol: Sendable, Equatable {
             let count = snapshot.inconclusiveQueries + 1
             return count >= maxInconclusiveQueries
                 ? .review(count: count, code: code, reason: reason) : .inconclusive(count: count, code: code, reason: reason)
-        case .busy:
+        case .notAsked:
             preconditionFailure("handled above")
         }
     }

@@ -1,6 +1,5 @@
 import Foundation
-@testable import PaymentStages
-import Pipeline
+@testable import PaymentDomain
 import Testing
 
 /// Every interleaving of two and of three consumers of one payment against ``SubmitProtocol``, exhaustively and
@@ -17,7 +16,7 @@ import Testing
     enum ModelAnswer: Hashable { case authorised, uncertain, refused, found, notFound }
 
     struct Attempt: Hashable {
-        var state: GatewayAttempt.State = .sending
+        var state: GatewayAttemptState = .sending
         /// The clock window it was planned in: it may be queried once the clock has left that window.
         var window: Int
         var sent = false
@@ -282,5 +281,21 @@ import Testing
         var explorer = Explorer(machine: SubmitProtocol(paymentDeadline: 1_000_000), maxTicks: 2, oldRule: true)
         _ = explorer.explore(World(consumers: [.idle(rounds: 2), .idle(rounds: 2)]))
         #expect(!explorer.violations.isEmpty)
+    }
+
+    /// A call the endpoint gate held back (no call slot: `merchant_busy`; the half-open trial taken: `circuit_open`)
+    /// asked the gateway nothing, so it spends no query budget: even with one inconclusive query left before review,
+    /// the payment is retried, not sent to review.
+    @Test(arguments: ["merchant_busy", "circuit_open"])
+    func aCallTheGateHeldBackSpendsNoQueryBudget(code: String) {
+        let machine = SubmitProtocol(maxInconclusiveQueries: 2)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let snapshot = SubmitProtocol.Snapshot(
+            status: .submitting, firstReceivedAt: now, now: now,
+            latest: SubmitProtocol.Attempt(id: 7, state: .uncertain, reconcileAfter: now), inconclusiveQueries: 1)
+        #expect(machine.record(.notAsked(code: code, reason: "held back"), attemptId: 7, snapshot: snapshot)
+                == .retry(code: code, reason: "held back"))
+        #expect(machine.record(.queried(.inconclusive(code: "paypipe.transport", reason: "timeout")), attemptId: 7, snapshot: snapshot)
+                == .review(count: 2, code: "paypipe.transport", reason: "timeout"), "an inconclusive query does spend it")
     }
 }

@@ -33,18 +33,18 @@ public struct GatewayResult: Sendable, Equatable {
     }
 
     /// A local failure (no trustworthy gateway answer): `code` is a `paypipe.*` code.
-    static func local(_ outcome: GatewayOutcome, code: String, message: String) -> GatewayResult {
+    public static func local(_ outcome: GatewayOutcome, code: String, message: String) -> GatewayResult {
         GatewayResult(outcome: outcome, errorCode: code, errorMessage: message)
     }
 
     /// `gateway_attempts.outcome` of an AUTH attempt: the reason when the outcome differs from what the code says.
-    var recordedOutcome: String { reason ?? outcome.rawValue }
+    public var recordedOutcome: String { reason ?? outcome.rawValue }
     /// `gateway_attempts.error_message`: the gateway's message, capped (it is free text from outside).
-    var recordedErrorMessage: String? { errorMessage.map { String($0.prefix(500)) } }
+    public var recordedErrorMessage: String? { errorMessage.map { String($0.prefix(500)) } }
 
     /// Error code and message for the payment's audit trail and `error_code` column.
-    var failureCode: String { reason ?? "gateway_\(errorCode ?? "unknown")" }
-    var failureDetail: String {
+    public var failureCode: String { reason ?? "gateway_\(errorCode ?? "unknown")" }
+    public var failureDetail: String {
         let data = errorData.isEmpty ? "" : " (\(errorData.joined(separator: ", ")))"
         return "gateway \(errorCode ?? "-"): \(errorMessage ?? "no message")\(data)"
     }

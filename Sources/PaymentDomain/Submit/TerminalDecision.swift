@@ -1,5 +1,3 @@
-import Pipeline
-
 /// The terminal status, error code and audit detail a final gateway answer gives a payment.
 ///
 /// Why a type: the per-message recording (`SubmitStage.finish(_:with:transaction:)`) and the set-based one
@@ -30,7 +28,7 @@ public struct TerminalDecision: Sendable, Equatable {
     }
 
     /// Whether a just-sent AUTH's answer ends the payment at once (the others are retried or reconciled).
-    static func endsPayment(_ outcome: GatewayOutcome) -> Bool {
+    public static func endsPayment(_ outcome: GatewayOutcome) -> Bool {
         switch outcome {
         case .authorized, .declined, .permanentError, .needsReview: true
         case .uncertain, .transient: false

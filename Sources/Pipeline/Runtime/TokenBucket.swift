@@ -1,7 +1,7 @@
 import Foundation
 
 /// A token bucket (messages per second with a burst), as a value: the caller passes the time, so it is tested with
-/// a hand-moved clock and holds no lock of its own (``EndpointGate`` keeps one per endpoint under its mutex).
+/// a hand-moved clock and holds no lock of its own (``EndpointGateState`` keeps one per endpoint).
 ///
 /// ``reserve(at:maxWait:)`` takes a token now or books the next free one: the tokens may go negative, each booking
 /// pushing the next one back by `1 / rate`, so concurrent waiters queue in order and the long-run rate never

@@ -1,0 +1,108 @@
+import Foundation
+import Pipeline
+
+/// The notify stage's decisions as pure functions (no database, no broker, no HTTP): which messages of a batch lead
+/// to a delivery, and what a delivery's answer does. `NotifyStage` reads the batch, carries the decisions out and
+/// records them; `NotifyDecisionTests` cover every row of both tables without services.
+public enum NotifyDecision {
+    /// What phase 1 read for one message.
+    public enum Read: Sendable, Equatable {
+        /// The read failed for this message (its row did not decode).
+        case failed
+        /// No such payment.
+        case missing
+        case found(paymentId: UUID, status: PaymentStatus, done: Bool, hasEvent: Bool)
+    }
+
+    /// What to do with one message before any request.
+    public enum Intake: Sendable, Equatable {
+        /// The read failed: the error is the message's result.
+        case readFailed
+        /// `unknown_payment` (unattributable).
+        case unknownPayment
+        /// Stage `done`: the webhook was settled before; publish the results event again (same id, consumers dedupe),
+        /// never the webhook.
+        case republish
+        /// Not terminal yet (a hand-off that overtook its commit): retry later.
+        case notTerminal(PaymentStatus)
+        /// The payment's first message in the batch: build, sign and (target permitting) deliver its event.
+        case deliver
+        /// A later message for a payment an earlier message of this batch decides: already handled, nothing is sent
+        /// for it. `by` is the index of that earlier message.
+        case alreadyHandled(by: Int)
+    }
+
+    /// One decision per read, in order. As in the other stages, the first message for a payment decides and the
+    /// later ones are already handled, whatever the payment's state: one webhook per payment per batch.
+    public static func intake(_ reads: [Read]) -> [Intake] {
+        var first: [UUID: Int] = [:]
+        return reads.enumerated().map { index, read in
+            guard case .found(let id, let status, let done, let hasEvent) = read else {
+                return read == .missing ? .unknownPayment : .readFailed
+            }
+            if let earlier = first[id] { return .alreadyHandled(by: earlier) }
+            first[id] = index
+            if done { return .republish }
+            return hasEvent ? .deliver : .notTerminal(status)
+        }
+    }
+
+    /// Whether a delivery ready to be sent goes out.
+    public enum Dispatch: Sendable, Equatable {
+        case send
+        /// Its endpoint is disabled: recorded `held` (`endpoint_disabled`), the payment parked, nothing sent.
+        /// `republishDisabled`: publish the endpoint's `endpoint.disabled` event again.
+        case hold(republishDisabled: Bool)
+    }
+
+    /// A delivery to a disabled endpoint is held. Only a broker redelivery publishes `endpoint.disabled` again: it may
+    /// be the very delivery whose batch disabled the endpoint and crashed before publishing it (same id: consumers
+    /// dedupe). Fresh deliveries and retry-tier copies do not, or every held delivery would repeat the event.
+    public static func dispatch(endpointDisabled: Bool, redelivered: Bool) -> Dispatch {
+        endpointDisabled ? .hold(republishDisabled: redelivered) : .send
+    }
+
+    /// The recorded error of a delivery the endpoint gate held back (`webhook_deliveries.error`, failure codes): a
+    /// retry like any failed attempt, but not a failure of the endpoint (its health and circuit never see it).
+    public static func error(_ refusal: EndpointGate.Refusal) -> String {
+        switch refusal {
+        case .circuitOpen: "circuit_open"
+        case .rateLimited: "rate_limited"
+        case .busy: "endpoint_busy"
+        }
+    }
+
+    /// What an answered (or held back) delivery does.
+    public enum Settlement: Sendable, Equatable {
+        /// 2xx: recorded `delivered`, the payment done, the results event published.
+        case delivered
+        /// 410: recorded `disabled`; a merchant's configured webhook is switched off; the payment done, published.
+        case gone
+        /// A final answer that is not a delivery (SSRF refusal of the connected address): recorded `failed`, done,
+        /// published.
+        case refused(error: String)
+        /// The batch disabled the endpoint: recorded `held`, the payment parked until an operator re-enables it; no
+        /// retry and no exhaustion.
+        case held(error: String)
+        /// Recorded `retrying`; the message goes to the retry tier with this delay.
+        case retry(error: String, delay: Double)
+        /// The last allowed attempt failed: recorded `failed`, the payment done, the results event published with
+        /// the dead letter (`retries_exhausted`) and `webhook.exhausted`.
+        case exhausted(error: String)
+    }
+
+    /// - Parameters:
+    ///   - endpointDisabled: this batch's answers disabled the delivery's endpoint.
+    ///   - retry: the retry schedule's decision for the message (``Pipeline/RetrySchedule/decision(previousRetries:)``).
+    public static func settle(_ answer: WebhookResponseClass, endpointDisabled: Bool, retry: RetrySchedule.Decision) -> Settlement {
+        switch answer {
+        case .delivered: return .delivered
+        case .gone: return .gone
+        case .refused(let error): return .refused(error: error)
+        case .retry(let error):
+            if endpointDisabled { return .held(error: error) }
+            guard case .retry(_, let delay) = retry else { return .exhausted(error: error) }
+            return .retry(error: error, delay: delay)
+        }
+    }
+}
