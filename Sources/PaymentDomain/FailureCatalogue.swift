@@ -70,8 +70,8 @@ public enum FailureCatalogue {
     ]
 
     static let submit: [FailureCode] = [
-        FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed], origin: "submit",
-                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md"),
+        FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed, .operationFailed], origin: "submit, operations",
+                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md; an operation the gateway refused (e.g. 20012 a REFUND of an unsettled parent, 60017 not updatable)"),
         FailureCode("3ds_challenge_required", [.paymentDeclined], origin: "submit", "the gateway asked for a 3-D Secure challenge"),
         FailureCode("gateway_cancelled", [.paymentDeclined], origin: "submit", "the gateway authorised and cancelled (settle status 3)"),
         FailureCode("gateway_suspended", [.needsReview], origin: "submit", "the gateway authorised and suspended (settle status 2)"),
@@ -93,7 +93,7 @@ public enum FailureCatalogue {
         FailureCode("gateway_inconsistent", [.retried], origin: "submit", "the payment did not settle after repeated rounds of one batch"),
         FailureCode("awaiting_reconciliation", [.retried], origin: "submit", "an uncertain AUTH waits for its query time"),
         FailureCode("awaiting_confirmation", [.retried], origin: "submit", "a 'not found' answer waits for its confirmation query"),
-        FailureCode("attempt_open", [.retried], origin: "submit", "another consumer's AUTH attempt is still open"),
+        FailureCode("attempt_open", [.retried], origin: "submit, operations", "another consumer's AUTH (or operation) attempt is still open"),
         FailureCode("attempt_missing", [.retried], origin: "submit", "the payment is submitting without a current attempt"),
         FailureCode("attempt_superseded", [.retried], origin: "submit", "an answer for an attempt that is no longer the payment's current one"),
         FailureCode("payment_not_prepared", [.retried], origin: "submit", "the hand-off arrived before the payment was prepared"),
@@ -132,6 +132,12 @@ public enum FailureCatalogue {
                     "a REFUND's answer was lost: no confirmed query finds a REFUND by its parent, so it is never resent automatically"),
         FailureCode("operation_state_unexpected", [.operationNeedsReview], origin: "operations",
                     "a TRANSACTIONUPDATE's answer was lost and the queried AUTH is neither as before nor as after it"),
+        FailureCode("operation_payment_unknown", [.retried], origin: "operations",
+                    "the operation names no payment of its merchant (yet: the payment job may still be in decrypt): retried, then dead-lettered `retries_exhausted`"),
+        FailureCode("reconciliation_pending", [.retried], origin: "operations",
+                    "a TRANSACTIONUPDATE's answer was lost: the AUTH is queried (TRANSACTIONQUERY) before anything else is sent"),
+        FailureCode("operation_not_applied", [.retried], origin: "operations",
+                    "the status query shows a TRANSACTIONUPDATE whose answer was lost did not take effect: a new attempt sends it"),
         FailureCode("lifecycle_inconsistent", [.operationFailed], origin: "operations",
                     "the gateway's settle status contradicts the payment's recorded lifecycle (e.g. settled while held suspended): refused for an operator to look at"),
     ]

@@ -92,6 +92,12 @@ public struct OperationProtocol: Sendable, Equatable {
         public var event: Event
         /// The amount the event reports: captured (or left captured), voided, or refunded by this operation.
         public var amount: Int64
+
+        public init(lifecycle: MoneyLifecycle, event: Event, amount: Int64) {
+            self.lifecycle = lifecycle
+            self.event = event
+            self.amount = amount
+        }
     }
 
     public enum Decision: Sendable, Equatable, Hashable {
