@@ -8,10 +8,13 @@ public struct NotifyMessage: Sendable, Equatable {
     public let message: StageMessage
     public let previousRetries: Int
     public let delivery: AMQPDelivery
+    /// A finished operation's hand-off (``OperationEventMessage``): its event is sent, not the payment's.
+    public let operation: Int64?
 
-    public init(message: StageMessage, previousRetries: Int, delivery: AMQPDelivery) {
+    public init(message: StageMessage, previousRetries: Int, delivery: AMQPDelivery, operation: Int64? = nil) {
         self.message = message
         self.previousRetries = previousRetries
         self.delivery = delivery
+        self.operation = operation
     }
 }

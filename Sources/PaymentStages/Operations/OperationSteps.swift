@@ -101,7 +101,9 @@ public struct OperationSteps: Sendable {
             return .review(operation)
         }
         switch last.state {
-        case .sending where last.reconcileAfter.map { last.now < $0 } ?? false:
+        case .sending where last.reconcileAfter.map { last.now < $0 } ?? false, .uncertain where last.reconcileAfter.map { last.now < $0 } ?? false:
+            // Until its reconciliation time the request may still be in flight or be processed: querying earlier
+            // could see it "not applied" just before it is.
             return .wait(code: "attempt_open", reason: "attempt \(last.id) of operation \(operation.operationId) may still be in flight")
         case .notSent:
             guard let attempt = try store.beginAttempt(operation.id, requestType: request.requestType, timing: timing, on: transaction) else {
@@ -141,7 +143,8 @@ public struct OperationSteps: Sendable {
     public enum Answer: Sendable, Equatable {
         /// Error code 0: it took effect. `transactionReference`: a REFUND's own.
         case confirmed(transactionReference: String?)
-        /// Refused (a non-zero error code): nothing changed at the gateway.
+        /// Refused (a non-zero error code, `gateway_<errorcode>`, or a local refusal before any call): nothing changed
+        /// at the gateway; the operation fails with `code`.
         case refused(code: String, message: String)
         /// Known not to have been sent (refused before sending, connection failed): may be sent again.
         case notSent(code: String, reason: String)
@@ -169,7 +172,7 @@ public struct OperationSteps: Sendable {
             return try confirm(current, gatewayReference: reference, actor: actor, on: transaction)
         case .refused(let code, let message):
             try store.finishAttempt(attempt, .init(state: .completed, outcome: "refused", errorCode: code, errorMessage: message), on: transaction)
-            try store.fail(current.id, code: "gateway_\(code)", reason: message, on: transaction)
+            try store.fail(current.id, code: code, reason: message, on: transaction)
         case .notSent(let code, let reason):
             try store.finishAttempt(attempt, .init(state: .notSent, outcome: "not_sent", errorCode: code, errorMessage: reason), on: transaction)
             return .retry(code: code, reason: reason)
@@ -218,6 +221,31 @@ public struct OperationSteps: Sendable {
             try store.review(current.id, code: code, reason: reason, on: transaction)
             return .review(try store.load(current.id, on: transaction) ?? current)
         }
+    }
+
+    /// The payment's AUTH, for a settlement check: its transaction reference, when the payment is `captured` (the only
+    /// lifecycle settlement changes). Nil otherwise.
+    public func settlementCandidate(_ paymentId: UUID, on connection: PostgresConnection) throws -> String? {
+        guard try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle?.status == .captured else { return nil }
+        return try store.gatewayFacts(paymentId: paymentId, on: connection)?.transactionReference
+    }
+
+    /// Records what a status query of the AUTH said about settlement, under the payment's lock: settled (100) moves a
+    /// `captured` payment to `settled`; any other known status is kept as the last learnt one.
+    @discardableResult
+    public func learnSettlement(_ paymentId: UUID, queried: OperationProtocol.QueriedAuth, actor: String, on transaction: PostgresConnection) throws -> Bool {
+        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction), let lifecycle = money.lifecycle else { return false }
+        if case .other = queried.settleStatus { return false }
+        guard lifecycle.status == .captured, queried.settleStatus == .settled else {
+            try PaymentStore().recordSettleStatus(paymentId, queried.settleStatus, on: transaction)
+            return false
+        }
+        var settled = lifecycle
+        settled.status = .settled
+        let changed = try PaymentStore().changeLifecycle(paymentId, try CheckedLifecycleChange(from: lifecycle, to: settled), settleStatus: .settled,
+                                                         actor: actor, operationId: nil, detail: "settlement learnt by status query", on: transaction)
+        try PaymentStore().recordSettleStatus(paymentId, .settled, on: transaction)
+        return changed
     }
 
     private func confirm(_ operation: OperationStore.Operation, gatewayReference: String?, actor: String, on transaction: PostgresConnection) throws -> Settled {

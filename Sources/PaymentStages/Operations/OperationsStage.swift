@@ -1,0 +1,208 @@
+import AMQP
+import Foundation
+import HTTP
+import JWT
+import Pipeline
+import Postgres
+
+/// `paypipe-operations`: capture, void and refund of authorised payments (docs/operations-lifecycle.md), consumed from
+/// `paypipe.operations` (routing keys `payment.capture.requested`, `payment.void.requested`,
+/// `payment.refund.requested` on `paypipe.jobs`) on the same runtime as the AUTH stages: retries, dead letters, metrics.
+///
+/// Thin by design: what to send and what it leads to is decided by ``OperationProtocol`` (through ``OperationSteps``,
+/// each step one transaction under the payment's row lock, writing only through ``OperationStore`` and
+/// ``PaymentStore``); this type only carries it out, one message at a time, the gateway call between two
+/// transactions. Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or
+/// concurrent message finds them and resumes instead of sending again; a lost TRANSACTIONUPDATE answer is reconciled by
+/// querying the AUTH, a lost REFUND answer goes to review and is never resent.
+///
+/// A finished operation is handed to `notify` (``OperationEventMessage``), which sends its event (`payment.captured`,
+/// `payment.voided`, `payment.refunded`, `payment.operation_failed`) as a signed webhook and on `paypipe.results`.
+public struct OperationsStage: StageHandler {
+    public let stage = Stage.operations
+    public static let actor = "operations"
+
+    let directory: MerchantDirectory
+    let client: TrustPaymentsClient
+    let steps: OperationSteps
+    /// Seconds an attempt's bytes may wait on our side before they are refused (`PAYPIPE_SEND_WINDOW`).
+    let sendWindow: Double
+    /// Seconds after the send deadline and the transport's total timeout before a lost answer is reconciled.
+    let reconcileGrace: Double
+
+    public init(directory: MerchantDirectory, client: TrustPaymentsClient, steps: OperationSteps = OperationSteps(),
+                sendWindow: Double = 5, reconcileGrace: Double = 30) {
+        self.directory = directory
+        self.client = client
+        self.steps = steps
+        self.sendWindow = sendWindow
+        self.reconcileGrace = reconcileGrace
+    }
+
+    /// A decoded delivery: an operation, or why it cannot be one (its merchant and id known).
+    public enum Message: Sendable, Equatable {
+        case request(OperationRequest)
+        case invalid(kind: OperationRequest.Kind, merchantId: String, operationId: String, reason: String)
+    }
+
+    public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> Message {
+        guard let key = DeliveryRouter.jobRoutingKey(of: delivery), let kind = OperationRequest.Kind(routingKey: key) else {
+            throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(delivery.routingKey.prefix(64))")
+        }
+        do {
+            return .request(try OperationRequest.decode(delivery.body, kind: kind))
+        } catch {
+            switch error {
+            case .unaddressed(let reason): throw .unattributable(code: "malformed_job", reason: reason)
+            case .invalid(let merchantId, let operationId, let reason):
+                return .invalid(kind: kind, merchantId: merchantId, operationId: operationId, reason: reason)
+            }
+        }
+    }
+
+    public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        batch.map { message in
+            do {
+                return try handle(message, database: database)
+            } catch let failure as StageFailure {
+                return .failure(failure)
+            } catch {
+                return .failure(FailureClassifier.classify(error))
+            }
+        }
+    }
+
+    func handle(_ message: Message, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
+        switch message {
+        case .invalid(let kind, let merchantId, let operationId, let reason):
+            // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
+            // names, there is no webhook target to report it to.
+            let placeholder = OperationRequest(kind: kind, operationId: operationId, merchantId: merchantId, payment: .jobId("-"), amount: nil)
+            _ = try database.transaction { try steps.store.refuse(placeholder, paymentId: nil, code: "invalid_job", reason: reason, on: $0) }
+            return .failure(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
+        case .request(let request):
+            guard let entry = try directory.entry(request.merchantId, on: database) else {
+                return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
+            }
+            return try run(request, merchant: entry.merchant, database: database)
+        }
+    }
+
+    /// Plans, sends or queries, and settles, until the operation is finished, for review, or must wait (a retry).
+    private func run(_ request: OperationRequest, merchant: MerchantStore.Merchant, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
+        let gateway = merchant.config.gateway
+        let transport: OperationProtocol.Transport = gateway?.resolvedTransport == .jwt ? .jwt : .webservices
+        let endpoint = gateway.flatMap { gateway -> GatewayEndpoint? in
+            guard let username = gateway.username, !username.isEmpty,
+                  let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
+            return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
+                                   username: username, secret: secret)
+        }
+        let timing = OperationStore.SendTiming(
+            sendWindow: sendWindow, settleSeconds: client.totalTimeout(for: .webservices) + reconcileGrace)
+        // Operations are rare next to AUTHs: a client (connection) per message rather than a pool.
+        let http = HTTPClient(configuration: client.http)
+        if request.kind == .refund, let endpoint, transport == .webservices {
+            try learnSettlement(request, endpoint: endpoint, http: http, database: database)
+        }
+        // A not-applied update is sent again at once by a new attempt; anything else ends the round.
+        for _ in 0..<3 {
+            let start = ContinuousClock.now
+            let wallClock = Date()
+            let plan = try database.transaction { try steps.plan(request, transport: transport, timing: timing, on: $0) }
+            let settled: OperationSteps.Settled
+            switch plan {
+            case .wait(let code, let reason):
+                return .failure(.transient(code: code, reason: reason))
+            case .conflict(let existing):
+                return .failure(.unattributable(code: "operation_conflict",
+                                                reason: "operationId \(request.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
+            case .finished(let operation):
+                return .success(try report(operation, database: database))
+            case .review(let operation):
+                return .success(reviewed(operation))
+            case .send(let operation, let attempt, let gatewayRequest):
+                let answer = endpoint.map {
+                    client.operate(gatewayRequest, endpoint: $0, requestId: "O\(attempt)",
+                                   window: SendWindow(seconds: sendWindow, from: start, wallClock: wallClock), using: http)
+                } ?? .refused(code: "gateway_not_configured", message: "merchant \(request.merchantId) has no gateway credentials for its transport")
+                settled = try database.transaction { try steps.settle(operation, attempt: attempt, answer: answer, actor: Self.actor, on: $0) }
+            case .query(let operation, let attempt, let reference):
+                guard let endpoint else { return .failure(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
+                switch client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http) {
+                case .success(let queried):
+                    settled = try database.transaction { try steps.reconciled(operation, query: attempt, queried: queried, actor: Self.actor, on: $0) }
+                case .failure(let failure):
+                    try database.transaction {
+                        try steps.store.finishAttempt(attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code, errorMessage: failure.reason), on: $0)
+                    }
+                    return .failure(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
+                }
+            }
+            switch settled {
+            case .finished(let operation): return .success(try report(operation, database: database))
+            case .review(let operation): return .success(reviewed(operation))
+            case .retry(let code, _) where code == "operation_not_applied": continue
+            case .retry(let code, let reason): return .failure(.transient(code: code, reason: reason))
+            }
+        }
+        return .failure(.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts"))
+    }
+
+    /// A refund of a payment still recorded `captured` asks the gateway first whether it settled since: a REFUND is
+    /// the right request after settlement, a lower `settlebaseamount` (or a void) before it.
+    private func learnSettlement(_ request: OperationRequest, endpoint: GatewayEndpoint, http: HTTPClient, database: PostgresConnection) throws {
+        guard let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
+              let reference = try steps.settlementCandidate(paymentId, on: database) else { return }
+        guard case .success(let queried?) = client.queryAuth(transactionReference: reference, endpoint: endpoint,
+                                                            requestId: "S\(paymentId.paymentIDText.prefix(8))", using: http) else { return }
+        try database.transaction { _ = try steps.learnSettlement(paymentId, queried: queried, actor: Self.actor, on: $0) }
+    }
+
+    /// A finished operation goes to notification, which sends its event.
+    private func report(_ operation: OperationStore.Operation, database: PostgresConnection) throws -> StageOutcome {
+        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database) else { return .completed }
+        return .publish([OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()])
+    }
+
+    /// An operation for review sends nothing: an operator resolves it (its payment takes no other operation meanwhile).
+    private func reviewed(_ operation: OperationStore.Operation) -> StageOutcome {
+        .completed
+    }
+}
+
+/// The hand-off of a finished operation to `notify`: a payment's hand-off (``Pipeline/StageMessage``) with one more
+/// member, `"operation"` (the operation's row id), on the stages exchange with routing key `notify`. Like a payment's
+/// it is a reference only; notify reads the operation and sends its event, not the payment's.
+public struct OperationEventMessage: Sendable, Equatable {
+    public let payment: StageMessage
+    public let operationRowId: Int64
+
+    public init(payment: StageMessage, operationRowId: Int64) {
+        self.payment = payment
+        self.operationRowId = operationRowId
+    }
+
+    public func encoded() -> [UInt8] {
+        JSONValue.object([
+            ("jobId", .string(payment.jobId)), ("merchantId", .string(payment.merchantId)), ("operation", .integer(operationRowId)),
+            ("paymentId", .string(payment.paymentId.paymentIDText)),
+        ]).serialized()
+    }
+
+    /// The operation row id a hand-off names, nil for a payment's own hand-off.
+    public static func operation(in bytes: [UInt8]) -> Int64? {
+        guard let object = try? JSONValue.parse(bytes, maxDepth: 4), let id = object["operation"]?.int64Value, id > 0 else { return nil }
+        return id
+    }
+
+    public func handOff() -> AMQPOutboundMessage {
+        var properties = AMQPProperties()
+        properties.contentType = "application/json"
+        properties.messageId = "operation:\(operationRowId):notify"
+        properties.persistent = true
+        properties.appId = "paypipe-operations"
+        return AMQPOutboundMessage(exchange: PipelineTopology.stagesExchange, routingKey: Stage.notify.rawValue,
+                                   body: encoded(), properties: properties, mandatory: true)
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import AMQP
+import HTTP
+import JWT
+import PaymentStages
+import PayPipeDevTools
+import Pipeline
+import Postgres
+import Testing
+
+extension Integration {
+/// The operations stage on the real PostgreSQL against the in-process simulator over HTTP (`/json/`): the story of
+/// the issue (manual capture → partial capture → settlement → two partial refunds → a refused over-refund), exactly
+/// once per operation on the simulator's operation ledger, duplicates never sent again, a lost REFUND answer never
+/// resent.
+@Suite struct OperationsStageTests {
+    static let merchantId = "ops-m"
+
+    struct Harness {
+        let authorize: AuthorizeHarness
+        let simulator: GatewaySimulator
+
+        init(settleDelay: Double) throws {
+            authorize = try AuthorizeHarness()
+            simulator = GatewaySimulator(configuration: GatewaySimulatorConfiguration(
+                host: "127.0.0.1", port: 0, merchants: [:], webservicesUsers: ["ws.paypipe.test": "ws-password"],
+                slowResponseSeconds: 2, threads: 4, settleDelaySeconds: settleDelay))
+            try simulator.start()
+            try authorize.applyMerchant(OperationsStageTests.merchantId, gateway: [
+                "type": "trustpayments", "baseUrl": simulator.baseURL, "siteReference": "test_site12345", "mode": "merchant-decrypts",
+                "transport": "webservices", "webservicesUsername": "ws.paypipe.test", "webservicesPassword": "ws-password",
+            ], identity: true)
+        }
+
+        func tearDown() {
+            simulator.stop()
+            authorize.tearDown()
+        }
+
+        var endpoint: GatewayEndpoint {
+            GatewayEndpoint(baseUrl: simulator.baseURL, siteReference: "test_site12345", transport: .webservices,
+                            username: "ws.paypipe.test", secret: "ws-password")
+        }
+
+        var client: TrustPaymentsClient {
+            TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
+                                webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1))
+        }
+
+        func stage() -> OperationsStage {
+            OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: authorize.vault), ttl: 0), client: client,
+                            sendWindow: 0.5, reconcileGrace: 0.2)
+        }
+
+        /// A payment authorised at the simulator by a real AUTH (settlestatus 2 asked for a manual capture), recorded
+        /// as the submit stage records it.
+        func authorizedPayment(amount: Int64, mode: CaptureMode) throws -> UUID {
+            let message = try authorize.insertPayment(merchantId: OperationsStageTests.merchantId, amount: amount, currency: "GBP",
+                                                      orderReference: "OPS-\(UUID().uuidString.prefix(6))", data: nil)
+            var payload: JSONValue = [
+                "requesttypedescriptions": ["AUTH"], "sitereference": "test_site12345", "accounttypedescription": "ECOM",
+                "currencyiso3a": "GBP", "baseamount": .string(String(amount)), "orderreference": .string("OPS-\(message.paymentId.paymentIDText.prefix(8))"),
+                "pan": "4111111111111111", "expirydate": "12/2031",
+            ]
+            if mode == .manual { payload.set("2", forKey: "settlestatus") }
+            let answer = client.authorize(claims: ["payload": payload], requestTypes: ["AUTH"], endpoint: endpoint, requestId: "A1")
+            // A suspended answer is what a manual-capture AUTH asks for (the submit stage maps it for manual payments).
+            #expect(answer.transactionReference != nil && answer.settleStatus == (mode == .manual ? "2" : "0"))
+            let database = try authorize.database()
+            defer { database.close() }
+            try database.query("UPDATE payments SET status = 'submitting', stage = 'submit' WHERE id = $1", [message.paymentId])
+            try PaymentStore().setCapturePolicy(message.paymentId, CapturePolicy(mode: mode, captureWithin: nil), on: database)
+            try database.query(
+                """
+                INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, transaction_reference, settle_status, finished_at)
+                VALUES ($1, 'o', 'AUTH', 'completed', 'authorized', $2, $3, now())
+                """, [message.paymentId, answer.transactionReference, answer.settleStatus])
+            _ = try PaymentStore().transition(message.paymentId, from: .submitting, to: .authorized, actor: "test", on: database)
+            return message.paymentId
+        }
+
+        func delivery(_ kind: OperationRequest.Kind, _ operationId: String, payment: UUID, amount: Int64? = nil) -> AMQPDelivery {
+            var body: [(key: String, value: JSONValue)] = [
+                ("operationId", .string(operationId)), ("merchantId", .string(OperationsStageTests.merchantId)),
+                ("paymentId", .string(payment.paymentIDText)),
+            ]
+            if let amount { body.append(("amount", .integer(amount))) }
+            return AMQPDelivery(body: JSONValue.object(body).serialized(), properties: AMQPProperties(), exchange: PipelineTopology.jobsExchange,
+                                routingKey: kind.routingKey, redelivered: false, deliveryTag: 1, generation: 1)
+        }
+
+        func run(_ stage: OperationsStage, _ delivery: AMQPDelivery) throws -> Result<StageOutcome, StageFailure> {
+            let database = try authorize.database()
+            defer { database.close() }
+            return stage.process([try stage.decode(delivery)], database: database)[0]
+        }
+
+        func operation(_ operationId: String) throws -> OperationStore.Operation? {
+            let database = try authorize.database()
+            defer { database.close() }
+            return try OperationStore().find(merchantId: OperationsStageTests.merchantId, operationId: operationId, on: database)
+        }
+
+        func lifecycle(_ payment: UUID) throws -> MoneyLifecycle? {
+            let database = try authorize.database()
+            defer { database.close() }
+            return try PaymentStore().money(payment, forUpdate: false, on: database)?.lifecycle
+        }
+    }
+
+    @Test func manualCapturePartialCaptureSettlementTwoRefundsAndARefusedOverRefund() throws {
+        let harness = try Harness(settleDelay: 0.5)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let payment = try harness.authorizedPayment(amount: 1000, mode: .manual)
+        #expect(try harness.lifecycle(payment)?.status == .authorized)
+
+        // A partial capture: one TRANSACTIONUPDATE settlestatus 0 + settlebaseamount 800; a duplicate sends nothing.
+        let capture = harness.delivery(.capture, "ship-1", payment: payment, amount: 800)
+        guard case .success(.publish(let handOffs)) = try harness.run(stage, capture) else { throw TestFailure("capture not reported") }
+        #expect(handOffs.first?.routingKey == "notify")
+        #expect(OperationEventMessage.operation(in: handOffs[0].body) == (try harness.operation("ship-1"))?.id)
+        guard case .success(.publish) = try harness.run(stage, capture) else { throw TestFailure("duplicate capture not reported again") }
+        #expect(try harness.operation("ship-1")?.state == .succeeded)
+        #expect(try harness.lifecycle(payment).map { ($0.status, $0.capturedAmount) } ?? (.voided, 0) == (.captured, 800))
+
+        // A refund before settlement would be a lower capture; wait for the simulated settlement run instead.
+        let reference = try #require(try harness.operation("ship-1")?.request?.targetReference)
+        try TestServices.eventually("the simulator settles the captured AUTH") {
+            guard case .success(let queried?) = harness.client.queryAuth(transactionReference: reference, endpoint: harness.endpoint,
+                                                                         requestId: "T", using: HTTPClient(configuration: harness.client.http)) else { return false }
+            return queried.settleStatus == .settled
+        }
+        for (operationId, amount) in [("return-1", Int64(300)), ("return-2", 400)] {
+            guard case .success(.publish) = try harness.run(stage, harness.delivery(.refund, operationId, payment: payment, amount: amount)) else {
+                throw TestFailure("\(operationId) not reported")
+            }
+            let refund = try #require(try harness.operation(operationId))
+            #expect(refund.state == .succeeded && refund.request == .refund(parentTransactionReference: refund.request!.targetReference, baseAmount: amount))
+            #expect(refund.gatewayReference != nil, "the REFUND's own transaction reference")
+        }
+        guard case .success(.publish) = try harness.run(stage, harness.delivery(.refund, "return-3", payment: payment, amount: 101)) else {
+            throw TestFailure("over-refund not reported")
+        }
+        #expect(try harness.operation("return-3").map { ($0.state, $0.errorCode) } ?? (.requested, nil) == (.failed, "amount_exceeds_refundable"))
+        let final = try #require(try harness.lifecycle(payment))
+        #expect(final.status == .partiallyRefunded && final.capturedAmount == 800 && final.refundedAmount == 700)
+
+        // The gateway's ledger: one capture and two refunds, each under its own attempt's request reference.
+        let ledger = harness.simulator.ledger.operations
+        #expect(ledger.map { $0["requesttypedescription"]?.stringValue ?? "" } == ["TRANSACTIONUPDATE", "REFUND", "REFUND"])
+        let references = ledger.compactMap { $0["requestreference"]?.stringValue?.split(separator: "-").first.map(String.init) }
+        #expect(Set(references).count == 3)
+        #expect(ledger[0]["updates"] == ["settlestatus": "0", "settlebaseamount": "800"])
+    }
+
+    @Test func aLostRefundAnswerGoesToReviewAndIsNeverResent() throws {
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let payment = try harness.authorizedPayment(amount: 500, mode: .automatic)
+        let hold = harness.simulator.holds.hold(SimulatorHolds.Rule(requestType: "REFUND", loseProcessed: true))
+        let refund = harness.delivery(.refund, "lost-1", payment: payment, amount: 200)
+        guard case .success(.completed) = try harness.run(stage, refund) else { throw TestFailure("lost refund not for review") }
+        #expect(try harness.operation("lost-1").map { ($0.state, $0.errorCode) } ?? (.failed, nil) == (.needsReview, "refund_outcome_unknown"))
+        harness.simulator.holds.release(hold)
+        // Redelivered: still for review, nothing sent; another refund of the payment waits behind it.
+        guard case .success(.completed) = try harness.run(stage, refund) else { throw TestFailure("redelivered refund not for review") }
+        guard case .failure(.transient(let code, _)) = try harness.run(stage, harness.delivery(.refund, "lost-2", payment: payment, amount: 1)) else {
+            throw TestFailure("a second refund did not wait")
+        }
+        #expect(code == "operation_in_progress")
+        #expect(harness.simulator.ledger.operations.count == 1, "the REFUND took effect once and was never resent")
+        #expect(try harness.lifecycle(payment)?.refundedAmount == 0, "not counted until an operator resolves it")
+    }
+
+    @Test func aLostUpdateAnswerIsReconciledByQueryingTheAuth() throws {
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let payment = try harness.authorizedPayment(amount: 500, mode: .manual)
+        let hold = harness.simulator.holds.hold(SimulatorHolds.Rule(requestType: "TRANSACTIONUPDATE", loseProcessed: true))
+        let void = harness.delivery(.void, "cancel-1", payment: payment)
+        guard case .failure(.transient(let code, _)) = try harness.run(stage, void) else { throw TestFailure("lost void not retried") }
+        #expect(code == "reconciliation_pending")
+        harness.simulator.holds.release(hold)
+        // The redelivery waits out the attempt's reconciliation time, then queries: settle status 3, it took effect.
+        var outcome = try harness.run(stage, void)
+        let deadline = Date().addingTimeInterval(10)
+        while case .failure(.transient("attempt_open", _)) = outcome, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            outcome = try harness.run(stage, void)
+        }
+        guard case .success(.publish) = outcome else { throw TestFailure("void not reconciled: \(outcome)") }
+        #expect(try harness.operation("cancel-1")?.state == .succeeded)
+        #expect(try harness.lifecycle(payment)?.status == .voided)
+        #expect(harness.simulator.ledger.operations.count == 1, "the TRANSACTIONUPDATE was not sent again")
+    }
+
+    @Test func jwtMerchantsAndConflictsAreRefused() throws {
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let payment = try harness.authorizedPayment(amount: 500, mode: .automatic)
+        guard case .success(.publish) = try harness.run(stage, harness.delivery(.refund, "r-1", payment: payment, amount: 100)) else {
+            throw TestFailure("refund not reported")
+        }
+        guard case .failure(.unattributable(let code, _)) = try harness.run(stage, harness.delivery(.refund, "r-1", payment: payment, amount: 99)) else {
+            throw TestFailure("conflict not dead-lettered")
+        }
+        #expect(code == "operation_conflict")
+        try harness.authorize.applyMerchant(Self.merchantId, gateway: AuthorizeHarness.gateway(mode: "merchant-decrypts"), identity: true)
+        guard case .success(.publish) = try harness.run(stage, harness.delivery(.void, "v-1", payment: payment)) else {
+            throw TestFailure("jwt void not reported")
+        }
+        #expect(try harness.operation("v-1").map { ($0.state, $0.errorCode) } ?? (.requested, nil) == (.failed, "operation_not_supported"))
+        #expect(harness.simulator.ledger.operations.count == 1)
+    }
+}
+}
