@@ -261,15 +261,17 @@ extension Integration {
         let connection = try TestServices.database()
         defer { connection.close() }
         let steps = OperationSteps()
+        // Attempts whose reconciliation time has come at once (a lost answer is queried only after it).
+        let timing = OperationStore.SendTiming(sendWindow: 0, settleSeconds: 0)
         let id = try Self.authorizedPayment(amount: 1000, mode: .manual, settleStatus: "2", on: connection)
         let capture = Self.request(.capture, "cap", payment: id)
-        guard case .send(let operation, let attempt, _) = try connection.transaction({ try steps.plan(capture, transport: .webservices, timing: Self.timing, on: $0) }) else {
+        guard case .send(let operation, let attempt, _) = try connection.transaction({ try steps.plan(capture, transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("capture not sent")
         }
         let settled = try connection.transaction { try steps.settle(operation, attempt: attempt, answer: .uncertain(code: "paypipe.transport", reason: "timeout"), actor: "t", on: $0) }
         #expect(settled == .retry(code: "reconciliation_pending", reason: "TRANSACTIONUPDATE answer lost (paypipe.transport): the AUTH is queried before anything else"))
         // Redelivered: a status query, not a resend.
-        guard case .query(let queried, let query, let reference) = try connection.transaction({ try steps.plan(capture, transport: .webservices, timing: Self.timing, on: $0) }) else {
+        guard case .query(let queried, let query, let reference) = try connection.transaction({ try steps.plan(capture, transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("no query planned")
         }
         #expect(reference == "9-9-j1")
@@ -282,18 +284,18 @@ extension Integration {
 
         try Self.settle(id, on: connection)
         let refund = Self.request(.refund, "ref", payment: id, amount: 100)
-        guard case .send(let refundOperation, let refundAttempt, _) = try connection.transaction({ try steps.plan(refund, transport: .webservices, timing: Self.timing, on: $0) }) else {
+        guard case .send(let refundOperation, let refundAttempt, _) = try connection.transaction({ try steps.plan(refund, transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("refund not sent")
         }
         let lost = try connection.transaction { try steps.settle(refundOperation, attempt: refundAttempt, answer: .uncertain(code: "paypipe.transport", reason: "reset"), actor: "t", on: $0) }
         guard case .review(let reviewed) = lost else { throw TestFailure("refund not for review: \(lost)") }
         #expect(reviewed.errorCode == "refund_outcome_unknown")
         // Redelivered: still review, no new attempt; another refund waits behind it.
-        guard case .review = try connection.transaction({ try steps.plan(refund, transport: .webservices, timing: Self.timing, on: $0) }) else {
+        guard case .review = try connection.transaction({ try steps.plan(refund, transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("redelivered refund not for review")
         }
         #expect(try steps.store.attempts(reviewed.id, on: connection).count == 1)
-        guard case .wait(let code, _) = try connection.transaction({ try steps.plan(Self.request(.refund, "ref-2", payment: id, amount: 1), transport: .webservices, timing: Self.timing, on: $0) }) else {
+        guard case .wait(let code, _) = try connection.transaction({ try steps.plan(Self.request(.refund, "ref-2", payment: id, amount: 1), transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("second refund not waiting")
         }
         #expect(code == "operation_in_progress")

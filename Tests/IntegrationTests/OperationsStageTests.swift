@@ -54,7 +54,7 @@ extension Integration {
 
         /// A payment authorised at the simulator by a real AUTH (settlestatus 2 asked for a manual capture), recorded
         /// as the submit stage records it.
-        func authorizedPayment(amount: Int64, mode: CaptureMode) throws -> UUID {
+        func authorizedPayment(amount: Int64, mode: CaptureMode, askSuspension: Bool? = nil) throws -> UUID {
             let message = try authorize.insertPayment(merchantId: OperationsStageTests.merchantId, amount: amount, currency: "GBP",
                                                       orderReference: "OPS-\(UUID().uuidString.prefix(6))", data: nil)
             var payload: JSONValue = [
@@ -62,10 +62,11 @@ extension Integration {
                 "currencyiso3a": "GBP", "baseamount": .string(String(amount)), "orderreference": .string("OPS-\(message.paymentId.paymentIDText.prefix(8))"),
                 "pan": "4111111111111111", "expirydate": "12/2031",
             ]
-            if mode == .manual { payload.set("2", forKey: "settlestatus") }
+            let suspend = askSuspension ?? (mode == .manual)
+            if suspend { payload.set("2", forKey: "settlestatus") }
             let answer = client.authorize(claims: ["payload": payload], requestTypes: ["AUTH"], endpoint: endpoint, requestId: "A1")
             // A suspended answer is what a manual-capture AUTH asks for (the submit stage maps it for manual payments).
-            #expect(answer.transactionReference != nil && answer.settleStatus == (mode == .manual ? "2" : "0"))
+            #expect(answer.transactionReference != nil && answer.settleStatus == (suspend ? "2" : "0"))
             let database = try authorize.database()
             defer { database.close() }
             try database.query("UPDATE payments SET status = 'submitting', stage = 'submit' WHERE id = $1", [message.paymentId])
@@ -195,6 +196,63 @@ extension Integration {
         #expect(try harness.operation("cancel-1")?.state == .succeeded)
         #expect(try harness.lifecycle(payment)?.status == .voided)
         #expect(harness.simulator.ledger.operations.count == 1, "the TRANSACTIONUPDATE was not sent again")
+    }
+
+    /// The merchant's gateway.captureMode / captureWithin with a job's over them, as payments are created; a manual
+    /// document needs the webservices transport.
+    @Test func theCapturePolicyOfANewPaymentIsTheJobsOverTheMerchants() throws {
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        func policy(_ mode: String?, _ within: String?) throws -> String {
+            let row = try database.query("SELECT capture_mode, capture_within_seconds FROM paypipe_capture_policy($1, $2, $3)",
+                                         [Self.merchantId, mode, within])[0]
+            return "\(try row.decode("capture_mode", as: String.self)) \(try row.decode("capture_within_seconds", as: Double?.self).map { String(Int($0)) } ?? "-")"
+        }
+        #expect(try policy(nil, nil) == "automatic -")
+        #expect(try policy("manual", "PT36H") == "manual 129600")
+        try harness.authorize.applyMerchant(Self.merchantId, gateway: [
+            "type": "trustpayments", "baseUrl": harness.simulator.baseURL, "siteReference": "test_site12345", "mode": "merchant-decrypts",
+            "transport": "webservices", "webservicesUsername": "ws.paypipe.test", "webservicesPassword": "ws-password",
+            "captureMode": "manual", "captureWithin": "P7D",
+        ], identity: true)
+        #expect(try policy(nil, nil) == "manual 604800")
+        #expect(try policy("manual", "P2W") == "manual 1209600")
+        #expect(try policy("automatic", nil) == "automatic -", "switching the mode drops the merchant's captureWithin")
+        var created = PaymentStore.NewPayment(merchantId: Self.merchantId, jobId: "policy-1", jobHash: [1])
+        created.captureMode = "manual"
+        created.captureWithin = "PT1H"
+        let payment = try #require(try PaymentStore().create(created, actor: "test", on: database))
+        #expect(payment.captureMode == .manual)
+        #expect(throws: MerchantStore.MerchantError.self) {
+            try harness.authorize.applyMerchant(Self.merchantId, gateway: AuthorizeHarness.gateway(mode: "merchant-decrypts").merging(["captureMode": "manual"]) { $1 },
+                                                identity: true)
+        }
+        #expect(throws: MerchantStore.MerchantError.self) {
+            try harness.authorize.applyMerchant(Self.merchantId, gateway: [
+                "type": "trustpayments", "baseUrl": harness.simulator.baseURL, "siteReference": "s", "mode": "merchant-decrypts",
+                "transport": "webservices", "webservicesUsername": "u", "webservicesPassword": "p", "captureWithin": "P7D",
+            ], identity: true)
+        }
+    }
+
+    /// A manual AUTH the gateway answered pending settlement (its settlestatus "2" not honoured) is suspended by the
+    /// stage's upkeep with a TRANSACTIONUPDATE before settlement can take it.
+    @Test func anUnsuspendedManualAuthIsSuspendedByTheUpkeep() throws {
+        let harness = try Harness(settleDelay: 3600)
+        defer { harness.tearDown() }
+        // Sent without settlestatus 2 (as a gateway ignoring the field would answer): recorded settle status 0.
+        let payment = try harness.authorizedPayment(amount: 700, mode: .manual, askSuspension: false)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        try harness.stage().upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        let ledger = harness.simulator.ledger.operations
+        #expect(ledger.count == 1 && ledger.first?["updates"] == ["settlestatus": "2"])
+        #expect(try PaymentStore().money(payment, forUpdate: false, on: database)?.settleStatus == .suspended)
+        // Nothing more to do on the next round.
+        try harness.stage().upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        #expect(harness.simulator.ledger.operations.count == 1)
     }
 
     @Test func jwtMerchantsAndConflictsAreRefused() throws {

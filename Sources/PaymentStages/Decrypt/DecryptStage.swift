@@ -192,6 +192,7 @@ public struct DecryptStage: TransactionalStageHandler {
             new = PaymentStore.NewPayment(merchantId: job.merchantId, jobId: job.jobId, jobHash: job.contentHash)
             (new.orderReference, new.amountMinor, new.currency, new.notifyURL) = (job.orderReference, job.amount.value, job.amount.currency.code, job.notifyURL)
             new.metadataJSON = DecryptBatch.metadataJSON(job.metadata)
+            (new.captureMode, new.captureWithin) = (job.captureMode?.rawValue, job.captureWithin)
         case .invalid(let merchant, let job, let contentHash, _):
             new = PaymentStore.NewPayment(merchantId: merchant, jobId: job, jobHash: contentHash)
         }

@@ -30,6 +30,9 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         /// Absent in rows applied before transports existed: those are `jwt` (``resolvedTransport``).
         public var transport: MerchantDocument.Gateway.Transport? = nil
         public var webservicesUsername: String? = nil
+        /// The document's `gateway.captureMode` / `gateway.captureWithin` as applied (absent: automatic).
+        public var captureMode: String? = nil
+        public var captureWithin: String? = nil
 
         public var resolvedTransport: MerchantDocument.Gateway.Transport { transport ?? .jwt }
 

@@ -70,11 +70,22 @@ public struct MerchantStore: Sendable {
                 throw MerchantError.invalidDocument("gateway.webservicesPassword is required by the webservices transport")
             }
         }
+        if let gateway = document.gateway {
+            do throws(CapturePolicy.Invalid) {
+                if try gateway.capturePolicy().mode == .manual, gateway.resolvedTransport != .webservices {
+                    // A suspended AUTH is captured by TRANSACTIONUPDATE, which only the webservices transport sends.
+                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs transport \"webservices\" (captures are TRANSACTIONUPDATEs)")
+                }
+            } catch {
+                throw MerchantError.invalidDocument("gateway.\(error.reason)")
+            }
+        }
         let gateway = document.gateway.map { gateway in
             MerchantConfig.Gateway(
                 type: gateway.type, baseUrl: gateway.baseUrl, siteReference: gateway.siteReference,
                 jwtUsername: gateway.jwtUsername, mode: gateway.mode, requestTypes: gateway.requestTypes ?? ["AUTH"],
-                transport: gateway.resolvedTransport, webservicesUsername: gateway.webservicesUsername)
+                transport: gateway.resolvedTransport, webservicesUsername: gateway.webservicesUsername,
+                captureMode: gateway.captureMode, captureWithin: gateway.captureWithin)
         }
         if let gateway, let refusal = (transport ?? CardDataTransportPolicy(deployment: deployment)).refusal(gateway.baseUrl) {
             throw MerchantError.invalidDocument("gateway.baseUrl: \(refusal)")

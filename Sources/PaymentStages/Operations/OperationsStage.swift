@@ -206,3 +206,42 @@ public struct OperationEventMessage: Sendable, Equatable {
                                    body: encoded(), properties: properties, mandatory: true)
     }
 }
+
+// MARK: Upkeep
+
+extension OperationsStage {
+    /// Every `PAYPIPE_RECONCILE_INTERVAL`: a manual-capture AUTH the gateway answered pending settlement (settle
+    /// status 0 or 1: the `settlestatus "2"` it was sent with not honoured) is suspended by a TRANSACTIONUPDATE
+    /// `{"settlestatus":"2"}` before the gateway's daily settlement run takes it. The update sets an absolute value, so
+    /// sending it again (a lost answer, two workers) changes nothing more; the settle status learnt is recorded.
+    public func upkeep(database: PostgresConnection, logger: Logger) throws {
+        let rows = try database.query(
+            """
+            SELECT p.id, p.merchant_id FROM payments p
+            WHERE p.lifecycle = 'authorized' AND p.capture_mode = 'manual'
+              AND coalesce(p.settle_status, (SELECT a.settle_status FROM gateway_attempts a
+                                             WHERE a.payment_id = p.id AND a.transaction_reference IS NOT NULL AND a.outcome IN ('authorized', 'found')
+                                             ORDER BY a.id DESC LIMIT 1)) IN ('0', '1')
+            ORDER BY p.updated_at LIMIT 50
+            """)
+        let http = HTTPClient(configuration: client.http)
+        for row in rows {
+            let paymentId = try row.decode("id", as: UUID.self)
+            let merchantId = try row.decode("merchant_id", as: String.self)
+            guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let gateway = merchant.config.gateway,
+                  gateway.resolvedTransport == .webservices, let username = gateway.username,
+                  let secret = merchant.secrets.gatewaySecret(for: .webservices),
+                  let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
+            let endpoint = GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: .webservices,
+                                           username: username, secret: secret)
+            let answer = client.operate(.suspend(facts.transactionReference), endpoint: endpoint, requestId: "U\(paymentId.paymentIDText.prefix(8))",
+                                        window: nil, using: http)
+            guard case .confirmed = answer else {
+                logger.warning("manual_capture_suspend_failed", [("paymentId", .string(paymentId.paymentIDText)), ("answer", .string("\(answer)"))])
+                continue
+            }
+            try PaymentStore().recordSettleStatus(paymentId, .suspended, on: database)
+            logger.info("manual_capture_suspended", [("paymentId", .string(paymentId.paymentIDText))])
+        }
+    }
+}

@@ -130,13 +130,14 @@ public struct SubmitStage: StageHandler {
     private enum Plan: Sendable {
         case finished(StageOutcome)
         case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String, window: SendWindow)
-        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected)
+        /// `suspended`: the AUTH asked to be suspended (manual capture), so a record with settle status 2 is authorised.
+        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, suspended: Bool)
         /// Commit what was decided, then retry the message later.
         case retryLater(StageFailure)
 
         var attempt: (id: Int64, reference: String)? {
             switch self {
-            case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _): (id, reference)
+            case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _, _): (id, reference)
             case .finished, .retryLater: nil
             }
         }
@@ -163,16 +164,17 @@ public struct SubmitStage: StageHandler {
                 return .sent(.local(.transient, code: "merchant_busy", message: busy))
             }
             defer { limiter.release(message.merchantId) }
-            let result = self.client.authorize(
+            let result = CaptureSuspension.result(self.client.authorize(
                 claims: Self.claims(request.claims, orderReference: reference), requestTypes: request.requestTypes, endpoint: endpoint,
-                requestId: "A\(attemptId)", now: clock(), window: window, using: client)
+                requestId: "A\(attemptId)", now: clock(), window: window, using: client), asked: CaptureSuspension.asksSuspension(request))
             breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(result.errorCode), now: clock())
             return .sent(result)
-        case .query(let attemptId, let reference, let endpoint, let expected):
+        case .query(let attemptId, let reference, let endpoint, let expected, let suspended):
             guard limiter.acquire(message.merchantId, timeout: 1) else { return .busy(busy) }
             defer { limiter.release(message.merchantId) }
-            let result = self.client.queryTransaction(
+            var result = self.client.queryTransaction(
                 orderReference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
+            if case .found(let found) = result { result = .found(CaptureSuspension.result(found, asked: suspended)) }
             if case .inconclusive(let code, _) = result {
                 breaker.record(endpoint.url, healthy: !GatewayCircuitBreaker.isEndpointFailure(code), now: clock())
             } else {
@@ -301,11 +303,13 @@ public struct SubmitStage: StageHandler {
                 siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint.transport),
                 on: transaction)
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
-            return .send(attemptId: attemptId, request: request, endpoint: endpoint, reference: reference, window: window)
+            return .send(attemptId: attemptId, request: CaptureSuspension.request(request, mode: payment.captureMode), endpoint: endpoint,
+                         reference: reference, window: window)
         case .query(let attemptId):
             guard let endpoint, let reference = view.orderReference else { preconditionFailure("the protocol queries only an attempt with an endpoint") }
             return .query(attemptId: attemptId, reference: reference, endpoint: endpoint,
-                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference))
+                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
+                          suspended: payment.captureMode == .manual)
         case .rearm(let detail):
             try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
             return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
@@ -336,7 +340,8 @@ public struct SubmitStage: StageHandler {
                 status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
                 latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) })
             guard machine.plan(snapshot) == .send else { continue }
-            ready.append((index, request, endpoint, GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
+            ready.append((index, CaptureSuspension.request(request, mode: candidate.payment.captureMode), endpoint,
+                          GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
         var plans = [Plan?](repeating: nil, count: messages.count)
         guard !ready.isEmpty else { return plans }

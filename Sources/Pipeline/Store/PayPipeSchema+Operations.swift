@@ -104,6 +104,21 @@ extension PayPipeSchema {
               OR OLD.authorized_minor IS DISTINCT FROM NEW.authorized_minor)
         EXECUTE FUNCTION payments_lifecycle();
 
+    -- CapturePolicy in SQL, for the statements that create payments: the job's captureMode / captureWithin over the
+    -- merchant's gateway.captureMode / captureWithin (both validated before: the job when decoded, the document when
+    -- applied; ISO 8601 durations are PostgreSQL intervals); a job that switches the mode drops the merchant's
+    -- captureWithin, and only a manual capture has one.
+    CREATE FUNCTION paypipe_capture_policy(merchant text, job_mode text, job_within text,
+                                           OUT capture_mode text, OUT capture_within_seconds double precision)
+    LANGUAGE sql STABLE AS $$
+        SELECT coalesce(job_mode, g.mode, 'automatic'),
+               CASE WHEN coalesce(job_mode, g.mode) = 'manual'
+                    THEN extract(epoch FROM coalesce(job_within, CASE WHEN job_mode IS NULL OR job_mode = g.mode THEN g.within END)::interval)::float8
+               END
+        FROM (SELECT (SELECT config->'gateway'->>'captureMode' FROM merchants WHERE id = merchant) AS mode,
+                     (SELECT config->'gateway'->>'captureWithin' FROM merchants WHERE id = merchant) AS within) g
+    $$;
+
     -- Payments authorised before this migration were captured automatically by their AUTH.
     UPDATE payments SET lifecycle = 'captured', authorized_minor = amount_minor, captured_minor = amount_minor, refunded_minor = 0
         WHERE status = 'authorized' AND amount_minor IS NOT NULL;

@@ -72,15 +72,21 @@ extension PaymentStore {
             """
             WITH input AS (
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
-                                     $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[])
+                                     $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[], $21::text[], $22::text[])
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                         notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext, n)),
+                                         notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext, job_capture_mode,
+                                         job_capture_within, n)),
+            policy AS (
+                SELECT i.id, c.capture_mode, c.capture_within_seconds
+                FROM input i, paypipe_capture_policy(i.merchant_id, i.job_capture_mode, i.job_capture_within) c),
             inserted AS (
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                      status, stage, token_transaction_id, notify_url, metadata, first_received_at, updated_at)
-                SELECT id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                       $16, $17, token_transaction_id, notify_url, metadata::jsonb, $14, clock_timestamp()
-                FROM input ORDER BY merchant_id, job_id
+                                      status, stage, token_transaction_id, notify_url, metadata, first_received_at, updated_at,
+                                      capture_mode, capture_within_seconds)
+                SELECT input.id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                       $16, $17, token_transaction_id, notify_url, metadata::jsonb, $14, clock_timestamp(),
+                       policy.capture_mode, policy.capture_within_seconds
+                FROM input JOIN policy USING (id) ORDER BY merchant_id, job_id
                 ON CONFLICT DO NOTHING
                 RETURNING id),
             card AS (
@@ -103,7 +109,7 @@ extension PaymentStore {
                 PostgresArray(rows.map(\.transactionId)), PostgresArray(rows.map(\.cardData.keyId)),
                 PostgresArray(rows.map(\.cardData.nonce)), PostgresArray(rows.map(\.cardData.ciphertext)), receivedAt, actor,
                 decrypted.to.rawValue, decrypted.stage.rawValue, created.to.rawValue, created.stage.rawValue,
-                decrypted.from?.rawValue,
+                decrypted.from?.rawValue, PostgresArray(rows.map { $0.job.captureMode?.rawValue }), PostgresArray(rows.map(\.job.captureWithin)),
             ])
         return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
     }

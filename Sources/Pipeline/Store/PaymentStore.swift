@@ -41,6 +41,9 @@ public struct PaymentStore: Sendable {
         public var notifyURL: String?
         /// A JSON object, for the `jsonb` column.
         public var metadataJSON = "{}"
+        /// The job's `captureMode` / `captureWithin` (absent: the merchant's, ``PayPipeSchema`` migration 7).
+        public var captureMode: String?
+        public var captureWithin: String?
 
         public init(merchantId: String, jobId: String, jobHash: [UInt8]) {
             (self.merchantId, self.jobId, self.jobHash) = (merchantId, jobId, jobHash)
@@ -56,8 +59,9 @@ public struct PaymentStore: Sendable {
             """
             WITH inserted AS (
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
-                                      status, stage, notify_url, metadata, first_received_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11, $8, $9::jsonb, now())
+                                      status, stage, notify_url, metadata, first_received_at, capture_mode, capture_within_seconds)
+                SELECT $1, $2, $3, $4, $5, $6, $7, $10, $11, $8, $9::jsonb, now(), c.capture_mode, c.capture_within_seconds
+                FROM paypipe_capture_policy($2, $13, $14) c
                 ON CONFLICT (merchant_id, job_id) DO NOTHING
                 RETURNING \(PaymentRecord.columns)),
             event AS (
@@ -66,7 +70,8 @@ public struct PaymentStore: Sendable {
             SELECT * FROM inserted
             """,
             [UUID(), payment.merchantId, payment.jobId, payment.jobHash, payment.orderReference, payment.amountMinor,
-             payment.currency, payment.notifyURL, payment.metadataJSON, created.to.rawValue, created.stage.rawValue, actor])
+             payment.currency, payment.notifyURL, payment.metadataJSON, created.to.rawValue, created.stage.rawValue, actor,
+             payment.captureMode, payment.captureWithin])
         return try inserted.first.map(PaymentRecord.init(row:))
     }
 
