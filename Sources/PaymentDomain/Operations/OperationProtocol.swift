@@ -81,7 +81,7 @@ public struct OperationProtocol: Sendable, Equatable {
 
     /// What a gateway call, once confirmed, does to the payment, and the event reporting it.
     public struct Effect: Sendable, Equatable, Hashable {
-        public enum Event: String, Sendable, Hashable {
+        public enum Event: String, Sendable, Hashable, CaseIterable {
             case captured = "payment.captured"
             case voided = "payment.voided"
             case refunded = "payment.refunded"
