@@ -84,6 +84,8 @@ public enum FailureCatalogue {
         FailureCode("reconciliation_inconclusive", [.retried, .needsReview, .operationNeedsReview], origin: "submit, operations",
                     "TRANSACTIONQUERY could not establish an uncertain AUTH's (or TRANSACTIONUPDATE's) outcome: retried, then for review"),
         FailureCode("attempt_state_inconsistent", [.needsReview], origin: "submit", "an AUTH attempt completed while the payment was submitting"),
+        FailureCode("late_authorization_voided", [.paymentFailed], origin: "operations",
+                    "the gateway authorised a payment PayPipe had failed; the late AUTH was voided automatically (`payment.voided`), the payment ends `failed`"),
         FailureCode("late_authorization", [.needsReview], origin: "submit",
                     "the gateway authorised a payment PayPipe had already failed (once operations are wired: only when it cannot be voided automatically, e.g. it settled)"),
         FailureCode("resolved_by_operator", [.paymentFailed, .paymentDeclined], origin: "operator",

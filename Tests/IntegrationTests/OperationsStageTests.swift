@@ -255,6 +255,50 @@ extension Integration {
         #expect(harness.simulator.ledger.operations.count == 1)
     }
 
+    /// A late AUTH on a payment PayPipe failed (put up for review as `late_authorization` by submit) is voided by the
+    /// operations stage once the reconciler hands it over: one TRANSACTIONUPDATE settlestatus 3, an audited void
+    /// operation, the payment closed `failed` (`late_authorization_voided`) and notified; never a second void.
+    @Test func aLateAuthorizationOnAFailedPaymentIsVoidedAutomatically() throws {
+        let harness = try Harness(settleDelay: 3600)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        // The AUTH reached the gateway, but PayPipe had ended the payment failed; its answer came late (evidence).
+        let message = try harness.authorize.insertPayment(merchantId: Self.merchantId, amount: 900, currency: "GBP", orderReference: "LATE-1", data: nil)
+        let answer = harness.client.authorize(claims: ["payload": [
+            "requesttypedescriptions": ["AUTH"], "sitereference": "test_site12345", "accounttypedescription": "ECOM", "currencyiso3a": "GBP",
+            "baseamount": "900", "orderreference": "LATE-1-x", "pan": "4111111111111111", "expirydate": "12/2031",
+        ]], requestTypes: ["AUTH"], endpoint: harness.endpoint, requestId: "A9")
+        try database.query("UPDATE payments SET status = 'failed', stage = 'done', error_code = 'deadline_exceeded' WHERE id = $1", [message.paymentId])
+        try database.query(
+            """
+            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, late_outcome, late_transaction_reference,
+                                          late_settle_status, finished_at)
+            VALUES ($1, 'LATE-1-x', 'AUTH', 'not_sent', 'transient', 'authorized', $2, '0', now())
+            """, [message.paymentId, answer.transactionReference])
+        _ = try PaymentStore().transition(message.paymentId, from: .failed, to: .needsReview, actor: "submit", errorCode: "late_authorization",
+                                          detail: "late AUTH", on: database)
+        let handed = try stage.reconcile(on: database)
+        #expect(handed.map(\.message.paymentId) == [message.paymentId] && handed.first?.stage == .operations)
+        let router = DeliveryRouter(stage: .operations, retrySchedule: RetrySchedule(delays: [1], maxRetries: 1))
+        let handOff = router.handOff(handed[0].message, to: .operations)
+        let delivery = AMQPDelivery(body: handOff.body, properties: handOff.properties, exchange: handOff.exchange, routingKey: handOff.routingKey,
+                                    redelivered: false, deliveryTag: 1, generation: 1)
+        let outcome = stage.process([try stage.decode(delivery)], database: database)[0]
+        guard case .success(.publish(let published)) = outcome else { throw TestFailure("late AUTH not voided: \(outcome)") }
+        #expect(published.map(\.routingKey) == ["notify", "notify"], "the void's event and the payment's closing")
+        let void = try #require(try harness.operation(OperationSteps.lateAuthorizationOperationId(message.paymentId)))
+        #expect(void.state == .succeeded && void.requestedBy == .lateAuthorization && void.effect?.event == .voided && void.effect?.amount == 900)
+        let payment = try #require(try PaymentStore().load(message.paymentId, on: database))
+        #expect(payment.status == .failed && payment.errorCode == "late_authorization_voided" && payment.stage == .notify)
+        #expect(harness.simulator.ledger.operations.map { $0["updates"] } == [["settlestatus": "3"]])
+        // Done: not handed over again, and a redelivered hand-off sends nothing more.
+        #expect(try stage.reconcile(on: database).isEmpty)
+        _ = stage.process([try stage.decode(delivery)], database: database)
+        #expect(harness.simulator.ledger.operations.count == 1)
+    }
+
     @Test func jwtMerchantsAndConflictsAreRefused() throws {
         let harness = try Harness(settleDelay: 0)
         defer { harness.tearDown() }

@@ -36,6 +36,51 @@ public struct OperationSteps: Sendable {
         case conflict(existing: OperationStore.Operation)
         /// Not now: retry later (nothing recorded).
         case wait(code: String, reason: String)
+        /// Nothing to send, nothing to report (a late AUTH already cancelled, or one a person must handle).
+        case nothing(reason: String)
+    }
+
+    /// The operation id of the automatic void of a payment's late AUTH: one per payment.
+    public static func lateAuthorizationOperationId(_ paymentId: UUID) -> String { "late-authorization-\(paymentId.paymentIDText)" }
+
+    /// The automatic void of a late AUTH on a payment PayPipe reported failed and then put up for review
+    /// (`late_authorization`): decided by ``OperationProtocol/lateAuthorization(_:transport:)`` under the payment's
+    /// lock and recorded as a void operation requested by `late_authorization` (audited and reported like any other).
+    public func planLateAuthorization(
+        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+    ) throws -> Plan {
+        let request = OperationRequest(kind: .void, operationId: Self.lateAuthorizationOperationId(payment.paymentId), merchantId: payment.merchantId,
+                                       payment: .paymentId(payment.paymentId), amount: nil)
+        guard let record = try PaymentStore().load(payment.paymentId, forUpdate: true, on: transaction) else {
+            return .nothing(reason: "payment \(payment.paymentId) does not exist")
+        }
+        if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
+            return try resume(existing, timing: timing, on: transaction)
+        }
+        guard record.status == .needsReview, record.errorCode == "late_authorization", let amount = record.amountMinor else {
+            return .nothing(reason: "payment \(payment.paymentId) is not a late authorisation for review")
+        }
+        guard let facts = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction) else {
+            return .nothing(reason: "no AUTH reference recorded for payment \(payment.paymentId)")
+        }
+        switch rules.lateAuthorization(facts, transport: transport) {
+        case .void(let void):
+            // No lifecycle on a payment that never ended authorised: the effect only names the event and its amount.
+            let voided = MoneyLifecycle(status: .voided, captureMode: .automatic, authorizedAmount: amount, capturedAmount: 0)
+            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: .lateAuthorization, send: void, before: nil,
+                                            effect: OperationProtocol.Effect(lifecycle: voided, event: .voided, amount: amount), timing: timing,
+                                            on: transaction),
+                  let begun = try store.load(ids.operation, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "the late AUTH's void was recorded concurrently")
+            }
+            return .send(begun, attempt: ids.attempt, request: void)
+        case .alreadyCancelled:
+            return .nothing(reason: "the late AUTH is already cancelled at the gateway")
+        case .wait(let code, let reason):
+            return .wait(code: code, reason: reason)
+        case .review(_, let reason):
+            return .nothing(reason: reason)
+        }
     }
 
     /// Decides `request` under the payment's lock, records the decision, and says what to do. `transport` is the

@@ -43,9 +43,15 @@ public struct OperationsStage: StageHandler {
     public enum Message: Sendable, Equatable {
         case request(OperationRequest)
         case invalid(kind: OperationRequest.Kind, merchantId: String, operationId: String, reason: String)
+        /// The reconciler's hand-off of a payment with a late AUTH (``reconcile(on:)``): void it.
+        case lateAuthorization(StageMessage)
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> Message {
+        if DeliveryRouter.jobRoutingKey(of: delivery) == nil, delivery.exchange == PipelineTopology.stagesExchange {
+            // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.
+            return .lateAuthorization(try StageMessage.decode(delivery.body))
+        }
         guard let key = DeliveryRouter.jobRoutingKey(of: delivery), let kind = OperationRequest.Kind(routingKey: key) else {
             throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(delivery.routingKey.prefix(64))")
         }
@@ -84,39 +90,63 @@ public struct OperationsStage: StageHandler {
             guard let entry = try directory.entry(request.merchantId, on: database) else {
                 return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
             }
-            return try run(request, merchant: entry.merchant, database: database)
+            if request.kind == .refund, let endpoint = Self.endpoint(entry.merchant), endpoint.transport == .webservices {
+                try learnSettlement(request, endpoint: endpoint, http: HTTPClient(configuration: client.http), database: database)
+            }
+            return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
+                try steps.plan(request, transport: transport, timing: timing, on: transaction)
+            }
+        case .lateAuthorization(let payment):
+            guard let entry = try directory.entry(payment.merchantId, on: database) else {
+                return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
+            }
+            return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
+                try steps.planLateAuthorization(payment, transport: transport, timing: timing, on: transaction)
+            }
+        }
+    }
+
+    /// Payments whose late AUTH is to be voided, each handed to this stage once per reconciler round (their void is
+    /// idempotent: one operation per payment). Runs on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
+        let rows = try connection.query(
+            """
+            SELECT p.id, p.merchant_id, p.job_id FROM payments p
+            WHERE p.status = 'needs_review' AND p.error_code = 'late_authorization'
+              AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'late-authorization-' || p.id::text)
+            ORDER BY p.updated_at LIMIT 100
+            """)
+        return try rows.map { row in
+            (stage: .operations, message: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                                                      jobId: try row.decode("job_id", as: String.self)))
         }
     }
 
     /// Plans, sends or queries, and settles, until the operation is finished, for review, or must wait (a retry).
-    private func run(_ request: OperationRequest, merchant: MerchantStore.Merchant, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
-        let gateway = merchant.config.gateway
-        let transport: OperationProtocol.Transport = gateway?.resolvedTransport == .jwt ? .jwt : .webservices
-        let endpoint = gateway.flatMap { gateway -> GatewayEndpoint? in
-            guard let username = gateway.username, !username.isEmpty,
-                  let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
-            return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
-                                   username: username, secret: secret)
-        }
+    private func run(
+        merchant: MerchantStore.Merchant, database: PostgresConnection,
+        planning: (OperationProtocol.Transport, OperationStore.SendTiming, PostgresConnection) throws -> OperationSteps.Plan
+    ) throws -> Result<StageOutcome, StageFailure> {
+        let transport: OperationProtocol.Transport = merchant.config.gateway?.resolvedTransport == .jwt ? .jwt : .webservices
+        let endpoint = Self.endpoint(merchant)
         let timing = OperationStore.SendTiming(
             sendWindow: sendWindow, settleSeconds: client.totalTimeout(for: .webservices) + reconcileGrace)
         // Operations are rare next to AUTHs: a client (connection) per message rather than a pool.
         let http = HTTPClient(configuration: client.http)
-        if request.kind == .refund, let endpoint, transport == .webservices {
-            try learnSettlement(request, endpoint: endpoint, http: http, database: database)
-        }
         // A not-applied update is sent again at once by a new attempt; anything else ends the round.
         for _ in 0..<3 {
             let start = ContinuousClock.now
             let wallClock = Date()
-            let plan = try database.transaction { try steps.plan(request, transport: transport, timing: timing, on: $0) }
+            let plan = try database.transaction { try planning(transport, timing, $0) }
             let settled: OperationSteps.Settled
             switch plan {
             case .wait(let code, let reason):
                 return .failure(.transient(code: code, reason: reason))
+            case .nothing:
+                return .success(.completed)
             case .conflict(let existing):
                 return .failure(.unattributable(code: "operation_conflict",
-                                                reason: "operationId \(request.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
+                                                reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
             case .finished(let operation):
                 return .success(try report(operation, database: database))
             case .review(let operation):
@@ -125,7 +155,7 @@ public struct OperationsStage: StageHandler {
                 let answer = endpoint.map {
                     client.operate(gatewayRequest, endpoint: $0, requestId: "O\(attempt)",
                                    window: SendWindow(seconds: sendWindow, from: start, wallClock: wallClock), using: http)
-                } ?? .refused(code: "gateway_not_configured", message: "merchant \(request.merchantId) has no gateway credentials for its transport")
+                } ?? .refused(code: "gateway_not_configured", message: "merchant \(merchant.id) has no gateway credentials for its transport")
                 settled = try database.transaction { try steps.settle(operation, attempt: attempt, answer: answer, actor: Self.actor, on: $0) }
             case .query(let operation, let attempt, let reference):
                 guard let endpoint else { return .failure(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
@@ -149,6 +179,14 @@ public struct OperationsStage: StageHandler {
         return .failure(.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts"))
     }
 
+    /// The merchant's configured endpoint, nil without a gateway or its transport's credentials.
+    static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
+        guard let gateway = merchant.config.gateway, let username = gateway.username, !username.isEmpty,
+              let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
+        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
+                               username: username, secret: secret)
+    }
+
     /// A refund of a payment still recorded `captured` asks the gateway first whether it settled since: a REFUND is
     /// the right request after settlement, a lower `settlebaseamount` (or a void) before it.
     private func learnSettlement(_ request: OperationRequest, endpoint: GatewayEndpoint, http: HTTPClient, database: PostgresConnection) throws {
@@ -162,7 +200,19 @@ public struct OperationsStage: StageHandler {
     /// A finished operation goes to notification, which sends its event.
     private func report(_ operation: OperationStore.Operation, database: PostgresConnection) throws -> StageOutcome {
         guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database) else { return .completed }
-        return .publish([OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()])
+        var messages = [OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()]
+        if operation.requestedBy == .lateAuthorization, operation.state == .succeeded {
+            // The customer is not charged for a payment reported failed: the review closes as failed, notified again.
+            let closed = try database.transaction { transaction in
+                try PaymentStore().transition(paymentId, from: .needsReview, to: .failed, actor: Self.actor, errorCode: "late_authorization_voided",
+                                              detail: "the late AUTH was voided automatically (operation \(operation.operationId))", on: transaction)
+            }
+            if closed == .applied || payment.status == .failed {
+                messages.append(DeliveryRouter(stage: .operations, retrySchedule: RetrySchedule(delays: [1], maxRetries: 1))
+                    .handOff(payment.message, to: .notify))
+            }
+        }
+        return .publish(messages)
     }
 
     /// An operation for review sends nothing: an operator resolves it (its payment takes no other operation meanwhile).
@@ -228,12 +278,8 @@ extension OperationsStage {
         for row in rows {
             let paymentId = try row.decode("id", as: UUID.self)
             let merchantId = try row.decode("merchant_id", as: String.self)
-            guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let gateway = merchant.config.gateway,
-                  gateway.resolvedTransport == .webservices, let username = gateway.username,
-                  let secret = merchant.secrets.gatewaySecret(for: .webservices),
-                  let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
-            let endpoint = GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: .webservices,
-                                           username: username, secret: secret)
+            guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
+                  endpoint.transport == .webservices, let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
             let answer = client.operate(.suspend(facts.transactionReference), endpoint: endpoint, requestId: "U\(paymentId.paymentIDText.prefix(8))",
                                         window: nil, using: http)
             guard case .confirmed = answer else {

@@ -64,7 +64,7 @@ public struct OperationStore: Sendable {
         o.request_type, o.transaction_reference, o.update_settle_status, o.update_settle_base_amount, o.refund_amount,
         o.before_lifecycle, o.before_captured, o.before_refunded, o.after_lifecycle, o.after_captured, o.after_refunded,
         o.event_type, o.event_amount, o.gateway_reference, o.error_code, o.error_message, o.created_at, o.finished_at,
-        p.capture_mode, p.authorized_minor, p.capture_deadline
+        p.capture_mode, coalesce(p.authorized_minor, p.amount_minor) AS authorized_minor, p.capture_deadline
         """
 
     static func operation(row: PostgresRow) throws -> Operation {
@@ -147,15 +147,19 @@ public struct OperationStore: Sendable {
 
     /// The AUTH the gateway holds for a payment: its transaction reference and settle status as last learnt (the
     /// payment's recorded settle status, else the answer of the AUTH attempt, or of the status query, that found it
-    /// authorised).
+    /// authorised, or the late answer kept as evidence for an attempt that was no longer current).
     public func gatewayFacts(paymentId: UUID, on connection: PostgresConnection) throws -> OperationProtocol.GatewayFacts? {
         let rows = try connection.query(
             """
             SELECT a.transaction_reference, coalesce(p.settle_status, a.settle_status) AS settle_status
             FROM payments p
-            JOIN LATERAL (SELECT transaction_reference, settle_status FROM gateway_attempts
-                          WHERE payment_id = p.id AND transaction_reference IS NOT NULL
-                            AND (outcome = 'authorized' OR (request_type = 'TRANSACTIONQUERY' AND outcome = 'found'))
+            JOIN LATERAL (SELECT CASE WHEN late THEN late_transaction_reference ELSE transaction_reference END AS transaction_reference,
+                                 CASE WHEN late THEN late_settle_status ELSE settle_status END AS settle_status
+                          FROM (SELECT *, NOT (transaction_reference IS NOT NULL
+                                               AND (outcome = 'authorized' OR (request_type = 'TRANSACTIONQUERY' AND outcome IN ('found', 'stale_found'))))
+                                          AS late
+                                FROM gateway_attempts WHERE payment_id = p.id) g
+                          WHERE NOT late OR (late_outcome = 'authorized' AND late_transaction_reference IS NOT NULL)
                           ORDER BY id DESC LIMIT 1) a ON true
             WHERE p.id = $1
             """, [paymentId])
