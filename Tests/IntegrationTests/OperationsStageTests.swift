@@ -299,6 +299,34 @@ extension Integration {
         #expect(harness.simulator.ledger.operations.count == 1)
     }
 
+    /// A manual authorisation not captured within its `captureWithin` is voided once the reconciler hands it over
+    /// (`requestedBy: expiry`, `payment.voided`); a capture after the deadline is refused.
+    @Test func anUncapturedAuthorizationIsVoidedAfterCaptureWithin() throws {
+        let harness = try Harness(settleDelay: 3600)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let payment = try harness.authorizedPayment(amount: 400, mode: .manual)
+        try database.query("UPDATE payments SET capture_deadline = clock_timestamp() WHERE id = $1", [payment])
+        guard case .success(.publish) = try harness.run(stage, harness.delivery(.capture, "late-capture", payment: payment)) else {
+            throw TestFailure("capture after the deadline not reported")
+        }
+        #expect(try harness.operation("late-capture")?.errorCode == "authorization_expired")
+        let handed = try stage.reconcile(on: database)
+        #expect(handed.map(\.message.paymentId) == [payment])
+        let handOff = DeliveryRouter(stage: .operations, retrySchedule: RetrySchedule(delays: [1], maxRetries: 1)).handOff(handed[0].message, to: .operations)
+        let delivery = AMQPDelivery(body: handOff.body, properties: handOff.properties, exchange: handOff.exchange, routingKey: handOff.routingKey,
+                                    redelivered: false, deliveryTag: 1, generation: 1)
+        let outcome = stage.process([try stage.decode(delivery)], database: database)[0]
+        guard case .success(.publish) = outcome else { throw TestFailure("expiry void not reported: \(outcome)") }
+        let void = try #require(try harness.operation(OperationSteps.expiryOperationId(payment)))
+        #expect(void.state == .succeeded && void.requestedBy == .expiry && void.effect?.event == .voided && void.effect?.amount == 400)
+        #expect(try harness.lifecycle(payment)?.status == .voided)
+        #expect(harness.simulator.ledger.operations.map { $0["updates"] } == [["settlestatus": "3"]])
+        #expect(try stage.reconcile(on: database).isEmpty)
+    }
+
     @Test func jwtMerchantsAndConflictsAreRefused() throws {
         let harness = try Harness(settleDelay: 0)
         defer { harness.tearDown() }

@@ -40,6 +40,50 @@ public struct OperationSteps: Sendable {
         case nothing(reason: String)
     }
 
+    /// The operation id of the automatic void of an authorisation not captured within `captureWithin`: one per payment.
+    public static func expiryOperationId(_ paymentId: UUID) -> String { "expiry-\(paymentId.paymentIDText)" }
+
+    /// The automatic void of a manual authorisation not captured within `captureWithin`, decided by
+    /// ``OperationProtocol/expiry(_:gateway:)`` under the payment's lock and recorded as a void requested by `expiry`.
+    public func planExpiry(
+        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+    ) throws -> Plan {
+        let request = OperationRequest(kind: .void, operationId: Self.expiryOperationId(payment.paymentId), merchantId: payment.merchantId,
+                                       payment: .paymentId(payment.paymentId), amount: nil)
+        guard let money = try PaymentStore().money(payment.paymentId, forUpdate: true, on: transaction) else {
+            return .nothing(reason: "payment \(payment.paymentId) does not exist")
+        }
+        if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
+            return try resume(existing, timing: timing, on: transaction)
+        }
+        let open = try store.open(paymentId: payment.paymentId, on: transaction)
+        let gateway = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction).map { facts in
+            money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
+        }
+        let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
+        let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
+                                                  openOperation: open.map(\.operationId), now: now)
+        switch rules.expiry(snapshot, gateway: gateway) {
+        case nil:
+            return .nothing(reason: "not due")
+        case .send(let void, let effect)?:
+            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: .expiry, send: void, before: money.lifecycle,
+                                            effect: effect, timing: timing, on: transaction),
+                  let begun = try store.load(ids.operation, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "the expiry void was recorded concurrently")
+            }
+            return .send(begun, attempt: ids.attempt, request: void)
+        case .wait(let code, let reason)?:
+            return .wait(code: code, reason: reason)
+        case .refuse(let code, let reason)?:
+            guard let id = try store.refuse(request, paymentId: payment.paymentId, requestedBy: .expiry, code: code, reason: reason, on: transaction),
+                  let refused = try store.load(id, on: transaction) else { return .nothing(reason: reason) }
+            return .finished(refused)
+        case .duplicate?, .conflict?:
+            return .nothing(reason: "not a decision of expiry")
+        }
+    }
+
     /// The operation id of the automatic void of a payment's late AUTH: one per payment.
     public static func lateAuthorizationOperationId(_ paymentId: UUID) -> String { "late-authorization-\(paymentId.paymentIDText)" }
 

@@ -43,14 +43,15 @@ public struct OperationsStage: StageHandler {
     public enum Message: Sendable, Equatable {
         case request(OperationRequest)
         case invalid(kind: OperationRequest.Kind, merchantId: String, operationId: String, reason: String)
-        /// The reconciler's hand-off of a payment with a late AUTH (``reconcile(on:)``): void it.
-        case lateAuthorization(StageMessage)
+        /// The reconciler's hand-off of a payment (``reconcile(on:)``): void its late AUTH, or its authorisation not
+        /// captured within `captureWithin`.
+        case reconciled(StageMessage)
     }
 
     public func decode(_ delivery: AMQPDelivery) throws(StageFailure) -> Message {
         if DeliveryRouter.jobRoutingKey(of: delivery) == nil, delivery.exchange == PipelineTopology.stagesExchange {
             // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.
-            return .lateAuthorization(try StageMessage.decode(delivery.body))
+            return .reconciled(try StageMessage.decode(delivery.body))
         }
         guard let key = DeliveryRouter.jobRoutingKey(of: delivery), let kind = OperationRequest.Kind(routingKey: key) else {
             throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(delivery.routingKey.prefix(64))")
@@ -96,25 +97,33 @@ public struct OperationsStage: StageHandler {
             return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
                 try steps.plan(request, transport: transport, timing: timing, on: transaction)
             }
-        case .lateAuthorization(let payment):
+        case .reconciled(let payment):
             guard let entry = try directory.entry(payment.merchantId, on: database) else {
                 return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
             }
+            let status = try PaymentStore().load(payment.paymentId, on: database)?.status
             return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
-                try steps.planLateAuthorization(payment, transport: transport, timing: timing, on: transaction)
+                status == .authorized ? try steps.planExpiry(payment, transport: transport, timing: timing, on: transaction)
+                    : try steps.planLateAuthorization(payment, transport: transport, timing: timing, on: transaction)
             }
         }
     }
 
-    /// Payments whose late AUTH is to be voided, each handed to this stage once per reconciler round (their void is
-    /// idempotent: one operation per payment). Runs on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
+    /// Payments whose late AUTH is to be voided, or whose manual authorisation was not captured within
+    /// `captureWithin`, each handed to this stage once per reconciler round (their void is idempotent: one operation
+    /// per payment). Runs on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
     public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
         let rows = try connection.query(
             """
-            SELECT p.id, p.merchant_id, p.job_id FROM payments p
-            WHERE p.status = 'needs_review' AND p.error_code = 'late_authorization'
-              AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'late-authorization-' || p.id::text)
-            ORDER BY p.updated_at LIMIT 100
+            (SELECT p.id, p.merchant_id, p.job_id FROM payments p
+             WHERE p.status = 'needs_review' AND p.error_code = 'late_authorization'
+               AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'late-authorization-' || p.id::text)
+             ORDER BY p.updated_at LIMIT 100)
+            UNION ALL
+            (SELECT p.id, p.merchant_id, p.job_id FROM payments p
+             WHERE p.lifecycle = 'authorized' AND p.capture_deadline <= clock_timestamp()
+               AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'expiry-' || p.id::text)
+             ORDER BY p.capture_deadline LIMIT 100)
             """)
         return try rows.map { row in
             (stage: .operations, message: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),

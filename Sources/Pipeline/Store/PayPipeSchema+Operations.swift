@@ -119,6 +119,9 @@ extension PayPipeSchema {
                      (SELECT config->'gateway'->>'captureWithin' FROM merchants WHERE id = merchant) AS within) g
     $$;
 
+    -- The captureWithin expiry's lookup (the operations stage's reconciler round).
+    CREATE INDEX payments_capture_deadline ON payments (capture_deadline) WHERE lifecycle = 'authorized';
+
     -- Payments authorised before this migration were captured automatically by their AUTH.
     UPDATE payments SET lifecycle = 'captured', authorized_minor = amount_minor, captured_minor = amount_minor, refunded_minor = 0
         WHERE status = 'authorized' AND amount_minor IS NOT NULL;
