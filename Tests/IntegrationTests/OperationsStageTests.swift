@@ -47,9 +47,9 @@ extension Integration {
                                 webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1))
         }
 
-        func stage() -> OperationsStage {
+        func stage(settlementPoll: Double = 3600) -> OperationsStage {
             OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: authorize.vault), ttl: 0), client: client,
-                            sendWindow: 0.5, reconcileGrace: 0.2)
+                            sendWindow: 0.5, reconcileGrace: 0.2, settlementPoll: settlementPoll)
         }
 
         /// A payment authorised at the simulator by a real AUTH (settlestatus 2 asked for a manual capture), recorded
@@ -325,6 +325,25 @@ extension Integration {
         #expect(try harness.lifecycle(payment)?.status == .voided)
         #expect(harness.simulator.ledger.operations.map { $0["updates"] } == [["settlestatus": "3"]])
         #expect(try stage.reconcile(on: database).isEmpty)
+    }
+
+    /// The settlement poll: captured payments not checked for `PAYPIPE_SETTLEMENT_POLL` are queried in one
+    /// TRANSACTIONQUERY per merchant; the settled ones become `settled`, the others are checked again later.
+    @Test func settlementIsLearntByBatchedStatusQueries() throws {
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let payments = try (0..<3).map { _ in try harness.authorizedPayment(amount: 300, mode: .automatic) }
+        let fresh = try harness.authorizedPayment(amount: 300, mode: .automatic)
+        try database.query("UPDATE payments SET updated_at = clock_timestamp() - interval '2 hours' WHERE id = ANY($1::uuid[])", [PostgresArray(payments)])
+        let before = harness.simulator.ledger.captured.count
+        try harness.stage(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        #expect(try payments.allSatisfy { try harness.lifecycle($0)?.status == .settled })
+        #expect(try harness.lifecycle(fresh)?.status == .captured, "not due yet")
+        #expect(harness.simulator.ledger.captured.count == before + 1, "one query for the merchant's three payments")
+        try harness.stage(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        #expect(harness.simulator.ledger.captured.count == before + 1, "nothing due on the next round")
     }
 
     @Test func jwtMerchantsAndConflictsAreRefused() throws {

@@ -29,9 +29,12 @@ public struct OperationsStage: StageHandler {
     let sendWindow: Double
     /// Seconds after the send deadline and the transport's total timeout before a lost answer is reconciled.
     let reconcileGrace: Double
+    /// Seconds between settlement queries of a captured payment (`PAYPIPE_SETTLEMENT_POLL`).
+    let settlementPoll: Double
 
     public init(directory: MerchantDirectory, client: TrustPaymentsClient, steps: OperationSteps = OperationSteps(),
-                sendWindow: Double = 5, reconcileGrace: Double = 30) {
+                sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600) {
+        self.settlementPoll = settlementPoll
         self.directory = directory
         self.client = client
         self.steps = steps
@@ -274,6 +277,49 @@ extension OperationsStage {
     /// `{"settlestatus":"2"}` before the gateway's daily settlement run takes it. The update sets an absolute value, so
     /// sending it again (a lost answer, two workers) changes nothing more; the settle status learnt is recorded.
     public func upkeep(database: PostgresConnection, logger: Logger) throws {
+        try suspendUnsuspended(database: database, logger: logger)
+        try pollSettlement(database: database, logger: logger)
+    }
+
+    /// Settlement learnt by batched TRANSACTIONQUERY: captured payments not checked for `PAYPIPE_SETTLEMENT_POLL`
+    /// (the first check one interval after the capture: the gateway settles in a daily run), one query per merchant for
+    /// up to 500 of them; settled (100) ones become `settled`, so refunds are REFUNDs; cancelled (3) or any other
+    /// status is recorded as the last learnt.
+    func pollSettlement(database: PostgresConnection, logger: Logger) throws {
+        let rows = try database.query(
+            """
+            SELECT p.id, p.merchant_id FROM payments p
+            WHERE p.lifecycle = 'captured' AND coalesce(p.settle_checked_at, p.updated_at) < clock_timestamp() - make_interval(secs => $1)
+            ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
+            """, [settlementPoll])
+        var byMerchant: [String: [UUID]] = [:]
+        for row in rows { byMerchant[try row.decode("merchant_id", as: String.self), default: []].append(try row.decode("id", as: UUID.self)) }
+        let http = HTTPClient(configuration: client.http)
+        for (merchantId, payments) in byMerchant {
+            guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
+                  endpoint.transport == .webservices else { continue }
+            var references: [String: UUID] = [:]
+            for payment in payments {
+                if let facts = try steps.store.gatewayFacts(paymentId: payment, on: database) { references[facts.transactionReference] = payment }
+            }
+            guard case .success(let found) = client.queryAuths(transactionReferences: Array(references.keys), endpoint: endpoint,
+                                                                requestId: "S\(merchantId.prefix(8))", using: http) else {
+                logger.warning("settlement_query_failed", [("merchantId", .string(merchantId))])
+                continue
+            }
+            for (reference, payment) in references {
+                try database.transaction { transaction in
+                    if let queried = found[reference] {
+                        _ = try steps.learnSettlement(payment, queried: queried, actor: Self.actor, on: transaction)
+                    } else {
+                        try PaymentStore().markSettlementChecked(payment, on: transaction)
+                    }
+                }
+            }
+        }
+    }
+
+    func suspendUnsuspended(database: PostgresConnection, logger: Logger) throws {
         let rows = try database.query(
             """
             SELECT p.id, p.merchant_id FROM payments p

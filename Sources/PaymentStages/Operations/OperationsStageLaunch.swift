@@ -6,7 +6,8 @@ extension OperationsStage {
     /// meaning each): `PAYPIPE_DATA_KEY` (merchant secrets), `PAYPIPE_GATEWAY_CA_FILE`,
     /// `PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT` (10s), `PAYPIPE_WEBSERVICES_TIMEOUT` (60s), `PAYPIPE_SEND_WINDOW` (5s),
     /// `PAYPIPE_RECONCILE_GRACE` (30s), `PAYPIPE_MAX_STATUS_QUERIES` (5: inconclusive status queries of a lost
-    /// TRANSACTIONUPDATE answer before review), `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
+    /// TRANSACTIONUPDATE answer before review), `PAYPIPE_MERCHANT_CACHE_TTL` (5s), and its own
+    /// `PAYPIPE_SETTLEMENT_POLL` (6h: how often a captured payment's settlement is queried).
     public static func fromEnvironment(
         _ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()
     ) throws -> OperationsStage {
@@ -20,7 +21,8 @@ extension OperationsStage {
             client: TrustPaymentsClient(http: http, transport: .fromEnvironment(environment, deployment: configuration.environment),
                                         webservices: webservices),
             steps: OperationSteps(maxInconclusiveQueries: try environment.integer("PAYPIPE_MAX_STATUS_QUERIES", default: 5, range: 1...100)),
-            sendWindow: try SubmitStage.sendWindow(environment), reconcileGrace: try SubmitStage.reconcileGrace(environment))
+            sendWindow: try SubmitStage.sendWindow(environment), reconcileGrace: try SubmitStage.reconcileGrace(environment),
+            settlementPoll: try environment.seconds("PAYPIPE_SETTLEMENT_POLL", default: 6 * 3600, range: 1...(31 * 86_400)))
         logger.info("operations_configured", [
             ("webservicesTimeout", .double(webservices.totalTimeout)), ("sendWindow", .double(stage.sendWindow)),
             ("reconcileGrace", .double(stage.reconcileGrace)),

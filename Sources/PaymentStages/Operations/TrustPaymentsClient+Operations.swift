@@ -44,11 +44,20 @@ extension TrustPaymentsClient {
     public func queryAuth(
         transactionReference: String, endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient
     ) -> Result<OperationProtocol.QueriedAuth?, OperationQueryFailure> {
+        queryAuths(transactionReferences: [transactionReference], endpoint: endpoint, requestId: requestId, using: client)
+            .map { $0[transactionReference] }
+    }
+
+    /// One TRANSACTIONQUERY for several AUTHs of the endpoint's site (at most 500 records come back, §8 [doc]): each
+    /// AUTH record found, by transaction reference.
+    public func queryAuths(
+        transactionReferences: [String], endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient
+    ) -> Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure> {
         let request: JSONValue = [
             "requesttypedescriptions": ["TRANSACTIONQUERY"],
             "filter": [
                 "sitereference": [["value": .string(endpoint.siteReference)]],
-                "transactionreference": [["value": .string(transactionReference)]],
+                "transactionreference": .array(transactionReferences.prefix(500).map { ["value": .string($0)] }),
             ],
         ]
         switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: nil, client: client) {
@@ -58,12 +67,15 @@ extension TrustPaymentsClient {
             guard let item = document["response"]?.arrayValue?.first, item["errorcode"]?.stringValue == "0" else {
                 return .failure(OperationQueryFailure(code: "paypipe.query_failed", reason: "the status query was not answered Ok"))
             }
-            let record = (item["records"]?.arrayValue ?? []).first {
-                $0["transactionreference"]?.stringValue == transactionReference && $0["requesttypedescription"]?.stringValue == "AUTH"
+            let wanted = Set(transactionReferences)
+            var found: [String: OperationProtocol.QueriedAuth] = [:]
+            for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
+                guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
+                      let settle = record["settlestatus"]?.stringValue else { continue }
+                found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
+                                                                 settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
             }
-            guard let record, let settle = record["settlestatus"]?.stringValue else { return .success(nil) }
-            let base = record["settlebaseamount"]?.stringValue.flatMap { Int64($0) }
-            return .success(OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle), settleBaseAmount: base))
+            return .success(found)
         }
     }
 }

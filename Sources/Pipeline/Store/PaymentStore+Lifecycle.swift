@@ -107,6 +107,11 @@ extension PaymentStore {
         return rows.affectedRows == 1
     }
 
+    /// Records that a settlement query found nothing to learn (the record was not returned).
+    public func markSettlementChecked(_ paymentId: UUID, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE payments SET settle_checked_at = clock_timestamp() WHERE id = $1", [paymentId])
+    }
+
     /// Records the settle status a status query returned, without a lifecycle change (see ``changeLifecycle`` for
     /// `captured → settled`).
     public func recordSettleStatus(_ paymentId: UUID, _ settleStatus: SettleStatus, on connection: PostgresConnection) throws {
