@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "paypipe-submit", targets: ["paypipe-submit"]),
         .executable(name: "paypipe-gateway-sim", targets: ["paypipe-gateway-sim"]),
         .executable(name: "paypipe-notify", targets: ["paypipe-notify"]),
+        .executable(name: "paypipe-operations", targets: ["paypipe-operations"]),
         .executable(name: "paypipe-webhook-receiver", targets: ["paypipe-webhook-receiver"]),
     ],
     targets: [
@@ -76,6 +77,7 @@ let package = Package(
         .executableTarget(name: "paypipe-submit", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PayPipeDevTools", "Pipeline"]),
         .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-operations", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PayPipeDevTools", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),

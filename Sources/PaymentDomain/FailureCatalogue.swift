@@ -72,8 +72,8 @@ public enum FailureCatalogue {
     ]
 
     static let submit: [FailureCode] = [
-        FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed], origin: "submit",
-                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md. OPP's `result.code` keeps its dots (`gateway_800.100.151`), TapPay's is its `status` (`gateway_121`); docs/connectors.md"),
+        FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed, .operationFailed], origin: "submit, operations",
+                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md. OPP's `result.code` keeps its dots (`gateway_800.100.151`), TapPay's is its `status` (`gateway_121`); docs/connectors.md; an operation the gateway refused (e.g. 20012 a REFUND of an unsettled parent, 60017 not updatable)"),
         FailureCode("gateway_test_mode", [.needsReview], origin: "submit",
                     "OPP answered a test-mode success (`000.100.1xx`) outside sandbox: the merchant's entity is a test channel"),
         FailureCode("gateway_query_ambiguous", [.needsReview], origin: "submit",
@@ -92,6 +92,8 @@ public enum FailureCatalogue {
         FailureCode("reconciliation_inconclusive", [.retried, .needsReview, .operationNeedsReview], origin: "submit, operations",
                     "TRANSACTIONQUERY could not establish an uncertain AUTH's (or TRANSACTIONUPDATE's) outcome: retried, then for review"),
         FailureCode("attempt_state_inconsistent", [.needsReview], origin: "submit", "an AUTH attempt completed while the payment was submitting"),
+        FailureCode("late_authorization_voided", [.paymentFailed], origin: "operations",
+                    "the gateway authorised a payment PayPipe had failed; the late AUTH was voided automatically (`payment.voided`), the payment ends `failed`"),
         FailureCode("late_authorization", [.needsReview], origin: "submit",
                     "the gateway authorised a payment PayPipe had already failed (once operations are wired: only when it cannot be voided automatically, e.g. it settled)"),
         FailureCode("resolved_by_operator", [.paymentFailed, .paymentDeclined], origin: "operator",
@@ -101,7 +103,7 @@ public enum FailureCatalogue {
         FailureCode("gateway_inconsistent", [.retried], origin: "submit", "the payment did not settle after repeated rounds of one batch"),
         FailureCode("awaiting_reconciliation", [.retried], origin: "submit", "an uncertain AUTH waits for its query time"),
         FailureCode("awaiting_confirmation", [.retried], origin: "submit", "a 'not found' answer waits for its confirmation query"),
-        FailureCode("attempt_open", [.retried], origin: "submit", "another consumer's AUTH attempt is still open"),
+        FailureCode("attempt_open", [.retried], origin: "submit, operations", "another consumer's AUTH (or operation) attempt is still open"),
         FailureCode("attempt_missing", [.retried], origin: "submit", "the payment is submitting without a current attempt"),
         FailureCode("attempt_superseded", [.retried], origin: "submit", "an answer for an attempt that is no longer the payment's current one"),
         FailureCode("payment_not_prepared", [.retried], origin: "submit", "the hand-off arrived before the payment was prepared"),
@@ -140,6 +142,12 @@ public enum FailureCatalogue {
                     "a REFUND's answer was lost: no confirmed query finds a REFUND by its parent, so it is never resent automatically"),
         FailureCode("operation_state_unexpected", [.operationNeedsReview], origin: "operations",
                     "a TRANSACTIONUPDATE's answer was lost and the queried AUTH is neither as before nor as after it"),
+        FailureCode("operation_payment_unknown", [.retried], origin: "operations",
+                    "the operation names no payment of its merchant (yet: the payment job may still be in decrypt): retried, then dead-lettered `retries_exhausted`"),
+        FailureCode("reconciliation_pending", [.retried], origin: "operations",
+                    "a TRANSACTIONUPDATE's answer was lost: the AUTH is queried (TRANSACTIONQUERY) before anything else is sent"),
+        FailureCode("operation_not_applied", [.retried], origin: "operations",
+                    "the status query shows a TRANSACTIONUPDATE whose answer was lost did not take effect: a new attempt sends it"),
         FailureCode("lifecycle_inconsistent", [.operationFailed], origin: "operations",
                     "the gateway's settle status contradicts the payment's recorded lifecycle (e.g. settled while held suspended): refused for an operator to look at"),
     ]

@@ -28,6 +28,10 @@ public struct PaymentJob: Sendable, Equatable {
     /// The exact bytes the app set in `PKPaymentRequest.applicationData` (the job's base64 `applicationData`), whose
     /// SHA-256 the token header must carry (decrypt, `application_data_mismatch`).
     public let applicationData: [UInt8]?
+    /// `captureMode` (`automatic` or `manual`), overriding the merchant's `gateway.captureMode`; nil: the merchant's.
+    public let captureMode: CaptureMode?
+    /// `captureWithin` as given (an ISO 8601 duration, ``CapturePolicy``); only with `captureMode` `manual`.
+    public let captureWithin: String?
     /// SHA-256 of the contract fields in canonical form: the same job id with another hash is an
     /// `idempotency_conflict`, while re-serialising the same job (key order, spacing) is not.
     public let contentHash: [UInt8]
@@ -134,11 +138,32 @@ public struct PaymentJob: Sendable, Equatable {
             applicationData = Array(bytes)
         default: throw invalid("applicationData must be a base64 string of at most 65536 characters")
         }
+        var captureMode: CaptureMode?
+        var captureWithin: String?
+        switch (object["captureMode"], object["captureWithin"]) {
+        case (nil, nil), (.null?, nil), (nil, .null?), (.null?, .null?): break
+        case (let mode, let within):
+            // Checked on its own terms here (the merchant's policy is applied over it when the payment is stored); a
+            // captureWithin needs captureMode "manual" in the same job, so the job alone says it will be voided.
+            let modeText = mode?.stringValue
+            if mode != nil, mode != .null, modeText == nil { throw invalid("captureMode must be \"automatic\" or \"manual\"") }
+            let withinText = within?.stringValue
+            if within != nil, within != .null, withinText == nil { throw invalid("captureWithin must be an ISO 8601 duration string") }
+            if withinText != nil, modeText != CaptureMode.manual.rawValue { throw invalid("captureWithin needs captureMode \"manual\" in the same job") }
+            do {
+                let policy = try CapturePolicy.automatic.overridden(mode: modeText, captureWithin: withinText)
+                captureMode = modeText == nil ? nil : policy.mode
+                captureWithin = withinText
+            } catch {
+                throw invalid(error.reason)
+            }
+        }
         var job = PaymentJob(
             jobId: jobId, merchantId: merchantId, orderReference: orderReference,
             amount: Amount(value: value, currency: currency), applePayToken: token,
             billingContact: contact(object["billingContact"]), shippingContact: contact(object["shippingContact"]),
-            notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, contentHash: hash)
+            notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, captureMode: captureMode,
+            captureWithin: captureWithin, contentHash: hash)
         job.tapPayPrime = prime?.stringValue
         return job
     }
@@ -163,8 +188,10 @@ public struct PaymentJob: Sendable, Equatable {
 
     /// The contract fields, canonically serialised (sorted keys), hashed.
     static func contentHash(_ object: JSONValue) -> [UInt8] {
+        // A field counts only when present, so a job's hash is the same as before fields were added to the contract.
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
-                      "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime"]
+                      "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime",
+                      "captureMode", "captureWithin"]
         let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
         return SHA256.hash(canonicalJSON(.object(contract)))
     }

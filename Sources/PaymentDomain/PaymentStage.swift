@@ -13,6 +13,8 @@ public enum PaymentStage: String, Sendable, CaseIterable, Codable {
         case .authorize: self = .authorize
         case .submit: self = .submit
         case .notify: self = .notify
+        // No payment waits in the operations stage: its payments are done with the AUTH pipeline.
+        case .operations: self = .done
         }
     }
 

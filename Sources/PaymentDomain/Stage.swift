@@ -1,4 +1,5 @@
-/// The four stages a payment passes through, in pipeline order.
+/// The four stages a payment passes through, in pipeline order, and `operations` (capture, void, refund of an
+/// authorised payment), which no payment passes through: it consumes its own jobs and hands results to `notify`.
 ///
 /// Each stage is consumed from its own durable quorum queue so it can be scaled on its own;
 /// the names here are the single source of every queue, routing key and metric label.
@@ -7,6 +8,11 @@ public enum Stage: String, Sendable, CaseIterable, Codable, Comparable {
     case authorize
     case submit
     case notify
+    case operations
+
+    /// Whether payments wait in this stage (`payments.stage`): the reconciler re-drives those; `operations` keeps its
+    /// state in its own tables.
+    public var carriesPayments: Bool { self != .operations }
 
     /// The stage's work queue, e.g. `paypipe.authorize`.
     public var queueName: String { "paypipe.\(rawValue)" }
@@ -20,7 +26,7 @@ public enum Stage: String, Sendable, CaseIterable, Codable, Comparable {
         case .decrypt: .authorize
         case .authorize: .submit
         case .submit: .notify
-        case .notify: nil
+        case .notify, .operations: nil
         }
     }
 

@@ -1,4 +1,6 @@
+import AMQP
 import Foundation
+import JSON
 import PaymentStages
 import Pipeline
 import Postgres
@@ -7,7 +9,7 @@ import Postgres
 /// is held (encrypted) or already purged.
 enum PaymentCommand: CLICommand {
     static let name = "payment"
-    static let summary = "show a payment's state and audit trail; resolve one held for review"
+    static let summary = "show a payment's state, operations and audit trail; resolve one held for review; capture, void or refund it"
     static let usage = """
         usage: paypipe payment show ID
                paypipe payment show --job JOBID [--merchant ID]
@@ -16,14 +18,21 @@ enum PaymentCommand: CLICommand {
                paypipe payment resolve ID --as authorized|declined|failed --reason TEXT [--operator NAME]
           Closes a needs_review payment after checking the gateway's records: the decision, the reason and the
           operator (default $USER) go to the audit trail, and the payment is handed to notification.
+               paypipe payment capture|void|refund ID --operation-id X [--amount N]
+          Publishes the operation job to paypipe.jobs (routing key payment.<kind>.requested), as a backend would:
+          the operations worker performs it exactly once and reports it (docs/job-contract.md "Operations"). It never
+          calls the gateway itself. --amount in minor units (capture: at most the authorised amount, refund: at most
+          what is left; none for a void). Prints {"published": …}; `payment show ID` lists the operation's outcome.
         """
 
     static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage), ["show", "resolve"].contains(arguments.positionals.first) else {
+        guard let arguments = CLI.parse(raw, usage: usage), let verb = arguments.positionals.first,
+              ["show", "resolve"].contains(verb) || OperationRequest.Kind(rawValue: verb) != nil else {
             printError(usage)
             return ExitCode.usage
         }
-        if arguments.positionals.first == "resolve" { return resolve(arguments) }
+        if verb == "resolve" { return resolve(arguments) }
+        if let kind = OperationRequest.Kind(rawValue: verb) { return operate(kind, arguments) }
         do {
             let connection = try OperatorContext.database()
             defer { connection.close() }
@@ -83,6 +92,55 @@ enum PaymentCommand: CLICommand {
         }
     }
 
+    /// Publishes an operation job for the payment, with publisher confirms, exactly as a backend does: the job goes
+    /// through the operations worker's exactly-once protocol like any other.
+    static func operate(_ kind: OperationRequest.Kind, _ arguments: CommandArguments) -> Int32 {
+        do {
+            guard let id = UUID(uuidString: try arguments.positional(1, "payment ID")) else {
+                throw CommandArguments.UsageError(description: "payment ID must be a UUID")
+            }
+            guard let operationId = arguments.value("--operation-id") else {
+                throw CommandArguments.UsageError(description: "--operation-id is required (the idempotency key, unique per merchant)")
+            }
+            var amount: Int64?
+            if let text = arguments.value("--amount") {
+                guard let value = Int64(text), value > 0 else { throw CommandArguments.UsageError(description: "--amount must be a positive integer of minor units") }
+                amount = value
+            }
+            let connection = try OperatorContext.database()
+            defer { connection.close() }
+            guard let payment = try PaymentStore().load(id, on: connection) else {
+                printError("paypipe: no such payment")
+                return ExitCode.dataError
+            }
+            var body: [(key: String, value: JSONValue)] = [
+                ("operationId", .string(operationId)), ("merchantId", .string(payment.merchantId)), ("paymentId", .string(payment.id.paymentIDText)),
+            ]
+            if let amount { body.append(("amount", .integer(amount))) }
+            let bytes = JSONValue.object(body).serialized()
+            // The same checks the worker makes, so a typo fails here rather than in a dead letter.
+            do {
+                _ = try OperationRequest.decode(bytes, kind: kind)
+            } catch {
+                throw CommandArguments.UsageError(description: "\(error)")
+            }
+            var properties = AMQPProperties()
+            properties.contentType = "application/json"
+            properties.messageId = operationId
+            properties.persistent = true
+            properties.appId = "paypipe-cli"
+            let configuration = try WorkerConfiguration(stage: nil)
+            let publisher = try OperatorContext.publisher(configuration)
+            defer { publisher.close() }
+            try publisher.publish([AMQPOutboundMessage(exchange: PipelineTopology.jobsExchange, routingKey: kind.routingKey, body: bytes,
+                                                       properties: properties, mandatory: true)], timeout: 30)
+            print(String(decoding: (["published": .object(body), "routingKey": .string(kind.routingKey)] as JSONValue).serialized(), as: UTF8.self))
+            return ExitCode.ok
+        } catch {
+            return OperatorContext.report(error)
+        }
+    }
+
     static func render(_ payment: PaymentRecord, on connection: PostgresConnection) throws -> String {
         let card = try connection.query("SELECT purged_at FROM card_data WHERE payment_id = $1", [payment.id]).first
         let cardState = card == nil ? "none" : (card!.isNull("purged_at") ? "held (encrypted)" : "purged")
@@ -111,6 +169,32 @@ enum PaymentCommand: CLICommand {
             event["errorCode"] = try row.decode("error_code", as: String?.self)
             event["detail"] = try row.decode("detail", as: String?.self)
             return event
+        }
+        if let money = try PaymentStore().money(payment.id, forUpdate: false, on: connection), let lifecycle = money.lifecycle {
+            var summary: [String: Any] = [
+                "status": lifecycle.status.rawValue, "captureMode": lifecycle.captureMode.rawValue, "authorized": lifecycle.authorizedAmount,
+                "captured": lifecycle.capturedAmount, "refunded": lifecycle.refundedAmount,
+            ]
+            summary["captureDeadline"] = lifecycle.captureDeadline.map(Logger.timestamp)
+            summary["settleStatus"] = money.settleStatus?.wireValue
+            object["lifecycle"] = summary
+        }
+        let operations = OperationStore()
+        object["operations"] = try operations.operations(paymentId: payment.id, on: connection).map { operation -> [String: Any] in
+            var entry: [String: Any] = [
+                "operationId": operation.operationId, "kind": operation.kind.rawValue, "state": operation.state.rawValue,
+                "requestedBy": operation.requestedBy.rawValue, "createdAt": Logger.timestamp(operation.createdAt),
+                "attempts": try operations.attempts(operation.id, on: connection).map { ["requestType": $0.requestType, "state": $0.state.rawValue] },
+            ]
+            entry["amount"] = operation.amount
+            entry["request"] = operation.request?.requestType
+            entry["event"] = operation.state == .succeeded ? operation.effect?.event.rawValue : nil
+            entry["eventAmount"] = operation.state == .succeeded ? operation.effect?.amount : nil
+            entry["gatewayReference"] = operation.gatewayReference
+            entry["errorCode"] = operation.errorCode
+            entry["errorMessage"] = operation.errorMessage
+            entry["finishedAt"] = operation.finishedAt.map(Logger.timestamp)
+            return entry
         }
         let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data, as: UTF8.self)

@@ -37,6 +37,8 @@ extension Integration {
                 jobs = doc["channels"]["paypipe.jobs"]
                 results = doc["channels"]["paypipe.results"]
                 operational = doc["channels"]["paypipe.results/operational"]
+                operationJobs = doc["channels"]["paypipe.jobs/operations"]
+                operationEvents = doc["channels"]["paypipe.results/operations"]
                 print(json.dumps({
                     "version": doc["asyncapi"],
                     "jobsExchange": jobs["bindings"]["amqp"]["exchange"]["name"],
@@ -50,6 +52,11 @@ extension Integration {
                     "operationalExchange": operational["bindings"]["amqp"]["exchange"]["name"],
                     "operationalKeys": operational["subscribe"]["bindings"]["amqp"]["cc"],
                     "operationalPayload": doc["components"]["messages"]["OperationalEvent"]["payload"]["$ref"],
+                    "operationJobsExchange": operationJobs["bindings"]["amqp"]["exchange"]["name"],
+                    "operationKeys": operationJobs["publish"]["bindings"]["amqp"]["cc"],
+                    "operationEventKeys": operationEvents["subscribe"]["bindings"]["amqp"]["cc"],
+                    "operationPayload": doc["components"]["messages"]["OperationJob"]["payload"]["$ref"],
+                    "operationEventPayload": doc["components"]["messages"]["OperationEvent"]["payload"]["$ref"],
                 }))
                 """
             let output = try Self.python(["-c", script, Self.packageRoot.appendingPathComponent("docs/asyncapi.yaml").path])
@@ -67,7 +74,15 @@ extension Integration {
             let docs = Self.packageRoot.appendingPathComponent("docs")
             #expect(document["operationalExchange"] as? String == PipelineTopology.resultsExchange)
             #expect(document["operationalKeys"] as? [String] == OperationalEvent.Kind.allCases.map(\.rawValue))
-            for reference in [document["jobPayload"], document["eventPayload"], document["operationalPayload"]] {
+            #expect(document["operationJobsExchange"] as? String == PipelineTopology.jobsExchange)
+            #expect(document["operationKeys"] as? [String] == OperationRequest.Kind.allCases.map(\.routingKey))
+            #expect(document["operationEventKeys"] as? [String]
+                    == OperationProtocol.Effect.Event.allCases.map(\.rawValue) + [OperationEvent.failedType])
+            let bound = PipelineTopology.topology(retrySchedule: RetrySchedule(delays: [1], maxRetries: 1)).bindings
+                .filter { $0.queue == Stage.operations.queueName && $0.exchange == PipelineTopology.jobsExchange }.map(\.routingKey)
+            #expect(bound == OperationRequest.Kind.allCases.map(\.routingKey), "the topology binds exactly the documented keys")
+            for reference in [document["jobPayload"], document["eventPayload"], document["operationalPayload"], document["operationPayload"],
+                              document["operationEventPayload"]] {
                 let path = try #require(reference as? String)
                 let data = try Data(contentsOf: docs.appendingPathComponent(path))
                 #expect(try JSONSerialization.jsonObject(with: data) is [String: Any], "\(path) parses")

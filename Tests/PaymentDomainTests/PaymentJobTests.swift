@@ -35,6 +35,30 @@ import JSON
 
     /// `applicationData` is base64 of the app's exact bytes, part of the content hash; absent leaves the hash of jobs
     /// that never had it unchanged; anything but a base64 string is an invalid job.
+    /// `captureMode` / `captureWithin` (issue 19): decoded and validated on the job's own terms, hashed only when
+    /// present (a job without them keeps the hash it had before the fields existed).
+    @Test func captureModeAndCaptureWithin() throws {
+        let plain = try PaymentJob.decode(Self.body())
+        #expect(plain.captureMode == nil && plain.captureWithin == nil)
+        #expect(plain.contentHash == PaymentJob.contentHash(try JSONValue.parse(Self.body())))
+        let manual = try PaymentJob.decode(Self.body(["captureMode": "manual", "captureWithin": "P7D"]))
+        #expect(manual.captureMode == .manual && manual.captureWithin == "P7D")
+        #expect(manual.contentHash != plain.contentHash)
+        #expect(try PaymentJob.decode(Self.body(["captureMode": "automatic"])).captureMode == .automatic)
+        for (overrides, reason) in [
+            (["captureMode": "later"], "captureMode"), (["captureMode": 1], "captureMode"),
+            (["captureWithin": "P7D"], "captureWithin needs"), (["captureMode": "automatic", "captureWithin": "P7D"], "captureWithin needs"),
+            (["captureMode": "manual", "captureWithin": "P1M"], "ISO 8601"), (["captureMode": "manual", "captureWithin": "P32D"], "31 days"),
+        ] as [([String: Any?], String)] {
+            #expect(throws: PaymentJob.DecodingError.self, "\(overrides)") { try PaymentJob.decode(Self.body(overrides)) }
+            do {
+                _ = try PaymentJob.decode(Self.body(overrides))
+            } catch {
+                #expect("\(error)".contains(reason), "\(overrides): \(error)")
+            }
+        }
+    }
+
     @Test func applicationDataIsDecodedAndHashed() throws {
         let without = try PaymentJob.decode(Self.body())
         let with = try PaymentJob.decode(Self.body(["applicationData": Data("order-42".utf8).base64EncodedString()]))

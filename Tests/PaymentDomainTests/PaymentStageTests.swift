@@ -3,10 +3,15 @@ import PaymentDomain
 import Testing
 
 @Suite struct PaymentStageTests {
+    /// Every stage a payment waits in is a lifecycle stage; `operations` consumes its own jobs, no payment waits in
+    /// it (its payments are done with the AUTH pipeline).
     @Test func everyQueueStageIsALifecycleStageAndDoneIsLast() {
-        #expect(Stage.allCases.map { PaymentStage($0).queueStage } == Stage.allCases)
+        let carrying = Stage.allCases.filter(\.carriesPayments)
+        #expect(carrying.map { PaymentStage($0).queueStage } == carrying)
         #expect(PaymentStage.done.queueStage == nil)
-        #expect(PaymentStage.allCases == Stage.allCases.map(PaymentStage.init) + [.done])
+        #expect(PaymentStage.allCases == carrying.map(PaymentStage.init) + [.done])
+        #expect(Stage.allCases.filter { !$0.carriesPayments } == [.operations])
+        #expect(PaymentStage(.operations) == .done && Stage.operations.next == nil)
     }
 
     /// Each status's queue stage is where the payment is while that status is current.

@@ -187,6 +187,72 @@ import Testing
         #expect(engine.ledger.totalAuths == 1)
     }
 
+    /// Manual capture at the simulated gateway: an AUTH asking settle status 2 stays suspended (never settles by
+    /// itself), a capture releases it and it settles the delay after the release, not after the AUTH; a REFUND before
+    /// that is refused (20012); every operation that took effect is on the operation ledger under its request reference.
+    @Test func suspendedAuthCaptureSettlementAndTheOperationLedger() throws {
+        let now = Mutex(1_000.0)
+        let engine = SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 7, settleDelaySeconds: 60, clock: { now.withLock { $0 } })
+        var fields = Self.fields(amount: 1000, order: "M1")
+        fields.set("2", forKey: "settlestatus")
+        let auth = try #require(engine.handle(requestTypes: ["AUTH"], fields: fields).items.last)
+        #expect(auth["settlestatus"] == "2")
+        let reference = try #require(auth["transactionreference"]?.stringValue)
+        let filter: JSONValue = ["transactionreference": [["value": .string(reference)]]]
+        func settleStatus() -> String? {
+            engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: ["filter": filter]).items.first?["records"]?[0]?["settlestatus"]?.stringValue
+        }
+        func refund(_ amount: String, _ requestReference: String) -> String? {
+            engine.handle(requestTypes: ["REFUND"], fields: ["parenttransactionreference": .string(reference), "baseamount": .string(amount)],
+                          requestReference: requestReference).items.first?["errorcode"]?.stringValue
+        }
+        now.withLock { $0 += 120 }
+        #expect(settleStatus() == "2", "a suspended AUTH does not settle")
+        #expect(refund("100", "O1-a") == "20012", "a REFUND of an unsettled parent is refused")
+        let capture = engine.handle(requestTypes: ["TRANSACTIONUPDATE"], fields: ["filter": filter, "updates": ["settlestatus": "0", "settlebaseamount": "800"]],
+                                    requestReference: "O2-b")
+        #expect(capture.items.first?["errorcode"] == "0")
+        #expect(settleStatus() == "0", "released, not yet settled")
+        now.withLock { $0 += 61 }
+        #expect(settleStatus() == "100")
+        #expect(refund("300", "O3-c") == "0")
+        #expect(refund("501", "O4-d") == "20007", "800 settled, 300 refunded")
+        let ledger = engine.ledger.operations
+        #expect(ledger.compactMap { $0["requestreference"]?.stringValue } == ["O2-b", "O3-c"])
+        #expect(ledger.allSatisfy { $0["transactionreference"]?.stringValue == reference })
+        #expect(ledger.last?["baseamount"] == "300")
+    }
+
+    /// The injected faults apply to TRANSACTIONUPDATE and REFUND too: dropped before processing (nothing changes, not on
+    /// the ledger), or processed and answered too late or not at all (on the ledger: the answer is what is lost).
+    @Test func operationsGetTheLostSlowAndUncertainFaults() throws {
+        func engine(lose: Double = 0, timeout: Double = 0, reset: Double = 0) -> SimulatorEngine {
+            SimulatorEngine(ledger: SimulatorLedger(), slowResponseSeconds: 7, timeoutRate: timeout, resetRate: reset, loseRate: lose)
+        }
+        func run(_ engine: SimulatorEngine) throws -> (SimulatorReply, String?) {
+            var fields = Self.fields(amount: 1000, order: "F1")
+            fields.set("2", forKey: "settlestatus")
+            // The AUTH's own faults are drawn too; the first draw decides it, so give the AUTH a clean engine's ledger.
+            let clean = SimulatorEngine(ledger: engine.ledger, slowResponseSeconds: 7)
+            let reference = try #require(clean.handle(requestTypes: ["AUTH"], fields: fields).items.last?["transactionreference"])
+            let reply = engine.handle(requestTypes: ["TRANSACTIONUPDATE"], fields: [
+                "filter": ["transactionreference": [["value": reference]]], "updates": ["settlestatus": "3"],
+            ], requestReference: "O9-x")
+            let status = clean.handle(requestTypes: ["TRANSACTIONQUERY"], fields: ["filter": ["transactionreference": [["value": reference]]]])
+                .items.first?["records"]?[0]?["settlestatus"]?.stringValue
+            return (reply, status)
+        }
+        let lost = engine(lose: 1)
+        let (lostReply, lostStatus) = try run(lost)
+        #expect(lostReply.delivery == .connectionReset && lostReply.items.isEmpty)
+        #expect(lostStatus == "2" && lost.ledger.operations.isEmpty)
+        for (faulty, delivery) in [(engine(timeout: 1), SimulatorReply.Delivery.slow(7)), (engine(reset: 1), .connectionReset)] {
+            let (reply, status) = try run(faulty)
+            #expect(reply.delivery == delivery)
+            #expect(status == "3" && faulty.ledger.operations.count == 1)
+        }
+    }
+
     /// `expirymonth` + `expiryyear` (the SDK's tests) are accepted besides `expirydate`.
     @Test func expiryMonthAndYear() {
         var fields: JSONValue = [

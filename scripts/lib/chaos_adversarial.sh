@@ -53,7 +53,7 @@ echo "== adversarial chaos ($MODE): $JOBS jobs, seed $SEED (CHAOS_SEED=$SEED rep
 stack_start_simulator PAYPIPE_SIM_SEED="$SEED" PAYPIPE_SIM_LOSE_RATE=0.04 PAYPIPE_SIM_TIMEOUT_RATE=0.04 PAYPIPE_SIM_RESET_RATE=0.04 \
     PAYPIPE_SIM_FAULT_RATE=0.02 PAYPIPE_SIM_SLOW=3s PAYPIPE_SIM_QUERY_DELAY=1500ms PAYPIPE_SIM_THREADS=32
 stack_start_receiver
-WORKERS=(decrypt-0 authorize-0 submit-0 submit-1 submit-2 notify-0)
+WORKERS=(decrypt-0 authorize-0 submit-0 submit-1 submit-2 notify-0 operations-0)
 for name in "${WORKERS[@]}"; do
     extra=()
     case "$name" in submit-*) extra=(PAYPIPE_BATCH_SIZE=4) ;; notify-*) extra=(PAYPIPE_BATCH_SIZE=20) ;; esac

@@ -69,7 +69,7 @@ echo "== cluster mode: $PAYPIPE_AMQP_URL"
 echo "   database: $PAYPIPE_DATABASE_URL"
 # shellcheck disable=SC2046
 python3 scripts/lib/capture_messages.py purge "$CAPTURE_URL" $(rmq list_queues -q --no-table-headers name | grep '^paypipe\.' || true)
-WORKERS=(decrypt-0 decrypt-1 authorize-0 submit-0 submit-1 notify-0)
+WORKERS=(decrypt-0 decrypt-1 authorize-0 submit-0 submit-1 notify-0 operations-0)
 chaos_start_load
 waves=$(( (JOBS + WAVE - 1) / WAVE ))
 started=$(date +%s)

@@ -29,7 +29,8 @@ chaos_defaults() {
 chaos_start_load() {
     echo "== simulator (503 3%, timeout-after-AUTH 2%, reset-after-AUTH 2%), receiver (fails 20% of first attempts), workers"
     : > "$STACK_LOGS/webhook-receiver.log"
-    stack_start_simulator PAYPIPE_SIM_FAULT_RATE=0.03 PAYPIPE_SIM_TIMEOUT_RATE=0.02 PAYPIPE_SIM_RESET_RATE=0.02 PAYPIPE_SIM_SLOW=3s
+    # AUTHs settle 20 s after they are released, so the run's refunds meet both unsettled and settled payments.
+    stack_start_simulator PAYPIPE_SIM_FAULT_RATE=0.03 PAYPIPE_SIM_TIMEOUT_RATE=0.02 PAYPIPE_SIM_RESET_RATE=0.02 PAYPIPE_SIM_SLOW=3s PAYPIPE_SIM_SETTLE_DELAY=20
     stack_start_receiver PAYPIPE_RECEIVER_FAIL_FIRST_PERCENT=20
     local name batch
     for name in "${WORKERS[@]}"; do

@@ -15,20 +15,20 @@
 #   stack_stop_all               SIGTERM to everything started here, then waits
 #
 # Ports come from one base so several stacks can share a machine (PAYPIPE_PORT_BASE, default 9100):
-# worker STAGE/INSTANCE serves metrics on base + 10*INSTANCE + (1 decrypt, 2 authorize, 3 submit, 4 notify);
+# worker STAGE/INSTANCE serves metrics on base + 10*INSTANCE + (1 decrypt, 2 authorize, 3 submit, 4 notify, 5 operations);
 # the simulator listens on base + 80 and the receiver on base + 90 (9180 and 9190 by default, the sandbox
 # merchant's gateway and webhook URLs).
 # The RabbitMQ and PostgreSQL ports are scripts/services' (PAYPIPE_AMQP_PORT, PAYPIPE_PG_PORT).
 
 . "$(dirname "${BASH_SOURCE[0]}")/service-dirs.sh"
 
-STACK_STAGES=(decrypt authorize submit notify)
+STACK_STAGES=(decrypt authorize submit notify operations)
 declare -gA STACK_PIDS=()
 # How each name was started (shell-quoted arguments of stack_spawn), so stack_respawn can start it again.
 declare -gA STACK_SPAWN_ARGS=()
 
 stack_stage_index() {
-    case "$1" in decrypt) echo 1;; authorize) echo 2;; submit) echo 3;; notify) echo 4;;
+    case "$1" in decrypt) echo 1;; authorize) echo 2;; submit) echo 3;; notify) echo 4;; operations) echo 5;;
         *) echo "unknown stage '$1'" >&2; return 2;; esac
 }
 

@@ -13,6 +13,8 @@ import JWT
 ///   `GET /_sim/auths?all=1`: `{"total", "counts": {orderreference: n, …}}` — every order's count.
 /// - `GET /_sim/requests`: `{"requests": [{"headers": {…}, "body": …}]}` — the last /json/ requests received
 ///   (the `Authorization` header left out), for contract tests.
+/// - `GET /_sim/operations[?transactionreference=…]`: `{"operations": [...]}` — every TRANSACTIONUPDATE and REFUND that
+///   took effect, with the request reference it was sent under (the operation ledger).
 ///
 /// Behaviour is chosen by amount (``SimulatorBehaviour``), plus optional random faults (chaos runs): HTTP 503
 /// before processing, and lost answers (timeout or connection reset) after the AUTH is recorded.
@@ -83,6 +85,10 @@ public final class GatewaySimulator: Sendable {
                 body.set(.object(counts.map { (key: $0.key, value: .integer(Int64($0.value))) }), forKey: "counts")
             }
             return .json(body.serialized())
+        case ("GET", "/_sim/operations"):
+            let target = request.query["transactionreference"]
+            let entries = engine.ledger.operations.filter { target == nil || $0["transactionreference"]?.stringValue == target }
+            return .json((["operations": .array(entries)] as JSONValue).serialized())
         case ("GET", "/_sim/health"):
             return .text("ok\n")
         default:
@@ -172,7 +178,8 @@ public final class GatewaySimulator: Sendable {
                 if case .failure(let error) = types { items.append(error.item) }
                 continue
             }
-            guard let reply = decide(types, fields, engine: engine, configuration: configuration, holds: holds) else { return .connectionReset }
+            guard let reply = decide(types, fields, requestReference: object["requestreference"]?.stringValue, engine: engine,
+                                     configuration: configuration, holds: holds) else { return .connectionReset }
             items += reply.items
             if delivery == .answer { delivery = reply.delivery }
         }
@@ -195,11 +202,17 @@ public final class GatewaySimulator: Sendable {
     /// One request decided by the engine, with the test holds and the query delay around it; nil when a hold drops it
     /// unprocessed (the connection is reset).
     private static func decide(
-        _ types: [String], _ fields: JSONValue, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
+        _ types: [String], _ fields: JSONValue, requestReference: String? = nil, engine: SimulatorEngine,
+        configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds
     ) -> SimulatorReply? {
-        let orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        var orderReference = fields["orderreference"]?.stringValue ?? fields["filter"]?["orderreference"]?[0]?["value"]?.stringValue ?? ""
+        if orderReference.isEmpty, let target = (fields["parenttransactionreference"] ?? fields["filter"]?["transactionreference"]?[0]?["value"])?.stringValue {
+            // An operation names its AUTH by transaction reference: holds catch it by that AUTH's order reference.
+            orderReference = engine.ledger.records(matching: [("transactionreference", [target])], limit: 1).first?["orderreference"]?.stringValue ?? ""
+        }
         if holds.losesUnprocessed(requestTypes: types, orderReference: orderReference) { return nil }
-        let reply = engine.handle(requestTypes: types, fields: fields)
+        var reply = engine.handle(requestTypes: types, fields: fields, requestReference: requestReference)
+        if holds.losesProcessed(requestTypes: types, orderReference: orderReference) { reply = SimulatorReply(items: reply.items, delivery: .connectionReset) }
         holds.awaitRelease(requestTypes: types, orderReference: orderReference)
         if configuration.latencySeconds > 0 { Thread.sleep(forTimeInterval: configuration.latencySeconds) }
         if types == ["TRANSACTIONQUERY"], configuration.queryDelaySeconds > 0 {

@@ -38,8 +38,9 @@ public struct SimulatorEngine: Sendable {
         self.resetRate = resetRate
     }
 
-    /// Handles one request whose fields (JWT payload merged with the request object) are `fields`.
-    public func handle(requestTypes: [String], fields: JSONValue) -> SimulatorReply {
+    /// Handles one request whose fields (JWT payload merged with the request object) are `fields`; `requestReference`
+    /// (the request object's) is what the operation ledger records a TRANSACTIONUPDATE or REFUND under.
+    public func handle(requestTypes: [String], fields: JSONValue, requestReference: String? = nil) -> SimulatorReply {
         if faultRate > 0, dice.next() < faultRate {
             return SimulatorReply(items: [], delivery: .unavailable)
         }
@@ -47,8 +48,9 @@ public struct SimulatorEngine: Sendable {
             return SimulatorReply(items: [Self.item(requestTypes.last ?? "ERROR", code: "60018", message: "Invalid requesttype")])
         }
         if requestTypes == ["TRANSACTIONQUERY"] { return query(fields) }
-        if requestTypes == ["TRANSACTIONUPDATE"] { return SimulatorReply(items: [transactionUpdate(fields)]) }
-        if requestTypes == ["REFUND"] { return SimulatorReply(items: [refund(fields)]) }
+        if requestTypes == ["TRANSACTIONUPDATE"] || requestTypes == ["REFUND"] {
+            return operation(requestTypes[0], fields: fields, requestReference: requestReference)
+        }
         guard requestTypes.contains("AUTH") else {
             return SimulatorReply(items: requestTypes.map { Self.item($0, code: "0", message: "Ok") })
         }
@@ -135,12 +137,46 @@ public struct SimulatorEngine: Sendable {
         ledger.record(orderReference: reference, item: Self.item("AUTH", code: authorised ? "0" : "70000", message: authorised ? "Ok" : "Decline", extra: fields + extra))
     }
 
+    /// A TRANSACTIONUPDATE or REFUND with the same injected faults as an AUTH: dropped before processing
+    /// (`loseRate`), or processed and then answered too late (`timeoutRate`) or not at all (`resetRate`): the lost and
+    /// slow answers a client must reconcile. One that took effect is on the operation ledger under its request reference.
+    private func operation(_ type: String, fields: JSONValue, requestReference: String?) -> SimulatorReply {
+        if loseRate > 0, dice.next() < loseRate {
+            return SimulatorReply(items: [], delivery: .connectionReset)
+        }
+        let item = type == "REFUND" ? refund(fields) : transactionUpdate(fields)
+        if item["errorcode"]?.stringValue == "0" {
+            let target = fields["parenttransactionreference"] ?? fields["filter"]?["transactionreference"]?[0]?["value"] ?? .null
+            ledger.recordOperation(.object(omittingAbsent: [
+                ("requesttypedescription", .string(type)), ("requestreference", requestReference.map(JSONValue.string)),
+                ("transactionreference", target), ("updates", fields["updates"]), ("baseamount", item["baseamount"]),
+                ("refundreference", type == "REFUND" ? item["transactionreference"] : nil), ("at", .double(clock())),
+            ]))
+        }
+        var delivery = SimulatorReply.Delivery.answer
+        if item["errorcode"]?.stringValue == "0", timeoutRate > 0 || resetRate > 0 {
+            let draw = dice.next()
+            if draw < timeoutRate {
+                delivery = .slow(slowResponseSeconds)
+            } else if draw < timeoutRate + resetRate {
+                delivery = .connectionReset
+            }
+        }
+        return SimulatorReply(items: [item], delivery: delivery)
+    }
+
     private func authItem(_ fields: JSONValue, amount: Int64, behaviour: SimulatorBehaviour) -> JSONValue {
         let (code, message) = behaviour.recordedCode
+        // An authorised AUTH requesting settle status 0, 1 or 2 gets it: 2 suspends it (manual capture; help article
+        // 4403193579665 "How do I suspend a payment": "the field settlestatus can be included with value 2").
+        var settle = behaviour.recordedSettleStatus
+        if behaviour == .authorize, let requested = fields["settlestatus"]?.stringValue, ["0", "1", "2"].contains(requested) {
+            settle = requested
+        }
         var extra: [(String, JSONValue)] = [
             ("transactionreference", .string(ledger.nextTransactionReference())),
             ("acquirerresponsecode", code == "0" ? "00" : "05"),
-            ("settlestatus", .string(behaviour.recordedSettleStatus)),
+            ("settlestatus", .string(settle)),
             ("baseamount", .string(String(amount))),
             ("currencyiso3a", fields["currencyiso3a"] ?? .null),
             ("orderreference", fields["orderreference"] ?? .null),
@@ -210,12 +246,17 @@ public struct SimulatorEngine: Sendable {
         return shown
     }
 
-    /// "100" when a record pending settlement has been recorded longer than the settlement delay.
+    /// "100" when a record pending settlement has been so for longer than the settlement delay: since it was recorded,
+    /// or since a TRANSACTIONUPDATE released it (a suspended AUTH captured later settles in a later run).
     func settled(_ record: JSONValue) -> String? {
         guard let delay = settleDelaySeconds, let status = record["settlestatus"]?.stringValue, status == "0" || status == "1",
-              record["errorcode"]?.stringValue == "0", let at = record[Self.recordedAtKey]?.doubleValue, clock() - at >= delay else { return nil }
+              record["errorcode"]?.stringValue == "0",
+              let at = record[Self.releasedAtKey]?.doubleValue ?? record[Self.recordedAtKey]?.doubleValue, clock() - at >= delay else { return nil }
         return "100"
     }
+
+    /// A record's private key: when a TRANSACTIONUPDATE last released it for settlement (never shown).
+    static let releasedAtKey = "_releasedat"
 
     /// TRANSACTIONUPDATE (docs' "Transaction updates"): `filter` by `transactionreference` (with any `sitereference`),
     /// `updates` of `settlestatus` (0, 1, 2, 3) or `settlebaseamount`; only an AUTH or REFUND still pending (0, 1, 2)
@@ -257,7 +298,10 @@ public struct SimulatorEngine: Sendable {
                 }
                 record.set(.string(String(amount)), forKey: "settlebaseamount")
             }
-            if let status = updates.first(where: { $0.key == "settlestatus" })?.value { record.set(status, forKey: "settlestatus") }
+            if let status = updates.first(where: { $0.key == "settlestatus" })?.value {
+                if ["0", "1"].contains(status.stringValue ?? ""), current == "2" { record.set(.double(clock()), forKey: Self.releasedAtKey) }
+                record.set(status, forKey: "settlestatus")
+            }
             return Self.item(type, code: "0", message: "Ok")
         }
         return answer ?? Self.item(type, code: "60014", message: "Transaction reference not found")

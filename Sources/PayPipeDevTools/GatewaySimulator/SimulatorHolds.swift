@@ -13,12 +13,18 @@ public final class SimulatorHolds: Sendable {
         /// Instead of holding: the request is never processed and its connection is dropped (an answer lost before
         /// processing, which the client cannot tell from one lost after).
         public let loseUnprocessed: Bool
+        /// Instead of holding: the request is processed (it takes effect) and its connection is dropped (an answer
+        /// lost after processing).
+        public let loseProcessed: Bool
 
-        public init(requestType: String, orderReferencePrefix: String = "", loseUnprocessed: Bool = false) {
+        public init(requestType: String, orderReferencePrefix: String = "", loseUnprocessed: Bool = false, loseProcessed: Bool = false) {
             self.requestType = requestType
             self.orderReferencePrefix = orderReferencePrefix
             self.loseUnprocessed = loseUnprocessed
+            self.loseProcessed = loseProcessed
         }
+
+        var holdsAnswer: Bool { !loseUnprocessed && !loseProcessed }
 
         func matches(requestTypes: [String], orderReference: String) -> Bool {
             requestTypes.contains(requestType) && orderReference.hasPrefix(orderReferencePrefix)
@@ -79,9 +85,18 @@ public final class SimulatorHolds: Sendable {
 
     /// Whether a `loseUnprocessed` rule catches this request (counted as an arrival).
     func losesUnprocessed(requestTypes: [String], orderReference: String) -> Bool {
+        catches(\.loseUnprocessed, requestTypes: requestTypes, orderReference: orderReference)
+    }
+
+    /// Whether a `loseProcessed` rule catches this request (counted as an arrival).
+    func losesProcessed(requestTypes: [String], orderReference: String) -> Bool {
+        catches(\.loseProcessed, requestTypes: requestTypes, orderReference: orderReference)
+    }
+
+    private func catches(_ kind: KeyPath<Rule, Bool>, requestTypes: [String], orderReference: String) -> Bool {
         state.withLock { state in
             guard let (id, _) = state.holds.filter({
-                $0.value.rule.loseUnprocessed && $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference)
+                $0.value.rule[keyPath: kind] && $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference)
             }).min(by: { $0.key < $1.key }) else { return false }
             state.holds[id]?.arrived += 1
             return true
@@ -93,7 +108,7 @@ public final class SimulatorHolds: Sendable {
         let ticket: (id: Int, number: Int)? = state.withLock { state in
             // The oldest matching hold catches it.
             guard let (id, hold) = state.holds.filter({
-                !$0.value.rule.loseUnprocessed && $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference)
+                $0.value.rule.holdsAnswer && $0.value.rule.matches(requestTypes: requestTypes, orderReference: orderReference)
             }).min(by: { $0.key < $1.key }) else { return nil }
             state.holds[id]?.arrived += 1
             state.holds[id]?.waiting += 1

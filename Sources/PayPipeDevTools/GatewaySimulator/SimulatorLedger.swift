@@ -12,6 +12,8 @@ public final class SimulatorLedger: Sendable {
         var captures: [JSONValue] = []
         /// Recorded items that are not AUTHs (REFUNDs): queryable, never counted as AUTHs.
         var others: [JSONValue] = []
+        /// Every TRANSACTIONUPDATE and REFUND that took effect, in order (``operations``).
+        var operations: [JSONValue] = []
     }
 
     /// How many requests ``captured`` keeps.
@@ -85,6 +87,18 @@ public final class SimulatorLedger: Sendable {
     /// Records an item that is not an AUTH (a REFUND): queryable, not counted among the AUTHs.
     func recordOther(_ item: JSONValue) {
         state.withLock { $0.others.append(item) }
+    }
+
+    func recordOperation(_ entry: JSONValue) {
+        state.withLock { $0.operations.append(entry) }
+    }
+
+    /// The operation ledger: every TRANSACTIONUPDATE and REFUND that took effect, oldest first, each with
+    /// `requesttypedescription`, the `requestreference` it was sent under (PayPipe's names its operation attempt),
+    /// the `transactionreference` it changed (a REFUND's parent), its `updates` or refunded `baseamount`: what chaos runs
+    /// count to assert at most one gateway operation per operation.
+    public var operations: [JSONValue] {
+        state.withLock { $0.operations }
     }
 
     /// Keeps one received /json/ request (headers and parsed body) for contract tests (`GET /_sim/requests`).

@@ -23,6 +23,8 @@ public struct CapturePolicy: Sendable, Equatable, Hashable {
     public struct Invalid: Error, Equatable, CustomStringConvertible {
         public let reason: String
         public var description: String { reason }
+
+        public init(reason: String) { self.reason = reason }
     }
 
     /// This policy with a document's (or a job's) optional `captureMode` and `captureWithin` texts applied over it.

@@ -81,7 +81,7 @@ public struct OperationProtocol: Sendable, Equatable {
 
     /// What a gateway call, once confirmed, does to the payment, and the event reporting it.
     public struct Effect: Sendable, Equatable, Hashable {
-        public enum Event: String, Sendable, Hashable {
+        public enum Event: String, Sendable, Hashable, CaseIterable {
             case captured = "payment.captured"
             case voided = "payment.voided"
             case refunded = "payment.refunded"
@@ -92,6 +92,12 @@ public struct OperationProtocol: Sendable, Equatable {
         public var event: Event
         /// The amount the event reports: captured (or left captured), voided, or refunded by this operation.
         public var amount: Int64
+
+        public init(lifecycle: MoneyLifecycle, event: Event, amount: Int64) {
+            self.lifecycle = lifecycle
+            self.event = event
+            self.amount = amount
+        }
     }
 
     public enum Decision: Sendable, Equatable, Hashable {

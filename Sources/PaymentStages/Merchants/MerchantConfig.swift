@@ -36,6 +36,9 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
 
         /// The connector `type` names (``MerchantDocument/Gateway/connector``).
         public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
+        /// The document's `gateway.captureMode` / `gateway.captureWithin` as applied (absent: automatic).
+        public var captureMode: String? = nil
+        public var captureWithin: String? = nil
 
         public var resolvedTransport: MerchantDocument.Gateway.Transport { transport ?? .jwt }
 

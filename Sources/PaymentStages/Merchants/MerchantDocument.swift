@@ -1,3 +1,4 @@
+import Pipeline
 import Foundation
 
 /// The merchant configuration document applied with `paypipe merchant apply --file merchant.json`
@@ -74,6 +75,16 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it,
         /// as before).
         public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
+        /// `automatic` (absent: the behaviour before operations existed) or `manual`: the AUTH is suspended
+        /// (settlestatus 2) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.
+        public var captureMode: String?
+        /// With `manual`: an ISO 8601 duration after which an uncaptured authorisation is voided (``CapturePolicy``).
+        public var captureWithin: String?
+
+        /// The capture policy the document states (validated when applied).
+        public func capturePolicy() throws(CapturePolicy.Invalid) -> CapturePolicy {
+            try CapturePolicy.automatic.overridden(mode: captureMode, captureWithin: captureWithin)
+        }
 
         /// The transport this document selects.
         public var resolvedTransport: Transport {

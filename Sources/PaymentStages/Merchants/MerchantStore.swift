@@ -65,12 +65,23 @@ public struct MerchantStore: Sendable {
             // Refused now rather than failing every payment later.
             throw MerchantError.invalidDocument(problem)
         }
+        if let gateway = document.gateway {
+            do throws(CapturePolicy.Invalid) {
+                if try gateway.capturePolicy().mode == .manual, gateway.resolvedTransport != .webservices {
+                    // A suspended AUTH is captured by TRANSACTIONUPDATE, which only the webservices transport sends.
+                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs transport \"webservices\" (captures are TRANSACTIONUPDATEs)")
+                }
+            } catch {
+                throw MerchantError.invalidDocument("gateway.\(error.reason)")
+            }
+        }
         let gateway = document.gateway.map { gateway in
             MerchantConfig.Gateway(
                 type: gateway.type, baseUrl: gateway.baseUrl, siteReference: gateway.siteReference,
                 jwtUsername: gateway.jwtUsername, mode: gateway.mode, requestTypes: gateway.requestTypes ?? ["AUTH"],
                 transport: gateway.resolvedTransport, webservicesUsername: gateway.webservicesUsername,
-                opp: gateway.opp?.withoutSecret, tapPay: gateway.tapPay?.withoutSecret)
+                opp: gateway.opp?.withoutSecret, tapPay: gateway.tapPay?.withoutSecret,
+                captureMode: gateway.captureMode, captureWithin: gateway.captureWithin)
         }
         if let gateway, let refusal = (transport ?? CardDataTransportPolicy(deployment: deployment)).refusal(gateway.baseUrl) {
             throw MerchantError.invalidDocument("gateway.baseUrl: \(refusal)")

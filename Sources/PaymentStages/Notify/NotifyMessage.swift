@@ -6,11 +6,14 @@ import Pipeline
 public struct NotifyMessage: Sendable, Equatable {
     public let message: StageMessage
     public let inbound: InboundMessage
+    /// A finished operation's hand-off (``OperationEventMessage``): its event is sent, not the payment's.
+    public let operation: Int64?
 
     public var previousRetries: Int { inbound.previousRetries }
 
-    public init(message: StageMessage, inbound: InboundMessage) {
+    public init(message: StageMessage, inbound: InboundMessage, operation: Int64? = nil) {
         self.message = message
         self.inbound = inbound
+        self.operation = operation
     }
 }

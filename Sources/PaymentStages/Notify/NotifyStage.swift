@@ -33,26 +33,26 @@ import Synchronization
 /// Receivers must dedupe on `webhook-id` (the event id): delivery is at-least-once.
 public struct NotifyStage: StageHandler {
     public let stage = Stage.notify
-    private let directory: MerchantDirectory
+    let directory: MerchantDirectory
     private let events: PaymentEventLoader
-    private let urlGuard: WebhookURLGuard
+    let urlGuard: WebhookURLGuard
     let router: DeliveryRouter
     private let httpConfiguration: HTTPClientConfiguration
     let gate: EndpointGate
     /// `paypipe_webhooks_exhausted_total` and the other notify series (NotifyStage+Metrics.swift).
     let metrics = AttachedMetrics()
     /// The worker's webhook threads, each with a keep-alive HTTP client (shared by the lanes).
-    private let senders: HTTPClientPool
-    private let clock: @Sendable () -> Date
+    let senders: HTTPClientPool
+    let clock: @Sendable () -> Date
     private let payments = PaymentStore()
-    private let deliveries = WebhookDeliveryStore()
+    let deliveries = WebhookDeliveryStore()
     private let endpoints = WebhookEndpointStore()
     /// When a failing endpoint is disabled (`PAYPIPE_WEBHOOK_DISABLE_AFTER`).
     let healthPolicy: EndpointHealthPolicy
     /// `PAYPIPE_WEBHOOK_RATE`: requests per second per endpoint unless the merchant sets its own; `nil`: no limit.
-    private let rate: Double?
+    let rate: Double?
     /// For `webhook_secret_invalid` (the merchant id only, never the secret).
-    private let logger: Logger
+    let logger: Logger
 
     public static let userAgent = "PayPipe-Webhooks/1"
 
@@ -79,7 +79,7 @@ public struct NotifyStage: StageHandler {
     }
 
     public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage {
-        NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound)
+        NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body))
     }
 
     /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
@@ -91,6 +91,13 @@ public struct NotifyStage: StageHandler {
     /// one statement (``WebhookDeliveryBatch``), the rest one by one, as ``NotifyDecision/settle(_:endpointDisabled:retry:)``
     /// decides. No transaction spans phase 2.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        // A finished operation's event (NotifyStage+Operations.swift) goes its own way, one at a time.
+        if batch.contains(where: { $0.operation != nil }) {
+            let payments = batch.indices.filter { batch[$0].operation == nil }
+            var results = batch.map { message in message.operation.map { processOperation(message, operationRowId: $0, database: database) } }
+            for (index, result) in zip(payments, process(payments.map { batch[$0] }, database: database)) { results[index] = result }
+            return results.map { $0! }
+        }
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         var pending: [(index: Int, delivery: PendingDelivery)] = []
         let loaded = load(batch, database: database)
@@ -210,7 +217,7 @@ public struct NotifyStage: StageHandler {
     }
 
     /// Where and how to deliver one event.
-    private struct Target {
+    struct Target {
         let url: String
         let secrets: [String]
         /// The URL came from the merchant's configuration (a 410 disables it), not from the job's `notify_url`.
@@ -452,19 +459,19 @@ public struct NotifyStage: StageHandler {
     }
 
     /// The attempt of a 2xx answer as recorded (by either path).
-    private static func deliveredAttempt(_ sent: WebhookAttempt) -> WebhookAttempt {
+    static func deliveredAttempt(_ sent: WebhookAttempt) -> WebhookAttempt {
         var attempt = sent
         attempt.outcome = .delivered
         return attempt
     }
 
-    private static func isRetry(_ classification: WebhookResponseClass) -> Bool {
+    static func isRetry(_ classification: WebhookResponseClass) -> Bool {
         if case .retry = classification { return true }
         return false
     }
 
     /// One signed POST; fills the attempt's status code and latency.
-    private func post(_ body: [UInt8], id: String, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt) -> WebhookResponseClass {
+    func post(_ body: [UInt8], id: String, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt) -> WebhookResponseClass {
         let timestamp = Int64(clock().timeIntervalSince1970)
         var headers = [HTTPHeader("content-type", "application/json"), HTTPHeader("user-agent", Self.userAgent)]
         headers += signer.headers(id: id, timestamp: timestamp, body: body).map { HTTPHeader($0.name, $0.value) }
@@ -481,7 +488,7 @@ public struct NotifyStage: StageHandler {
     }
 
     /// The job's `notify_url` wins; else the merchant's webhook while enabled; else nothing to deliver.
-    private func target(for payment: PaymentRecord, notifyURL: String?, on database: PostgresConnection) throws -> Target? {
+    func target(for payment: PaymentRecord, notifyURL: String?, on database: PostgresConnection) throws -> Target? {
         let merchant = try directory.entry(payment.merchantId, on: database)?.merchant
         let secrets = merchant?.secrets.webhookSecrets ?? []
         if let notifyURL, !notifyURL.isEmpty {

@@ -9,12 +9,17 @@ public struct WebhookDeliveryStore: Sendable {
     public init() {}
 
     public func record(_ attempt: WebhookAttempt, event: PaymentEvent, on connection: PostgresConnection) throws {
+        try record(attempt, paymentId: event.paymentId, eventId: event.id, eventType: event.type.rawValue, on: connection)
+    }
+
+    /// An attempt of any event of a payment (a payment's result, or one of its operations' events).
+    public func record(_ attempt: WebhookAttempt, paymentId: UUID, eventId: String, eventType: String, on connection: PostgresConnection) throws {
         try connection.query(
             """
             INSERT INTO webhook_deliveries (payment_id, event_id, event_type, url, attempt, status_code, latency_ms, error, outcome)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             """,
-            [event.paymentId, event.id, event.type.rawValue, attempt.url, Int32(clamping: attempt.number),
+            [paymentId, eventId, eventType, attempt.url, Int32(clamping: attempt.number),
              attempt.statusCode.map { Int32(clamping: $0) }, attempt.latencyMs.map { Int32(clamping: $0) }, attempt.error,
              attempt.outcome.rawValue])
     }

@@ -129,20 +129,21 @@ public struct SubmitStage: StageHandler {
     private enum Plan: Sendable {
         case finished(StageOutcome)
         case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String, window: SendWindow)
-        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected)
+        /// `suspended`: the AUTH asked to be suspended (manual capture), so a record with settle status 2 is authorised.
+        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, suspended: Bool)
         /// Commit what was decided, then retry the message later.
         case retryLater(StageFailure)
 
         var endpoint: GatewayEndpoint? {
             switch self {
-            case .send(_, _, let endpoint, _, _), .query(_, _, let endpoint, _): endpoint
+            case .send(_, _, let endpoint, _, _), .query(_, _, let endpoint, _, _): endpoint
             case .finished, .retryLater: nil
             }
         }
 
         var attempt: (id: Int64, reference: String)? {
             switch self {
-            case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _): (id, reference)
+            case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _, _): (id, reference)
             case .finished, .retryLater: nil
             }
         }
@@ -174,13 +175,15 @@ public struct SubmitStage: StageHandler {
         }
         switch plan {
         case .send(let attemptId, let request, _, let reference, let window):
-            let result = self.client.authorize(
-                request, reference: reference, endpoint: endpoint, requestId: "A\(attemptId)", now: clock(), window: window, using: client)
+            let result = CaptureSuspension.result(self.client.authorize(
+                request, reference: reference, endpoint: endpoint, requestId: "A\(attemptId)", now: clock(), window: window, using: client),
+                asked: CaptureSuspension.asksSuspension(request))
             gate.release(permit, report: Self.report(result.errorCode))
             return .sent(result)
-        case .query(let attemptId, let reference, _, let expected):
-            let result = self.client.find(
+        case .query(let attemptId, let reference, _, let expected, let suspended):
+            var result = self.client.find(
                 reference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
+            if case .found(let found) = result { result = .found(CaptureSuspension.result(found, asked: suspended)) }
             if case .inconclusive(let code, _) = result {
                 gate.release(permit, report: Self.report(code))
             } else {
@@ -318,11 +321,14 @@ public struct SubmitStage: StageHandler {
                 siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint),
                 on: transaction)
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
-            return .send(attemptId: attemptId, request: request, endpoint: endpoint, reference: reference, window: window)
+            return .send(attemptId: attemptId, request: CaptureSuspension.request(request, mode: payment.captureMode, connector: endpoint.connector),
+                         endpoint: endpoint,
+                         reference: reference, window: window)
         case .query(let attemptId):
             guard let endpoint, let reference = view.orderReference else { preconditionFailure("the protocol queries only an attempt with an endpoint") }
             return .query(attemptId: attemptId, reference: reference, endpoint: endpoint,
-                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference))
+                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
+                          suspended: payment.captureMode == .manual)
         case .rearm(let detail):
             try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
             return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
@@ -361,7 +367,8 @@ public struct SubmitStage: StageHandler {
                 latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) },
                 gateway: gateway, requestStored: candidate.request != nil)
             guard machine.plan(snapshot) == .send, let request = candidate.request, let endpoint else { continue }
-            ready.append((index, request, endpoint, GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
+            ready.append((index, CaptureSuspension.request(request, mode: candidate.payment.captureMode, connector: endpoint.connector), endpoint,
+                          GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
         var plans = [Plan?](repeating: nil, count: messages.count)
         guard !ready.isEmpty else { return plans }

@@ -41,6 +41,7 @@ public struct WorkerConfiguration: Sendable {
         case .authorize: 9102
         case .submit: 9103
         case .notify: 9104
+        case .operations: 9105
         case nil: 9100
         }
     }

@@ -14,6 +14,21 @@ public struct DeliveryRouter: Sendable {
         public static let deadLetteredAt = "x-paypipe-dead-lettered-at"
         public static let originalExchange = "x-paypipe-original-exchange"
         public static let originalRoutingKey = "x-paypipe-original-routing-key"
+        /// The routing key a job was published to `paypipe.jobs` with, kept on its retry and dead-letter copies (which
+        /// travel under other routing keys): an operation's kind is its routing key.
+        public static let jobRoutingKey = "x-paypipe-job-routing-key"
+    }
+
+    /// The routing key `delivery` was first published to `paypipe.jobs` with: its own on a first delivery, else the
+    /// one its runtime copies carry (honoured only through the stages exchange, ``admitted(_:)``).
+    public static func jobRoutingKey(of delivery: AMQPDelivery) -> String? {
+        if delivery.exchange == PipelineTopology.jobsExchange { return delivery.routingKey }
+        guard case .string(let key)? = delivery.properties.headers[Header.jobRoutingKey] else { return nil }
+        return key
+    }
+
+    private static func keepingJobRoutingKey(_ properties: inout AMQPProperties, origin exchange: String, routingKey: String) {
+        if exchange == PipelineTopology.jobsExchange { properties.headers[Header.jobRoutingKey] = .string(routingKey) }
     }
 
     public let stage: Stage
@@ -74,6 +89,7 @@ public struct DeliveryRouter: Sendable {
             // tier delay stays an upper bound and no message waits behind a longer one by more than the tier.
             properties.expiration = String(Int(delay * 1000 * Double.random(in: 0.8...1.0)))
             properties.headers[Header.retries] = .int(Int64(previous + 1))
+            Self.keepingJobRoutingKey(&properties, origin: delivery.exchange, routingKey: delivery.routingKey)
             properties.headers[Header.errorCode] = .string(failure.code)
             properties.headers[Header.error] = .string(Self.truncate(failure.reason))
             return (AMQPOutboundMessage(
@@ -121,6 +137,7 @@ public struct DeliveryRouter: Sendable {
         properties.headers[Header.deadLetteredAt] = .string(Logger.timestamp(now))
         properties.headers[Header.originalExchange] = .string(origin.exchange)
         properties.headers[Header.originalRoutingKey] = .string(origin.routingKey)
+        Self.keepingJobRoutingKey(&properties, origin: origin.exchange, routingKey: origin.routingKey)
         return AMQPOutboundMessage(
             exchange: "", routingKey: stage.deadLetterQueueName, body: body, properties: properties, mandatory: true)
     }

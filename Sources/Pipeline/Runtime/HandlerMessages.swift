@@ -11,6 +11,13 @@ public struct InboundMessage: Sendable, Equatable {
     public var redelivered: Bool { delivery.redelivered }
     /// How many of this stage's retry tiers it has been through, within 0…`maxRetries` whatever its headers say.
     public let previousRetries: Int
+    /// The routing key it was first published to `paypipe.jobs` with (an operation's kind), kept on the runtime's retry
+    /// copies (``DeliveryRouter/jobRoutingKey(of:)``); nil for a hand-off between stages.
+    public var jobRoutingKey: String? { DeliveryRouter.jobRoutingKey(of: delivery) }
+    /// Whether it came through the stages exchange, which only workers publish to: a hand-off, or a retry copy.
+    public var isFromWorkers: Bool { delivery.exchange == PipelineTopology.stagesExchange }
+    /// The routing key it was delivered with (for a refusal's reason).
+    public var routingKey: String { delivery.routingKey }
     /// The delivery, for the runtime alone.
     let delivery: AMQPDelivery
 
@@ -27,6 +34,14 @@ public struct InboundMessage: Sendable, Equatable {
         self.init(AMQPDelivery(body: body, properties: properties, exchange: PipelineTopology.stagesExchange, routingKey: stage.rawValue,
                                redelivered: redelivered, deliveryTag: 0, generation: 0),
                   previousRetries: previousRetries)
+    }
+
+    /// A job as `paypipe.jobs` would deliver it under `routingKey` (e.g. `payment.capture.requested`), for driving a
+    /// handler without a broker.
+    public init(job body: [UInt8], routingKey: String, redelivered: Bool = false) {
+        self.init(AMQPDelivery(body: body, properties: AMQPProperties(), exchange: PipelineTopology.jobsExchange, routingKey: routingKey,
+                               redelivered: redelivered, deliveryTag: 0, generation: 0),
+                  previousRetries: 0)
     }
 }
 

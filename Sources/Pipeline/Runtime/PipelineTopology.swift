@@ -56,6 +56,10 @@ public enum PipelineTopology {
             bindings.append(AMQPBinding(queue: stage.queueName, exchange: stagesExchange, routingKey: stage.rawValue))
         }
         bindings.append(AMQPBinding(queue: Stage.decrypt.queueName, exchange: jobsExchange, routingKey: jobRoutingKey))
+        // Capture, void and refund jobs (docs/job-contract.md "Operations"), consumed apart from the AUTH path.
+        for kind in OperationRequest.Kind.allCases {
+            bindings.append(AMQPBinding(queue: Stage.operations.queueName, exchange: jobsExchange, routingKey: kind.routingKey))
+        }
         return AMQPTopology(
             exchanges: [
                 AMQPExchange(name: jobsExchange, kind: .direct, durable: true),

@@ -11,6 +11,7 @@ public enum PayPipeSchema {
         Migration(version: 4, name: "merchant key usage", sql: keyUsage),
         Migration(version: 5, name: "attempt send deadline, reconciliation time, site and late answers", sql: attemptGuards),
         Migration(version: 6, name: "webhook endpoint health", sql: webhookEndpoints),
+        Migration(version: 7, name: "money lifecycle and operations", sql: operations),
     ]
 
     /// Advisory-lock key for migrations (ASCII "paypipe" as an integer), shared by every PayPipe process.

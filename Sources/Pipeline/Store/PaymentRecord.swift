@@ -15,6 +15,8 @@ public struct PaymentRecord: Sendable, Equatable {
     public let errorMessage: String?
     public let firstReceivedAt: Date
     public let updatedAt: Date
+    /// How its AUTH is captured (migration 7; `automatic` before it).
+    public let captureMode: CaptureMode
 
     /// The hand-off message that addresses this payment.
     public var message: StageMessage { StageMessage(paymentId: id, merchantId: merchantId, jobId: jobId) }
@@ -22,7 +24,7 @@ public struct PaymentRecord: Sendable, Equatable {
     /// The column list matching ``init(row:)``, for `SELECT`/`RETURNING` clauses.
     public static let columns = """
         id, merchant_id, job_id, order_reference, amount_minor, currency, status, stage,
-        error_code, error_message, first_received_at, updated_at
+        error_code, error_message, first_received_at, updated_at, capture_mode
         """
 
     public init(row: PostgresRow) throws {
@@ -46,5 +48,6 @@ public struct PaymentRecord: Sendable, Equatable {
         errorMessage = try row.decode("error_message", as: String?.self)
         firstReceivedAt = try row.decode("first_received_at", as: Date.self)
         updatedAt = try row.decode("updated_at", as: Date.self)
+        captureMode = CaptureMode(rawValue: try row.decode("capture_mode", as: String.self)) ?? .automatic
     }
 }

@@ -84,7 +84,8 @@ extension PaymentStore {
     /// follow input order. The payments are inserted sorted by (merchant, job id), so two workers inserting overlapping
     /// jobs wait for each other in one order rather than deadlock. `ON CONFLICT DO NOTHING` without an arbiter skips a
     /// row that hits *any* unique key (a concurrent worker inserted the job, or claimed the token, after the read): the
-    /// caller finds it missing from the result. `receivedAt` becomes `first_received_at`.
+    /// caller finds it missing from the result. `receivedAt` becomes `first_received_at`. Each payment's capture policy is the
+    /// job's `captureMode`/`captureWithin` over its merchant's (`paypipe_capture_policy`, ``PayPipeSchema`` migration 7).
     public func insertNew(_ rows: [Decrypt.NewPayment<DataVault.SealedBox>], receivedAt: Date, on transaction: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let created = CheckedTransition.creation
@@ -100,18 +101,21 @@ extension PaymentStore {
             WITH input AS (
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
                                      $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[],
-                                     $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
+                                     $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $23::text[], $24::text[])
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                          notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext,
-                                         status, stage, error_code, error_message, actor, n)),
+                                         status, stage, error_code, error_message, actor, job_capture_mode, job_capture_within, n)),
+            policy AS (
+                SELECT i.id, c.capture_mode, c.capture_within_seconds
+                FROM input i, paypipe_capture_policy(i.merchant_id, i.job_capture_mode, i.job_capture_within) c),
             inserted AS (
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                       status, stage, token_transaction_id, notify_url, metadata, error_code, error_message,
-                                      first_received_at, updated_at)
-                SELECT id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
+                                      first_received_at, updated_at, capture_mode, capture_within_seconds)
+                SELECT input.id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                        status, stage, token_transaction_id, notify_url, metadata::jsonb, error_code, error_message,
-                       $19, clock_timestamp()
-                FROM input ORDER BY merchant_id, job_id
+                       $19, clock_timestamp(), policy.capture_mode, policy.capture_within_seconds
+                FROM input JOIN policy USING (id) ORDER BY merchant_id, job_id
                 ON CONFLICT DO NOTHING
                 RETURNING id),
             card AS (
@@ -141,6 +145,7 @@ extension PaymentStore {
                 PostgresArray(rejections.map(\.?.code)), PostgresArray(rejections.map(\.?.reason)),
                 PostgresArray(rejections.map { $0 == nil ? Self.decryptActor : Self.failureActor }),
                 receivedAt, created.to.rawValue, created.stage.rawValue, Self.decryptActor,
+                PostgresArray(rows.map { $0.job?.captureMode?.rawValue }), PostgresArray(rows.map(\.job?.captureWithin)),
             ])
         return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
     }

@@ -23,7 +23,7 @@ public struct Reconciler: Sendable {
     /// The decrypt stage is excluded: its input is the job itself, which is not stored; a job lost
     /// before its payment row exists is the publisher's to re-send (idempotent by job id).
     public func claimStuck(on connection: PostgresConnection) throws -> [StageMessage] {
-        guard stage != .decrypt else { return [] }
+        guard stage != .decrypt, stage.carriesPayments else { return [] }
         return try connection.transaction { transaction in
             try PaymentStore().claimStuck(in: PaymentStage(stage), idleFor: stuckAfterSeconds, limit: limit, on: transaction)
         }

@@ -1,0 +1,350 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// The database half of the exactly-once operation protocol (docs/operations-lifecycle.md), each step one short
+/// transaction under the payment's row lock, the gateway call between them with no transaction open:
+///
+/// 1. ``plan(_:transport:timing:on:)``: decides the request (``OperationProtocol``) on the state read under the lock
+///    and, to send, commits the operation `requested` with a `sending` attempt; a redelivered operation resumes its own
+///    attempts instead (never a second operation);
+/// 2. the caller sends the request (or the status query a lost answer needs);
+/// 3. ``settle(_:attempt:answer:actor:on:)`` / ``reconciled(_:query:queried:actor:on:)``: records the answer and, when the
+///    gateway confirmed it, moves the payment's lifecycle to the decided effect.
+public struct OperationSteps: Sendable {
+    public let store = OperationStore()
+    public let rules = OperationProtocol()
+    /// Inconclusive status queries of a lost TRANSACTIONUPDATE answer before the operation goes to review.
+    public var maxInconclusiveQueries: Int
+
+    public init(maxInconclusiveQueries: Int = 3) {
+        self.maxInconclusiveQueries = maxInconclusiveQueries
+    }
+
+    /// What to do after ``plan(_:transport:timing:on:)`` committed.
+    public enum Plan: Sendable, Equatable {
+        /// Send `request` for the attempt just committed.
+        case send(OperationStore.Operation, attempt: Int64, request: GatewayOperation)
+        /// The answer of an earlier attempt was lost: query the AUTH (`TRANSACTIONQUERY` by its transaction reference),
+        /// recorded as attempt `attempt`, then ``reconciled(_:query:queried:actor:on:)``.
+        case query(OperationStore.Operation, attempt: Int64, transactionReference: String)
+        /// The operation is finished (now or earlier): report it (again).
+        case finished(OperationStore.Operation)
+        /// The operation waits for a person; nothing is sent or reported.
+        case review(OperationStore.Operation)
+        /// The operationId was used with other content: dead-letter, the first untouched.
+        case conflict(existing: OperationStore.Operation)
+        /// Not now: retry later (nothing recorded).
+        case wait(code: String, reason: String)
+        /// Nothing to send, nothing to report (a late AUTH already cancelled, or one a person must handle).
+        case nothing(reason: String)
+    }
+
+    /// The operation id of the automatic void of an authorisation not captured within `captureWithin`: one per payment.
+    public static func expiryOperationId(_ paymentId: UUID) -> String { "expiry-\(paymentId.paymentIDText)" }
+
+    /// The automatic void of a manual authorisation not captured within `captureWithin`, decided by
+    /// ``OperationProtocol/expiry(_:gateway:)`` under the payment's lock and recorded as a void requested by `expiry`.
+    public func planExpiry(
+        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+    ) throws -> Plan {
+        let request = OperationRequest(kind: .void, operationId: Self.expiryOperationId(payment.paymentId), merchantId: payment.merchantId,
+                                       payment: .paymentId(payment.paymentId), amount: nil)
+        guard let money = try PaymentStore().money(payment.paymentId, forUpdate: true, on: transaction) else {
+            return .nothing(reason: "payment \(payment.paymentId) does not exist")
+        }
+        if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
+            return try resume(existing, timing: timing, on: transaction)
+        }
+        let open = try store.open(paymentId: payment.paymentId, on: transaction)
+        let gateway = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction).map { facts in
+            money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
+        }
+        let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
+        let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
+                                                  openOperation: open.map(\.operationId), now: now)
+        switch rules.expiry(snapshot, gateway: gateway) {
+        case nil:
+            return .nothing(reason: "not due")
+        case .send(let void, let effect)?:
+            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: .expiry, send: void, before: money.lifecycle,
+                                            effect: effect, timing: timing, on: transaction),
+                  let begun = try store.load(ids.operation, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "the expiry void was recorded concurrently")
+            }
+            return .send(begun, attempt: ids.attempt, request: void)
+        case .wait(let code, let reason)?:
+            return .wait(code: code, reason: reason)
+        case .refuse(let code, let reason)?:
+            guard let id = try store.refuse(request, paymentId: payment.paymentId, requestedBy: .expiry, code: code, reason: reason, on: transaction),
+                  let refused = try store.load(id, on: transaction) else { return .nothing(reason: reason) }
+            return .finished(refused)
+        case .duplicate?, .conflict?:
+            return .nothing(reason: "not a decision of expiry")
+        }
+    }
+
+    /// The operation id of the automatic void of a payment's late AUTH: one per payment.
+    public static func lateAuthorizationOperationId(_ paymentId: UUID) -> String { "late-authorization-\(paymentId.paymentIDText)" }
+
+    /// The automatic void of a late AUTH on a payment PayPipe reported failed and then put up for review
+    /// (`late_authorization`): decided by ``OperationProtocol/lateAuthorization(_:transport:)`` under the payment's
+    /// lock and recorded as a void operation requested by `late_authorization` (audited and reported like any other).
+    public func planLateAuthorization(
+        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+    ) throws -> Plan {
+        let request = OperationRequest(kind: .void, operationId: Self.lateAuthorizationOperationId(payment.paymentId), merchantId: payment.merchantId,
+                                       payment: .paymentId(payment.paymentId), amount: nil)
+        guard let record = try PaymentStore().load(payment.paymentId, forUpdate: true, on: transaction) else {
+            return .nothing(reason: "payment \(payment.paymentId) does not exist")
+        }
+        if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
+            return try resume(existing, timing: timing, on: transaction)
+        }
+        guard record.status == .needsReview, record.errorCode == "late_authorization", let amount = record.amountMinor else {
+            return .nothing(reason: "payment \(payment.paymentId) is not a late authorisation for review")
+        }
+        guard let facts = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction) else {
+            return .nothing(reason: "no AUTH reference recorded for payment \(payment.paymentId)")
+        }
+        switch rules.lateAuthorization(facts, transport: transport) {
+        case .void(let void):
+            // No lifecycle on a payment that never ended authorised: the effect only names the event and its amount.
+            let voided = MoneyLifecycle(status: .voided, captureMode: .automatic, authorizedAmount: amount, capturedAmount: 0)
+            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: .lateAuthorization, send: void, before: nil,
+                                            effect: OperationProtocol.Effect(lifecycle: voided, event: .voided, amount: amount), timing: timing,
+                                            on: transaction),
+                  let begun = try store.load(ids.operation, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "the late AUTH's void was recorded concurrently")
+            }
+            return .send(begun, attempt: ids.attempt, request: void)
+        case .alreadyCancelled:
+            return .nothing(reason: "the late AUTH is already cancelled at the gateway")
+        case .wait(let code, let reason):
+            return .wait(code: code, reason: reason)
+        case .review(_, let reason):
+            return .nothing(reason: reason)
+        }
+    }
+
+    /// Decides `request` under the payment's lock, records the decision, and says what to do. `transport` is the
+    /// merchant's; `timing` the send window of a new attempt.
+    public func plan(
+        _ request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
+        timing: OperationStore.SendTiming, on transaction: PostgresConnection
+    ) throws -> Plan {
+        guard let paymentId = try store.resolvePayment(request.payment, merchantId: request.merchantId, on: transaction) else {
+            if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
+                return existing.contentHash == request.contentHash ? try resume(existing, timing: timing, on: transaction) : .conflict(existing: existing)
+            }
+            return .wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)")
+        }
+        // The lock first: whatever is read after it is what no other operation of the payment can change meanwhile.
+        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) else {
+            return .wait(code: "operation_payment_unknown", reason: "payment \(paymentId) vanished")
+        }
+        let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction)
+        let open = try store.open(paymentId: paymentId, on: transaction)
+        let gateway = try store.gatewayFacts(paymentId: paymentId, on: transaction).map { facts in
+            // The payment's recorded settle status, when learnt after the AUTH, is the newer fact.
+            money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
+        }
+        let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
+        let snapshot = OperationProtocol.Snapshot(
+            transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: existing?.record,
+            openOperation: open.map(\.operationId), now: now)
+        switch rules.decide(request, snapshot, gateway: gateway) {
+        case .duplicate:
+            return try resume(existing!, timing: timing, on: transaction)
+        case .conflict:
+            return .conflict(existing: existing!)
+        case .wait(let code, let reason):
+            return .wait(code: code, reason: reason)
+        case .refuse(let code, let reason):
+            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: requestedBy, code: code, reason: reason, on: transaction),
+                  let refused = try store.load(id, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
+            }
+            return .finished(refused)
+        case .send(let gatewayRequest, let effect):
+            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: requestedBy, send: gatewayRequest,
+                                            before: money.lifecycle, effect: effect, timing: timing, on: transaction),
+                  let begun = try store.load(ids.operation, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
+            }
+            return .send(begun, attempt: ids.attempt, request: gatewayRequest)
+        }
+    }
+
+    /// The same operation again: a finished one is reported again, an open one continues from its last attempt.
+    func resume(_ operation: OperationStore.Operation, timing: OperationStore.SendTiming, on transaction: PostgresConnection) throws -> Plan {
+        switch operation.state {
+        case .succeeded, .failed: return .finished(operation)
+        case .needsReview: return .review(operation)
+        case .requested: break
+        }
+        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
+        guard let request = operation.request else { return .review(operation) }
+        let attempts = try store.attempts(operation.id, on: transaction)
+        guard let last = attempts.last(where: { $0.requestType != Self.queryType }) else {
+            return .review(operation)
+        }
+        switch last.state {
+        case .sending where last.reconcileAfter.map { last.now < $0 } ?? false, .uncertain where last.reconcileAfter.map { last.now < $0 } ?? false:
+            // Until its reconciliation time the request may still be in flight or be processed: querying earlier
+            // could see it "not applied" just before it is.
+            return .wait(code: "attempt_open", reason: "attempt \(last.id) of operation \(operation.operationId) may still be in flight")
+        case .notSent:
+            guard let attempt = try store.beginAttempt(operation.id, requestType: request.requestType, timing: timing, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
+            }
+            return .send(operation, attempt: attempt, request: request)
+        case .completed:
+            // Its answer was written in the transaction that ended the operation: a requested operation with a
+            // completed attempt was changed by something else.
+            try store.review(operation.id, code: "operation_state_unexpected", reason: "a requested operation whose last attempt completed", on: transaction)
+            return .review(try store.load(operation.id, on: transaction) ?? operation)
+        case .sending, .uncertain:
+            switch request {
+            case .refund:
+                let verdict = rules.reconcile(request, before: operation.before ?? operation.effect!.lifecycle, effect: operation.effect!, queried: nil)
+                try store.review(operation.id, code: verdict.code ?? "refund_outcome_unknown",
+                                 reason: "REFUND attempt \(last.id): answer lost, never resent automatically", on: transaction)
+                return .review(try store.load(operation.id, on: transaction) ?? operation)
+            case .transactionUpdate(let reference, _, _):
+                let inconclusive = attempts.filter { $0.requestType == Self.queryType && $0.id > last.id && $0.outcome == "inconclusive" }.count
+                if inconclusive >= maxInconclusiveQueries {
+                    try store.review(operation.id, code: "reconciliation_inconclusive",
+                                     reason: "\(inconclusive) status queries could not tell whether the TRANSACTIONUPDATE took effect", on: transaction)
+                    return .review(try store.load(operation.id, on: transaction) ?? operation)
+                }
+                guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType, timing: nil, on: transaction) else {
+                    return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
+                }
+                return .query(operation, attempt: query, transactionReference: reference)
+            }
+        }
+    }
+
+    static let queryType = "TRANSACTIONQUERY"
+
+    /// What the gateway said to an operation's request.
+    public enum Answer: Sendable, Equatable {
+        /// Error code 0: it took effect. `transactionReference`: a REFUND's own.
+        case confirmed(transactionReference: String?)
+        /// Refused (a non-zero error code, `gateway_<errorcode>`, or a local refusal before any call): nothing changed
+        /// at the gateway; the operation fails with `code`.
+        case refused(code: String, message: String)
+        /// Known not to have been sent (refused before sending, connection failed): may be sent again.
+        case notSent(code: String, reason: String)
+        /// May or may not have taken effect: reconciled before anything else.
+        case uncertain(code: String, reason: String)
+    }
+
+    /// The operation after its answer was recorded, and whether it ended.
+    public enum Settled: Sendable, Equatable {
+        case finished(OperationStore.Operation)
+        case review(OperationStore.Operation)
+        /// Still `requested`: retry later (a new attempt, or a status query first).
+        case retry(code: String, reason: String)
+    }
+
+    /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first.
+    public func settle(_ operation: OperationStore.Operation, attempt: Int64, answer: Answer, actor: String, on transaction: PostgresConnection) throws -> Settled {
+        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
+        guard let current = try store.load(operation.id, on: transaction), current.state == .requested else {
+            throw OperationStore.NotCurrent(attemptId: attempt)
+        }
+        switch answer {
+        case .confirmed(let reference):
+            try store.finishAttempt(attempt, .init(state: .completed, outcome: "succeeded", errorCode: "0", transactionReference: reference), on: transaction)
+            return try confirm(current, gatewayReference: reference, actor: actor, on: transaction)
+        case .refused(let code, let message):
+            try store.finishAttempt(attempt, .init(state: .completed, outcome: "refused", errorCode: code, errorMessage: message), on: transaction)
+            try store.fail(current.id, code: code, reason: message, on: transaction)
+        case .notSent(let code, let reason):
+            try store.finishAttempt(attempt, .init(state: .notSent, outcome: "not_sent", errorCode: code, errorMessage: reason), on: transaction)
+            return .retry(code: code, reason: reason)
+        case .uncertain(let code, let reason):
+            try store.finishAttempt(attempt, .init(state: .uncertain, outcome: "uncertain", errorCode: code, errorMessage: reason), on: transaction)
+            if case .refund = current.request {
+                try store.review(current.id, code: "refund_outcome_unknown", reason: "REFUND answer lost (\(code)): never resent automatically", on: transaction)
+                return .review(try store.load(current.id, on: transaction) ?? current)
+            }
+            return .retry(code: "reconciliation_pending", reason: "TRANSACTIONUPDATE answer lost (\(code)): the AUTH is queried before anything else")
+        }
+        return .finished(try store.load(current.id, on: transaction) ?? current)
+    }
+
+    /// Records a status query of the AUTH for a lost TRANSACTIONUPDATE answer and acts on what it shows: took effect
+    /// (the operation succeeds, never resent), not applied (the last attempt becomes `not_sent`: a new one may send),
+    /// inconclusive (query again later, then review), or review.
+    public func reconciled(
+        _ operation: OperationStore.Operation, query: Int64, queried: OperationProtocol.QueriedAuth?, actor: String, on transaction: PostgresConnection
+    ) throws -> Settled {
+        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
+        guard let current = try store.load(operation.id, on: transaction), current.state == .requested, let request = current.request,
+              let effect = current.effect else {
+            throw OperationStore.NotCurrent(attemptId: query)
+        }
+        let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, queried: queried)
+        let outcome = switch verdict {
+        case .tookEffect: "took_effect"
+        case .notApplied: "not_applied"
+        case .inconclusive: "inconclusive"
+        case .review: "review"
+        }
+        try store.finishAttempt(query, .init(state: .completed, outcome: outcome, errorCode: verdict.code,
+                                             settleStatus: queried?.settleStatus.wireValue, settleBaseAmount: queried?.settleBaseAmount), on: transaction)
+        let lost = try store.attempts(current.id, on: transaction).last { $0.requestType != Self.queryType && ($0.state == .sending || $0.state == .uncertain) }
+        switch verdict {
+        case .tookEffect:
+            if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }
+            return try confirm(current, gatewayReference: nil, actor: actor, on: transaction)
+        case .notApplied:
+            if let lost { try store.finishAttempt(lost.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(query): not applied"), on: transaction) }
+            return .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it")
+        case .inconclusive(let code, let reason):
+            return .retry(code: code, reason: reason)
+        case .review(let code, let reason):
+            try store.review(current.id, code: code, reason: reason, on: transaction)
+            return .review(try store.load(current.id, on: transaction) ?? current)
+        }
+    }
+
+    /// The payment's AUTH, for a settlement check: its transaction reference, when the payment is `captured` (the only
+    /// lifecycle settlement changes). Nil otherwise.
+    public func settlementCandidate(_ paymentId: UUID, on connection: PostgresConnection) throws -> String? {
+        guard try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle?.status == .captured else { return nil }
+        return try store.gatewayFacts(paymentId: paymentId, on: connection)?.transactionReference
+    }
+
+    /// Records what a status query of the AUTH said about settlement, under the payment's lock: settled (100) moves a
+    /// `captured` payment to `settled`; any other known status is kept as the last learnt one.
+    @discardableResult
+    public func learnSettlement(_ paymentId: UUID, queried: OperationProtocol.QueriedAuth, actor: String, on transaction: PostgresConnection) throws -> Bool {
+        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction), let lifecycle = money.lifecycle else { return false }
+        if case .other = queried.settleStatus { return false }
+        guard lifecycle.status == .captured, queried.settleStatus == .settled else {
+            try PaymentStore().recordSettleStatus(paymentId, queried.settleStatus, on: transaction)
+            return false
+        }
+        var settled = lifecycle
+        settled.status = .settled
+        let changed = try PaymentStore().changeLifecycle(paymentId, try CheckedLifecycleChange(from: lifecycle, to: settled), settleStatus: .settled,
+                                                         actor: actor, operationId: nil, detail: "settlement learnt by status query", on: transaction)
+        try PaymentStore().recordSettleStatus(paymentId, .settled, on: transaction)
+        return changed
+    }
+
+    private func confirm(_ operation: OperationStore.Operation, gatewayReference: String?, actor: String, on transaction: PostgresConnection) throws -> Settled {
+        var settle: SettleStatus?
+        if case .transactionUpdate(_, let sent, _) = operation.request { settle = sent }
+        guard try store.succeed(operation, gatewayReference: gatewayReference, settleStatus: settle, actor: actor, on: transaction) else {
+            try store.review(operation.id, code: "operation_state_unexpected",
+                             reason: "the gateway confirmed the operation but the payment's lifecycle changed meanwhile", on: transaction)
+            return .review(try store.load(operation.id, on: transaction) ?? operation)
+        }
+        return .finished(try store.load(operation.id, on: transaction) ?? operation)
+    }
+}

@@ -1,0 +1,346 @@
+import Foundation
+import HTTP
+import JWT
+import Pipeline
+import Postgres
+
+/// `paypipe-operations`: capture, void and refund of authorised payments (docs/operations-lifecycle.md), consumed from
+/// `paypipe.operations` (routing keys `payment.capture.requested`, `payment.void.requested`,
+/// `payment.refund.requested` on `paypipe.jobs`) on the same runtime as the AUTH stages: retries, dead letters, metrics.
+///
+/// Thin by design: what to send and what it leads to is decided by ``OperationProtocol`` (through ``OperationSteps``,
+/// each step one transaction under the payment's row lock, writing only through ``OperationStore`` and
+/// ``PaymentStore``); this type only carries it out, one message at a time, the gateway call between two
+/// transactions. Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or
+/// concurrent message finds them and resumes instead of sending again; a lost TRANSACTIONUPDATE answer is reconciled by
+/// querying the AUTH, a lost REFUND answer goes to review and is never resent.
+///
+/// A finished operation is handed to `notify` (``OperationEventMessage``), which sends its event (`payment.captured`,
+/// `payment.voided`, `payment.refunded`, `payment.operation_failed`) as a signed webhook and on `paypipe.results`.
+public struct OperationsStage: StageHandler {
+    public let stage = Stage.operations
+    public static let actor = "operations"
+
+    let directory: MerchantDirectory
+    let client: TrustPaymentsClient
+    let steps: OperationSteps
+    /// Seconds an attempt's bytes may wait on our side before they are refused (`PAYPIPE_SEND_WINDOW`).
+    let sendWindow: Double
+    /// Seconds after the send deadline and the transport's total timeout before a lost answer is reconciled.
+    let reconcileGrace: Double
+    /// Seconds between settlement queries of a captured payment (`PAYPIPE_SETTLEMENT_POLL`).
+    let settlementPoll: Double
+
+    public init(directory: MerchantDirectory, client: TrustPaymentsClient, steps: OperationSteps = OperationSteps(),
+                sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600) {
+        self.settlementPoll = settlementPoll
+        self.directory = directory
+        self.client = client
+        self.steps = steps
+        self.sendWindow = sendWindow
+        self.reconcileGrace = reconcileGrace
+    }
+
+    /// A decoded delivery: an operation, or why it cannot be one (its merchant and id known).
+    public enum Message: Sendable, Equatable {
+        case request(OperationRequest)
+        case invalid(kind: OperationRequest.Kind, merchantId: String, operationId: String, reason: String)
+        /// The reconciler's hand-off of a payment (``reconcile(on:)``): void its late AUTH, or its authorisation not
+        /// captured within `captureWithin`.
+        case reconciled(StageMessage)
+    }
+
+    public func decode(_ inbound: InboundMessage) throws(StageFailure) -> Message {
+        if inbound.jobRoutingKey == nil, inbound.isFromWorkers {
+            // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.
+            return .reconciled(try StageMessage.decode(inbound.body))
+        }
+        guard let key = inbound.jobRoutingKey, let kind = OperationRequest.Kind(routingKey: key) else {
+            throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(inbound.routingKey.prefix(64))")
+        }
+        do {
+            return .request(try OperationRequest.decode(inbound.body, kind: kind))
+        } catch {
+            switch error {
+            case .unaddressed(let reason): throw .unattributable(code: "malformed_job", reason: reason)
+            case .invalid(let merchantId, let operationId, let reason):
+                return .invalid(kind: kind, merchantId: merchantId, operationId: operationId, reason: reason)
+            }
+        }
+    }
+
+    public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        batch.map { message in
+            do {
+                return try handle(message, database: database)
+            } catch let failure as StageFailure {
+                return .failure(failure)
+            } catch {
+                return .failure(FailureClassifier.classify(error))
+            }
+        }
+    }
+
+    func handle(_ message: Message, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
+        switch message {
+        case .invalid(let kind, let merchantId, let operationId, let reason):
+            // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
+            // names, there is no webhook target to report it to.
+            let placeholder = OperationRequest(kind: kind, operationId: operationId, merchantId: merchantId, payment: .jobId("-"), amount: nil)
+            _ = try database.transaction { try steps.store.refuse(placeholder, paymentId: nil, code: "invalid_job", reason: reason, on: $0) }
+            return .failure(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
+        case .request(let request):
+            guard let entry = try directory.entry(request.merchantId, on: database) else {
+                return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
+            }
+            if request.kind == .refund, let endpoint = Self.endpoint(entry.merchant), endpoint.transport == .webservices {
+                try learnSettlement(request, endpoint: endpoint, http: HTTPClient(configuration: client.http), database: database)
+            }
+            return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
+                try steps.plan(request, transport: transport, timing: timing, on: transaction)
+            }
+        case .reconciled(let payment):
+            guard let entry = try directory.entry(payment.merchantId, on: database) else {
+                return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
+            }
+            let status = try PaymentStore().load(payment.paymentId, on: database)?.status
+            return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
+                status == .authorized ? try steps.planExpiry(payment, transport: transport, timing: timing, on: transaction)
+                    : try steps.planLateAuthorization(payment, transport: transport, timing: timing, on: transaction)
+            }
+        }
+    }
+
+    /// Payments whose late AUTH is to be voided, or whose manual authorisation was not captured within
+    /// `captureWithin`, each handed to this stage once per reconciler round (their void is idempotent: one operation
+    /// per payment). Runs on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
+        let rows = try connection.query(
+            """
+            (SELECT p.id, p.merchant_id, p.job_id FROM payments p
+             WHERE p.status = 'needs_review' AND p.error_code = 'late_authorization'
+               AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'late-authorization-' || p.id::text)
+             ORDER BY p.updated_at LIMIT 100)
+            UNION ALL
+            (SELECT p.id, p.merchant_id, p.job_id FROM payments p
+             WHERE p.lifecycle = 'authorized' AND p.capture_deadline <= clock_timestamp()
+               AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'expiry-' || p.id::text)
+             ORDER BY p.capture_deadline LIMIT 100)
+            """)
+        return try rows.map { row in
+            (stage: .operations, message: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                                                      jobId: try row.decode("job_id", as: String.self)))
+        }
+    }
+
+    /// Plans, sends or queries, and settles, until the operation is finished, for review, or must wait (a retry).
+    private func run(
+        merchant: MerchantStore.Merchant, database: PostgresConnection,
+        planning: (OperationProtocol.Transport, OperationStore.SendTiming, PostgresConnection) throws -> OperationSteps.Plan
+    ) throws -> Result<StageOutcome, StageFailure> {
+        let transport: OperationProtocol.Transport = merchant.config.gateway?.resolvedTransport == .jwt ? .jwt : .webservices
+        let endpoint = Self.endpoint(merchant)
+        let timing = OperationStore.SendTiming(
+            sendWindow: sendWindow, settleSeconds: client.totalTimeout(for: .webservices) + reconcileGrace)
+        // Operations are rare next to AUTHs: a client (connection) per message rather than a pool.
+        let http = HTTPClient(configuration: client.http)
+        // A not-applied update is sent again at once by a new attempt; anything else ends the round.
+        for _ in 0..<3 {
+            let start = ContinuousClock.now
+            let wallClock = Date()
+            let plan = try database.transaction { try planning(transport, timing, $0) }
+            let settled: OperationSteps.Settled
+            switch plan {
+            case .wait(let code, let reason):
+                return .failure(.transient(code: code, reason: reason))
+            case .nothing:
+                return .success(.completed)
+            case .conflict(let existing):
+                return .failure(.unattributable(code: "operation_conflict",
+                                                reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
+            case .finished(let operation):
+                return .success(try report(operation, database: database))
+            case .review(let operation):
+                return .success(reviewed(operation))
+            case .send(let operation, let attempt, let gatewayRequest):
+                let answer = endpoint.map {
+                    client.operate(gatewayRequest, endpoint: $0, requestId: "O\(attempt)",
+                                   window: SendWindow(seconds: sendWindow, from: start, wallClock: wallClock), using: http)
+                } ?? .refused(code: "gateway_not_configured", message: "merchant \(merchant.id) has no gateway credentials for its transport")
+                settled = try database.transaction { try steps.settle(operation, attempt: attempt, answer: answer, actor: Self.actor, on: $0) }
+            case .query(let operation, let attempt, let reference):
+                guard let endpoint else { return .failure(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
+                switch client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http) {
+                case .success(let queried):
+                    settled = try database.transaction { try steps.reconciled(operation, query: attempt, queried: queried, actor: Self.actor, on: $0) }
+                case .failure(let failure):
+                    try database.transaction {
+                        try steps.store.finishAttempt(attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code, errorMessage: failure.reason), on: $0)
+                    }
+                    return .failure(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
+                }
+            }
+            switch settled {
+            case .finished(let operation): return .success(try report(operation, database: database))
+            case .review(let operation): return .success(reviewed(operation))
+            case .retry(let code, _) where code == "operation_not_applied": continue
+            case .retry(let code, let reason): return .failure(.transient(code: code, reason: reason))
+            }
+        }
+        return .failure(.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts"))
+    }
+
+    /// The merchant's configured endpoint, nil without a gateway or its transport's credentials.
+    static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
+        guard let gateway = merchant.config.gateway, let username = gateway.username, !username.isEmpty,
+              let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
+        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
+                               username: username, secret: secret)
+    }
+
+    /// A refund of a payment still recorded `captured` asks the gateway first whether it settled since: a REFUND is
+    /// the right request after settlement, a lower `settlebaseamount` (or a void) before it.
+    private func learnSettlement(_ request: OperationRequest, endpoint: GatewayEndpoint, http: HTTPClient, database: PostgresConnection) throws {
+        guard let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
+              let reference = try steps.settlementCandidate(paymentId, on: database) else { return }
+        guard case .success(let queried?) = client.queryAuth(transactionReference: reference, endpoint: endpoint,
+                                                            requestId: "S\(paymentId.paymentIDText.prefix(8))", using: http) else { return }
+        try database.transaction { _ = try steps.learnSettlement(paymentId, queried: queried, actor: Self.actor, on: $0) }
+    }
+
+    /// A finished operation goes to notification, which sends its event.
+    private func report(_ operation: OperationStore.Operation, database: PostgresConnection) throws -> StageOutcome {
+        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database) else { return .completed }
+        var messages = [OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()]
+        if operation.requestedBy == .lateAuthorization, operation.state == .succeeded {
+            // The customer is not charged for a payment reported failed: the review closes as failed, notified again.
+            let closed = try database.transaction { transaction in
+                try PaymentStore().transition(paymentId, from: .needsReview, to: .failed, actor: Self.actor, errorCode: "late_authorization_voided",
+                                              detail: "the late AUTH was voided automatically (operation \(operation.operationId))", on: transaction)
+            }
+            if closed == .applied || payment.status == .failed {
+                messages.append(OperationEventMessage.notifyHandOff(id: "\(payment.message.paymentId.paymentIDText):notify", body: payment.message.encoded()))
+            }
+        }
+        return .publish(messages)
+    }
+
+    /// An operation for review sends nothing: an operator resolves it (its payment takes no other operation meanwhile).
+    private func reviewed(_ operation: OperationStore.Operation) -> StageOutcome {
+        .completed
+    }
+}
+
+/// The hand-off of a finished operation to `notify`: a payment's hand-off (``Pipeline/StageMessage``) with one more
+/// member, `"operation"` (the operation's row id), on the stages exchange with routing key `notify`. Like a payment's
+/// it is a reference only; notify reads the operation and sends its event, not the payment's.
+public struct OperationEventMessage: Sendable, Equatable {
+    public let payment: StageMessage
+    public let operationRowId: Int64
+
+    public init(payment: StageMessage, operationRowId: Int64) {
+        self.payment = payment
+        self.operationRowId = operationRowId
+    }
+
+    public func encoded() -> [UInt8] {
+        JSONValue.object([
+            ("jobId", .string(payment.jobId)), ("merchantId", .string(payment.merchantId)), ("operation", .integer(operationRowId)),
+            ("paymentId", .string(payment.paymentId.paymentIDText)),
+        ]).serialized()
+    }
+
+    /// The operation row id a hand-off names, nil for a payment's own hand-off.
+    public static func operation(in bytes: [UInt8]) -> Int64? {
+        guard let object = try? JSONValue.parse(bytes, maxDepth: 4), let id = object["operation"]?.int64Value, id > 0 else { return nil }
+        return id
+    }
+
+    /// The hand-off as the runtime publishes it: persistent, mandatory, `message_id` `operation:<row id>:notify`.
+    public func handOff(at now: Date = Date()) -> OutboundMessage {
+        Self.notifyHandOff(id: "operation:\(operationRowId):notify", body: encoded(), at: now)
+    }
+
+    /// A message to `notify` through the stages exchange, as a hand-off travels (routing key `notify`).
+    static func notifyHandOff(id: String, body: [UInt8], at now: Date = Date()) -> OutboundMessage {
+        .event(exchange: PipelineTopology.stagesExchange, type: Stage.notify.rawValue, id: id, body: body, timestamp: now, mandatory: true)
+    }
+}
+
+// MARK: Upkeep
+
+extension OperationsStage {
+    /// Every `PAYPIPE_RECONCILE_INTERVAL`: a manual-capture AUTH the gateway answered pending settlement (settle
+    /// status 0 or 1: the `settlestatus "2"` it was sent with not honoured) is suspended by a TRANSACTIONUPDATE
+    /// `{"settlestatus":"2"}` before the gateway's daily settlement run takes it. The update sets an absolute value, so
+    /// sending it again (a lost answer, two workers) changes nothing more; the settle status learnt is recorded.
+    public func upkeep(database: PostgresConnection, logger: Logger) throws {
+        try suspendUnsuspended(database: database, logger: logger)
+        try pollSettlement(database: database, logger: logger)
+    }
+
+    /// Settlement learnt by batched TRANSACTIONQUERY: captured payments not checked for `PAYPIPE_SETTLEMENT_POLL`
+    /// (the first check one interval after the capture: the gateway settles in a daily run), one query per merchant for
+    /// up to 500 of them; settled (100) ones become `settled`, so refunds are REFUNDs; cancelled (3) or any other
+    /// status is recorded as the last learnt.
+    func pollSettlement(database: PostgresConnection, logger: Logger) throws {
+        let rows = try database.query(
+            """
+            SELECT p.id, p.merchant_id FROM payments p
+            WHERE p.lifecycle = 'captured' AND coalesce(p.settle_checked_at, p.updated_at) < clock_timestamp() - make_interval(secs => $1)
+            ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
+            """, [settlementPoll])
+        var byMerchant: [String: [UUID]] = [:]
+        for row in rows { byMerchant[try row.decode("merchant_id", as: String.self), default: []].append(try row.decode("id", as: UUID.self)) }
+        let http = HTTPClient(configuration: client.http)
+        for (merchantId, payments) in byMerchant {
+            guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
+                  endpoint.transport == .webservices else { continue }
+            var references: [String: UUID] = [:]
+            for payment in payments {
+                if let facts = try steps.store.gatewayFacts(paymentId: payment, on: database) { references[facts.transactionReference] = payment }
+            }
+            guard case .success(let found) = client.queryAuths(transactionReferences: Array(references.keys), endpoint: endpoint,
+                                                                requestId: "S\(merchantId.prefix(8))", using: http) else {
+                logger.warning("settlement_query_failed", [("merchantId", .string(merchantId))])
+                continue
+            }
+            for (reference, payment) in references {
+                try database.transaction { transaction in
+                    if let queried = found[reference] {
+                        _ = try steps.learnSettlement(payment, queried: queried, actor: Self.actor, on: transaction)
+                    } else {
+                        try PaymentStore().markSettlementChecked(payment, on: transaction)
+                    }
+                }
+            }
+        }
+    }
+
+    func suspendUnsuspended(database: PostgresConnection, logger: Logger) throws {
+        let rows = try database.query(
+            """
+            SELECT p.id, p.merchant_id FROM payments p
+            WHERE p.lifecycle = 'authorized' AND p.capture_mode = 'manual'
+              AND coalesce(p.settle_status, (SELECT a.settle_status FROM gateway_attempts a
+                                             WHERE a.payment_id = p.id AND a.transaction_reference IS NOT NULL AND a.outcome IN ('authorized', 'found')
+                                             ORDER BY a.id DESC LIMIT 1)) IN ('0', '1')
+            ORDER BY p.updated_at LIMIT 50
+            """)
+        let http = HTTPClient(configuration: client.http)
+        for row in rows {
+            let paymentId = try row.decode("id", as: UUID.self)
+            let merchantId = try row.decode("merchant_id", as: String.self)
+            guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
+                  endpoint.transport == .webservices, let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
+            let answer = client.operate(.suspend(facts.transactionReference), endpoint: endpoint, requestId: "U\(paymentId.paymentIDText.prefix(8))",
+                                        window: nil, using: http)
+            guard case .confirmed = answer else {
+                logger.warning("manual_capture_suspend_failed", [("paymentId", .string(paymentId.paymentIDText)), ("answer", .string("\(answer)"))])
+                continue
+            }
+            try PaymentStore().recordSettleStatus(paymentId, .suspended, on: database)
+            logger.info("manual_capture_suspended", [("paymentId", .string(paymentId.paymentIDText))])
+        }
+    }
+}

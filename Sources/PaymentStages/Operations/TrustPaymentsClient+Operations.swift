@@ -1,0 +1,87 @@
+import Foundation
+import HTTP
+import JWT
+import Pipeline
+
+/// The Webservices requests of operations (trustpayments.md §8): a TRANSACTIONUPDATE or REFUND
+/// (``GatewayOperation/requestObject(siteReference:)``) and the TRANSACTIONQUERY of the AUTH that reconciles a lost
+/// TRANSACTIONUPDATE answer. Only on `/json/`: whether `/jwt/` accepts them is unconfirmed.
+extension TrustPaymentsClient {
+    /// Sends one operation request; the send gate of `window` keeps its bytes from leaving after the attempt's deadline.
+    public func operate(
+        _ operation: GatewayOperation, endpoint: GatewayEndpoint, requestId: String, window: SendWindow?, using client: HTTPClient
+    ) -> OperationSteps.Answer {
+        let request = operation.requestObject(siteReference: endpoint.siteReference)
+        switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
+        case .failure(let failure):
+            return Self.answer(failure.result)
+        case .success(let document):
+            let items = document["response"]?.arrayValue ?? []
+            guard let item = items.last(where: { $0["requesttypedescription"]?.stringValue == operation.requestType }) ?? items.last,
+                  let code = item["errorcode"]?.stringValue else {
+                return .uncertain(code: "paypipe.invalid_response", reason: "the answer has no \(operation.requestType) item with an errorcode")
+            }
+            guard code == "0" else {
+                return .refused(code: "gateway_\(code.prefix(16))", message: String((item["errormessage"]?.stringValue ?? "refused").prefix(200)))
+            }
+            return .confirmed(transactionReference: operation.requestType == "REFUND" ? item["transactionreference"]?.stringValue : nil)
+        }
+    }
+
+    /// A local failure as an operation's answer: certainly not sent, unknown, or refused before any call.
+    static func answer(_ result: GatewayResult) -> OperationSteps.Answer {
+        let code = result.errorCode ?? "paypipe.transport"
+        let message = result.errorMessage ?? "no answer"
+        switch result.outcome {
+        case .transient: return .notSent(code: code, reason: message)
+        case .permanentError: return .refused(code: "gateway_not_configured", message: "\(code): \(message)")
+        case .uncertain, .authorized, .declined, .needsReview: return .uncertain(code: code, reason: message)
+        }
+    }
+
+    /// What a status query of the AUTH says: its settle status and `settlebaseamount`, nil when no AUTH record with
+    /// this reference came back; a failed query is `.failure` (inconclusive: query again later).
+    public func queryAuth(
+        transactionReference: String, endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient
+    ) -> Result<OperationProtocol.QueriedAuth?, OperationQueryFailure> {
+        queryAuths(transactionReferences: [transactionReference], endpoint: endpoint, requestId: requestId, using: client)
+            .map { $0[transactionReference] }
+    }
+
+    /// One TRANSACTIONQUERY for several AUTHs of the endpoint's site (at most 500 records come back, §8 [doc]): each
+    /// AUTH record found, by transaction reference.
+    public func queryAuths(
+        transactionReferences: [String], endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient
+    ) -> Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure> {
+        let request: JSONValue = [
+            "requesttypedescriptions": ["TRANSACTIONQUERY"],
+            "filter": [
+                "sitereference": [["value": .string(endpoint.siteReference)]],
+                "transactionreference": .array(transactionReferences.prefix(500).map { ["value": .string($0)] }),
+            ],
+        ]
+        switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: nil, client: client) {
+        case .failure(let failure):
+            return .failure(OperationQueryFailure(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed"))
+        case .success(let document):
+            guard let item = document["response"]?.arrayValue?.first, item["errorcode"]?.stringValue == "0" else {
+                return .failure(OperationQueryFailure(code: "paypipe.query_failed", reason: "the status query was not answered Ok"))
+            }
+            let wanted = Set(transactionReferences)
+            var found: [String: OperationProtocol.QueriedAuth] = [:]
+            for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
+                guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
+                      let settle = record["settlestatus"]?.stringValue else { continue }
+                found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
+                                                                 settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
+            }
+            return .success(found)
+        }
+    }
+}
+
+/// A status query that could not be answered.
+public struct OperationQueryFailure: Error, Sendable, Equatable {
+    public let code: String
+    public let reason: String
+}

@@ -1,0 +1,374 @@
+import Foundation
+import Postgres
+
+/// SQL for `payment_operations` and `operation_attempts` (migration 7), their one writer. Stateless: callers own the
+/// transactions. The payment's money state is written through ``PaymentStore`` (``PaymentStore/changeLifecycle``), in
+/// the same transaction, under the payment's row lock, which every method that decides or finishes an operation takes
+/// first: two operations of one payment are never decided on the same state.
+public struct OperationStore: Sendable {
+    public init() {}
+
+    /// Who asked for an operation.
+    public enum Requester: String, Sendable, Hashable, CaseIterable {
+        case merchant
+        /// The automatic void of a manual authorisation not captured within `captureWithin`.
+        case expiry
+        /// The automatic void of a late AUTH on a payment PayPipe reported failed.
+        case lateAuthorization = "late_authorization"
+    }
+
+    public enum State: String, Sendable, Hashable, CaseIterable {
+        case requested, succeeded, failed
+        /// A lost answer no query can settle (a REFUND's), or a gateway state neither before nor after: a person
+        /// decides; the payment takes no other operation meanwhile.
+        case needsReview = "needs_review"
+
+        public var isOpen: Bool { self == .requested || self == .needsReview }
+    }
+
+    /// One row of `payment_operations`.
+    public struct Operation: Sendable, Equatable {
+        public let id: Int64
+        public let merchantId: String
+        public let operationId: String
+        public let paymentId: UUID?
+        public let kind: OperationRequest.Kind
+        public let requestedBy: Requester
+        public let contentHash: [UInt8]
+        public let amount: Int64?
+        public let state: State
+        /// What was decided under the payment's lock (absent on an operation refused without a call).
+        public let request: GatewayOperation?
+        public let before: MoneyLifecycle?
+        public let effect: OperationProtocol.Effect?
+        /// A REFUND's own transaction reference, once answered.
+        public let gatewayReference: String?
+        public let errorCode: String?
+        public let errorMessage: String?
+        public let createdAt: Date
+        public let finishedAt: Date?
+
+        /// The record ``OperationProtocol/decide(_:_:gateway:)`` compares a request with.
+        public var record: OperationProtocol.Record {
+            let status: OperationProtocol.Record.Status = switch state {
+            case .requested, .needsReview: .requested
+            case .succeeded: .succeeded
+            case .failed: .failed
+            }
+            return OperationProtocol.Record(operationId: operationId, kind: kind, contentHash: contentHash, status: status, code: errorCode)
+        }
+    }
+
+    static let columns = """
+        o.id, o.merchant_id, o.operation_id, o.payment_id, o.kind, o.requested_by, o.content_hash, o.amount_minor, o.state,
+        o.request_type, o.transaction_reference, o.update_settle_status, o.update_settle_base_amount, o.refund_amount,
+        o.before_lifecycle, o.before_captured, o.before_refunded, o.after_lifecycle, o.after_captured, o.after_refunded,
+        o.event_type, o.event_amount, o.gateway_reference, o.error_code, o.error_message, o.created_at, o.finished_at,
+        p.capture_mode, coalesce(p.authorized_minor, p.amount_minor) AS authorized_minor, p.capture_deadline
+        """
+
+    static func operation(row: PostgresRow) throws -> Operation {
+        func decoded<T: RawRepresentable>(_ column: String, as: T.Type) throws -> T where T.RawValue == String {
+            let text = try row.decode(column, as: String.self)
+            guard let value = T(rawValue: text) else {
+                throw PostgresError.decoding(column: column, expected: String(describing: T.self), reason: "unknown value '\(text)'")
+            }
+            return value
+        }
+        func lifecycle(_ prefix: String) throws -> MoneyLifecycle? {
+            guard let text = try row.decode("\(prefix)_lifecycle", as: String?.self), let status = LifecycleStatus(rawValue: text),
+                  let mode = try row.decode("capture_mode", as: String?.self).flatMap(CaptureMode.init(rawValue:)),
+                  let authorized = try row.decode("authorized_minor", as: Int64?.self) else { return nil }
+            return MoneyLifecycle(status: status, captureMode: mode, authorizedAmount: authorized,
+                                  capturedAmount: try row.decode("\(prefix)_captured", as: Int64.self),
+                                  refundedAmount: try row.decode("\(prefix)_refunded", as: Int64.self),
+                                  captureDeadline: try row.decode("capture_deadline", as: Date?.self))
+        }
+        var request: GatewayOperation?
+        let reference = try row.decode("transaction_reference", as: String?.self)
+        switch (try row.decode("request_type", as: String?.self), reference) {
+        case ("TRANSACTIONUPDATE"?, let reference?):
+            request = .transactionUpdate(transactionReference: reference,
+                                         settleStatus: try row.decode("update_settle_status", as: String?.self).map(SettleStatus.init),
+                                         settleBaseAmount: try row.decode("update_settle_base_amount", as: Int64?.self))
+        case ("REFUND"?, let reference?):
+            request = .refund(parentTransactionReference: reference, baseAmount: try row.decode("refund_amount", as: Int64.self))
+        default:
+            request = nil
+        }
+        var effect: OperationProtocol.Effect?
+        if let after = try lifecycle("after"), let event = try row.decode("event_type", as: String?.self).flatMap(OperationProtocol.Effect.Event.init(rawValue:)) {
+            effect = OperationProtocol.Effect(lifecycle: after, event: event, amount: try row.decode("event_amount", as: Int64.self))
+        }
+        return Operation(
+            id: try row.decode("id", as: Int64.self), merchantId: try row.decode("merchant_id", as: String.self),
+            operationId: try row.decode("operation_id", as: String.self), paymentId: try row.decode("payment_id", as: UUID?.self),
+            kind: try decoded("kind", as: OperationRequest.Kind.self), requestedBy: try decoded("requested_by", as: Requester.self),
+            contentHash: try row.decode("content_hash", as: [UInt8].self), amount: try row.decode("amount_minor", as: Int64?.self),
+            state: try decoded("state", as: State.self), request: request, before: try lifecycle("before"), effect: effect,
+            gatewayReference: try row.decode("gateway_reference", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
+            errorMessage: try row.decode("error_message", as: String?.self), createdAt: try row.decode("created_at", as: Date.self),
+            finishedAt: try row.decode("finished_at", as: Date?.self))
+    }
+
+    private static let from = "payment_operations o LEFT JOIN payments p ON p.id = o.payment_id"
+
+    /// The merchant's operation with this `operationId`, on any payment.
+    public func find(merchantId: String, operationId: String, on connection: PostgresConnection) throws -> Operation? {
+        try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.merchant_id = $1 AND o.operation_id = $2",
+                             [merchantId, operationId]).first.map(Self.operation(row:))
+    }
+
+    public func load(_ id: Int64, on connection: PostgresConnection) throws -> Operation? {
+        try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.id = $1", [id]).first.map(Self.operation(row:))
+    }
+
+    /// The payment's operation still open (`requested` or `needs_review`), if any: at most one, by the unique index.
+    public func open(paymentId: UUID, on connection: PostgresConnection) throws -> Operation? {
+        try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.payment_id = $1 AND o.state IN ('requested', 'needs_review')",
+                             [paymentId]).first.map(Self.operation(row:))
+    }
+
+    /// Every operation of a payment, oldest first (`paypipe payment show`, tests).
+    public func operations(paymentId: UUID, on connection: PostgresConnection) throws -> [Operation] {
+        try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.payment_id = $1 ORDER BY o.id", [paymentId])
+            .map(Self.operation(row:))
+    }
+
+    /// The payment an operation names, if it is the operation's merchant's: by id (another merchant's payment is
+    /// not found), or by the merchant's job id.
+    public func resolvePayment(_ reference: OperationRequest.PaymentReference, merchantId: String, on connection: PostgresConnection) throws -> UUID? {
+        let rows = switch reference {
+        case .paymentId(let id): try connection.query("SELECT id FROM payments WHERE id = $1 AND merchant_id = $2", [id, merchantId])
+        case .jobId(let jobId): try connection.query("SELECT id FROM payments WHERE merchant_id = $1 AND job_id = $2", [merchantId, jobId])
+        }
+        return try rows.first.map { try $0.decode("id", as: UUID.self) }
+    }
+
+    /// The AUTH the gateway holds for a payment: its transaction reference and settle status as last learnt (the
+    /// payment's recorded settle status, else the answer of the AUTH attempt, or of the status query, that found it
+    /// authorised, or the late answer kept as evidence for an attempt that was no longer current).
+    public func gatewayFacts(paymentId: UUID, on connection: PostgresConnection) throws -> OperationProtocol.GatewayFacts? {
+        let rows = try connection.query(
+            """
+            SELECT a.transaction_reference, coalesce(p.settle_status, a.settle_status) AS settle_status
+            FROM payments p
+            JOIN LATERAL (SELECT CASE WHEN late THEN late_transaction_reference ELSE transaction_reference END AS transaction_reference,
+                                 CASE WHEN late THEN late_settle_status ELSE settle_status END AS settle_status
+                          FROM (SELECT *, NOT (transaction_reference IS NOT NULL
+                                               AND (outcome = 'authorized' OR (request_type = 'TRANSACTIONQUERY' AND outcome IN ('found', 'stale_found'))))
+                                          AS late
+                                FROM gateway_attempts WHERE payment_id = p.id) g
+                          WHERE NOT late OR (late_outcome = 'authorized' AND late_transaction_reference IS NOT NULL)
+                          ORDER BY id DESC LIMIT 1) a ON true
+            WHERE p.id = $1
+            """, [paymentId])
+        guard let row = rows.first, let reference = try row.decode("transaction_reference", as: String?.self) else { return nil }
+        return OperationProtocol.GatewayFacts(transactionReference: reference,
+                                              settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+    }
+
+    // MARK: Writing
+
+    /// Records an operation refused without a gateway call (`failed` with its code), or nothing if the merchant already
+    /// has one with this `operationId` (a redelivery, or a conflict the caller reads back). Returns its row id.
+    @discardableResult
+    public func refuse(
+        _ request: OperationRequest, paymentId: UUID?, requestedBy: Requester = .merchant, code: String, reason: String,
+        on connection: PostgresConnection
+    ) throws -> Int64? {
+        try connection.query(
+            """
+            INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
+                                            error_code, error_message, finished_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, 'failed', $8, $9, clock_timestamp())
+            ON CONFLICT (merchant_id, operation_id) DO NOTHING
+            RETURNING id
+            """,
+            [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
+             request.amount, code, reason]).first.map { try $0.decode("id", as: Int64.self) }
+    }
+
+    /// An attempt about to be sent: when its bytes may no longer leave (seconds from now on the database clock) and
+    /// how long after that its outcome is settled (the transport's total timeout plus a margin).
+    public struct SendTiming: Sendable, Equatable {
+        public var sendWindow: Double
+        public var settleSeconds: Double
+
+        public init(sendWindow: Double, settleSeconds: Double) {
+            self.sendWindow = sendWindow
+            self.settleSeconds = settleSeconds
+        }
+    }
+
+    /// Records a decided operation `requested` with its first `sending` attempt, in one statement; commit before the
+    /// call. Nil when the merchant already has an operation with this `operationId` (nothing written). The caller holds
+    /// the payment's row lock and found no open operation: the unique open index refuses a second one regardless.
+    public func begin(
+        _ request: OperationRequest, paymentId: UUID, requestedBy: Requester = .merchant, send: GatewayOperation, before: MoneyLifecycle?,
+        effect: OperationProtocol.Effect, timing: SendTiming, on connection: PostgresConnection
+    ) throws -> (operation: Int64, attempt: Int64)? {
+        let (reference, settle, base, refund): (String, String?, Int64?, Int64?) = switch send {
+        case .transactionUpdate(let reference, let settle, let base): (reference, settle?.wireValue, base, nil)
+        case .refund(let parent, let amount): (parent, nil, nil, amount)
+        }
+        let rows = try connection.query(
+            """
+            WITH operation AS (
+                INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
+                                                request_type, transaction_reference, update_settle_status, update_settle_base_amount,
+                                                refund_amount, before_lifecycle, before_captured, before_refunded, after_lifecycle,
+                                                after_captured, after_refunded, event_type, event_amount)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, 'requested', $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+                ON CONFLICT (merchant_id, operation_id) DO NOTHING
+                RETURNING id),
+            attempt AS (
+                INSERT INTO operation_attempts (operation_id, request_type, state, started_at, send_deadline, reconcile_after)
+                SELECT id, $8, 'sending', t, t + make_interval(secs => $21::float8), t + make_interval(secs => $21::float8 + $22::float8)
+                FROM operation, (SELECT clock_timestamp() AS t) now
+                RETURNING id, operation_id)
+            SELECT operation_id, id FROM attempt
+            """,
+            [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
+             request.amount, send.requestType, reference, settle, base, refund, before?.status.rawValue, before?.capturedAmount,
+             before?.refundedAmount, effect.lifecycle.status.rawValue, effect.lifecycle.capturedAmount, effect.lifecycle.refundedAmount,
+             effect.event.rawValue, effect.amount, timing.sendWindow, timing.settleSeconds])
+        guard let row = rows.first else { return nil }
+        return (try row.decode("operation_id", as: Int64.self), try row.decode("id", as: Int64.self))
+    }
+
+    /// A new `sending` attempt of an operation still `requested` whose last attempt is known not to have reached the
+    /// gateway (`not_sent`), or a status query (`TRANSACTIONQUERY`) of one whose answer was lost.
+    public func beginAttempt(_ operationId: Int64, requestType: String, timing: SendTiming?, on connection: PostgresConnection) throws -> Int64? {
+        try connection.query(
+            """
+            INSERT INTO operation_attempts (operation_id, request_type, state, started_at, send_deadline, reconcile_after)
+            SELECT o.id, $2, 'sending', t, t + make_interval(secs => $3::float8), t + make_interval(secs => $3::float8 + $4::float8)
+            FROM payment_operations o, (SELECT clock_timestamp() AS t) now
+            WHERE o.id = $1 AND o.state = 'requested'
+            RETURNING id
+            """, [operationId, requestType, timing?.sendWindow, timing?.settleSeconds]).first.map { try $0.decode("id", as: Int64.self) }
+    }
+
+    /// One attempt as stored.
+    public struct Attempt: Sendable, Equatable {
+        public enum State: String, Sendable, Hashable { case sending, completed, uncertain, notSent = "not_sent" }
+        public let id: Int64
+        public let requestType: String
+        public let state: State
+        public let outcome: String?
+        public let errorCode: String?
+        public let transactionReference: String?
+        public let settleStatus: String?
+        public let settleBaseAmount: Int64?
+        public let reconcileAfter: Date?
+        /// The database clock when read.
+        public let now: Date
+    }
+
+    /// The operation's attempts, oldest first.
+    public func attempts(_ operationId: Int64, on connection: PostgresConnection) throws -> [Attempt] {
+        try connection.query(
+            """
+            SELECT id, request_type, state, outcome, error_code, transaction_reference, settle_status, settle_base_amount, reconcile_after,
+                   clock_timestamp() AS now
+            FROM operation_attempts WHERE operation_id = $1 ORDER BY id
+            """, [operationId]).map { row in
+            let stateText = try row.decode("state", as: String.self)
+            guard let state = Attempt.State(rawValue: stateText) else {
+                throw PostgresError.decoding(column: "state", expected: "Attempt.State", reason: "unknown state '\(stateText)'")
+            }
+            return Attempt(id: try row.decode("id", as: Int64.self), requestType: try row.decode("request_type", as: String.self), state: state,
+                           outcome: try row.decode("outcome", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
+                           transactionReference: try row.decode("transaction_reference", as: String?.self),
+                           settleStatus: try row.decode("settle_status", as: String?.self),
+                           settleBaseAmount: try row.decode("settle_base_amount", as: Int64?.self),
+                           reconcileAfter: try row.decode("reconcile_after", as: Date?.self), now: try row.decode("now", as: Date.self))
+        }
+    }
+
+    /// What an answer (or the failure to get one) writes into its attempt.
+    public struct AttemptAnswer: Sendable, Equatable {
+        public var state: Attempt.State
+        public var outcome: String
+        public var errorCode: String?
+        public var errorMessage: String?
+        public var transactionReference: String?
+        public var settleStatus: String?
+        public var settleBaseAmount: Int64?
+
+        public init(state: Attempt.State, outcome: String, errorCode: String? = nil, errorMessage: String? = nil,
+                    transactionReference: String? = nil, settleStatus: String? = nil, settleBaseAmount: Int64? = nil) {
+            (self.state, self.outcome, self.errorCode, self.errorMessage) = (state, outcome, errorCode, errorMessage)
+            (self.transactionReference, self.settleStatus, self.settleBaseAmount) = (transactionReference, settleStatus, settleBaseAmount)
+        }
+    }
+
+    /// Raised when the attempt an answer is for was no longer open: another consumer settled it; nothing is written
+    /// (the transaction rolls back).
+    public struct NotCurrent: Error, CustomStringConvertible {
+        public let attemptId: Int64
+        public var description: String { "operation attempt \(attemptId) is no longer open" }
+
+        public init(attemptId: Int64) { self.attemptId = attemptId }
+    }
+
+    /// Writes an attempt's answer; only while it is still `sending` or `uncertain`.
+    public func finishAttempt(_ attemptId: Int64, _ answer: AttemptAnswer, on connection: PostgresConnection) throws {
+        let rows = try connection.query(
+            """
+            UPDATE operation_attempts SET state = $2, outcome = $3, error_code = $4, error_message = $5, transaction_reference = $6,
+                   settle_status = $7, settle_base_amount = $8, finished_at = CASE WHEN $2 = 'uncertain' THEN NULL ELSE clock_timestamp() END
+            WHERE id = $1 AND state IN ('sending', 'uncertain')
+            """,
+            [attemptId, answer.state.rawValue, answer.outcome, answer.errorCode, answer.errorMessage.map { String($0.prefix(500)) },
+             answer.transactionReference, answer.settleStatus, answer.settleBaseAmount])
+        guard rows.affectedRows == 1 else { throw NotCurrent(attemptId: attemptId) }
+    }
+
+    /// Ends a `requested` operation as the gateway confirmed it: the payment's lifecycle moves to the decided effect
+    /// (through ``PaymentStore``, checked by ``CheckedLifecycleChange`` and guarded by the state decided on), then the
+    /// operation is `succeeded`. False when the operation or the payment was not in the expected state (nothing written).
+    /// The caller holds the payment's row lock.
+    public func succeed(
+        _ operation: Operation, gatewayReference: String?, settleStatus: SettleStatus?, actor: String, on connection: PostgresConnection
+    ) throws -> Bool {
+        guard operation.state == .requested, let paymentId = operation.paymentId, let effect = operation.effect else { return false }
+        if let before = operation.before {
+            let change = try CheckedLifecycleChange(from: before, to: effect.lifecycle)
+            let detail = "\(operation.kind.rawValue) \(operation.operationId): \(effect.event.rawValue) \(effect.amount)"
+            guard try PaymentStore().changeLifecycle(paymentId, change, settleStatus: settleStatus, actor: actor,
+                                                     operationId: operation.operationId, detail: detail, on: connection) else { return false }
+        }
+        return try end(operation.id, state: .succeeded, gatewayReference: gatewayReference, code: nil, reason: nil, on: connection)
+    }
+
+    /// Ends an open operation `failed` (the gateway refused it, or an operator closed a review) with its code; the
+    /// payment's lifecycle is unchanged.
+    @discardableResult
+    public func fail(_ operationId: Int64, code: String, reason: String, on connection: PostgresConnection) throws -> Bool {
+        try end(operationId, state: .failed, gatewayReference: nil, code: code, reason: reason, on: connection)
+    }
+
+    /// Puts a `requested` operation up for review with its code; the payment takes no other operation meanwhile.
+    @discardableResult
+    public func review(_ operationId: Int64, code: String, reason: String, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            "UPDATE payment_operations SET state = 'needs_review', error_code = $2, error_message = $3 WHERE id = $1 AND state = 'requested'",
+            [operationId, code, String(reason.prefix(500))]).affectedRows == 1
+    }
+
+    private func end(_ id: Int64, state: State, gatewayReference: String?, code: String?, reason: String?, on connection: PostgresConnection) throws -> Bool {
+        try connection.query(
+            """
+            UPDATE payment_operations SET state = $2, gateway_reference = coalesce($3, gateway_reference), error_code = $4,
+                   error_message = $5, finished_at = clock_timestamp()
+            WHERE id = $1 AND state IN ('requested', 'needs_review')
+            """, [id, state.rawValue, gatewayReference, code, reason.map { String($0.prefix(500)) }]).affectedRows == 1
+    }
+
+    /// Marks a finished operation's event as handed to notification.
+    public func markNotified(_ id: Int64, on connection: PostgresConnection) throws {
+        try connection.query("UPDATE payment_operations SET notified_at = clock_timestamp() WHERE id = $1 AND notified_at IS NULL", [id])
+    }
+}

@@ -1,0 +1,10 @@
+import PaymentStages
+import Pipeline
+
+// paypipe-operations: consumes paypipe.operations (capture, void and refund jobs from paypipe.jobs), performs each
+// exactly once at the gateway (Webservices TRANSACTIONUPDATE or REFUND, reconciled before any resend) and hands the
+// finished operation to paypipe.notify for its event.
+let registry = MetricsRegistry()
+WorkerLauncher.run(stage: .operations, registry: registry) { configuration, logger in
+    try OperationsStage.fromEnvironment(configuration, logger: logger)
+}

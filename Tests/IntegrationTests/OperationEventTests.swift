@@ -1,0 +1,95 @@
+import AMQP
+import Foundation
+import JSON
+import PaymentStages
+import Pipeline
+import Postgres
+import Testing
+
+extension Integration {
+/// A finished operation's event through the notify stage: a signed webhook to the merchant, the event on
+/// `paypipe.results`, the attempt recorded; a redelivery publishes the event again and never sends a second webhook.
+/// And `paypipe payment void` publishes the job to `paypipe.operations`, calling no gateway.
+@Suite struct OperationEventTests {
+    static func voidedPayment(_ harness: NotifyHarness) throws -> (payment: StageMessage, operation: OperationStore.Operation) {
+        let payment = try harness.insertPayment()
+        let database = try harness.database()
+        defer { database.close() }
+        try database.query("UPDATE payments SET lifecycle = 'captured', authorized_minor = 1050, captured_minor = 1050, refunded_minor = 0 WHERE id = $1",
+                           [payment.paymentId])
+        let steps = OperationSteps()
+        let request = OperationRequest(kind: .void, operationId: "cancel-9", merchantId: payment.merchantId, payment: .jobId(payment.jobId), amount: nil)
+        guard case .send(let operation, let attempt, _) = try database.transaction({
+            try steps.plan(request, transport: .webservices, timing: .init(sendWindow: 5, settleSeconds: 5), on: $0)
+        }) else { throw TestFailure("void not planned") }
+        guard case .finished(let finished) = try database.transaction({
+            try steps.settle(operation, attempt: attempt, answer: .confirmed(transactionReference: nil), actor: "test", on: $0)
+        }) else { throw TestFailure("void not finished") }
+        return (payment, finished)
+    }
+
+    static func notifyMessage(_ stage: NotifyStage, _ handOff: AMQPOutboundMessage) throws -> NotifyMessage {
+        #expect(handOff.exchange == PipelineTopology.stagesExchange && handOff.routingKey == "notify")
+        return try stage.decode(InboundMessage(body: handOff.body, to: .notify))
+    }
+
+    static func notifyMessage(_ stage: NotifyStage, _ handOff: OutboundMessage) throws -> NotifyMessage {
+        try notifyMessage(stage, handOff.rendered)
+    }
+
+    @Test func anOperationEventIsASignedWebhookAndAResult() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let (payment, operation) = try Self.voidedPayment(harness)
+        let stage = harness.makeStage()
+        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        #expect(message.operation == operation.id)
+        let database = try harness.database()
+        defer { database.close() }
+        guard case .success(.publish(let published)) = stage.process([message], database: database)[0] else { throw TestFailure("not published") }
+        let requests = receiver.requests
+        #expect(requests.count == 1 && requests.allSatisfy(\.verified))
+        let event = try JSONValue.parse(requests[0].body)
+        #expect(event["type"] == "payment.voided")
+        #expect(event["data"]?["operationId"] == "cancel-9" && event["data"]?["requested"] == "void")
+        #expect(event["data"]?["amount"] == ["value": 1050, "currency": "GBP"])
+        #expect(event["data"]?["lifecycle"]?["status"] == "voided")
+        #expect(published.map(\.rendered.routingKey) == ["payment.voided"] && published[0].rendered.body == requests[0].body)
+        #expect(try harness.deliveries(payment.paymentId).map(\.eventType) == ["payment.voided"])
+        // Again: the result is published again, the webhook is not sent again.
+        guard case .success(.publish(let again)) = stage.process([message], database: database)[0] else { throw TestFailure("not re-published") }
+        #expect(again.first?.rendered.body == published[0].rendered.body)
+        #expect(receiver.requests.count == 1)
+        // A payment hand-off in the same batch still takes the payment path.
+        let mixed = stage.process([message, try Self.notifyMessage(stage, WebhookReplay().handOff(payment))], database: database)
+        #expect(mixed.count == 2)
+        guard case .success(.publish(let results)) = mixed[1] else { throw TestFailure("payment result not published") }
+        #expect(results.first?.rendered.routingKey == "payment.authorized")
+    }
+
+    @Test func theCLIPublishesTheOperationJobAndCallsNoGateway() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        _ = try harness.appliedReceiver(answering: 204)
+        let payment = try harness.insertPayment()
+        let connection = try harness.amqp()
+        defer { connection.close() }
+        _ = try connection.drain(Stage.operations.queueName)
+        let output = try harness.paypipe(["payment", "void", payment.paymentId.paymentIDText, "--operation-id", "cli-void-1"])
+        #expect(output.status == 0, "\(output.text)")
+        let jobs = try connection.drain(Stage.operations.queueName)
+        #expect(jobs.count == 1)
+        #expect(jobs.first?.routingKey == "payment.void.requested")
+        let body = try JSONValue.parse(jobs.first?.body ?? [])
+        #expect(body == ["operationId": "cli-void-1", "merchantId": "m-notify", "paymentId": .string(payment.paymentId.paymentIDText)])
+        // A void with an amount is refused before anything is published.
+        let refused = try harness.paypipe(["payment", "void", payment.paymentId.paymentIDText, "--operation-id", "cli-void-2", "--amount", "5"])
+        #expect(refused.status != 0)
+        #expect(try connection.drain(Stage.operations.queueName).isEmpty)
+        let shown = try harness.paypipe(["payment", "show", payment.paymentId.paymentIDText])
+        #expect(shown.text.contains("\"operations\""))
+    }
+}
+}
