@@ -123,6 +123,18 @@ extension Integration {
                                                                    "opp": ["entityId": Self.entity]], identity: false)
         }
         #expect(try harness.authorize.merchant("opp-bad") == nil)
+        // Manual capture (a suspended AUTH, captured by TRANSACTIONUPDATE) is Trust Payments' alone.
+        let manual: [(type: String, mode: String, settings: [String: Any])] = [
+            ("opp", "merchant-decrypts", ["opp": ["entityId": Self.entity, "accessToken": "t", "paymentBrand": "VISA"]]),
+            ("tappay", "gateway-decrypts", ["tapPay": ["merchantId": "tappay_e2e", "partnerKey": "p"]]),
+        ]
+        for document in manual {
+            let gateway = document.settings.merging(["type": document.type, "baseUrl": harness.simulator.baseURL, "mode": document.mode,
+                                                     "captureMode": "manual"]) { $1 }
+            #expect(throws: MerchantStore.MerchantError.self) {
+                try harness.authorize.applyMerchant("\(document.type)-manual", gateway: gateway, identity: document.type == "opp")
+            }
+        }
     }
 
     @Test func oppAuthorisesDeclinesAndReconcilesALostAnswer() throws {

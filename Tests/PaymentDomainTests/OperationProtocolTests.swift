@@ -82,6 +82,21 @@ import Testing
         #expect(reason.contains("webservices"))
     }
 
+    /// An OPP or TapPay merchant: the protocol (TRANSACTIONUPDATE, REFUND, TRANSACTIONQUERY) is Trust Payments'.
+    @Test(arguments: OperationRequest.Kind.allCases)
+    func anotherConnectorsMerchantGetsOperationNotSupported(kind: OperationRequest.Kind) {
+        let decision = Self.decide(Self.request(kind), Self.suspended, .suspended, transport: .otherConnector)
+        #expect(decision.code == "operation_not_supported")
+        guard case .refuse(_, let reason) = decision else { Issue.record("\(decision)"); return }
+        #expect(reason.contains("Trust Payments"))
+        let deadline = Self.suspended.captureDeadline!
+        #expect(Self.machine.expiry(Self.snapshot(Self.suspended, transport: .otherConnector, now: deadline), gateway: Self.facts(.suspended))?.code
+            == "operation_not_supported")
+        guard case .review = Self.machine.lateAuthorization(Self.facts(.pendingSettlement), transport: .otherConnector) else {
+            Issue.record("a late AUTH of another connector is not voided automatically"); return
+        }
+    }
+
     @Test(arguments: PaymentStatus.allCases.filter { $0 != .authorized })
     func onlyAnAuthorizedPaymentIsOperatedOn(status: PaymentStatus) {
         let decision = Self.decide(Self.request(.capture), nil, .suspended, status: status)

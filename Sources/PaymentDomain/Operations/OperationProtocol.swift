@@ -16,9 +16,11 @@ import Foundation
 public struct OperationProtocol: Sendable, Equatable {
     public init() {}
 
-    /// How the merchant reaches the gateway.
+    /// How the merchant reaches the gateway: Trust Payments' two transports, or `otherConnector` for a processor this
+    /// protocol does not speak (OPP, TapPay: their operations are not carried out, docs/connectors.md).
     public enum Transport: String, Sendable, Hashable {
         case webservices, jwt
+        case otherConnector = "other-connector"
     }
 
     /// An operation already recorded under the same merchant and `operationId`.
@@ -131,7 +133,9 @@ public struct OperationProtocol: Sendable, Equatable {
         }
         guard snapshot.transport == .webservices else {
             return .refuse(code: "operation_not_supported",
-                           reason: "\(request.kind.rawValue) needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed")
+                           reason: snapshot.transport == .otherConnector
+                            ? "\(request.kind.rawValue) is carried out for Trust Payments merchants only (docs/connectors.md)"
+                            : "\(request.kind.rawValue) needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed")
         }
         switch snapshot.paymentStatus {
         case .received, .decrypted, .prepared, .submitting:
@@ -402,7 +406,9 @@ extension OperationProtocol {
             return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
         case .pendingSettlement, .pendingManualSettlement, .suspended:
             guard transport == .webservices else {
-                return .review(code: "late_authorization", reason: "the late AUTH cannot be voided automatically: voids need the webservices transport")
+                return .review(code: "late_authorization", reason: transport == .otherConnector
+                               ? "the late AUTH cannot be voided automatically: voids are carried out for Trust Payments merchants only"
+                               : "the late AUTH cannot be voided automatically: voids need the webservices transport")
             }
             return .void(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil))
         }

@@ -150,7 +150,8 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
 
 extension MerchantDocument.Gateway {
     enum CodingKeys: String, CodingKey {
-        case type, baseUrl, siteReference, jwtUsername, jwtSecret, mode, requestTypes, transport, webservicesUsername, webservicesPassword, opp, tapPay
+        case type, baseUrl, siteReference, jwtUsername, jwtSecret, mode, requestTypes, transport, webservicesUsername, webservicesPassword, opp, tapPay,
+             captureMode, captureWithin
     }
 
     /// As synthesised, except that `siteReference` may be absent when `opp.entityId` or `tapPay.merchantId` names the
@@ -168,6 +169,8 @@ extension MerchantDocument.Gateway {
         webservicesPassword = try container.decodeIfPresent(String.self, forKey: .webservicesPassword)
         opp = try container.decodeIfPresent(OPPSettings.self, forKey: .opp)
         tapPay = try container.decodeIfPresent(TapPaySettings.self, forKey: .tapPay)
+        captureMode = try container.decodeIfPresent(String.self, forKey: .captureMode)
+        captureWithin = try container.decodeIfPresent(String.self, forKey: .captureWithin)
         if let site = try container.decodeIfPresent(String.self, forKey: .siteReference) {
             siteReference = site
         } else if let account = opp?.entityId ?? tapPay?.merchantId {

@@ -67,7 +67,12 @@ public struct MerchantStore: Sendable {
         }
         if let gateway = document.gateway {
             do throws(CapturePolicy.Invalid) {
-                if try gateway.capturePolicy().mode == .manual, gateway.resolvedTransport != .webservices {
+                let manual = try gateway.capturePolicy().mode == .manual
+                if manual, gateway.connector != .trustPayments || ConnectorKind(gatewayType: gateway.type) == nil {
+                    // The suspended AUTH and its TRANSACTIONUPDATE capture are Trust Payments' (docs/connectors.md).
+                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" is supported for Trust Payments merchants only")
+                }
+                if manual, gateway.resolvedTransport != .webservices {
                     // A suspended AUTH is captured by TRANSACTIONUPDATE, which only the webservices transport sends.
                     throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs transport \"webservices\" (captures are TRANSACTIONUPDATEs)")
                 }

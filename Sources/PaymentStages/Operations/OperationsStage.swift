@@ -30,10 +30,15 @@ public struct OperationsStage: StageHandler {
     let reconcileGrace: Double
     /// Seconds between settlement queries of a captured payment (`PAYPIPE_SETTLEMENT_POLL`).
     let settlementPoll: Double
+    /// The call-out gate of the worker's gateway calls (operations, their status queries, the upkeep's), as submit's:
+    /// a circuit per endpoint URL and at most `maxConcurrent` calls in flight per merchant.
+    public let gate: EndpointGate
 
     public init(directory: MerchantDirectory, client: TrustPaymentsClient, steps: OperationSteps = OperationSteps(),
-                sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600) {
+                sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600,
+                gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
         self.settlementPoll = settlementPoll
+        self.gate = EndpointGate(policy: gate, stage: .operations)
         self.directory = directory
         self.client = client
         self.steps = steps
@@ -138,7 +143,7 @@ public struct OperationsStage: StageHandler {
         merchant: MerchantStore.Merchant, database: PostgresConnection,
         planning: (OperationProtocol.Transport, OperationStore.SendTiming, PostgresConnection) throws -> OperationSteps.Plan
     ) throws -> Result<StageOutcome, StageFailure> {
-        let transport: OperationProtocol.Transport = merchant.config.gateway?.resolvedTransport == .jwt ? .jwt : .webservices
+        let transport = Self.transport(merchant)
         let endpoint = Self.endpoint(merchant)
         let timing = OperationStore.SendTiming(
             sendWindow: sendWindow, settleSeconds: client.totalTimeout(for: .webservices) + reconcileGrace)
@@ -163,14 +168,20 @@ public struct OperationsStage: StageHandler {
             case .review(let operation):
                 return .success(reviewed(operation))
             case .send(let operation, let attempt, let gatewayRequest):
-                let answer = endpoint.map {
-                    client.operate(gatewayRequest, endpoint: $0, requestId: "O\(attempt)",
-                                   window: SendWindow(seconds: sendWindow, from: start, wallClock: wallClock), using: http)
+                let answer = endpoint.map { endpoint in
+                    gated(endpoint, merchantId: merchant.id, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
+                        client.operate(gatewayRequest, endpoint: endpoint, requestId: "O\(attempt)",
+                                       window: SendWindow(seconds: sendWindow, from: start, wallClock: wallClock), using: http)
+                    }
                 } ?? .refused(code: "gateway_not_configured", message: "merchant \(merchant.id) has no gateway credentials for its transport")
                 settled = try database.transaction { try steps.settle(operation, attempt: attempt, answer: answer, actor: Self.actor, on: $0) }
             case .query(let operation, let attempt, let reference):
                 guard let endpoint else { return .failure(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
-                switch client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http) {
+                let queriedAuth = gated(endpoint, merchantId: merchant.id, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
+                                        report: Self.report) {
+                    client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http)
+                }
+                switch queriedAuth {
                 case .success(let queried):
                     settled = try database.transaction { try steps.reconciled(operation, query: attempt, queried: queried, actor: Self.actor, on: $0) }
                 case .failure(let failure):
@@ -190,9 +201,51 @@ public struct OperationsStage: StageHandler {
         return .failure(.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts"))
     }
 
-    /// The merchant's configured endpoint, nil without a gateway or its transport's credentials.
+    /// How the protocol reaches the merchant's gateway: its Trust Payments transport, or none for another connector.
+    static func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
+        guard let gateway = merchant.config.gateway, gateway.connector == .trustPayments else {
+            return merchant.config.gateway == nil ? .webservices : .otherConnector
+        }
+        return gateway.resolvedTransport == .jwt ? .jwt : .webservices
+    }
+
+    /// One gateway call through ``gate``: held back (no slot of the merchant within a second, the endpoint's circuit
+    /// open) it is not made and `heldBack` says so with submit's codes (``SubmitStage/heldBack(_:merchantId:slots:)``);
+    /// made, its outcome is reported to the endpoint's circuit.
+    func gated<Answer>(
+        _ endpoint: GatewayEndpoint, merchantId: String, heldBack: (String, String) -> Answer, report: (Answer) -> CircuitState.Report,
+        _ call: () -> Answer
+    ) -> Answer {
+        switch gate.acquire(EndpointGate.Call(endpoint: endpoint.url, owner: merchantId)) {
+        case .refused(let refusal):
+            let (code, reason) = SubmitStage.heldBack(refusal, merchantId: merchantId, slots: gate.policy.maxConcurrent)
+            return heldBack(code, reason)
+        case .acquired(let permit):
+            let answer = call()
+            gate.release(permit, report: report(answer))
+            return answer
+        }
+    }
+
+    /// What an operation's answer tells the endpoint's circuit (submit's rule, ``SubmitStage/report(_:)``).
+    static func report(_ answer: OperationSteps.Answer) -> CircuitState.Report {
+        switch answer {
+        case .confirmed, .refused: .healthy
+        case .notSent(let code, _), .uncertain(let code, _): SubmitStage.report(code)
+        }
+    }
+
+    static func report<Value>(_ answer: Result<Value, OperationQueryFailure>) -> CircuitState.Report {
+        switch answer {
+        case .success: .healthy
+        case .failure(let failure): SubmitStage.report(failure.code)
+        }
+    }
+
+    /// The merchant's configured endpoint, nil without a gateway or its transport's credentials, or for a connector
+    /// other than Trust Payments (``transport(_:)``).
     static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
-        guard let gateway = merchant.config.gateway, let username = gateway.username, !username.isEmpty,
+        guard let gateway = merchant.config.gateway, gateway.connector == .trustPayments, let username = gateway.username, !username.isEmpty,
               let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
         return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
                                username: username, secret: secret)
@@ -203,8 +256,11 @@ public struct OperationsStage: StageHandler {
     private func learnSettlement(_ request: OperationRequest, endpoint: GatewayEndpoint, http: HTTPClient, database: PostgresConnection) throws {
         guard let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
               let reference = try steps.settlementCandidate(paymentId, on: database) else { return }
-        guard case .success(let queried?) = client.queryAuth(transactionReference: reference, endpoint: endpoint,
-                                                            requestId: "S\(paymentId.paymentIDText.prefix(8))", using: http) else { return }
+        let answer = gated(endpoint, merchantId: request.merchantId, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
+                           report: Self.report) {
+            client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "S\(paymentId.paymentIDText.prefix(8))", using: http)
+        }
+        guard case .success(let queried?) = answer else { return }
         try database.transaction { _ = try steps.learnSettlement(paymentId, queried: queried, actor: Self.actor, on: $0) }
     }
 
@@ -300,8 +356,11 @@ extension OperationsStage {
             for payment in payments {
                 if let facts = try steps.store.gatewayFacts(paymentId: payment, on: database) { references[facts.transactionReference] = payment }
             }
-            guard case .success(let found) = client.queryAuths(transactionReferences: Array(references.keys), endpoint: endpoint,
-                                                                requestId: "S\(merchantId.prefix(8))", using: http) else {
+            let answer = gated(endpoint, merchantId: merchantId, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
+                               report: Self.report) {
+                client.queryAuths(transactionReferences: Array(references.keys), endpoint: endpoint, requestId: "S\(merchantId.prefix(8))", using: http)
+            }
+            guard case .success(let found) = answer else {
                 logger.warning("settlement_query_failed", [("merchantId", .string(merchantId))])
                 continue
             }
@@ -333,8 +392,10 @@ extension OperationsStage {
             let merchantId = try row.decode("merchant_id", as: String.self)
             guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
                   endpoint.transport == .webservices, let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
-            let answer = client.operate(.suspend(facts.transactionReference), endpoint: endpoint, requestId: "U\(paymentId.paymentIDText.prefix(8))",
-                                        window: nil, using: http)
+            let answer = gated(endpoint, merchantId: merchantId, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
+                client.operate(.suspend(facts.transactionReference), endpoint: endpoint, requestId: "U\(paymentId.paymentIDText.prefix(8))",
+                               window: nil, using: http)
+            }
             guard case .confirmed = answer else {
                 logger.warning("manual_capture_suspend_failed", [("paymentId", .string(paymentId.paymentIDText)), ("answer", .string("\(answer)"))])
                 continue
