@@ -114,7 +114,7 @@ public enum FailureCatalogue {
     /// Capture, void and refund (docs/operations-lifecycle.md). Refusals leave the payment's money unchanged.
     static let operations: [FailureCode] = [
         FailureCode("operation_not_supported", [.operationFailed], origin: "operations",
-                    "the merchant's transport is `jwt`: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed, so operations need `webservices`"),
+                    "the merchant's transport is `jwt`: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed, so operations need `webservices`; or its connector is not Trust Payments (OPP, TapPay: docs/connectors.md)"),
         FailureCode("operation_conflict", [.deadLettered], origin: "operations",
                     "an `operationId` already used by the merchant with other content (kind, payment or amount); the first operation is untouched"),
         FailureCode("operation_in_progress", [.retried], origin: "operations",
