@@ -119,6 +119,8 @@ public enum FailureCatalogue {
                     "an `operationId` already used by the merchant with other content (kind, payment or amount); the first operation is untouched"),
         FailureCode("operation_in_progress", [.retried], origin: "operations",
                     "another operation of the payment is not finished: one at a time, as an open one's amount is not yet known"),
+        FailureCode("operation_under_review", [.operationFailed], origin: "operations",
+                    "another operation of the payment is for review (e.g. a lost REFUND answer): an operator resolves it before the payment takes another"),
         FailureCode("awaiting_authorization", [.retried], origin: "operations", "the operation arrived before the payment's AUTH ended"),
         FailureCode("awaiting_settlement", [.retried], origin: "operations",
                     "the AUTH is settling (settle status 10): neither updatable nor refundable until settled"),

@@ -290,15 +290,16 @@ extension Integration {
         let lost = try connection.transaction { try steps.settle(refundOperation, attempt: refundAttempt, answer: .uncertain(code: "paypipe.transport", reason: "reset"), actor: "t", on: $0) }
         guard case .review(let reviewed) = lost else { throw TestFailure("refund not for review: \(lost)") }
         #expect(reviewed.errorCode == "refund_outcome_unknown")
-        // Redelivered: still review, no new attempt; another refund waits behind it.
+        // Redelivered: still review, no new attempt; another refund is refused while it is for review (only an operator
+        // ends it: waiting would exhaust the retries).
         guard case .review = try connection.transaction({ try steps.plan(refund, transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("redelivered refund not for review")
         }
         #expect(try steps.store.attempts(reviewed.id, on: connection).count == 1)
-        guard case .wait(let code, _) = try connection.transaction({ try steps.plan(Self.request(.refund, "ref-2", payment: id, amount: 1), transport: .webservices, timing: timing, on: $0) }) else {
-            throw TestFailure("second refund not waiting")
+        guard case .finished(let refused) = try connection.transaction({ try steps.plan(Self.request(.refund, "ref-2", payment: id, amount: 1), transport: .webservices, timing: timing, on: $0) }) else {
+            throw TestFailure("second refund not refused")
         }
-        #expect(code == "operation_in_progress")
+        #expect(refused.state == .failed && refused.errorCode == "operation_under_review")
         #expect(try Self.money(id, on: connection)?.refundedAmount == 0)
     }
 

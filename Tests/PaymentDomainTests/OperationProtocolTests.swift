@@ -119,6 +119,16 @@ import Testing
             == .wait(code: "operation_in_progress", reason: "operation op-0 of this payment is not finished"))
     }
 
+    /// An operation for review (a lost REFUND answer) ends only by an operator: waiting for it would exhaust the retries
+    /// and dead-letter the job (the chaos run found seven such dead letters), so the next one is refused and reported.
+    @Test(arguments: OperationRequest.Kind.allCases)
+    func anOperationForReviewRefusesTheNext(kind: OperationRequest.Kind) {
+        var snapshot = Self.snapshot(Self.lifecycle(.settled), open: "op-0")
+        snapshot.openOperationForReview = true
+        let decision = Self.machine.decide(Self.request(kind), snapshot, gateway: Self.facts(.settled))
+        #expect(decision == .refuse(code: "operation_under_review", reason: "operation op-0 of this payment is for review: an operator resolves it first"))
+    }
+
     @Test(arguments: OperationRequest.Kind.allCases)
     func aVoidedPaymentRefusesEverything(kind: OperationRequest.Kind) {
         #expect(Self.decide(Self.request(kind), Self.lifecycle(.voided, captured: 0), .cancelled).code == "payment_voided")
@@ -489,7 +499,7 @@ import Testing
     @Test func theOperationCodesAreCatalogued() throws {
         for code in ["operation_not_supported", "payment_not_authorized", "payment_voided", "authorization_cancelled", "already_captured",
                      "authorization_expired", "payment_not_captured", "payment_settled", "amount_exceeds_authorized", "amount_exceeds_refundable",
-                     "lifecycle_inconsistent"] {
+                     "lifecycle_inconsistent", "operation_under_review"] {
             let entry = try #require(FailureCatalogue.entry(for: code))
             #expect(entry.isPermanent && entry.isReportedToMerchant, "\(code)")
         }

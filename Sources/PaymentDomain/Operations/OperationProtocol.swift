@@ -65,13 +65,16 @@ public struct OperationProtocol: Sendable, Equatable {
         public var lifecycle: MoneyLifecycle?
         /// The merchant's operation with the request's `operationId`, on any payment.
         public var existing: Record?
-        /// Another operation of this payment still `requested` (its gateway attempt may be in flight).
+        /// Another operation of this payment still `requested` (its gateway attempt may be in flight), or for review.
         public var openOperation: String?
+        /// Whether ``openOperation`` is for review (an operator resolves it; nothing ends it by itself).
+        public var openOperationForReview: Bool
         /// The database's clock.
         public var now: Date
 
         public init(transport: Transport, paymentStatus: PaymentStatus, lifecycle: MoneyLifecycle?, existing: Record? = nil,
-                    openOperation: String? = nil, now: Date) {
+                    openOperation: String? = nil, openOperationForReview: Bool = false, now: Date) {
+            self.openOperationForReview = openOperationForReview
             self.transport = transport
             self.paymentStatus = paymentStatus
             self.lifecycle = lifecycle
@@ -149,6 +152,10 @@ public struct OperationProtocol: Sendable, Equatable {
             return .refuse(code: "lifecycle_inconsistent", reason: "an authorized payment without its lifecycle or gateway reference")
         }
         if let open = snapshot.openOperation {
+            // Waiting for an operation for review would only run out of retries: only an operator ends it.
+            if snapshot.openOperationForReview {
+                return .refuse(code: "operation_under_review", reason: "operation \(open) of this payment is for review: an operator resolves it first")
+            }
             return .wait(code: "operation_in_progress", reason: "operation \(open) of this payment is not finished")
         }
         if lifecycle.status == .voided {

@@ -62,7 +62,8 @@ public struct OperationSteps: Sendable {
         }
         let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
         let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
-                                                  openOperation: open.map(\.operationId), now: now)
+                                                  openOperation: open.map(\.operationId),
+                                                  openOperationForReview: open?.state == .needsReview, now: now)
         switch rules.expiry(snapshot, gateway: gateway) {
         case nil:
             return .nothing(reason: "not due")
@@ -152,7 +153,8 @@ public struct OperationSteps: Sendable {
         let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
         let snapshot = OperationProtocol.Snapshot(
             transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: existing?.record,
-            openOperation: open.map(\.operationId), now: now)
+            openOperation: open.map(\.operationId),
+                                                  openOperationForReview: open?.state == .needsReview, now: now)
         switch rules.decide(request, snapshot, gateway: gateway) {
         case .duplicate:
             return try resume(existing!, timing: timing, on: transaction)
