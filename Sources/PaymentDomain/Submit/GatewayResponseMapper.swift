@@ -1,5 +1,4 @@
-import JWT
-import PaymentDomain
+import JSON
 
 /// Pure mapping of Trust Payments answers to ``GatewayOutcome``s: no I/O, so every code class is unit-tested.
 ///
