@@ -1,11 +1,10 @@
 import ApplePay
 import Crypto
 import Foundation
-import HTTP
+import HTTPTypes
 import JSON
 import JWT
 import PaymentDomain
-import PaymentStages
 
 /// The function the fuzzer calls for every input, and the unit tests for every regression input.
 ///
@@ -41,9 +40,10 @@ public enum FuzzHarness {
 
     // MARK: Peers' answers
 
+    /// The header block as the HTTP client reads libcurl's lines, then the `Retry-After` value notify records. The two
+    /// status bytes frame the input (the seed corpus keeps them); the status itself decides nothing a parser does.
     static func webhookResponse(_ bytes: [UInt8]) -> FuzzOutcome {
         guard bytes.count >= 2 else { return FuzzOutcome(.webhookResponse, .rejected(code: "too_short")) }
-        let status = 100 + (Int(bytes[0]) << 8 | Int(bytes[1])) % 500
         var headers: [HTTPHeader] = []
         for line in bytes.dropFirst(2).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
             switch HTTPHeaderLine.parse(line) {
@@ -52,14 +52,13 @@ public enum FuzzHarness {
             case .ignored: break
             }
         }
-        let retryAfter = headers.value(for: "retry-after")
-        if let seconds = RetryAfter.seconds(retryAfter, now: verificationClock), !(0...RetryAfter.maximumSeconds).contains(seconds) {
+        guard let seconds = RetryAfter.seconds(headers.value(for: "retry-after"), now: verificationClock) else {
+            return FuzzOutcome(.webhookResponse, .rejected(code: "no_retry_after"))
+        }
+        guard (0...RetryAfter.maximumSeconds).contains(seconds) else {
             return FuzzOutcome(.webhookResponse, .oracleFailure("Retry-After gave \(seconds) s, outside 0…\(RetryAfter.maximumSeconds)"))
         }
-        switch WebhookResponseClass.classify(status: status, retryAfter: retryAfter) {
-        case .delivered, .gone: return FuzzOutcome(.webhookResponse, .accepted)
-        case .retry, .refused: return FuzzOutcome(.webhookResponse, .rejected(code: "retry"))
-        }
+        return FuzzOutcome(.webhookResponse, .accepted)
     }
 
     /// The secret the gateway-response seeds are signed with.
