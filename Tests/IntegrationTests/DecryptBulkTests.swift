@@ -151,7 +151,8 @@ extension Integration {
 
     /// The halving fallback on the real stage: a merchant deleted while the worker's cache still holds it makes the
     /// batch's insert fail (foreign key) as a whole; the same path runs again on halves and only that job fails, as a
-    /// retryable message failure, while the others are decrypted in the same commit.
+    /// retryable message failure, while the others are decrypted in the same commit. Each token is decrypted once for
+    /// all those runs (`paypipe_tokens_decrypted_total`, counted as the stage decrypts: 4, not the 10 runs of a job).
     @Test func aWriteThatFailsForOneJobFailsThatJobAloneAfterHalving() throws {
         let harness = try DecryptHarness()
         let database = try TestServices.database()
@@ -163,6 +164,8 @@ extension Integration {
         let stage = DecryptStage(
             directory: directory, cardData: CardDataStore(vault: harness.vault),
             decryptor: ApplePayDecryptor(configuration: ApplePayVerifierConfiguration(trustRoot: harness.sandbox.pki.trustRoot)))
+        let registry = MetricsRegistry()
+        stage.attach(metrics: registry)
         // Warm the cache with the merchant, then delete it behind the worker's back.
         #expect(try directory.entry("gone", on: database) != nil)
         try database.query("DELETE FROM merchants WHERE id = 'gone'")
@@ -183,10 +186,15 @@ extension Integration {
         } == ["authorize halve-1", "authorize halve-2", "failure database_error", "authorize halve-3"])
         #expect(try harness.outcome("halve-1")?.status == "decrypted" && harness.outcome("halve-3")?.status == "decrypted")
         #expect(try harness.outcome("halve-gone") == nil)
+        let decrypted = registry.render().split(separator: "\n")
+            .filter { $0.hasPrefix(KeyUsageCounter.metric + "{") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+            .reduce(0, +)
+        #expect(decrypted == Double(batch.count), "each token of the batch is verified and decrypted once")
     }
 
     /// One clock for a batch: a job that fails its token checks is created with the same `first_received_at` as the
-    /// plain job beside it (it used to take the transaction's time on the one-by-one path, the plain one Swift's).
+    /// plain job beside it (not the transaction's time for one and Swift's for the other).
     @Test func theBatchsNewPaymentsShareOneClock() throws {
         let harness = try DecryptHarness()
         let database = try TestServices.database()

@@ -50,7 +50,20 @@ public struct DecryptStage: TransactionalStageHandler {
     /// failed — in one statement, and the rare payment found still `received` in one or two more. Two statements for
     /// a plain batch.
     public func handle(_ inputs: [DecryptInput], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
-        let now = Self.databaseTime(Date())
+        try handle(inputs, transaction: transaction, checks: TokenChecks())
+    }
+
+    /// The runtime's batch transaction around ``handle(_:transaction:)``, with one ``TokenChecks`` for the whole batch:
+    /// when a failing statement makes it run `handle` again on halves (down to single jobs), each job's token is still
+    /// parsed, verified and decrypted once, not once per run (about log₂ n runs of a job in a batch of n).
+    public func process(_ batch: [DecryptInput], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        let checks = TokenChecks()
+        return BatchTransaction.run(batch: batch, on: database) { try handle($0, transaction: $1, checks: checks) }
+            .map { $0.mapError(FailureClassifier.classify).flatMap { $0 } }
+    }
+
+    func handle(_ inputs: [DecryptInput], transaction: PostgresConnection, checks: TokenChecks) throws -> [Result<StageOutcome, StageFailure>] {
+        let now = checks.now
         // Each key's token parsed once: its `transactionId` is read before the checks, which reuse the parse.
         var tokens: [Decrypt.JobKey: Result<ApplePayToken, ApplePayError>] = [:]
         var keys: [Decrypt.JobKey] = []
@@ -63,7 +76,7 @@ public struct DecryptStage: TransactionalStageHandler {
             if let prime = job.tapPayPrime {
                 transactionIds.append(TapPayJob.transactionId(prime: prime))
             } else {
-                let parsed = Self.parse(job)
+                let parsed = checks.parsed(job)
                 tokens[input.key] = parsed
                 if let id = try? parsed.get().transactionId { transactionIds.append(id) }
             }
@@ -79,8 +92,10 @@ public struct DecryptStage: TransactionalStageHandler {
                 merchants: try directory.lookups(keys.map(\.merchantId), on: transaction))
             let decisions = Decrypt.decide(rows, inputs, verificationClock, now: now) {
                 (job: PaymentJob, merchant: MerchantDirectory.Entry, instant: Date) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> in
-                verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? Self.parse(job),
-                       merchant: merchant, at: instant)
+                checks.verified(job, at: instant) {
+                    verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
+                           merchant: merchant, at: instant)
+                }
             }
             if try apply(decisions, receivedAt: now, on: transaction) {
                 return decisions.map { decision in decision.outcome.map { StageOutcome.handOff(to: $0.stage, $0.message) } }
@@ -89,8 +104,46 @@ public struct DecryptStage: TransactionalStageHandler {
         throw StageFailure.transient(code: "database_conflict", reason: "jobs of the batch kept being handled concurrently")
     }
 
-    private static func parse(_ job: PaymentJob) -> Result<ApplePayToken, ApplePayError> {
-        Result { () throws(ApplePayError) in try ApplePayToken.parse(job.applePayToken) }
+    /// One batch's clock, token parses and checks, kept across the runs of `handle` for it. The clock is taken once,
+    /// so every run decides with the same `now` (the same `first_received_at`, so the same verification instant). The
+    /// checks are keyed by job (key and content) and the instant decide chose: what they give depends on nothing else
+    /// that can change inside one batch, and they are the stage's CPU work (signature, chain, ECDH and AES-GCM). Lives
+    /// only as long as the batch (it holds decrypted card data, like the decisions do).
+    final class TokenChecks {
+        let now = DecryptStage.databaseTime(Date())
+        private struct JobIdentity: Hashable {
+            let key: Decrypt.JobKey
+            let contentHash: [UInt8]
+
+            init(_ job: PaymentJob) {
+                (key, contentHash) = (Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId), job.contentHash)
+            }
+        }
+
+        private struct Check: Hashable {
+            let job: JobIdentity
+            let instant: Date
+        }
+
+        private var parses: [JobIdentity: Result<ApplePayToken, ApplePayError>] = [:]
+        private var checks: [Check: Result<Decrypt.Verified<StoredPaymentData>, Rejection>] = [:]
+
+        func parsed(_ job: PaymentJob) -> Result<ApplePayToken, ApplePayError> {
+            let identity = JobIdentity(job)
+            if let parsed = parses[identity] { return parsed }
+            let parsed = Result { () throws(ApplePayError) in try ApplePayToken.parse(job.applePayToken) }
+            parses[identity] = parsed
+            return parsed
+        }
+
+        func verified(_ job: PaymentJob, at instant: Date,
+                      _ check: () -> Result<Decrypt.Verified<StoredPaymentData>, Rejection>) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> {
+            let key = Check(job: JobIdentity(job), instant: instant)
+            if let result = checks[key] { return result }
+            let result = check()
+            checks[key] = result
+            return result
+        }
     }
 
     /// The decisions' writes, through the store; `false` when a statement did not write every payment it was given
