@@ -268,8 +268,8 @@ extension Integration {
         }
 
         /// DNS rebinding: the guard's lookup says "public", libcurl's own lookup of the same name gives loopback. With
-        /// PAYPIPE_WEBHOOK_ALLOW_PRIVATE=0 the POST used to reach the internal address; the connected-address check
-        /// refuses it before any byte is sent, and the delivery is recorded as refused. Only loopback is contacted.
+        /// PAYPIPE_WEBHOOK_ALLOW_PRIVATE=0 the name check alone would let the POST reach the internal address; the
+        /// connected-address check refuses it before any byte is sent, and the delivery is recorded as refused. Only loopback is contacted.
         @Test func aRebindingHostIsRefusedAtTheConnectedAddress() throws {
             let harness = try NotifyHarness()
             defer { harness.tearDown() }
@@ -307,24 +307,24 @@ extension Integration {
         }
 
         /// A slow endpoint does not hold up others: the requests of a batch run concurrently (not capped at the core
-        /// count), so four endpoints that each take 2 s all receive their request within the first 1.5 s. (The batch's
-        /// acks and results events still wait for its slowest request: the runtime settles batches whole.)
+        /// count). Four endpoints each hold their request until all four are in flight at once; a sender that
+        /// serialised them would see each released only after the probe's limit, with never more than one in flight.
+        /// (The batch's acks and results events still wait for its slowest request: the runtime settles batches whole.)
         @Test func slowEndpointsAreCalledConcurrently() throws {
             let slow = try (0..<4).map { _ in try WebhookTestReceiver(secret: NotifyHarness.secret) }
             defer { slow.forEach { $0.stop() } }
-            slow.forEach { $0.respond(after: 2) }
+            let probe = InFlightProbe(parties: slow.count)
+            slow.forEach { $0.hold(with: probe) }
             let harness = try NotifyHarness(concurrency: 1)
             defer { harness.tearDown() }
             try harness.applyMerchant(webhookURL: slow[0].url)  // the secret; each job's notify_url picks its endpoint
             let messages = try slow.map { try harness.insertPayment(status: .authorized, notifyURL: $0.url) }
             // Queued before the runtime starts, so one lane takes all four in one batch.
             try harness.publish(messages)
-            let started = Date()
             let runtime = try harness.startedRuntime()
             defer { runtime.stopAndWait() }
-            try TestServices.eventually("all four requests") { slow.allSatisfy { $0.requests.count == 1 } }
-            let seconds = Date().timeIntervalSince(started)
-            #expect(seconds < 1.5, "requests were serialised: \(seconds)s")
+            try TestServices.eventually(timeout: 60, "all four requests") { slow.allSatisfy { $0.requests.count == 1 } }
+            #expect(probe.peak == slow.count, "requests in flight together: \(probe.peak) of \(slow.count)")
             for message in messages { try harness.waitDone(message.paymentId) }
         }
 

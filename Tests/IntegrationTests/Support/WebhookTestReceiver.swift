@@ -25,6 +25,8 @@ final class WebhookTestReceiver: Sendable {
         let delay = Mutex<Double>(0)
         /// Headers of every response (a hostile endpoint's `Retry-After`, say).
         let headers = Mutex<[HTTPHeader]>([])
+        /// Holds every request until enough are in flight across receivers (``InFlightProbe``).
+        let probe = Mutex<InFlightProbe?>(nil)
     }
 
     init(secret: String) throws {
@@ -36,6 +38,7 @@ final class WebhookTestReceiver: Sendable {
             state.requests.withLock { $0.append(Request(headers: request.headers, body: request.body, verified: verified)) }
             let delay = state.delay.withLock { $0 }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+            state.probe.withLock { $0 }?.hold()
             let status = state.script.withLock { script in script.next.isEmpty ? script.fallback : script.next.removeFirst() }
             return HTTPServerResponse(status: verified ? status : 401, headers: state.headers.withLock { $0 })
         }
@@ -57,6 +60,11 @@ final class WebhookTestReceiver: Sendable {
         state.delay.withLock { $0 = seconds }
     }
 
+    /// Hold every request in `probe` until its parties are in flight together.
+    func hold(with probe: InFlightProbe) {
+        state.probe.withLock { $0 = probe }
+    }
+
     /// Send `headers` with every response.
     func respond(with headers: [HTTPHeader]) {
         state.headers.withLock { $0 = headers }
@@ -65,4 +73,33 @@ final class WebhookTestReceiver: Sendable {
     var requests: [Request] { state.requests.withLock { $0 } }
 
     func stop() { server.stop() }
+}
+
+/// Requests in flight together, across several receivers: each request is held until `parties` requests have been in
+/// flight at once (then all are answered), or for at most `limit` seconds, so that a sender that serialises them still
+/// gets its answers (with `peak` 1). `limit` stays below the sender's request timeout (``NotifyHarness``: 5 s), so no
+/// request the sender gave up on is still counted when the next one arrives.
+final class InFlightProbe: Sendable {
+    let parties: Int
+    let limit: Double
+    private let state = Mutex<(current: Int, peak: Int)>((0, 0))
+
+    init(parties: Int, limit: Double = 3) {
+        (self.parties, self.limit) = (parties, limit)
+    }
+
+    /// The most requests seen in flight at once.
+    var peak: Int { state.withLock { $0.peak } }
+
+    func hold() {
+        state.withLock { state in
+            state.current += 1
+            state.peak = max(state.peak, state.current)
+        }
+        defer { state.withLock { $0.current -= 1 } }
+        let deadline = Date().addingTimeInterval(limit)
+        while peak < parties, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+    }
 }
