@@ -1,5 +1,13 @@
 import Foundation
 
+/// What a connection's owner thread needs from the state it shares with its facade (publisher or
+/// consumer): the connection settings, where to report events, and the pipe that wakes it.
+protocol AMQPOwnerCore: Sendable {
+    var configuration: AMQPConfiguration { get }
+    var onEvent: @Sendable (AMQPEvent) -> Void { get }
+    var wakeup: AMQPWakeup { get }
+}
+
 /// The dedicated thread that owns one rabbitmq-c connection, with a bounded join.
 final class AMQPOwnerThread: Sendable {
     private let finished = DispatchSemaphore(value: 0)

@@ -154,3 +154,28 @@ public struct ApplePayToken: Sendable {
         return bytes
     }
 }
+
+extension ApplePayToken {
+    /// The `paymentData.version` values PayPipe supports.
+    public enum Version: String, Sendable, Equatable, CaseIterable {
+        /// ECDH P-256 + AES-256-GCM.
+        case ecV1 = "EC_v1"
+        /// RSA-OAEP key wrap + AES-GCM (regions where ECC is not allowed).
+        case rsaV1 = "RSA_v1"
+    }
+}
+
+extension ApplePayToken {
+    /// `PKPaymentToken.paymentMethod`: display data only, never used for decisions.
+    public struct PaymentMethod: Sendable, Equatable, Codable {
+        public var displayName: String?
+        public var network: String?
+        public var type: String?
+
+        public init(displayName: String?, network: String?, type: String?) {
+            self.displayName = displayName
+            self.network = network
+            self.type = type
+        }
+    }
+}

@@ -2,7 +2,7 @@ import JSON
 
 extension DecryptedPaymentData {
     /// The value under Apple's field names, absent optionals omitted: what `decode(_:)` reads back, and the same
-    /// members Foundation's synthesized `Codable` wrote before, so both forms decode. Used to store the data sealed;
+    /// members Foundation's synthesized `Codable` writes, so both forms decode. Used to store the data sealed;
     /// written with the JSON module because `JSONEncoder` cost more than the sealing itself.
     public var jsonValue: JSONValue {
         .object(omittingAbsent: [

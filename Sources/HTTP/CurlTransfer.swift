@@ -1,6 +1,16 @@
 import CCurl
 import CPayPipeShim
 
+/// Process-wide libcurl initialisation.
+///
+/// `curl_global_init` is not thread-safe and must run once before any other libcurl call. A `static let` is
+/// initialised lazily exactly once under the runtime's `swift_once`, which gives that guarantee without any mutable
+/// global state of our own. libcurl is never de-initialised: handles may live until process exit.
+enum CurlGlobal {
+    /// Whether `curl_global_init` succeeded. Read it before creating the first easy handle.
+    static let isInitialized: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+}
+
 /// Per-transfer state shared with libcurl's callbacks through an unretained pointer (CURLOPT_WRITEDATA,
 /// CURLOPT_HEADERDATA, CURLOPT_PREREQDATA). It lives on the stack frame of `HTTPClient.send`, which keeps it alive
 /// for the whole `curl_easy_perform`; only the calling thread touches it.

@@ -115,3 +115,37 @@ final class HTTPServerContext: Sendable {
         requestSlot.pointee = nil
     }
 }
+
+/// Per-request state kept in libmicrohttpd's `con_cls` slot between access-handler calls.
+///
+/// Created on the first call for a request (headers parsed), retained through `Unmanaged` and released in the
+/// request-completed callback. libmicrohttpd drives one request on one thread at a time, so no locking is needed.
+final class HTTPServerRequestState {
+    var body: [UInt8] = []
+    /// The body exceeded the limit: the rest is read and discarded, then 413 is sent.
+    var isOversized = false
+    /// A response has been queued already (early 413); ignore further calls.
+    var hasResponded = false
+}
+
+/// Collects libmicrohttpd key/value pairs (headers, query arguments) of one connection.
+final class MHDValueCollector {
+    private(set) var pairs: [(key: String, value: String)] = []
+
+    /// Every pair of `kind`, in the order libmicrohttpd stored them (wire order).
+    static func collect(_ kind: MHD_ValueKind, from connection: OpaquePointer) -> [(key: String, value: String)] {
+        let collector = MHDValueCollector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(
+                connection, kind, Self.append, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.pairs
+    }
+
+    private static let append: MHD_KeyValueIterator = { context, _, key, value in
+        guard let context, let key else { return .YES }
+        let collector = Unmanaged<MHDValueCollector>.fromOpaque(context).takeUnretainedValue()
+        collector.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+        return .YES
+    }
+}

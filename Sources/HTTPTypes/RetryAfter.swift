@@ -23,7 +23,7 @@ public enum RetryAfter {
         return min(maximumSeconds, max(0, date.timeIntervalSince(now)))
     }
 
-    /// delay-seconds (`1*DIGIT`, an optional sign tolerated as before), clamped without ever converting a number that
+    /// delay-seconds (`1*DIGIT`, an optional sign tolerated), clamped without ever converting a number that
     /// does not fit: 20 digits of "9" are as valid a delay as "86400".
     private static func clampedDelaySeconds(_ text: String) -> Double? {
         var digits = Substring(text)

@@ -188,7 +188,8 @@ public struct PaymentJob: Sendable, Equatable {
 
     /// The contract fields, canonically serialised (sorted keys), hashed.
     static func contentHash(_ object: JSONValue) -> [UInt8] {
-        // A field counts only when present, so a job's hash is the same as before fields were added to the contract.
+        // A field counts only when present, so adding an optional field to the contract leaves the hash of every job
+        // that does not carry it unchanged (a redelivered job still matches its payment).
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
                       "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime",
                       "captureMode", "captureWithin"]

@@ -1,5 +1,23 @@
 import Foundation
 
+/// One versioned schema change, compiled into the program so that code and schema ship together.
+///
+/// `sql` may hold several statements; it runs in one transaction with the bookkeeping insert, so a migration
+/// is applied entirely or not at all (statements that refuse to run in a transaction, such as
+/// `CREATE INDEX CONCURRENTLY`, are therefore not supported). Once applied, a migration must never change:
+/// `Migrator` compares checksums and refuses to continue if one did.
+public struct Migration: Sendable, Equatable {
+    public let version: Int
+    public let name: String
+    public let sql: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+}
+
 /// Applies versioned migrations compiled into the code.
 ///
 /// Every worker may call `apply` at start-up: a session-level `pg_advisory_lock` serialises concurrent callers,
@@ -132,5 +150,30 @@ public struct Migrator: Sendable {
             throw MigrationError.invalidTableName(tableName)
         }
         return parts.map { "\"\($0)\"" }.joined(separator: ".")
+    }
+}
+
+/// Why `Migrator` refused to (or could not) bring the schema up to date.
+public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The compiled-in list is inconsistent (duplicate or non-positive version, empty name).
+    case invalidMigrations(String)
+    /// The bookkeeping table name is not a plain (optionally schema-qualified) identifier.
+    case invalidTableName(String)
+    /// An applied migration's SQL no longer matches what was applied: someone edited a shipped migration.
+    case checksumMismatch(version: Int, name: String)
+    /// A migration's SQL failed; its transaction was rolled back and later migrations were not attempted.
+    case migrationFailed(version: Int, name: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .invalidMigrations(let reason):
+            "invalid migration list: \(reason)"
+        case .invalidTableName(let name):
+            "invalid migrations table name '\(name)': use letters, digits and underscores, optionally schema.table"
+        case .checksumMismatch(let version, let name):
+            "migration \(version) (\(name)) was changed after it was applied; add a new migration instead of editing it"
+        case .migrationFailed(let version, let name, let reason):
+            "migration \(version) (\(name)) failed and was rolled back: \(reason)"
+        }
     }
 }

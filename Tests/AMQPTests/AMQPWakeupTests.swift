@@ -5,9 +5,9 @@ import Testing
 
 @Suite("Owner-loop wakeup pipe")
 struct AMQPWakeupTests {
-    /// Regression test: `drain()` used to clear its pending flag before emptying the pipe, so a
-    /// signal racing with it could be swallowed, after which every signal was suppressed and the
-    /// owner only woke on its poll timeout (seen as 2.5 s stalls in consume+ack).
+    /// A signal racing with `drain()` is never swallowed: were the pending flag cleared before the pipe is emptied,
+    /// every later signal would be suppressed and the owner would wake only on its poll timeout (2.5 s stalls in
+    /// consume+ack).
     @Test func signalsRacingWithDrainAreNeverLost() {
         let wakeup = AMQPWakeup()
         let produced = Atomic<Int>(0)

@@ -90,7 +90,7 @@ extension Integration {
         }
 
         /// Outside sandbox a replacement trust root is refused (exit 78, naming the variable): with the sandbox root in
-        /// PAYPIPE_APPLEPAY_TRUST_ROOT the minted token used to decrypt in production as if Apple had signed it.
+        /// PAYPIPE_APPLEPAY_TRUST_ROOT a minted token would decrypt in production as if Apple had signed it.
         @Test func aReplacedTrustRootIsRefusedOutsideSandbox() throws {
             let sandbox = try Sandbox()
             defer { sandbox.close() }

@@ -164,7 +164,7 @@ extension Integration {
             #expect(exhausted["data"]?["attempts"]?.int64Value == 2)
             #expect(exhausted["data"]?["lastError"]?.stringValue == "http_500")
             try expectMatchesSchema(try #require(seen.first { $0.routingKey == "webhook.exhausted" }).body)
-            #expect(try harness.drain(Stage.notify.deadLetterQueueName).count == 1, "the dead letter as before")
+            #expect(try harness.drain(Stage.notify.deadLetterQueueName).count == 1, "the exhausted delivery is dead-lettered too")
         }
 
         /// The merchant's `webhook.ratePerSecond` (0.5/s, one-token burst) applies although `PAYPIPE_WEBHOOK_RATE` is

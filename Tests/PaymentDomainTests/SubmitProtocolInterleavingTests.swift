@@ -56,7 +56,7 @@ import Testing
     struct Explorer {
         let machine: SubmitProtocol
         let maxTicks: Int
-        /// Feeds the protocol what the old stage checked (only that the payment is `submitting`, as if the answered
+        /// Feeds the protocol what a weaker stage would check (only that the payment is `submitting`, as if the answered
         /// attempt were current): the checker must then find double AUTHs.
         var oldRule = false
         var memo: [World: Int] = [:]
@@ -275,7 +275,7 @@ import Testing
         #expect(steps.first?.0.attempts[1].state == .sending)
     }
 
-    /// The checker is not vacuous: the old rule (settle whatever attempt an answer names while the payment is
+    /// The checker is not vacuous: a weaker rule (settle whatever attempt an answer names while the payment is
     /// `submitting`) is caught.
     @Test func theCheckerCatchesTheOldRule() {
         var explorer = Explorer(machine: SubmitProtocol(paymentDeadline: 1_000_000), maxTicks: 2, oldRule: true)

@@ -27,7 +27,7 @@ import Testing
     }
 
     /// A 6-minute backlog with the clock injected: the device signed at T, the backend published at T + 2 s, decrypt
-    /// first received the job at T + 6 min. Judged at first receipt (as before) the token is stale; judged at the
+    /// first received the job at T + 6 min. Judged at first receipt the token is stale; judged at the
     /// publish time it passes.
     @Test func aSixMinuteBacklogPassesByThePublishTime() throws {
         let pki = try SandboxPKI.generate()

@@ -79,7 +79,7 @@ import Testing
         }
     }
 
-    /// A set-up that tuned only the gateway concurrency keeps its batch of 50, as before that variable shaped it.
+    /// A set-up that tunes only the gateway concurrency keeps the default batch of 50: that variable does not shape it.
     @Test func everyStageBatchesFiftyByDefaultWhateverTheGatewayConcurrency() throws {
         for stage in [Stage.decrypt, .authorize, .submit, .notify] {
             #expect(try WorkerConfiguration(stage: stage, environment: EnvironmentReader(["PAYPIPE_ENV": "sandbox"])).batchSize == 50)

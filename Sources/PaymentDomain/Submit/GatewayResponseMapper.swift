@@ -86,7 +86,7 @@ public enum GatewayResponseMapper {
 
     /// What an errorcode 0 AUTH means by its `settlestatus` (trustpayments.md §8): 0, 1, 10, 100 authorised;
     /// 3 cancelled (declined, `gateway_cancelled`); 2 suspended (`gateway_suspended`, for review: PayPipe sends no
-    /// manual-capture AUTH yet); no `settlestatus` at all authorised, as before; any other value uncertain.
+    /// manual-capture AUTH yet); no `settlestatus` at all authorised; any other value uncertain.
     static func applySettleStatus(_ result: inout GatewayResult) {
         switch result.settleStatus {
         case nil, "0", "1", "10", "100": break

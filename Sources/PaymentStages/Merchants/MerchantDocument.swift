@@ -72,8 +72,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// The TapPay connector's settings (`type` `tappay`); its `partnerKey` is a secret.
         public var tapPay: TapPaySettings?
 
-        /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it,
-        /// as before).
+        /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it).
         public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
         /// `automatic` (absent: the behaviour before operations existed) or `manual`: the AUTH is suspended
         /// (settlestatus 2) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.

@@ -16,8 +16,8 @@ extension StoredPaymentData {
         }
     }
 
-    /// The plaintext sealed into `card_data`: the members synthesized `Codable` wrote before (so rows stored by
-    /// earlier versions still open), written with the JSON module — `JSONEncoder`/`JSONDecoder` cost more per payment
+    /// The plaintext sealed into `card_data`: the members synthesized `Codable` writes (so rows sealed
+    /// with either encoding open), written with the JSON module — `JSONEncoder`/`JSONDecoder` cost more per payment
     /// than sealing and opening it. Contact keys are sorted so the same data always gives the same bytes.
     public func serialized() -> [UInt8] {
         JSONValue.object(omittingAbsent: [

@@ -44,7 +44,7 @@ public struct TrustPaymentsClient: Sendable {
     /// Sends the stored request claims (re-signed with `iat = now`) as an AUTH (or THREEDQUERY+AUTH). With a
     /// ``SendWindow``, the request's bytes never leave after its deadline (the send gate refuses on the pool thread,
     /// certain-not-sent) and the JWT's `exp` is derived from it; without one, `exp` is ``requestLifetime(totalTimeout:)``
-    /// after `now`, as before.
+    /// after `now`.
     public func authorize(
         claims: JSONValue, requestTypes: [String], endpoint: GatewayEndpoint, requestId: String, now: Date,
         window: SendWindow?, using client: HTTPClient

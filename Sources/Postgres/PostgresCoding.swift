@@ -17,3 +17,22 @@ public protocol PostgresBindable: Sendable {
 extension PostgresBindable {
     public static var postgresFormat: PostgresFormat { .text }
 }
+
+/// A Swift type that can be read from a result column.
+///
+/// Results are requested in text format; each conformance parses PostgreSQL's text output for the column types
+/// it accepts and rejects other column types with an error naming the column and both types, so that a schema
+/// change shows up as a clear decoding error rather than as a silently wrong value.
+public protocol PostgresDecodable: Sendable {
+    /// Decodes `cell`; a NULL cell is an error except for `Optional`.
+    static func decode(from cell: PostgresCell) throws(PostgresError) -> Self
+}
+
+/// The wire format of a value: PostgreSQL's text representation or its binary `send`/`recv` representation.
+///
+/// Parameters are sent as text except `bytea`, whose binary format is the raw bytes (no escaping, zero bytes
+/// allowed). Results are always requested as text, which keeps decoding independent of server-internal layouts.
+public enum PostgresFormat: Int32, Sendable {
+    case text = 0
+    case binary = 1
+}
