@@ -7,7 +7,7 @@
 //   pure domain modules   →  JSON, HTTPTypes, ApplePay, JWT, PaymentDomain
 //   runtime               →  Pipeline
 //   development tools     →  ApplePaySandbox, PayPipeDevTools (simulators, sandbox PKI, sample jobs): never linked by
-//                            the workers (scripts/check-dev-tools checks the worker executables' dependencies)
+//                            the workers (scripts/check-modules checks the worker executables' dependencies)
 //   thin executables      →  paypipe (operator CLI), paypipe-<stage> workers
 // Nothing outside the toolchain is fetched: every dependency is a Debian C library.
 import PackageDescription
