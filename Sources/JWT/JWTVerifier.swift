@@ -2,28 +2,6 @@ import Crypto
 import Foundation
 import JSON
 
-/// A token whose signature and time claims have been checked by `JWTVerifier`.
-public struct VerifiedJWT: Sendable {
-    public let header: JWTHeader
-    /// The exact signed claim bytes (for archiving, or re-parsing with a different model).
-    public let payload: [UInt8]
-    /// `payload` parsed; always a JSON object.
-    public let claims: JSONValue
-
-    /// `iat` in seconds since the Unix epoch, when present.
-    public var issuedAt: Double? { claims["iat"]?.doubleValue }
-    /// `iss`, when present and a string.
-    public var issuer: String? { claims["iss"]?.stringValue }
-}
-
-extension VerifiedJWT: CustomStringConvertible, CustomDebugStringConvertible {
-    /// Algorithm and size only: claims can carry card data (`pan` in a request JWT) or references.
-    public var description: String {
-        "VerifiedJWT(\(header.algorithm.rawValue), \(payload.count)-byte claims)"
-    }
-    public var debugDescription: String { description }
-}
-
 /// Verifies compact JWS tokens signed with an HMAC key and checks their time claims.
 ///
 /// Order of checks, chosen so nothing from an unauthenticated token is trusted beyond what is needed to verify it:
@@ -130,6 +108,28 @@ extension JWTVerifier: CustomStringConvertible, CustomDebugStringConvertible {
     /// Never shows the key.
     public var description: String {
         "JWTVerifier(\(algorithms.map(\.rawValue).sorted().joined(separator: ",")), key: <redacted>)"
+    }
+    public var debugDescription: String { description }
+}
+
+/// A token whose signature and time claims have been checked by `JWTVerifier`.
+public struct VerifiedJWT: Sendable {
+    public let header: JWTHeader
+    /// The exact signed claim bytes (for archiving, or re-parsing with a different model).
+    public let payload: [UInt8]
+    /// `payload` parsed; always a JSON object.
+    public let claims: JSONValue
+
+    /// `iat` in seconds since the Unix epoch, when present.
+    public var issuedAt: Double? { claims["iat"]?.doubleValue }
+    /// `iss`, when present and a string.
+    public var issuer: String? { claims["iss"]?.stringValue }
+}
+
+extension VerifiedJWT: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Algorithm and size only: claims can carry card data (`pan` in a request JWT) or references.
+    public var description: String {
+        "VerifiedJWT(\(header.algorithm.rawValue), \(payload.count)-byte claims)"
     }
     public var debugDescription: String { description }
 }
