@@ -162,8 +162,8 @@ import Testing
         #expect(result.failureCode == "operation_not_supported")
         #expect(!TapPayConnector.capabilities.supports(.void(transactionId: "D1")))
         #expect(TapPayConnector.capabilities.supports(.refund(transactionId: "D1", amountMinor: 1, currency: "TWD")))
-        #expect(TapPayWire.operationBody(.capture(transactionId: "D1", amountMinor: 100, currency: "TWD"), partnerKey: "k")?.path == "/tpc/transaction/cap")
-        #expect(TapPayWire.operationBody(.refund(transactionId: "D1", amountMinor: 500, currency: "TWD"), partnerKey: "k")?.body["amount"] == .integer(5))
+        #expect(try TapPayWire.operationBody(.capture(transactionId: "D1", amountMinor: 100, currency: "TWD"), partnerKey: "k")?.path == "/tpc/transaction/cap")
+        #expect(try TapPayWire.operationBody(.refund(transactionId: "D1", amountMinor: 500, currency: "TWD"), partnerKey: "k")?.body["amount"] == .integer(5))
     }
 }
 
