@@ -241,7 +241,7 @@ public struct OperationSteps: Sendable {
                                  reason: "\(inconclusive) status queries could not tell whether the \(request.requestType) took effect", on: transaction)
                 return .review(try store.load(operation.id, on: transaction) ?? operation)
             }
-            guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(request), timing: nil, on: transaction) else {
+            guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .query(operation, attempt: query, transactionReference: request.targetReference)
@@ -250,7 +250,7 @@ public struct OperationSteps: Sendable {
 
     /// The status query reconciling a lost answer, as its attempt is recorded: Trust Payments' TRANSACTIONQUERY of the
     /// AUTH, or another connector's query (OPP `/v3/query`, TapPay's Record API).
-    static func queryType(_ request: GatewayOperation) -> String { request.isWebservices ? "TRANSACTIONQUERY" : "QUERY" }
+    static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.isConnector ? "QUERY" : "TRANSACTIONQUERY" }
 
     static func isQuery(_ requestType: String) -> Bool { requestType == "TRANSACTIONQUERY" || requestType == "QUERY" }
 
@@ -300,7 +300,8 @@ public struct OperationSteps: Sendable {
                 try store.review(current.id, code: "refund_outcome_unknown", reason: "REFUND answer lost (\(code)): never resent automatically", on: transaction)
                 return .review(try store.load(current.id, on: transaction) ?? current)
             }
-            return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): the gateway is queried before anything else")
+            let queried = transport.isConnector ? "the processor is queried" : "the AUTH is queried"
+            return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else")
         }
         return .finished(try store.load(current.id, on: transaction) ?? current)
     }

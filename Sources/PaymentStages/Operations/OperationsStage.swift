@@ -150,7 +150,7 @@ public struct OperationsStage: StageHandler {
         let transport = Self.transport(merchant)
         let endpoint = Self.endpoint(merchant)
         let timing = OperationStore.SendTiming(
-            sendWindow: sendWindow, settleSeconds: client.totalTimeout(for: .webservices) + reconcileGrace)
+            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
         // Operations are rare next to AUTHs: a client (connection) per message rather than a pool.
         let http = HTTPClient(configuration: client.http)
         // A not-applied update is sent again at once by a new attempt; anything else ends the round.
