@@ -204,10 +204,22 @@ public struct SimulatorEngine: Sendable {
             ("livestatus", "0"),
             (Self.recordedAtKey, .double(clock())),
         ]
-        if code == "0" { extra.append(("authcode", "SIM42")) }
+        if code == "0" {
+            extra.append(("authcode", "SIM42"))
+            // The day its settlement run takes it (trustpayments.md §3 [doc example]): the UTC date the settle delay ends.
+            extra.append(("settleduedate", .string(Self.utcDate(Date().addingTimeInterval(settleDelaySeconds ?? 0)))))
+        }
         if let masked = SimulatorRequestValidator.maskedPan(fields["pan"]?.stringValue) { extra.append(("maskedpan", .string(masked))) }
         extra.append(("customeroutput", "RESULT"))
         return Self.item("AUTH", code: code, message: message, extra: extra)
+    }
+
+    static func utcDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: date)
     }
 
     /// Fields a TRANSACTIONQUERY or TRANSACTIONUPDATE may filter by (the docs' "Transaction queries" page lists these
