@@ -199,7 +199,9 @@ public struct OperationProtocol: Sendable, Equatable {
         }
     }
 
-    private func capture(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, now: Date) -> Decision {
+    /// Why a capture of `captured` cannot be made whatever the gateway (one per authorisation, within `captureWithin`,
+    /// never above the authorised amount), or nil.
+    private func captureRefusal(_ captured: Int64, _ lifecycle: MoneyLifecycle, now: Date) -> Decision? {
         guard lifecycle.status == .authorized else {
             let how = lifecycle.captureMode == .automatic ? "captured automatically by its AUTH" : "already captured"
             return .refuse(code: "already_captured", reason: "the payment was \(how); one capture per authorisation")
@@ -207,11 +209,30 @@ public struct OperationProtocol: Sendable, Equatable {
         if let deadline = lifecycle.captureDeadline, now >= deadline {
             return .refuse(code: "authorization_expired", reason: "captureWithin ended at \(deadline)")
         }
-        let captured = amount ?? lifecycle.authorizedAmount
         guard captured <= lifecycle.authorizedAmount else {
             return .refuse(code: "amount_exceeds_authorized",
                            reason: "capture of \(captured) exceeds the authorised \(lifecycle.authorizedAmount)")
         }
+        return nil
+    }
+
+    /// Why nothing can be refunded whatever the gateway (nothing captured, all refunded, voided), or nil.
+    private func refundRefusal(_ lifecycle: MoneyLifecycle) -> Decision? {
+        switch lifecycle.status {
+        case .authorized:
+            .refuse(code: "payment_not_captured", reason: "nothing is captured yet: void the authorisation instead")
+        case .refunded:
+            .refuse(code: "amount_exceeds_refundable", reason: "the payment is refunded in full; nothing is left to refund")
+        case .voided:
+            .refuse(code: "payment_voided", reason: "the payment was voided")
+        case .captured, .settled, .partiallyRefunded:
+            nil
+        }
+    }
+
+    private func capture(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, now: Date) -> Decision {
+        let captured = amount ?? lifecycle.authorizedAmount
+        if let refusal = captureRefusal(captured, lifecycle, now: now) { return refusal }
         if let wait = unlessUpdatable(gateway, forSettled: "a suspended AUTH the gateway reports settled") { return wait }
         var after = lifecycle
         after.status = .captured
@@ -235,12 +256,9 @@ public struct OperationProtocol: Sendable, Equatable {
 
     private func refund(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts) -> Decision {
         switch lifecycle.status {
-        case .authorized:
-            return .refuse(code: "payment_not_captured", reason: "nothing is captured yet: void the authorisation instead")
-        case .refunded:
-            return .refuse(code: "amount_exceeds_refundable", reason: "the payment is refunded in full; nothing is left to refund")
-        case .voided:
-            return .refuse(code: "payment_voided", reason: "the payment was voided")
+        case .authorized, .refunded, .voided:
+            // Refused whatever the gateway holds (``refundRefusal(_:)`` has a refusal for each).
+            return refundRefusal(lifecycle)!
         case .captured:
             // Not settled: the gateway refuses a REFUND, so the captured amount is lowered, or all of it voided.
             if gateway.settleStatus == .settling {
@@ -289,17 +307,8 @@ public struct OperationProtocol: Sendable, Equatable {
         let name = transport == .opp ? "OPP" : "TapPay"
         switch request.kind {
         case .capture:
-            guard lifecycle.status == .authorized else {
-                let how = lifecycle.captureMode == .automatic ? "captured automatically by its AUTH" : "already captured"
-                return .refuse(code: "already_captured", reason: "the payment was \(how); one capture per authorisation")
-            }
-            if let deadline = lifecycle.captureDeadline, now >= deadline {
-                return .refuse(code: "authorization_expired", reason: "captureWithin ended at \(deadline)")
-            }
             let captured = request.amount ?? lifecycle.authorizedAmount
-            guard captured <= lifecycle.authorizedAmount else {
-                return .refuse(code: "amount_exceeds_authorized", reason: "capture of \(captured) exceeds the authorised \(lifecycle.authorizedAmount)")
-            }
+            if let refusal = captureRefusal(captured, lifecycle, now: now) { return refusal }
             guard captured == lifecycle.authorizedAmount || transport.capturesPartially else {
                 return .refuse(code: "partial_capture_not_supported",
                                reason: "\(name) captures the whole authorisation only (\(lifecycle.authorizedAmount)); capture it in full, then refund part of it")
@@ -319,12 +328,8 @@ public struct OperationProtocol: Sendable, Equatable {
             return .send(.reversal(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
         case .refund:
             switch lifecycle.status {
-            case .authorized:
-                return .refuse(code: "payment_not_captured", reason: "nothing is captured yet: void the authorisation instead")
-            case .refunded:
-                return .refuse(code: "amount_exceeds_refundable", reason: "the payment is refunded in full; nothing is left to refund")
-            case .voided:
-                return .refuse(code: "payment_voided", reason: "the payment was voided")
+            case .authorized, .refunded, .voided:
+                return refundRefusal(lifecycle)!
             case .captured:
                 return .wait(code: "awaiting_settlement", reason: "\(name) has not reported the capture yet: the refund waits for it")
             case .settled, .partiallyRefunded:
