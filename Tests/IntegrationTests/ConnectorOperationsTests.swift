@@ -230,6 +230,27 @@ extension Integration {
         #expect(attempts == "CAPTURE:completed:succeeded,QUERY:completed:took_effect,REFUND:completed:succeeded,QUERY:completed:took_effect")
     }
 
+    /// The Trust Payments settlement poll never selects another connector's captured payments (their settlement is
+    /// learnt when a refund needs it): they would otherwise fill its 500 every round.
+    @Test func theSettlementPollLeavesOtherConnectorsPaymentsAlone() throws {
+        let harness = try Harness()
+        let opp = try harness.base.prepared("opp-m", amount: 1500, currency: "GBP", data: ConnectorEndToEndTests.oppData(1500))
+        #expect(try harness.base.process(harness.base.stage(), opp) == .success(.handOff(to: .notify, opp)))
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        try database.query("UPDATE payments SET updated_at = clock_timestamp() - interval '2 days' WHERE id = $1", [opp.paymentId])
+        #expect(try harness.lifecycle(opp)?.status == .captured)
+        let due = try OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
+                                      client: TrustPaymentsClient(transport: .init(deployment: .sandbox)), settlementPoll: 3600).settlementDue(database: database)
+        #expect(due["opp-m"] == nil)
+        // A Trust Payments merchant's aged captured payment is selected by the same query.
+        try harness.authorize.applyMerchant("tp-m", gateway: AuthorizeHarness.gateway(mode: "merchant-decrypts"), identity: true)
+        try database.query("UPDATE payments SET merchant_id = 'tp-m' WHERE id = $1", [opp.paymentId])
+        #expect(try OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
+                                    client: TrustPaymentsClient(transport: .init(deployment: .sandbox)), settlementPoll: 3600)
+            .settlementDue(database: database)["tp-m"] == [opp.paymentId])
+    }
+
     /// A lost refund answer the query does not show (the refund was dropped before processing) goes to review: never
     /// resent, and the payment takes no other operation meanwhile.
     @Test func aLostRefundTheQueryDoesNotShowGoesToReview() throws {

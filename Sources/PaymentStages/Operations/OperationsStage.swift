@@ -395,25 +395,7 @@ extension OperationsStage {
     /// so refunds are REFUNDs; cancelled (3) or any other status is recorded as the last learnt. The SQL selects a
     /// superset of the due ones (either rule's bound passed); the schedule decides.
     func pollSettlement(database: PostgresConnection, logger: Logger) throws {
-        let rows = try database.query(
-            """
-            SELECT p.id, p.merchant_id, p.settle_checked_at, p.updated_at, clock_timestamp() AS now,
-                   (SELECT to_char(a.settle_due_date, 'YYYY-MM-DD') FROM gateway_attempts a
-                    WHERE a.payment_id = p.id AND a.settle_due_date IS NOT NULL AND a.outcome IN ('authorized', 'found')
-                    ORDER BY a.id DESC LIMIT 1) AS due
-            FROM payments p
-            WHERE p.lifecycle = 'captured'
-              AND (coalesce(p.settle_checked_at, p.updated_at) < clock_timestamp() - make_interval(secs => $1)
-                   OR EXISTS (SELECT 1 FROM gateway_attempts a WHERE a.payment_id = p.id
-                              AND (a.settle_due_date + 1)::timestamp <= (clock_timestamp() AT TIME ZONE 'UTC')))
-            ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
-            """, [settlementPoll])
-        var byMerchant: [String: [UUID]] = [:]
-        for row in rows where SettlementSchedule.isDue(
-            now: try row.decode("now", as: Date.self), dueDate: try row.decode("due", as: String?.self),
-            lastQueried: try row.decode("settle_checked_at", as: Date?.self), capturedAt: try row.decode("updated_at", as: Date.self), poll: settlementPoll) {
-            byMerchant[try row.decode("merchant_id", as: String.self), default: []].append(try row.decode("id", as: UUID.self))
-        }
+        let byMerchant = try settlementDue(database: database)
         let http = HTTPClient(configuration: client.http)
         for (merchantId, payments) in byMerchant {
             guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
@@ -440,6 +422,33 @@ extension OperationsStage {
                 }
             }
         }
+    }
+
+    /// The captured Trust Payments payments whose settlement query is due, by merchant. Other connectors' payments are
+    /// never selected: their settlement is learnt when a refund needs it, and selecting them every round would crowd
+    /// Trust Payments' out of the 500.
+    func settlementDue(database: PostgresConnection) throws -> [String: [UUID]] {
+        let rows = try database.query(
+            """
+            SELECT p.id, p.merchant_id, p.settle_checked_at, p.updated_at, clock_timestamp() AS now,
+                   (SELECT to_char(a.settle_due_date, 'YYYY-MM-DD') FROM gateway_attempts a
+                    WHERE a.payment_id = p.id AND a.settle_due_date IS NOT NULL AND a.outcome IN ('authorized', 'found')
+                    ORDER BY a.id DESC LIMIT 1) AS due
+            FROM payments p JOIN merchants m ON m.id = p.merchant_id
+            WHERE p.lifecycle = 'captured'
+              AND lower(translate(coalesce(m.config->'gateway'->>'type', ''), '-_', '')) NOT IN ('opp', 'aci', 'acioppwa', 'oppwa', 'tappay')
+              AND (coalesce(p.settle_checked_at, p.updated_at) < clock_timestamp() - make_interval(secs => $1)
+                   OR EXISTS (SELECT 1 FROM gateway_attempts a WHERE a.payment_id = p.id
+                              AND (a.settle_due_date + 1)::timestamp <= (clock_timestamp() AT TIME ZONE 'UTC')))
+            ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
+            """, [settlementPoll])
+        var byMerchant: [String: [UUID]] = [:]
+        for row in rows where SettlementSchedule.isDue(
+            now: try row.decode("now", as: Date.self), dueDate: try row.decode("due", as: String?.self),
+            lastQueried: try row.decode("settle_checked_at", as: Date?.self), capturedAt: try row.decode("updated_at", as: Date.self), poll: settlementPoll) {
+            byMerchant[try row.decode("merchant_id", as: String.self), default: []].append(try row.decode("id", as: UUID.self))
+        }
+        return byMerchant
     }
 
     func suspendUnsuspended(database: PostgresConnection, logger: Logger) throws {
