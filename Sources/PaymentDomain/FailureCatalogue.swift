@@ -67,8 +67,8 @@ public enum FailureCatalogue {
                     "the stored card data (or wallet token) the merchant's mode needs is absent or already purged"),
         FailureCode("invalid_card_data", [.paymentFailed], origin: "authorize", "the stored PAN or expiry date is malformed"),
         FailureCode("payment_not_decrypted", [.retried], origin: "authorize", "the hand-off arrived before the payment was decrypted"),
-        FailureCode("amount_not_representable", [.paymentFailed], origin: "authorize",
-                    "the connector cannot express the amount: TapPay TWD not in whole dollars, OPP zero-exponent currencies (format unconfirmed)"),
+        FailureCode("amount_not_representable", [.paymentFailed, .operationFailed], origin: "authorize, operations",
+                    "the connector cannot express the amount: TapPay TWD not in whole dollars, OPP zero-exponent currencies (format unconfirmed); for an operation, a capture or refund amount"),
     ]
 
     static let submit: [FailureCode] = [
@@ -114,7 +114,9 @@ public enum FailureCatalogue {
     /// Capture, void and refund (docs/operations-lifecycle.md). Refusals leave the payment's money unchanged.
     static let operations: [FailureCode] = [
         FailureCode("operation_not_supported", [.operationFailed], origin: "operations",
-                    "the merchant's transport is `jwt`: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed, so operations need `webservices`; or its connector is not Trust Payments (OPP, TapPay: docs/connectors.md)"),
+                    "the merchant's transport is `jwt`: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed, so operations need `webservices`; or its processor has no such API (TapPay: no void, so neither a void nor the `captureWithin` expiry void; docs/connectors.md)"),
+        FailureCode("partial_capture_not_supported", [.operationFailed], origin: "operations",
+                    "a capture of less than the authorisation at a processor that captures in full only (TapPay `/tpc/transaction/cap`): capture it all, then refund part"),
         FailureCode("operation_conflict", [.deadLettered], origin: "operations",
                     "an `operationId` already used by the merchant with other content (kind, payment or amount); the first operation is untouched"),
         FailureCode("operation_in_progress", [.retried], origin: "operations",
@@ -123,7 +125,7 @@ public enum FailureCatalogue {
                     "another operation of the payment is for review (e.g. a lost REFUND answer): an operator resolves it before the payment takes another"),
         FailureCode("awaiting_authorization", [.retried], origin: "operations", "the operation arrived before the payment's AUTH ended"),
         FailureCode("awaiting_settlement", [.retried], origin: "operations",
-                    "the AUTH is settling (settle status 10): neither updatable nor refundable until settled"),
+                    "the AUTH is settling (settle status 10): neither updatable nor refundable until settled; or (TapPay) the Record API does not show the trade captured yet"),
         FailureCode("payment_not_authorized", [.operationFailed], origin: "operations",
                     "the payment ended declined, failed or for review: there is nothing to capture, void or refund"),
         FailureCode("payment_voided", [.operationFailed], origin: "operations", "the payment was voided (by an operation or after `captureWithin`)"),
@@ -141,15 +143,15 @@ public enum FailureCatalogue {
         FailureCode("amount_exceeds_refundable", [.operationFailed], origin: "operations",
                     "a refund above what is left: the captured amount before settlement, the settled amount less earlier refunds after it"),
         FailureCode("refund_outcome_unknown", [.operationNeedsReview], origin: "operations",
-                    "a REFUND's answer was lost: no confirmed query finds a REFUND by its parent, so it is never resent automatically"),
+                    "a REFUND's answer was lost: no confirmed query finds a REFUND by its parent, so it is never resent automatically; (OPP, TapPay) the refund's answer was lost and the status query does not show it"),
         FailureCode("operation_state_unexpected", [.operationNeedsReview], origin: "operations",
-                    "a TRANSACTIONUPDATE's answer was lost and the queried AUTH is neither as before nor as after it"),
+                    "a TRANSACTIONUPDATE's answer was lost and the queried AUTH is neither as before nor as after it; (OPP) the query shows two transactions, another amount or a rejected one for the operation"),
         FailureCode("operation_payment_unknown", [.retried], origin: "operations",
                     "the operation names no payment of its merchant (yet: the payment job may still be in decrypt): retried, then dead-lettered `retries_exhausted`"),
         FailureCode("reconciliation_pending", [.retried], origin: "operations",
-                    "a TRANSACTIONUPDATE's answer was lost: the AUTH is queried (TRANSACTIONQUERY) before anything else is sent"),
+                    "an operation's answer was lost: the gateway is queried (Trust Payments TRANSACTIONQUERY, OPP `/v3/query`, TapPay Record API) before anything else is sent"),
         FailureCode("operation_not_applied", [.retried], origin: "operations",
-                    "the status query shows a TRANSACTIONUPDATE whose answer was lost did not take effect: a new attempt sends it"),
+                    "the status query shows a TRANSACTIONUPDATE (or an OPP or TapPay capture, an OPP reversal) whose answer was lost did not take effect: a new attempt sends it; never a refund"),
         FailureCode("lifecycle_inconsistent", [.operationFailed], origin: "operations",
                     "the gateway's settle status contradicts the payment's recorded lifecycle (e.g. settled while held suspended): refused for an operator to look at"),
     ]

@@ -356,6 +356,41 @@ extension Integration {
         #expect(harness.simulator.ledger.captured.count == before + 1, "nothing due on the next round")
     }
 
+    /// The settlement poll starts after the AUTH's `settleduedate` (recorded from its answer): a payment whose due date
+    /// has passed is queried though captured a moment ago; one whose due date is today is not, though an interval old.
+    @Test func settlementIsFirstQueriedAfterTheSettleDueDate() throws {
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let pastDue = try harness.authorizedPayment(amount: 300, mode: .automatic)
+        let dueToday = try harness.authorizedPayment(amount: 300, mode: .automatic)
+        try database.query("UPDATE gateway_attempts SET settle_due_date = (clock_timestamp() AT TIME ZONE 'UTC')::date - 1 WHERE payment_id = $1", [pastDue])
+        try database.query("UPDATE gateway_attempts SET settle_due_date = (clock_timestamp() AT TIME ZONE 'UTC')::date WHERE payment_id = $1", [dueToday])
+        try database.query("UPDATE payments SET updated_at = clock_timestamp() - interval '2 hours' WHERE id = $1", [dueToday])
+        try harness.stage(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        #expect(try harness.lifecycle(pastDue)?.status == .settled)
+        #expect(try harness.lifecycle(dueToday)?.status == .captured, "not before its due date has passed")
+    }
+
+    /// The AUTH answer's `settleduedate` is recorded with its attempt (the simulator sends the UTC date it settles).
+    @Test func theSettleDueDateIsRecordedFromTheAuthAnswer() throws {
+        let result = GatewayResponseMapper.result(fromItem: ["requesttypedescription": "AUTH", "errorcode": "0", "settlestatus": "0",
+                                                            "transactionreference": "1-2-3", "settleduedate": "2026-12-02"])
+        #expect(result.settleDueDate == "2026-12-02")
+        #expect(GatewayResponseMapper.result(fromItem: ["errorcode": "0", "settleduedate": "02/12/2026"]).settleDueDate == nil)
+        let harness = try Harness(settleDelay: 0)
+        defer { harness.tearDown() }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let payment = try harness.authorizedPayment(amount: 300, mode: .automatic)
+        let attempt = try #require(try database.query("SELECT id FROM gateway_attempts WHERE payment_id = $1", [payment]).first?.decode("id", as: Int64.self))
+        try database.query("UPDATE gateway_attempts SET state = 'sending' WHERE id = $1", [attempt])
+        try GatewayAttemptStore().finish(attempt, state: .completed, result: result, on: database)
+        let recorded = try database.query("SELECT to_char(settle_due_date, 'YYYY-MM-DD') AS due FROM gateway_attempts WHERE id = $1", [attempt])
+        #expect(try recorded.first?.decode("due", as: String?.self) == "2026-12-02")
+    }
+
     @Test func jwtMerchantsAndConflictsAreRefused() throws {
         let harness = try Harness(settleDelay: 0)
         defer { harness.tearDown() }

@@ -82,13 +82,13 @@ import Testing
         #expect(reason.contains("webservices"))
     }
 
-    /// An OPP or TapPay merchant: the protocol (TRANSACTIONUPDATE, REFUND, TRANSACTIONQUERY) is Trust Payments'.
+    /// A merchant whose gateway the protocol does not speak: every operation fails `operation_not_supported`.
     @Test(arguments: OperationRequest.Kind.allCases)
     func anotherConnectorsMerchantGetsOperationNotSupported(kind: OperationRequest.Kind) {
         let decision = Self.decide(Self.request(kind), Self.suspended, .suspended, transport: .otherConnector)
         #expect(decision.code == "operation_not_supported")
         guard case .refuse(_, let reason) = decision else { Issue.record("\(decision)"); return }
-        #expect(reason.contains("Trust Payments"))
+        #expect(reason.contains("docs/connectors.md"))
         let deadline = Self.suspended.captureDeadline!
         #expect(Self.machine.expiry(Self.snapshot(Self.suspended, transport: .otherConnector, now: deadline), gateway: Self.facts(.suspended))?.code
             == "operation_not_supported")
@@ -359,6 +359,8 @@ import Testing
                             case .refund(let parent, let base):
                                 #expect(parent == Self.reference && settle == .settled, "\(label)")
                                 #expect(base == after.refundedAmount - lifecycle.refundedAmount && base <= lifecycle.capturedAmount, "\(label)")
+                            case .capture, .reversal:
+                                Issue.record("\(label): Trust Payments' operations are TRANSACTIONUPDATEs and REFUNDs")
                             }
                         case .refuse(let code, _):
                             #expect(FailureCatalogue.entry(for: code)?.outcomes == [.operationFailed], "\(label): \(code)")

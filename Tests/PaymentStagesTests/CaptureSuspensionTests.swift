@@ -17,9 +17,24 @@ import Testing
         #expect(CaptureSuspension.asksSuspension(manual) && !CaptureSuspension.asksSuspension(Self.request))
     }
 
-    @Test func onlyTrustPaymentsRequestsCarryTheSettleStatus() {
-        #expect(CaptureSuspension.request(Self.request, mode: .manual, connector: .opp) == Self.request)
-        #expect(CaptureSuspension.request(Self.request, mode: .manual, connector: .tapPay) == Self.request)
+    static let oppRequest = GatewayRequest(orderReference: "O-2", requestTypes: ["DB"],
+                                           claims: ["payload": ["amount": "10.00", "currency": "GBP", "paymentType": "DB"]])
+    static let tapPayRequest = GatewayRequest(orderReference: "O-3", requestTypes: ["pay-by-prime"],
+                                              claims: ["payload": ["prime": "p", "amount": 10, "delay_capture_in_days": 3]])
+
+    /// Each connector holds a manual AUTH its own way: OPP as a pre-authorisation (PA), TapPay with no automatic
+    /// capture (delay_capture_in_days -1); neither carries Trust Payments' settle status, and automatic ones are untouched.
+    @Test(arguments: [
+        (ConnectorKind.opp, "paymentType", JSONValue.string("PA")),
+        (ConnectorKind.tapPay, "delay_capture_in_days", JSONValue.integer(-1)),
+    ])
+    func otherConnectorsHoldAManualAuthTheirWay(connector: ConnectorKind, field: String, value: JSONValue) {
+        let request = connector == .opp ? Self.oppRequest : Self.tapPayRequest
+        #expect(CaptureSuspension.request(request, mode: .automatic, connector: connector) == request)
+        let manual = CaptureSuspension.request(request, mode: .manual, connector: connector)
+        #expect(manual.claims["payload"]?[field] == value)
+        #expect(manual.claims["payload"]?["settlestatus"] == nil && manual.claims["payload"]?["amount"] == request.claims["payload"]?["amount"])
+        #expect(manual.requestTypes == (connector == .opp ? ["PA"] : request.requestTypes))
     }
 
     @Test func aSuspendedAnswerIsAuthorisedOnlyWhenAsked() {

@@ -162,8 +162,8 @@ import Testing
         #expect(result.failureCode == "operation_not_supported")
         #expect(!TapPayConnector.capabilities.supports(.void(transactionId: "D1")))
         #expect(TapPayConnector.capabilities.supports(.refund(transactionId: "D1", amountMinor: 1, currency: "TWD")))
-        #expect(TapPayWire.operationBody(.capture(transactionId: "D1", amountMinor: 100, currency: "TWD"), partnerKey: "k")?.path == "/tpc/transaction/cap")
-        #expect(TapPayWire.operationBody(.refund(transactionId: "D1", amountMinor: 500, currency: "TWD"), partnerKey: "k")?.body["amount"] == .integer(5))
+        #expect(try TapPayWire.operationBody(.capture(transactionId: "D1", amountMinor: 100, currency: "TWD"), partnerKey: "k")?.path == "/tpc/transaction/cap")
+        #expect(try TapPayWire.operationBody(.refund(transactionId: "D1", amountMinor: 500, currency: "TWD"), partnerKey: "k")?.body["amount"] == .integer(5))
     }
 }
 
@@ -183,5 +183,7 @@ import Testing
         #expect(key.hasPrefix("tappay-prime:") && key.count == "tappay-prime:".count + 64)
         #expect(!key.contains("ap_test_x"))
         #expect(key != TapPayJob.transactionId(prime: "ap_test_y"))
+        // The prime's SHA-256 in lower-case hex (hashlib.sha256(b"ap_test_prime").hexdigest()).
+        #expect(TapPayJob.transactionId(prime: "ap_test_prime") == "tappay-prime:6f249de627a657abb6622b99b5952c11057e77f8203bb4221a00e46581c60d79")
     }
 }

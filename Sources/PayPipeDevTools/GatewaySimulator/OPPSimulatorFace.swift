@@ -27,6 +27,8 @@ public final class OPPSimulatorFace: Sendable {
         var captured: Int64 = 0
         var refunded: Int64 = 0
         var reversed = false
+        /// A back-office transaction's payment (its `referencedId`); nil for an authorisation (PA or DB).
+        var parent: String? = nil
     }
 
     private let payments = Mutex<[String: Payment]>([:])
@@ -57,7 +59,7 @@ public final class OPPSimulatorFace: Sendable {
         case ("POST", "/v1/payments", nil):
             return authorise(fields, entity: entity, engine: engine, holds: holds)
         case ("POST", _, let id?):
-            return backOffice(fields, id: id)
+            return backOffice(fields, id: id, entity: entity, engine: engine, holds: holds)
         case ("GET", _, let id?):
             guard let payment = payments.withLock({ $0[id] }) else { return Self.error("700.400.580", "cannot find transaction", status: 404) }
             return .json(payment.answer.serialized())
@@ -65,7 +67,7 @@ public final class OPPSimulatorFace: Sendable {
             guard let reference = fields["merchantTransactionId"], !reference.isEmpty else {
                 return Self.error("200.300.404", "invalid or missing parameter: merchantTransactionId")
             }
-            let found = payments.withLock { $0.values.filter { $0.reference == reference }.map(\.answer) }
+            let found = payments.withLock { $0.values.filter { $0.reference == reference && $0.answer["ndc"]?.stringValue == entity }.map(\.answer) }
                 .sorted { ($0["timestamp"]?.stringValue ?? "") < ($1["timestamp"]?.stringValue ?? "") }
             let answer: JSONValue = ["result": ["code": "000.000.100", "description": "successful request"], "payments": .array(found)]
             return .json(answer.serialized())
@@ -159,40 +161,73 @@ public final class OPPSimulatorFace: Sendable {
         return Self.respond(delivery, body: shown)
     }
 
-    private func backOffice(_ fields: [String: String], id: String) -> HTTPServerResponse {
+    /// `CP`, `RV` or `RF` on `/v1/payments/{id}`, with OPP's rules as its white-label back-office pages state them
+    /// [doc]: a capture of a pre-authorisation (PA) once, for all or part of it (the rest released); a reversal of an
+    /// uncaptured PA; a refund of a debit (DB) or a captured PA, never beyond what was captured (a refund of an
+    /// uncaptured PA is refused: nothing is settled). Amount and currency (the payment's) on `CP` and `RF`; an optional
+    /// `merchantTransactionId` (8-255 characters), under which `/v3/query` finds the new transaction. One that took
+    /// effect is on the operation ledger (``SimulatorEngine/recordOperation(_:)``); lost and slow answers as every
+    /// operation's, test holds by the request type (`CP`, `RV`, `RF`) and the payment's merchantTransactionId.
+    private func backOffice(_ fields: [String: String], id: String, entity: String, engine: SimulatorEngine, holds: SimulatorHolds) -> HTTPServerResponse {
         guard let type = fields["paymentType"], ["CP", "RV", "RF"].contains(type) else { return Self.error("200.300.404", "invalid or missing parameter: paymentType") }
+        if let reference = fields["merchantTransactionId"], !(8...255).contains(reference.count) {
+            return Self.error("200.300.404", "invalid or missing parameter: merchantTransactionId")
+        }
+        guard let original = payments.withLock({ $0[id] }), original.parent == nil, original.answer["ndc"]?.stringValue == entity else {
+            return Self.error("700.400.580", "cannot find transaction", status: 404)
+        }
         var minor: Int64 = 0
         if type != "RV" {
-            guard let code = fields["currency"], let currency = Currency.alpha3(code), let amount = fields["amount"],
-                  let value = OPPWire.minorUnits(amount, currency: currency), value > 0 else { return Self.error("200.300.404", "invalid or missing parameter: amount") }
+            guard let code = fields["currency"], code == original.answer["currency"]?.stringValue, let currency = Currency.alpha3(code),
+                  let amount = fields["amount"], let value = OPPWire.minorUnits(amount, currency: currency), value > 0 else {
+                return Self.error("200.300.404", "invalid or missing parameter: amount or currency")
+            }
             minor = value
         }
-        let outcome: (code: String, description: String)? = payments.withLock { all in
-            guard var payment = all[id], payment.reference != nil else { return nil }
+        let paymentReference = original.reference ?? ""
+        if holds.losesUnprocessed(requestTypes: [type], orderReference: paymentReference) || engine.losesOperation() { return .connectionReset }
+        let newId = nextId()
+        let outcome: (code: String, description: String) = payments.withLock { all in
+            guard var payment = all[id] else { return ("700.400.580", "cannot find transaction") }
             let authorisedType = payment.answer["paymentType"]?.stringValue
             let refusal = ("700.400.100", "cannot capture/refund/reverse: invalid state")
             switch type {
             case "CP":
-                guard authorisedType == "PA", !payment.reversed, payment.captured + minor <= payment.amountMinor else { return refusal }
-                payment.captured += minor
+                // One capture per pre-authorisation: "a capture is a one-time event" [doc].
+                guard authorisedType == "PA", !payment.reversed, payment.captured == 0, minor <= payment.amountMinor else { return refusal }
+                payment.captured = minor
             case "RV":
-                guard payment.captured == 0, !payment.reversed else { return refusal }
+                guard authorisedType == "PA", payment.captured == 0, !payment.reversed else { return refusal }
                 payment.reversed = true
             default:
                 let capturedTotal = authorisedType == "DB" ? payment.amountMinor : payment.captured
-                guard payment.refunded + minor <= capturedTotal else { return refusal }
+                guard capturedTotal > 0, payment.refunded + minor <= capturedTotal else { return refusal }
                 payment.refunded += minor
             }
             all[id] = payment
             return ("000.000.000", "Transaction succeeded")
         }
-        guard let outcome else { return Self.error("700.400.580", "cannot find transaction", status: 404) }
-        let answer: JSONValue = [
-            "id": .string(nextId()), "referencedId": .string(id), "paymentType": .string(type),
-            "amount": .string(fields["amount"] ?? ""), "currency": .string(fields["currency"] ?? ""),
-            "result": ["code": .string(outcome.code), "description": .string(outcome.description)], "timestamp": .string(Self.timestamp()),
-        ]
-        return .json(answer.serialized(), status: outcome.code.hasPrefix("000.") ? 200 : 400)
+        let tookEffect = outcome.code.hasPrefix("000.")
+        let answer = JSONValue.object(omittingAbsent: [
+            ("id", .string(newId)), ("referencedId", .string(id)), ("paymentType", .string(type)),
+            ("amount", .string(fields["amount"] ?? "")), ("currency", .string(fields["currency"] ?? "")),
+            ("merchantTransactionId", fields["merchantTransactionId"].map(JSONValue.string)),
+            ("result", ["code": .string(outcome.code), "description": .string(outcome.description)]), ("timestamp", .string(Self.timestamp())),
+            ("ndc", .string(entity)),
+        ])
+        payments.withLock { $0[newId] = Payment(answer: answer, reference: fields["merchantTransactionId"], amountMinor: minor, parent: id) }
+        if tookEffect {
+            engine.recordOperation([
+                ("connector", "opp"), ("requesttypedescription", .string(type)), ("requestreference", fields["merchantTransactionId"].map(JSONValue.string)),
+                ("transactionreference", .string(id)), ("orderreference", .string(paymentReference)),
+                ("baseamount", type == "RV" ? nil : .string(String(minor))), ("oppid", .string(newId)),
+            ])
+        }
+        var delivery = engine.operationDelivery(tookEffect: tookEffect)
+        if holds.losesProcessed(requestTypes: [type], orderReference: paymentReference) { delivery = .connectionReset }
+        holds.awaitRelease(requestTypes: [type], orderReference: paymentReference)
+        guard tookEffect else { return .json(answer.serialized(), status: 400) }
+        return Self.respond(delivery, body: answer)
     }
 
     static func error(_ code: String, _ description: String, status: Int = 400) -> HTTPServerResponse {

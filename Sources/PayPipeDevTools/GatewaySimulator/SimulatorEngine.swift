@@ -141,28 +141,47 @@ public struct SimulatorEngine: Sendable {
     /// (`loseRate`), or processed and then answered too late (`timeoutRate`) or not at all (`resetRate`): the lost and
     /// slow answers a client must reconcile. One that took effect is on the operation ledger under its request reference.
     private func operation(_ type: String, fields: JSONValue, requestReference: String?) -> SimulatorReply {
-        if loseRate > 0, dice.next() < loseRate {
+        if losesOperation() {
             return SimulatorReply(items: [], delivery: .connectionReset)
         }
         let item = type == "REFUND" ? refund(fields) : transactionUpdate(fields)
-        if item["errorcode"]?.stringValue == "0" {
+        let tookEffect = item["errorcode"]?.stringValue == "0"
+        if tookEffect {
             let target = fields["parenttransactionreference"] ?? fields["filter"]?["transactionreference"]?[0]?["value"] ?? .null
-            ledger.recordOperation(.object(omittingAbsent: [
+            recordOperation([
                 ("requesttypedescription", .string(type)), ("requestreference", requestReference.map(JSONValue.string)),
                 ("transactionreference", target), ("updates", fields["updates"]), ("baseamount", item["baseamount"]),
-                ("refundreference", type == "REFUND" ? item["transactionreference"] : nil), ("at", .double(clock())),
-            ]))
+                ("refundreference", type == "REFUND" ? item["transactionreference"] : nil),
+            ])
         }
-        var delivery = SimulatorReply.Delivery.answer
-        if item["errorcode"]?.stringValue == "0", timeoutRate > 0 || resetRate > 0 {
-            let draw = dice.next()
-            if draw < timeoutRate {
-                delivery = .slow(slowResponseSeconds)
-            } else if draw < timeoutRate + resetRate {
-                delivery = .connectionReset
-            }
-        }
-        return SimulatorReply(items: [item], delivery: delivery)
+        return SimulatorReply(items: [item], delivery: operationDelivery(tookEffect: tookEffect))
+    }
+
+    // MARK: Back-office operations, every face
+
+    /// Whether an operation request (a TRANSACTIONUPDATE or REFUND, an OPP `CP`/`RV`/`RF`, a TapPay cap or refund) is
+    /// dropped before it is processed (`loseRate`): nothing takes effect, the connection is reset.
+    public func losesOperation() -> Bool {
+        loseRate > 0 && dice.next() < loseRate
+    }
+
+    /// How the answer of a processed operation is delivered: one that took effect may be answered too late
+    /// (`timeoutRate`) or not at all (`resetRate`), the lost and slow answers a client must reconcile; a refusal is
+    /// answered.
+    public func operationDelivery(tookEffect: Bool) -> SimulatorReply.Delivery {
+        guard tookEffect, timeoutRate > 0 || resetRate > 0 else { return .answer }
+        let draw = dice.next()
+        if draw < timeoutRate { return .slow(slowResponseSeconds) }
+        if draw < timeoutRate + resetRate { return .connectionReset }
+        return .answer
+    }
+
+    /// Puts an operation that took effect on the operation ledger (``SimulatorLedger/operations``), stamped `at` now:
+    /// `requesttypedescription`, `transactionreference` (the payment it acted on), `baseamount` (minor units) and, for the
+    /// other faces, `connector`, `orderreference` (the payment's per-payment reference) and `requestreference` (OPP: the
+    /// operation's own `merchantTransactionId`).
+    public func recordOperation(_ fields: [(String, JSONValue?)]) {
+        ledger.recordOperation(.object(omittingAbsent: fields + [("at", .double(clock()))]))
     }
 
     private func authItem(_ fields: JSONValue, amount: Int64, behaviour: SimulatorBehaviour) -> JSONValue {
@@ -185,10 +204,22 @@ public struct SimulatorEngine: Sendable {
             ("livestatus", "0"),
             (Self.recordedAtKey, .double(clock())),
         ]
-        if code == "0" { extra.append(("authcode", "SIM42")) }
+        if code == "0" {
+            extra.append(("authcode", "SIM42"))
+            // The day its settlement run takes it (trustpayments.md §3 [doc example]): the UTC date the settle delay ends.
+            extra.append(("settleduedate", .string(Self.utcDate(Date().addingTimeInterval(settleDelaySeconds ?? 0)))))
+        }
         if let masked = SimulatorRequestValidator.maskedPan(fields["pan"]?.stringValue) { extra.append(("maskedpan", .string(masked))) }
         extra.append(("customeroutput", "RESULT"))
         return Self.item("AUTH", code: code, message: message, extra: extra)
+    }
+
+    static func utcDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: date)
     }
 
     /// Fields a TRANSACTIONQUERY or TRANSACTIONUPDATE may filter by (the docs' "Transaction queries" page lists these

@@ -49,7 +49,8 @@ public final class TapPaySimulatorFace: Sendable {
         switch request.path {
         case TapPayWire.payByPrimePath: return payByPrime(body, merchant: merchant, engine: engine, holds: holds)
         case TapPayWire.recordPath: return recordQuery(body, merchant: merchant)
-        case TapPayWire.capturePath, TapPayWire.refundPath: return operation(body, capture: request.path == TapPayWire.capturePath)
+        case TapPayWire.capturePath, TapPayWire.refundPath:
+            return operation(body, capture: request.path == TapPayWire.capturePath, merchant: merchant, engine: engine, holds: holds)
         default: return .text("not found\n", status: 404)
         }
     }
@@ -143,11 +144,13 @@ public final class TapPaySimulatorFace: Sendable {
     private func recordQuery(_ body: JSONValue, merchant: String) -> HTTPServerResponse {
         guard let filters = body["filters"], filters.objectValue != nil else { return Self.answer(status: 5, "missing filters") }
         let reference = filters["bank_transaction_id"]?.stringValue
+        let trade = filters["rec_trade_id"]?.stringValue
         let start = filters["time"]?["start_time"]?.int64Value ?? Int64.min
         let end = filters["time"]?["end_time"]?.int64Value ?? Int64.max
         let found = trades.withLock { all in
             all.values.map(\.record).filter { record in
                 record["merchant_id"]?.stringValue == merchant && (reference == nil || record["bank_transaction_id"]?.stringValue == reference)
+                    && (trade == nil || record["rec_trade_id"]?.stringValue == trade)
                     && (start...end).contains(record["time"]?.int64Value ?? 0)
             }
         }
@@ -157,27 +160,50 @@ public final class TapPaySimulatorFace: Sendable {
         ])
     }
 
-    private func operation(_ body: JSONValue, capture: Bool) -> HTTPServerResponse {
-        guard let trade = body["rec_trade_id"]?.stringValue else { return Self.answer(status: 121, "Invalid arguments: rec_trade_id") }
-        let outcome: (Int, String)? = trades.withLock { all in
-            guard var entry = all[trade], entry.record["record_status"]?.int64Value != -1 else { return nil }
+    /// `/tpc/transaction/cap` (the whole trade, once [doc]) or `/tpc/transaction/refund` (all that is left, or
+    /// `amount` of it, never more in total [sdk]) of one of the partner's trades by `rec_trade_id`. TapPay documents no
+    /// refusal of a refund before capture, so none is simulated. One that took effect is on the operation ledger
+    /// (``SimulatorEngine/recordOperation(_:)``) and shown by the Record API (`is_captured`, `refund_amount`); lost and
+    /// slow answers as every operation's, test holds by `cap` / `refund` and the trade's `bank_transaction_id`.
+    private func operation(_ body: JSONValue, capture: Bool, merchant: String, engine: SimulatorEngine, holds: SimulatorHolds) -> HTTPServerResponse {
+        let type = capture ? "cap" : "refund"
+        guard let trade = body["rec_trade_id"]?.stringValue, let original = trades.withLock({ $0[trade] }),
+              original.record["merchant_id"]?.stringValue == merchant else {
+            return Self.answer(status: 121, "Invalid arguments: rec_trade_id")
+        }
+        if !capture, let amount = body["amount"], (amount.int64Value ?? 0) <= 0 { return Self.answer(status: 510, "invalid amount") }
+        let reference = original.record["bank_transaction_id"]?.stringValue ?? ""
+        if holds.losesUnprocessed(requestTypes: [type], orderReference: reference) || engine.losesOperation() { return .connectionReset }
+        let outcome: (status: Int, message: String, amount: Int64) = trades.withLock { all in
+            guard var entry = all[trade], entry.record["record_status"]?.int64Value != -1 else { return (121, "Invalid arguments: rec_trade_id", 0) }
             if capture {
-                // Full capture only [doc].
-                guard !entry.captured else { return (10009, "already captured") }
+                guard !entry.captured else { return (10009, "already captured", 0) }
                 entry.captured = true
                 entry.record.set(true, forKey: "is_captured")
                 entry.record.set(1, forKey: "record_status")
-            } else {
-                let amount = body["amount"]?.int64Value ?? (entry.amount - entry.refunded)
-                guard amount > 0, entry.refunded + amount <= entry.amount else { return (510, "invalid amount") }
-                entry.refunded += amount
-                entry.record.set(.integer(entry.refunded), forKey: "refund_amount")
-                entry.record.set(.integer(entry.refunded == entry.amount ? 3 : 2), forKey: "record_status")
+                all[trade] = entry
+                return (0, "Success", entry.amount)
             }
+            let amount = body["amount"]?.int64Value ?? (entry.amount - entry.refunded)
+            guard amount > 0, entry.refunded + amount <= entry.amount else { return (510, "invalid amount", 0) }
+            entry.refunded += amount
+            entry.record.set(.integer(entry.refunded), forKey: "refund_amount")
+            entry.record.set(.integer(entry.refunded == entry.amount ? 3 : 2), forKey: "record_status")
             all[trade] = entry
-            return (0, "Success")
+            return (0, "Success", amount)
         }
-        guard let (status, message) = outcome else { return Self.answer(status: 121, "Invalid arguments: rec_trade_id") }
-        return Self.answer(status: status, message, [("rec_trade_id", .string(trade))])
+        let tookEffect = outcome.status == 0
+        if tookEffect {
+            let currency = original.record["currency"]?.stringValue ?? ""
+            engine.recordOperation([
+                ("connector", "tappay"), ("requesttypedescription", .string(type)), ("transactionreference", .string(trade)),
+                ("orderreference", .string(reference)), ("baseamount", .string(String(TapPayWire.minorUnits(outcome.amount, currency: currency) ?? outcome.amount))),
+            ])
+        }
+        var delivery = engine.operationDelivery(tookEffect: tookEffect)
+        if holds.losesProcessed(requestTypes: [type], orderReference: reference) { delivery = .connectionReset }
+        holds.awaitRelease(requestTypes: [type], orderReference: reference)
+        let answer = JSONValue.object([("status", .integer(Int64(outcome.status))), ("msg", .string(outcome.message)), ("rec_trade_id", .string(trade))])
+        return tookEffect ? OPPSimulatorFace.respond(delivery, body: answer) : .json(answer.serialized())
     }
 }

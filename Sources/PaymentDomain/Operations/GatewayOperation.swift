@@ -1,14 +1,19 @@
 import JSON
 
-/// One Trust Payments Webservices request an operation sends (trustpayments.md §8), as a value: the transport adds
-/// the envelope (`alias`, `version`, `requestreference`). Amounts are minor units, sent as decimal strings like every
-/// amount on the wire.
+/// One gateway request an operation sends, as a value: a Trust Payments Webservices request (trustpayments.md §8; the
+/// transport adds the envelope: `alias`, `version`, `requestreference`), or another connector's capture, reversal or
+/// refund (docs/connectors.md), which its connector translates. Amounts are minor units.
 public enum GatewayOperation: Sendable, Equatable, Hashable {
     /// TRANSACTIONUPDATE of the AUTH: `filter {sitereference, transactionreference}`, `updates {…}`.
     /// `settleStatus` nil leaves it as it is (a lower `settlebaseamount` alone).
     case transactionUpdate(transactionReference: String, settleStatus: SettleStatus?, settleBaseAmount: Int64?)
-    /// REFUND of a settled AUTH, always with its `baseamount`.
+    /// REFUND of a settled AUTH, always with its `baseamount`; for another connector, its refund of the captured
+    /// payment `parentTransactionReference` (OPP `RF`, TapPay `/tpc/transaction/refund`).
     case refund(parentTransactionReference: String, baseAmount: Int64)
+    /// Another connector's capture of its authorisation `transactionReference` (OPP `CP`, TapPay `/tpc/transaction/cap`).
+    case capture(transactionReference: String, amount: Int64)
+    /// Another connector's reversal of its uncaptured authorisation (OPP `RV`).
+    case reversal(transactionReference: String)
 
     /// Suspends an AUTH that was answered unsuspended (manual capture when `settlestatus "2"` on the AUTH itself was
     /// not sent or not honoured).
@@ -20,12 +25,32 @@ public enum GatewayOperation: Sendable, Equatable, Hashable {
         switch self {
         case .transactionUpdate: "TRANSACTIONUPDATE"
         case .refund: "REFUND"
+        case .capture: "CAPTURE"
+        case .reversal: "REVERSAL"
         }
     }
 
-    /// The request object (one element of the envelope's `request[]`).
+    /// The processor's id of the payment the request acts on (a REFUND's parent).
+    public var targetReference: String {
+        switch self {
+        case .transactionUpdate(let reference, _, _), .refund(let reference, _), .capture(let reference, _), .reversal(let reference): reference
+        }
+    }
+
+    /// Whether this is a Trust Payments Webservices request (the other cases are other connectors').
+    public var isWebservices: Bool {
+        switch self {
+        case .transactionUpdate, .refund: true
+        case .capture, .reversal: false
+        }
+    }
+
+    /// The request object (one element of the envelope's `request[]`); `null` for another connector's request, which
+    /// Trust Payments has no form for (its operations are TRANSACTIONUPDATEs).
     public func requestObject(siteReference: String) -> JSONValue {
         switch self {
+        case .capture, .reversal:
+            return .null
         case .transactionUpdate(let reference, let settleStatus, let settleBaseAmount):
             // The filter's shape is TRANSACTIONQUERY's: arrays of {"value": …} (§8, [doc][sdk]).
             let filter: JSONValue = .object([

@@ -16,11 +16,22 @@ import Foundation
 public struct OperationProtocol: Sendable, Equatable {
     public init() {}
 
-    /// How the merchant reaches the gateway: Trust Payments' two transports, or `otherConnector` for a processor this
-    /// protocol does not speak (OPP, TapPay: their operations are not carried out, docs/connectors.md).
+    /// How the merchant reaches the gateway: Trust Payments' two transports, another connector (docs/connectors.md),
+    /// or `otherConnector` for a processor this protocol does not speak (its operations are refused).
     public enum Transport: String, Sendable, Hashable {
         case webservices, jwt
+        /// ACI / PAY.ON Open Payment Platform: `CP` (partial or full), `RV`, `RF` on `/v1/payments/{id}`.
+        case opp
+        /// TapPay: `/tpc/transaction/cap` (the full authorisation only) and `/tpc/transaction/refund`; no void API.
+        case tapPay = "tappay"
         case otherConnector = "other-connector"
+
+        /// A connector whose operations are captures, reversals and refunds of its own (not TRANSACTIONUPDATEs).
+        public var isConnector: Bool { self == .opp || self == .tapPay }
+        /// Whether a capture may take less than the authorisation (the rest released).
+        public var capturesPartially: Bool { self != .tapPay }
+        /// Whether an uncaptured authorisation can be cancelled.
+        public var voids: Bool { self != .tapPay }
     }
 
     /// An operation already recorded under the same merchant and `operationId`.
@@ -134,11 +145,14 @@ public struct OperationProtocol: Sendable, Equatable {
         if let existing = snapshot.existing {
             return existing.contentHash == request.contentHash ? .duplicate(existing) : .conflict(existing)
         }
-        guard snapshot.transport == .webservices else {
+        switch snapshot.transport {
+        case .webservices, .opp, .tapPay:
+            break
+        case .otherConnector:
+            return .refuse(code: "operation_not_supported", reason: "\(request.kind.rawValue) is not carried out for this merchant's gateway (docs/connectors.md)")
+        case .jwt:
             return .refuse(code: "operation_not_supported",
-                           reason: snapshot.transport == .otherConnector
-                            ? "\(request.kind.rawValue) is carried out for Trust Payments merchants only (docs/connectors.md)"
-                            : "\(request.kind.rawValue) needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed")
+                           reason: "\(request.kind.rawValue) needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed")
         }
         switch snapshot.paymentStatus {
         case .received, .decrypted, .prepared, .submitting:
@@ -161,6 +175,9 @@ public struct OperationProtocol: Sendable, Equatable {
         if lifecycle.status == .voided {
             return .refuse(code: "payment_voided", reason: "the payment was voided")
         }
+        if snapshot.transport.isConnector {
+            return connectorDecision(request, lifecycle, gateway, transport: snapshot.transport, now: snapshot.now)
+        }
         if gateway.settleStatus == .cancelled {
             return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled (settle status 3)")
         }
@@ -182,7 +199,9 @@ public struct OperationProtocol: Sendable, Equatable {
         }
     }
 
-    private func capture(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, now: Date) -> Decision {
+    /// Why a capture of `captured` cannot be made whatever the gateway (one per authorisation, within `captureWithin`,
+    /// never above the authorised amount), or nil.
+    private func captureRefusal(_ captured: Int64, _ lifecycle: MoneyLifecycle, now: Date) -> Decision? {
         guard lifecycle.status == .authorized else {
             let how = lifecycle.captureMode == .automatic ? "captured automatically by its AUTH" : "already captured"
             return .refuse(code: "already_captured", reason: "the payment was \(how); one capture per authorisation")
@@ -190,11 +209,30 @@ public struct OperationProtocol: Sendable, Equatable {
         if let deadline = lifecycle.captureDeadline, now >= deadline {
             return .refuse(code: "authorization_expired", reason: "captureWithin ended at \(deadline)")
         }
-        let captured = amount ?? lifecycle.authorizedAmount
         guard captured <= lifecycle.authorizedAmount else {
             return .refuse(code: "amount_exceeds_authorized",
                            reason: "capture of \(captured) exceeds the authorised \(lifecycle.authorizedAmount)")
         }
+        return nil
+    }
+
+    /// Why nothing can be refunded whatever the gateway (nothing captured, all refunded, voided), or nil.
+    private func refundRefusal(_ lifecycle: MoneyLifecycle) -> Decision? {
+        switch lifecycle.status {
+        case .authorized:
+            .refuse(code: "payment_not_captured", reason: "nothing is captured yet: void the authorisation instead")
+        case .refunded:
+            .refuse(code: "amount_exceeds_refundable", reason: "the payment is refunded in full; nothing is left to refund")
+        case .voided:
+            .refuse(code: "payment_voided", reason: "the payment was voided")
+        case .captured, .settled, .partiallyRefunded:
+            nil
+        }
+    }
+
+    private func capture(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, now: Date) -> Decision {
+        let captured = amount ?? lifecycle.authorizedAmount
+        if let refusal = captureRefusal(captured, lifecycle, now: now) { return refusal }
         if let wait = unlessUpdatable(gateway, forSettled: "a suspended AUTH the gateway reports settled") { return wait }
         var after = lifecycle
         after.status = .captured
@@ -218,12 +256,9 @@ public struct OperationProtocol: Sendable, Equatable {
 
     private func refund(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts) -> Decision {
         switch lifecycle.status {
-        case .authorized:
-            return .refuse(code: "payment_not_captured", reason: "nothing is captured yet: void the authorisation instead")
-        case .refunded:
-            return .refuse(code: "amount_exceeds_refundable", reason: "the payment is refunded in full; nothing is left to refund")
-        case .voided:
-            return .refuse(code: "payment_voided", reason: "the payment was voided")
+        case .authorized, .refunded, .voided:
+            // Refused whatever the gateway holds (``refundRefusal(_:)`` has a refusal for each).
+            return refundRefusal(lifecycle)!
         case .captured:
             // Not settled: the gateway refuses a REFUND, so the captured amount is lowered, or all of it voided.
             if gateway.settleStatus == .settling {
@@ -240,19 +275,66 @@ public struct OperationProtocol: Sendable, Equatable {
             return .send(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: nil, settleBaseAmount: after.capturedAmount),
                          effect: Effect(lifecycle: after, event: .captured, amount: after.capturedAmount))
         case .settled, .partiallyRefunded:
-            let refundable = lifecycle.refundable
-            let refunded = amount ?? refundable
-            guard refunded <= refundable else {
-                return .refuse(code: "amount_exceeds_refundable",
-                               reason: "refund of \(refunded) exceeds the \(refundable) left of the settled \(lifecycle.capturedAmount)")
-            }
-            var after = lifecycle
-            after.refundedAmount += refunded
-            after.status = after.refundedAmount == after.capturedAmount ? .refunded : .partiallyRefunded
             // baseamount always: a REFUND without one refunds an amount no source states for a parent whose
             // settlebaseamount was lowered, and reconciling a lost REFUND answer matches on it.
-            return .send(.refund(parentTransactionReference: gateway.transactionReference, baseAmount: refunded),
-                         effect: Effect(lifecycle: after, event: .refunded, amount: refunded))
+            return refundSettled(amount, lifecycle, gateway)
+        }
+    }
+
+    /// A refund of a settled payment (after settlement, any connector): at most what is left, a REFUND of its amount.
+    private func refundSettled(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts) -> Decision {
+        let refundable = lifecycle.refundable
+        let refunded = amount ?? refundable
+        guard refunded <= refundable else {
+            return .refuse(code: "amount_exceeds_refundable",
+                           reason: "refund of \(refunded) exceeds the \(refundable) left of the settled \(lifecycle.capturedAmount)")
+        }
+        var after = lifecycle
+        after.refundedAmount += refunded
+        after.status = after.refundedAmount == after.capturedAmount ? .refunded : .partiallyRefunded
+        return .send(.refund(parentTransactionReference: gateway.transactionReference, baseAmount: refunded),
+                     effect: Effect(lifecycle: after, event: .refunded, amount: refunded))
+    }
+
+    /// OPP's and TapPay's rules (docs/connectors.md). Their captures, reversals and refunds are requests of their own on
+    /// the processor's payment, not updates of its settle status: a capture takes the authorisation (OPP: partly or
+    /// fully, the rest released [doc: OPP white-label back-office pages]; TapPay: all of it [doc]); a void cancels an
+    /// uncaptured authorisation (OPP `RV`; TapPay has none); a refund needs the payment settled, which the worker learns
+    /// before it decides (OPP: captured, by `DB` or `CP`; TapPay: `is_captured` in the Record API).
+    private func connectorDecision(
+        _ request: OperationRequest, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, transport: Transport, now: Date
+    ) -> Decision {
+        let name = transport == .opp ? "OPP" : "TapPay"
+        switch request.kind {
+        case .capture:
+            let captured = request.amount ?? lifecycle.authorizedAmount
+            if let refusal = captureRefusal(captured, lifecycle, now: now) { return refusal }
+            guard captured == lifecycle.authorizedAmount || transport.capturesPartially else {
+                return .refuse(code: "partial_capture_not_supported",
+                               reason: "\(name) captures the whole authorisation only (\(lifecycle.authorizedAmount)); capture it in full, then refund part of it")
+            }
+            var after = lifecycle
+            after.status = .captured
+            after.capturedAmount = captured
+            return .send(.capture(transactionReference: gateway.transactionReference, amount: captured),
+                         effect: Effect(lifecycle: after, event: .captured, amount: captured))
+        case .void:
+            guard transport.voids else {
+                return .refuse(code: "operation_not_supported", reason: "\(name) has no void API: refund a captured payment instead")
+            }
+            guard lifecycle.status == .authorized else {
+                return .refuse(code: "payment_settled", reason: "the payment is \(lifecycle.status.rawValue) at \(name) (captured): refund it instead")
+            }
+            return .send(.reversal(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
+        case .refund:
+            switch lifecycle.status {
+            case .authorized, .refunded, .voided:
+                return refundRefusal(lifecycle)!
+            case .captured:
+                return .wait(code: "awaiting_settlement", reason: "\(name) has not reported the capture yet: the refund waits for it")
+            case .settled, .partiallyRefunded:
+                return refundSettled(request.amount, lifecycle, gateway)
+            }
         }
     }
 
@@ -293,7 +375,19 @@ public struct OperationProtocol: Sendable, Equatable {
               let deadline = lifecycle.captureDeadline, snapshot.now >= deadline, snapshot.openOperation == nil, let gateway else {
             return nil
         }
-        guard snapshot.transport == .webservices else {
+        switch snapshot.transport {
+        case .webservices:
+            break
+        case .opp:
+            return .send(.reversal(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
+        case .tapPay:
+            // Not refunded instead: a refund of a trade never captured is not documented (it may not release the
+            // hold, or may be refused), and the customer was not charged: with no automatic capture
+            // (`delay_capture_in_days` -1) the authorisation lapses at the issuer. Reported, so the merchant knows
+            // it will never be captured (captures are refused from now on: authorization_expired).
+            return .refuse(code: "operation_not_supported",
+                           reason: "TapPay has no void API: the uncaptured authorisation is never captured and lapses at the issuer (or is released in the TapPay Portal)")
+        case .jwt, .otherConnector:
             return .refuse(code: "operation_not_supported", reason: "the expiry void needs the webservices transport")
         }
         if let instead = unlessUpdatable(gateway, forSettled: "an expired, uncaptured AUTH the gateway reports settled") { return instead }
@@ -387,6 +481,112 @@ extension OperationProtocol {
     }
 }
 
+// MARK: Reconciling another connector's lost answer
+
+extension OperationProtocol {
+    /// What a connector's status query found for an operation whose answer was lost (docs/connectors.md).
+    public enum Evidence: Sendable, Equatable, Hashable {
+        /// Trust Payments: the AUTH as a TRANSACTIONQUERY by its `transactionreference` returned it (nil: not returned).
+        case auth(QueriedAuth?)
+        /// TapPay: the payment's trade record from the Record API filtered by `rec_trade_id` [doc] (nil: none came back).
+        case trade(TradeRecord?)
+        /// OPP: every transaction `/v3/query` returned under the operation's own `merchantTransactionId` [doc].
+        case transactions([TransactionRecord])
+    }
+
+    /// A TapPay trade record's operation fields [doc: Record API]: `is_captured` and the cumulative `refund_amount`
+    /// (minor units), each nil when absent.
+    public struct TradeRecord: Sendable, Equatable, Hashable {
+        public var isCaptured: Bool?
+        public var refundedAmount: Int64?
+
+        public init(isCaptured: Bool?, refundedAmount: Int64?) {
+            self.isCaptured = isCaptured
+            self.refundedAmount = refundedAmount
+        }
+    }
+
+    /// One OPP transaction of a query answer: what it was (`CP`, `RV`, `RF`, as an operation kind; nil for any other
+    /// `paymentType`), its amount in minor units and how its result code groups.
+    public struct TransactionRecord: Sendable, Equatable, Hashable {
+        public enum Result: String, Sendable, Hashable { case succeeded, rejected, pending }
+        public var kind: OperationRequest.Kind?
+        public var amount: Int64?
+        public var result: Result
+
+        public init(kind: OperationRequest.Kind?, amount: Int64?, result: Result) {
+            self.kind = kind
+            self.amount = amount
+            self.result = result
+        }
+    }
+
+    /// Whether a lost answer to `operation` may be reconciled by a query (else it goes to review at once, never
+    /// resent). Trust Payments' REFUND cannot: no source confirms a filter that finds a REFUND by its parent. OPP's and
+    /// TapPay's operations can (``reconcile(_:before:effect:evidence:)``), a refund only ever to "took effect" or review.
+    public func reconcilable(_ operation: GatewayOperation, transport: Transport) -> Bool {
+        guard case .refund = operation else { return true }
+        return transport.isConnector
+    }
+
+    /// What `evidence` says about `operation` (sent from lifecycle `before`, `effect` expected) whose answer was lost.
+    /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
+    /// into a second refund. A capture or reversal the query does not show may be sent again (OPP and TapPay refuse a
+    /// second capture of one authorisation anyway [doc]).
+    public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, evidence: Evidence) -> Reconciliation {
+        let lostRefund = Reconciliation.review(code: "refund_outcome_unknown",
+                                               reason: "the refund's answer was lost and the status query does not show it: never resent automatically")
+        switch evidence {
+        case .auth(let queried):
+            return reconcile(operation, before: before, effect: effect, queried: queried)
+        case .trade(nil):
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "the Record API returned no record of the payment")
+        case .trade(let record?):
+            switch operation {
+            case .capture:
+                guard let captured = record.isCaptured else {
+                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the trade record has no is_captured")
+                }
+                return captured ? .tookEffect : .notApplied
+            case .refund(_, let amount):
+                // The payment's operations are serialised under its lock (one open at a time): the record's cumulative
+                // refund_amount is this payment's refunds before this one, plus this one if it took effect.
+                guard let refunded = record.refundedAmount else {
+                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the trade record has no refund_amount")
+                }
+                return refunded == before.refundedAmount + amount ? .tookEffect : lostRefund
+            case .reversal, .transactionUpdate:
+                return .review(code: "operation_state_unexpected", reason: "TapPay has no \(operation.requestType) to reconcile")
+            }
+        case .transactions(let records):
+            let kind: OperationRequest.Kind = switch operation {
+            case .capture: .capture
+            case .reversal: .void
+            case .refund, .transactionUpdate: .refund
+            }
+            let mine = records.filter { $0.kind == kind }
+            guard let record = mine.first else {
+                if case .refund = operation { return lostRefund }
+                return .notApplied
+            }
+            let sent: Int64? = switch operation {
+            case .capture(_, let amount), .refund(_, let amount): amount
+            case .reversal, .transactionUpdate: nil
+            }
+            guard mine.count == 1, sent == nil || record.amount == sent else {
+                return .review(code: "operation_state_unexpected",
+                               reason: "\(mine.count) \(kind.rawValue) transaction(s) under the operation's merchantTransactionId, or one of another amount")
+            }
+            switch record.result {
+            case .succeeded: return .tookEffect
+            case .pending: return .inconclusive(code: "reconciliation_inconclusive", reason: "the \(kind.rawValue) transaction is still pending")
+            case .rejected:
+                return .review(code: "operation_state_unexpected", reason: "the \(kind.rawValue) transaction was rejected after its answer was lost")
+            }
+        }
+    }
+}
+
 // MARK: A late AUTH on a failed payment
 
 extension OperationProtocol {
@@ -403,7 +603,18 @@ extension OperationProtocol {
 
     /// What to do about an AUTH that reconciliation found authorised on a payment PayPipe already ended `failed`
     /// (e.g. `deadline_exceeded`). A failed void goes to review as well, decided by the caller from its answer.
-    public func lateAuthorization(_ gateway: GatewayFacts, transport: Transport) -> LateAuthorization {
+    public func lateAuthorization(_ gateway: GatewayFacts, transport: Transport, captureMode: CaptureMode = .automatic) -> LateAuthorization {
+        switch transport {
+        case .opp where captureMode == .manual:
+            // A pre-authorisation (PA): reversed whole.
+            return .void(.reversal(transactionReference: gateway.transactionReference))
+        case .opp:
+            return .review(code: "late_authorization", reason: "the late OPP debit (DB) is captured: a refund is due")
+        case .tapPay:
+            return .review(code: "late_authorization", reason: "the late TapPay authorisation cannot be voided (TapPay has no void API): a refund is due")
+        case .webservices, .jwt, .otherConnector:
+            break
+        }
         switch gateway.settleStatus {
         case .cancelled:
             return .alreadyCancelled

@@ -73,6 +73,7 @@ public enum GatewayResponseMapper {
             transactionReference: item["transactionreference"]?.stringValue, settleStatus: item["settlestatus"]?.stringValue,
             acquirerResponseCode: item["acquirerresponsecode"]?.stringValue, authCode: item["authcode"]?.stringValue,
             maskedPan: item["maskedpan"]?.stringValue)
+        result.settleDueDate = SettlementSchedule.dueDate(item["settleduedate"]?.stringValue)
         if result.outcome == .authorized {
             applySettleStatus(&result)
         }

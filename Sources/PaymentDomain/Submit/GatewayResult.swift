@@ -14,6 +14,8 @@ public struct GatewayResult: Sendable, Equatable {
     public var maskedPan: String?
     /// Why the outcome differs from what the code alone says (e.g. `3ds_challenge_required`).
     public var reason: String?
+    /// Trust Payments' `settleduedate` of an AUTH (``SettlementSchedule/dueDate(_:)``): when settlement is first queried.
+    public var settleDueDate: String?
 
     public init(
         outcome: GatewayOutcome, errorCode: String? = nil, errorMessage: String? = nil, errorData: [String] = [],

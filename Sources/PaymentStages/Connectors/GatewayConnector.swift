@@ -45,6 +45,29 @@ public protocol GatewayConnector: Sendable {
         _ operation: ConnectorOperation, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
         using client: HTTPClient
     ) -> GatewayResult
+
+    /// ``perform(_:endpoint:requestId:now:window:using:)`` carrying `reference`, PayPipe's own key of the operation,
+    /// where the processor takes one (OPP's `merchantTransactionId`): what ``findOperation`` looks it up by.
+    func perform(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult
+
+    /// The status query reconciling an operation whose answer was lost, by filters a source confirms
+    /// (docs/connectors.md): what the processor shows of it, for ``OperationProtocol/reconcile(_:before:effect:evidence:)``.
+    func findOperation(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure>
+}
+
+extension GatewayConnector {
+    /// A processor whose operations carry no reference of PayPipe's sends them as they are.
+    public func perform(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        perform(operation, endpoint: endpoint, requestId: requestId, now: now, window: window, using: client)
+    }
 }
 
 /// The submit stage's name for the connector protocol (it predates the other connectors).
@@ -92,6 +115,24 @@ public enum ConnectorOperation: Sendable, Equatable {
         case .capture: "capture"
         case .void: "void"
         case .refund: "refund"
+        }
+    }
+
+    /// The processor's id of the payment operated on.
+    public var transactionId: String {
+        switch self {
+        case .capture(let id, _, _), .void(let id), .refund(let id, _, _): id
+        }
+    }
+
+    /// The operation the operations worker decided (``OperationProtocol``), in this form; nil for a Trust Payments
+    /// TRANSACTIONUPDATE, which is no connector operation of its own.
+    public init?(_ operation: GatewayOperation, currency: String) {
+        switch operation {
+        case .capture(let id, let amount): self = .capture(transactionId: id, amountMinor: amount, currency: currency)
+        case .reversal(let id): self = .void(transactionId: id)
+        case .refund(let id, let amount): self = .refund(transactionId: id, amountMinor: amount, currency: currency)
+        case .transactionUpdate: return nil
         }
     }
 }
@@ -172,5 +213,19 @@ public struct GatewayConnectors: GatewayConnector {
         using client: HTTPClient
     ) -> GatewayResult {
         connector(endpoint.connector).perform(operation, endpoint: endpoint, requestId: requestId, now: now, window: window, using: client)
+    }
+
+    public func perform(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        connector(endpoint.connector).perform(operation, reference: reference, endpoint: endpoint, requestId: requestId, now: now, window: window,
+                                              using: client)
+    }
+
+    public func findOperation(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        connector(endpoint.connector).findOperation(operation, reference: reference, endpoint: endpoint, requestId: requestId, now: now, using: client)
     }
 }

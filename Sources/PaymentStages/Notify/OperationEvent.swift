@@ -72,13 +72,3 @@ public struct OperationEvent: Sendable, Equatable {
 
     public var body: [UInt8] { json.serialized() }
 }
-
-extension GatewayOperation {
-    /// The transaction the request acts on: the AUTH (a REFUND's parent).
-    public var targetReference: String {
-        switch self {
-        case .transactionUpdate(let reference, _, _): reference
-        case .refund(let parent, _): parent
-        }
-    }
-}

@@ -48,40 +48,33 @@ public struct OperationSteps: Sendable {
     public func planExpiry(
         _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
     ) throws -> Plan {
-        let request = OperationRequest(kind: .void, operationId: Self.expiryOperationId(payment.paymentId), merchantId: payment.merchantId,
-                                       payment: .paymentId(payment.paymentId), amount: nil)
-        guard let money = try PaymentStore().money(payment.paymentId, forUpdate: true, on: transaction) else {
-            return .nothing(reason: "payment \(payment.paymentId) does not exist")
-        }
-        if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-            return try resume(existing, timing: timing, on: transaction)
-        }
-        let open = try store.open(paymentId: payment.paymentId, on: transaction)
-        let gateway = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction).map { facts in
-            money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
-        }
-        let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
-        let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
-                                                  openOperation: open.map(\.operationId),
-                                                  openOperationForReview: open?.state == .needsReview, now: now)
-        switch rules.expiry(snapshot, gateway: gateway) {
-        case nil:
-            return .nothing(reason: "not due")
-        case .send(let void, let effect)?:
-            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: .expiry, send: void, before: money.lifecycle,
-                                            effect: effect, timing: timing, on: transaction),
-                  let begun = try store.load(ids.operation, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "the expiry void was recorded concurrently")
+        try automaticVoid(payment, operationId: Self.expiryOperationId(payment.paymentId), requestedBy: .expiry, transport: transport, timing: timing,
+                          on: transaction) { request in
+            guard let money = try PaymentStore().money(payment.paymentId, forUpdate: false, on: transaction) else {
+                return .nothing(reason: "payment \(payment.paymentId) does not exist")
             }
-            return .send(begun, attempt: ids.attempt, request: void)
-        case .wait(let code, let reason)?:
-            return .wait(code: code, reason: reason)
-        case .refuse(let code, let reason)?:
-            guard let id = try store.refuse(request, paymentId: payment.paymentId, requestedBy: .expiry, code: code, reason: reason, on: transaction),
-                  let refused = try store.load(id, on: transaction) else { return .nothing(reason: reason) }
-            return .finished(refused)
-        case .duplicate?, .conflict?:
-            return .nothing(reason: "not a decision of expiry")
+            let open = try store.open(paymentId: payment.paymentId, on: transaction)
+            let gateway = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction).map { facts in
+                money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
+            }
+            let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
+            let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
+                                                      openOperation: open.map(\.operationId),
+                                                      openOperationForReview: open?.state == .needsReview, now: now)
+            switch rules.expiry(snapshot, gateway: gateway) {
+            case nil:
+                return .nothing(reason: "not due")
+            case .send(let void, let effect)?:
+                return .begin(void, before: money.lifecycle, effect: effect)
+            case .wait(let code, let reason)?:
+                return .plan(.wait(code: code, reason: reason))
+            case .refuse(let code, let reason)?:
+                guard let id = try store.refuse(request, paymentId: payment.paymentId, requestedBy: .expiry, code: code, reason: reason, on: transaction),
+                      let refused = try store.load(id, on: transaction) else { return .nothing(reason: reason) }
+                return .plan(.finished(refused))
+            case .duplicate?, .conflict?:
+                return .nothing(reason: "not a decision of expiry")
+            }
         }
     }
 
@@ -89,42 +82,70 @@ public struct OperationSteps: Sendable {
     public static func lateAuthorizationOperationId(_ paymentId: UUID) -> String { "late-authorization-\(paymentId.paymentIDText)" }
 
     /// The automatic void of a late AUTH on a payment PayPipe reported failed and then put up for review
-    /// (`late_authorization`): decided by ``OperationProtocol/lateAuthorization(_:transport:)`` under the payment's
-    /// lock and recorded as a void operation requested by `late_authorization` (audited and reported like any other).
+    /// (`late_authorization`): decided by ``OperationProtocol/lateAuthorization(_:transport:captureMode:)`` under the
+    /// payment's lock and recorded as a void operation requested by `late_authorization` (audited and reported like any
+    /// other).
     public func planLateAuthorization(
         _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
     ) throws -> Plan {
-        let request = OperationRequest(kind: .void, operationId: Self.lateAuthorizationOperationId(payment.paymentId), merchantId: payment.merchantId,
-                                       payment: .paymentId(payment.paymentId), amount: nil)
-        guard let record = try PaymentStore().load(payment.paymentId, forUpdate: true, on: transaction) else {
+        try automaticVoid(payment, operationId: Self.lateAuthorizationOperationId(payment.paymentId), requestedBy: .lateAuthorization,
+                          transport: transport, timing: timing, on: transaction) { _ in
+            guard let record = try PaymentStore().load(payment.paymentId, on: transaction) else {
+                return .nothing(reason: "payment \(payment.paymentId) does not exist")
+            }
+            guard record.status == .needsReview, record.errorCode == "late_authorization", let amount = record.amountMinor else {
+                return .nothing(reason: "payment \(payment.paymentId) is not a late authorisation for review")
+            }
+            guard let facts = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction) else {
+                return .nothing(reason: "no AUTH reference recorded for payment \(payment.paymentId)")
+            }
+            switch rules.lateAuthorization(facts, transport: transport, captureMode: record.captureMode) {
+            case .void(let void):
+                // No lifecycle on a payment that never ended authorised: the effect only names the event and its amount.
+                let voided = MoneyLifecycle(status: .voided, captureMode: .automatic, authorizedAmount: amount, capturedAmount: 0)
+                return .begin(void, before: nil, effect: OperationProtocol.Effect(lifecycle: voided, event: .voided, amount: amount))
+            case .alreadyCancelled:
+                return .nothing(reason: "the late AUTH is already cancelled at the gateway")
+            case .wait(let code, let reason):
+                return .plan(.wait(code: code, reason: reason))
+            case .review(_, let reason):
+                return .nothing(reason: reason)
+            }
+        }
+    }
+
+    /// What an automatic void's decision leads to: a void to record and send, or a plan as it is.
+    private enum VoidDecision {
+        case begin(GatewayOperation, before: MoneyLifecycle?, effect: OperationProtocol.Effect)
+        case plan(Plan)
+
+        static func nothing(reason: String) -> VoidDecision { .plan(.nothing(reason: reason)) }
+    }
+
+    /// An automatic void of `payment` (one per payment under `operationId`), shared by expiry and the late AUTH: under
+    /// the payment's lock, an earlier one is resumed; otherwise `decide` (reading under that lock) says whether to
+    /// send one, which is then recorded with its `sending` attempt before the call.
+    private func automaticVoid(
+        _ payment: StageMessage, operationId: String, requestedBy: OperationStore.Requester, transport: OperationProtocol.Transport,
+        timing: OperationStore.SendTiming, on transaction: PostgresConnection, decide: (OperationRequest) throws -> VoidDecision
+    ) throws -> Plan {
+        let request = OperationRequest(kind: .void, operationId: operationId, merchantId: payment.merchantId, payment: .paymentId(payment.paymentId), amount: nil)
+        guard try PaymentStore().money(payment.paymentId, forUpdate: true, on: transaction) != nil else {
             return .nothing(reason: "payment \(payment.paymentId) does not exist")
         }
         if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-            return try resume(existing, timing: timing, on: transaction)
+            return try resume(existing, transport: transport, timing: timing, on: transaction)
         }
-        guard record.status == .needsReview, record.errorCode == "late_authorization", let amount = record.amountMinor else {
-            return .nothing(reason: "payment \(payment.paymentId) is not a late authorisation for review")
-        }
-        guard let facts = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction) else {
-            return .nothing(reason: "no AUTH reference recorded for payment \(payment.paymentId)")
-        }
-        switch rules.lateAuthorization(facts, transport: transport) {
-        case .void(let void):
-            // No lifecycle on a payment that never ended authorised: the effect only names the event and its amount.
-            let voided = MoneyLifecycle(status: .voided, captureMode: .automatic, authorizedAmount: amount, capturedAmount: 0)
-            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: .lateAuthorization, send: void, before: nil,
-                                            effect: OperationProtocol.Effect(lifecycle: voided, event: .voided, amount: amount), timing: timing,
-                                            on: transaction),
+        switch try decide(request) {
+        case .plan(let plan):
+            return plan
+        case .begin(let void, let before, let effect):
+            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: requestedBy, send: void, before: before, effect: effect,
+                                            timing: timing, on: transaction),
                   let begun = try store.load(ids.operation, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "the late AUTH's void was recorded concurrently")
+                return .wait(code: "operation_in_progress", reason: "the \(requestedBy.rawValue) void was recorded concurrently")
             }
             return .send(begun, attempt: ids.attempt, request: void)
-        case .alreadyCancelled:
-            return .nothing(reason: "the late AUTH is already cancelled at the gateway")
-        case .wait(let code, let reason):
-            return .wait(code: code, reason: reason)
-        case .review(_, let reason):
-            return .nothing(reason: reason)
         }
     }
 
@@ -136,7 +157,7 @@ public struct OperationSteps: Sendable {
     ) throws -> Plan {
         guard let paymentId = try store.resolvePayment(request.payment, merchantId: request.merchantId, on: transaction) else {
             if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-                return existing.contentHash == request.contentHash ? try resume(existing, timing: timing, on: transaction) : .conflict(existing: existing)
+                return existing.contentHash == request.contentHash ? try resume(existing, transport: transport, timing: timing, on: transaction) : .conflict(existing: existing)
             }
             return .wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)")
         }
@@ -157,7 +178,7 @@ public struct OperationSteps: Sendable {
                                                   openOperationForReview: open?.state == .needsReview, now: now)
         switch rules.decide(request, snapshot, gateway: gateway) {
         case .duplicate:
-            return try resume(existing!, timing: timing, on: transaction)
+            return try resume(existing!, transport: transport, timing: timing, on: transaction)
         case .conflict:
             return .conflict(existing: existing!)
         case .wait(let code, let reason):
@@ -179,7 +200,9 @@ public struct OperationSteps: Sendable {
     }
 
     /// The same operation again: a finished one is reported again, an open one continues from its last attempt.
-    func resume(_ operation: OperationStore.Operation, timing: OperationStore.SendTiming, on transaction: PostgresConnection) throws -> Plan {
+    func resume(
+        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+    ) throws -> Plan {
         switch operation.state {
         case .succeeded, .failed: return .finished(operation)
         case .needsReview: return .review(operation)
@@ -188,7 +211,7 @@ public struct OperationSteps: Sendable {
         if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
         guard let request = operation.request else { return .review(operation) }
         let attempts = try store.attempts(operation.id, on: transaction)
-        guard let last = attempts.last(where: { $0.requestType != Self.queryType }) else {
+        guard let last = attempts.last(where: { !Self.isQuery($0.requestType) }) else {
             return .review(operation)
         }
         switch last.state {
@@ -207,28 +230,29 @@ public struct OperationSteps: Sendable {
             try store.review(operation.id, code: "operation_state_unexpected", reason: "a requested operation whose last attempt completed", on: transaction)
             return .review(try store.load(operation.id, on: transaction) ?? operation)
         case .sending, .uncertain:
-            switch request {
-            case .refund:
-                let verdict = rules.reconcile(request, before: operation.before ?? operation.effect!.lifecycle, effect: operation.effect!, queried: nil)
-                try store.review(operation.id, code: verdict.code ?? "refund_outcome_unknown",
+            guard rules.reconcilable(request, transport: transport) else {
+                try store.review(operation.id, code: "refund_outcome_unknown",
                                  reason: "REFUND attempt \(last.id): answer lost, never resent automatically", on: transaction)
                 return .review(try store.load(operation.id, on: transaction) ?? operation)
-            case .transactionUpdate(let reference, _, _):
-                let inconclusive = attempts.filter { $0.requestType == Self.queryType && $0.id > last.id && $0.outcome == "inconclusive" }.count
-                if inconclusive >= maxInconclusiveQueries {
-                    try store.review(operation.id, code: "reconciliation_inconclusive",
-                                     reason: "\(inconclusive) status queries could not tell whether the TRANSACTIONUPDATE took effect", on: transaction)
-                    return .review(try store.load(operation.id, on: transaction) ?? operation)
-                }
-                guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType, timing: nil, on: transaction) else {
-                    return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
-                }
-                return .query(operation, attempt: query, transactionReference: reference)
             }
+            let inconclusive = attempts.filter { Self.isQuery($0.requestType) && $0.id > last.id && $0.outcome == "inconclusive" }.count
+            if inconclusive >= maxInconclusiveQueries {
+                try store.review(operation.id, code: "reconciliation_inconclusive",
+                                 reason: "\(inconclusive) status queries could not tell whether the \(request.requestType) took effect", on: transaction)
+                return .review(try store.load(operation.id, on: transaction) ?? operation)
+            }
+            guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
+                return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
+            }
+            return .query(operation, attempt: query, transactionReference: request.targetReference)
         }
     }
 
-    static let queryType = "TRANSACTIONQUERY"
+    /// The status query reconciling a lost answer, as its attempt is recorded: Trust Payments' TRANSACTIONQUERY of the
+    /// AUTH, or another connector's query (OPP `/v3/query`, TapPay's Record API).
+    static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.isConnector ? "QUERY" : "TRANSACTIONQUERY" }
+
+    static func isQuery(_ requestType: String) -> Bool { requestType == "TRANSACTIONQUERY" || requestType == "QUERY" }
 
     /// What the gateway said to an operation's request.
     public enum Answer: Sendable, Equatable {
@@ -252,7 +276,10 @@ public struct OperationSteps: Sendable {
     }
 
     /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first.
-    public func settle(_ operation: OperationStore.Operation, attempt: Int64, answer: Answer, actor: String, on transaction: PostgresConnection) throws -> Settled {
+    public func settle(
+        _ operation: OperationStore.Operation, attempt: Int64, answer: Answer, transport: OperationProtocol.Transport = .webservices, actor: String,
+        on transaction: PostgresConnection
+    ) throws -> Settled {
         if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
         guard let current = try store.load(operation.id, on: transaction), current.state == .requested else {
             throw OperationStore.NotCurrent(attemptId: attempt)
@@ -269,11 +296,12 @@ public struct OperationSteps: Sendable {
             return .retry(code: code, reason: reason)
         case .uncertain(let code, let reason):
             try store.finishAttempt(attempt, .init(state: .uncertain, outcome: "uncertain", errorCode: code, errorMessage: reason), on: transaction)
-            if case .refund = current.request {
+            guard let request = current.request, rules.reconcilable(request, transport: transport) else {
                 try store.review(current.id, code: "refund_outcome_unknown", reason: "REFUND answer lost (\(code)): never resent automatically", on: transaction)
                 return .review(try store.load(current.id, on: transaction) ?? current)
             }
-            return .retry(code: "reconciliation_pending", reason: "TRANSACTIONUPDATE answer lost (\(code)): the AUTH is queried before anything else")
+            let queried = transport.isConnector ? "the processor is queried" : "the AUTH is queried"
+            return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else")
         }
         return .finished(try store.load(current.id, on: transaction) ?? current)
     }
@@ -284,12 +312,21 @@ public struct OperationSteps: Sendable {
     public func reconciled(
         _ operation: OperationStore.Operation, query: Int64, queried: OperationProtocol.QueriedAuth?, actor: String, on transaction: PostgresConnection
     ) throws -> Settled {
+        try reconciled(operation, query: query, evidence: .auth(queried), actor: actor, on: transaction)
+    }
+
+    /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``).
+    public func reconciled(
+        _ operation: OperationStore.Operation, query: Int64, evidence: OperationProtocol.Evidence, actor: String, on transaction: PostgresConnection
+    ) throws -> Settled {
         if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
         guard let current = try store.load(operation.id, on: transaction), current.state == .requested, let request = current.request,
               let effect = current.effect else {
             throw OperationStore.NotCurrent(attemptId: query)
         }
-        let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, queried: queried)
+        let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, evidence: evidence)
+        var queried: OperationProtocol.QueriedAuth?
+        if case .auth(let auth) = evidence { queried = auth }
         let outcome = switch verdict {
         case .tookEffect: "took_effect"
         case .notApplied: "not_applied"
@@ -298,7 +335,7 @@ public struct OperationSteps: Sendable {
         }
         try store.finishAttempt(query, .init(state: .completed, outcome: outcome, errorCode: verdict.code,
                                              settleStatus: queried?.settleStatus.wireValue, settleBaseAmount: queried?.settleBaseAmount), on: transaction)
-        let lost = try store.attempts(current.id, on: transaction).last { $0.requestType != Self.queryType && ($0.state == .sending || $0.state == .uncertain) }
+        let lost = try store.attempts(current.id, on: transaction).last { !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
         switch verdict {
         case .tookEffect:
             if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }

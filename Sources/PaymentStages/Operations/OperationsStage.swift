@@ -23,6 +23,8 @@ public struct OperationsStage: StageHandler {
 
     let directory: MerchantDirectory
     let client: TrustPaymentsClient
+    /// Every connector, with Trust Payments' HTTP settings: what an OPP or TapPay merchant's operation goes through.
+    let connectors: GatewayConnectors
     let steps: OperationSteps
     /// Seconds an attempt's bytes may wait on our side before they are refused (`PAYPIPE_SEND_WINDOW`).
     let sendWindow: Double
@@ -41,6 +43,8 @@ public struct OperationsStage: StageHandler {
         self.gate = EndpointGate(policy: gate, stage: .operations)
         self.directory = directory
         self.client = client
+        self.connectors = GatewayConnectors(trustPayments: client, opp: OPPConnector(http: client.http, transport: client.transport),
+                                            tapPay: TapPayConnector(http: client.http, transport: client.transport))
         self.steps = steps
         self.sendWindow = sendWindow
         self.reconcileGrace = reconcileGrace
@@ -146,7 +150,7 @@ public struct OperationsStage: StageHandler {
         let transport = Self.transport(merchant)
         let endpoint = Self.endpoint(merchant)
         let timing = OperationStore.SendTiming(
-            sendWindow: sendWindow, settleSeconds: client.totalTimeout(for: .webservices) + reconcileGrace)
+            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
         // Operations are rare next to AUTHs: a client (connection) per message rather than a pool.
         let http = HTTPClient(configuration: client.http)
         // A not-applied update is sent again at once by a new attempt; anything else ends the round.
@@ -168,22 +172,38 @@ public struct OperationsStage: StageHandler {
             case .review(let operation):
                 return .success(reviewed(operation))
             case .send(let operation, let attempt, let gatewayRequest):
-                let answer = endpoint.map { endpoint in
-                    gated(endpoint, merchantId: merchant.id, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
-                        client.operate(gatewayRequest, endpoint: endpoint, requestId: "O\(attempt)",
-                                       window: SendWindow(seconds: sendWindow, from: start, wallClock: wallClock), using: http)
+                let window = SendWindow(seconds: sendWindow, from: start, wallClock: wallClock)
+                let answer = try endpoint.map { endpoint in
+                    guard endpoint.connector != .trustPayments else {
+                        return gated(endpoint, merchantId: merchant.id, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
+                            client.operate(gatewayRequest, endpoint: endpoint, requestId: "O\(attempt)", window: window, using: http)
+                        }
+                    }
+                    guard let call = try connectorCall(operation, gatewayRequest, database: database) else {
+                        return .refused(code: "operation_not_supported", message: "\(gatewayRequest.requestType) is not a \(endpoint.connector.rawValue) operation")
+                    }
+                    return gated(endpoint, merchantId: merchant.id, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
+                        OperationSteps.Answer(connectorResult: connectors.perform(call.operation, reference: call.reference, endpoint: endpoint,
+                                                                                  requestId: "O\(attempt)", now: wallClock, window: window, using: http))
                     }
                 } ?? .refused(code: "gateway_not_configured", message: "merchant \(merchant.id) has no gateway credentials for its transport")
-                settled = try database.transaction { try steps.settle(operation, attempt: attempt, answer: answer, actor: Self.actor, on: $0) }
+                settled = try database.transaction {
+                    try steps.settle(operation, attempt: attempt, answer: answer, transport: transport, actor: Self.actor, on: $0)
+                }
             case .query(let operation, let attempt, let reference):
                 guard let endpoint else { return .failure(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
-                let queriedAuth = gated(endpoint, merchantId: merchant.id, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
-                                        report: Self.report) {
-                    client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http)
+                let connectorQuery = endpoint.connector == .trustPayments ? nil : try operation.request.flatMap { try connectorCall(operation, $0, database: database) }
+                let evidence = gated(endpoint, merchantId: merchant.id, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
+                                     report: Self.report) { () -> Result<OperationProtocol.Evidence, OperationQueryFailure> in
+                    if let connectorQuery {
+                        return connectors.findOperation(connectorQuery.operation, reference: connectorQuery.reference, endpoint: endpoint,
+                                                        requestId: "Q\(attempt)", now: wallClock, using: http)
+                    }
+                    return client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http).map { .auth($0) }
                 }
-                switch queriedAuth {
-                case .success(let queried):
-                    settled = try database.transaction { try steps.reconciled(operation, query: attempt, queried: queried, actor: Self.actor, on: $0) }
+                switch evidence {
+                case .success(let evidence):
+                    settled = try database.transaction { try steps.reconciled(operation, query: attempt, evidence: evidence, actor: Self.actor, on: $0) }
                 case .failure(let failure):
                     try database.transaction {
                         try steps.store.finishAttempt(attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code, errorMessage: failure.reason), on: $0)
@@ -201,12 +221,24 @@ public struct OperationsStage: StageHandler {
         return .failure(.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts"))
     }
 
-    /// How the protocol reaches the merchant's gateway: its Trust Payments transport, or none for another connector.
+    /// How the protocol reaches the merchant's gateway: its Trust Payments transport, or its connector.
     static func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
-        guard let gateway = merchant.config.gateway, gateway.connector == .trustPayments else {
-            return merchant.config.gateway == nil ? .webservices : .otherConnector
+        guard let gateway = merchant.config.gateway else { return .webservices }
+        switch gateway.connector {
+        case .trustPayments: return gateway.resolvedTransport == .jwt ? .jwt : .webservices
+        case .opp: return .opp
+        case .tapPay: return .tapPay
         }
-        return gateway.resolvedTransport == .jwt ? .jwt : .webservices
+    }
+
+    /// An OPP or TapPay operation as its connector takes it: the decided request in the processor-neutral form, in the
+    /// payment's currency, with the operation's own reference (``OPPWire/operationReference(paymentReference:operationRowId:)``).
+    func connectorCall(
+        _ operation: OperationStore.Operation, _ request: GatewayOperation, database: PostgresConnection
+    ) throws -> (operation: ConnectorOperation, reference: String)? {
+        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database),
+              let call = ConnectorOperation(request, currency: payment.currency ?? "") else { return nil }
+        return (call, OPPWire.operationReference(paymentReference: paymentId.paymentIDText, operationRowId: operation.id))
     }
 
     /// One gateway call through ``gate``: held back (no slot of the merchant within a second, the endpoint's circuit
@@ -242,10 +274,12 @@ public struct OperationsStage: StageHandler {
         }
     }
 
-    /// The merchant's configured endpoint, nil without a gateway or its transport's credentials, or for a connector
-    /// other than Trust Payments (``transport(_:)``).
+    /// The merchant's configured endpoint, nil without a gateway or its transport's (or connector's) credentials.
     static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
-        guard let gateway = merchant.config.gateway, gateway.connector == .trustPayments, let username = gateway.username, !username.isEmpty,
+        if let gateway = merchant.config.gateway, gateway.connector != .trustPayments {
+            return try? GatewayEndpoint.forMerchant(gateway, secrets: merchant.secrets, site: nil).get()
+        }
+        guard let gateway = merchant.config.gateway, let username = gateway.username, !username.isEmpty,
               let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
         return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
                                username: username, secret: secret)
@@ -253,12 +287,32 @@ public struct OperationsStage: StageHandler {
 
     /// A refund of a payment still recorded `captured` asks the gateway first whether it settled since: a REFUND is
     /// the right request after settlement, a lower `settlebaseamount` (or a void) before it.
+    ///
+    /// Another connector's "settled" is what makes its refund possible (docs/connectors.md): at OPP a captured payment
+    /// (`DB`, or a `PA` with its `CP`: "a refund can be performed against debit (DB) or captured preauthorization
+    /// (PA->CP)" [doc: OPP white-label back-office pages]), known without a query; at TapPay a trade the Record API
+    /// shows `is_captured` [doc].
     private func learnSettlement(_ request: OperationRequest, endpoint: GatewayEndpoint, http: HTTPClient, database: PostgresConnection) throws {
         guard let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
               let reference = try steps.settlementCandidate(paymentId, on: database) else { return }
-        let answer = gated(endpoint, merchantId: request.merchantId, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
-                           report: Self.report) {
-            client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "S\(paymentId.paymentIDText.prefix(8))", using: http)
+        let requestId = "S\(paymentId.paymentIDText.prefix(8))"
+        let currency = try PaymentStore().load(paymentId, on: database)?.currency ?? ""
+        let answer: Result<OperationProtocol.QueriedAuth?, OperationQueryFailure> = switch endpoint.connector {
+        case .trustPayments:
+            gated(endpoint, merchantId: request.merchantId, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) }, report: Self.report) {
+                client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: requestId, using: http)
+            }
+        case .opp:
+            .success(OperationProtocol.QueriedAuth(settleStatus: .settled, settleBaseAmount: nil))
+        case .tapPay:
+            gated(endpoint, merchantId: request.merchantId, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) }, report: Self.report) {
+                connectors.findOperation(.capture(transactionId: reference, amountMinor: 0, currency: currency),
+                                         reference: reference, endpoint: endpoint, requestId: requestId, now: Date(), using: http)
+                    .map { evidence in
+                        guard case .trade(let record?) = evidence, record.isCaptured == true else { return nil }
+                        return OperationProtocol.QueriedAuth(settleStatus: .settled, settleBaseAmount: nil)
+                    }
+            }
         }
         guard case .success(let queried?) = answer else { return }
         try database.transaction { _ = try steps.learnSettlement(paymentId, queried: queried, actor: Self.actor, on: $0) }
@@ -335,23 +389,17 @@ extension OperationsStage {
         try pollSettlement(database: database, logger: logger)
     }
 
-    /// Settlement learnt by batched TRANSACTIONQUERY: captured payments not checked for `PAYPIPE_SETTLEMENT_POLL`
-    /// (the first check one interval after the capture: the gateway settles in a daily run), one query per merchant for
-    /// up to 500 of them; settled (100) ones become `settled`, so refunds are REFUNDs; cancelled (3) or any other
-    /// status is recorded as the last learnt.
+    /// Settlement learnt by batched TRANSACTIONQUERY: captured payments whose query is due (``SettlementSchedule``:
+    /// after the AUTH's `settleduedate` has passed, then every `PAYPIPE_SETTLEMENT_POLL`; without a due date, one
+    /// interval after the capture), one query per merchant for up to 500 of them; settled (100) ones become `settled`,
+    /// so refunds are REFUNDs; cancelled (3) or any other status is recorded as the last learnt. The SQL selects a
+    /// superset of the due ones (either rule's bound passed); the schedule decides.
     func pollSettlement(database: PostgresConnection, logger: Logger) throws {
-        let rows = try database.query(
-            """
-            SELECT p.id, p.merchant_id FROM payments p
-            WHERE p.lifecycle = 'captured' AND coalesce(p.settle_checked_at, p.updated_at) < clock_timestamp() - make_interval(secs => $1)
-            ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
-            """, [settlementPoll])
-        var byMerchant: [String: [UUID]] = [:]
-        for row in rows { byMerchant[try row.decode("merchant_id", as: String.self), default: []].append(try row.decode("id", as: UUID.self)) }
+        let byMerchant = try settlementDue(database: database)
         let http = HTTPClient(configuration: client.http)
         for (merchantId, payments) in byMerchant {
             guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
-                  endpoint.transport == .webservices else { continue }
+                  endpoint.connector == .trustPayments, endpoint.transport == .webservices else { continue }
             var references: [String: UUID] = [:]
             for payment in payments {
                 if let facts = try steps.store.gatewayFacts(paymentId: payment, on: database) { references[facts.transactionReference] = payment }
@@ -376,6 +424,33 @@ extension OperationsStage {
         }
     }
 
+    /// The captured Trust Payments payments whose settlement query is due, by merchant. Other connectors' payments are
+    /// never selected: their settlement is learnt when a refund needs it, and selecting them every round would crowd
+    /// Trust Payments' out of the 500.
+    func settlementDue(database: PostgresConnection) throws -> [String: [UUID]] {
+        let rows = try database.query(
+            """
+            SELECT p.id, p.merchant_id, p.settle_checked_at, p.updated_at, clock_timestamp() AS now,
+                   (SELECT to_char(a.settle_due_date, 'YYYY-MM-DD') FROM gateway_attempts a
+                    WHERE a.payment_id = p.id AND a.settle_due_date IS NOT NULL AND a.outcome IN ('authorized', 'found')
+                    ORDER BY a.id DESC LIMIT 1) AS due
+            FROM payments p JOIN merchants m ON m.id = p.merchant_id
+            WHERE p.lifecycle = 'captured'
+              AND lower(translate(coalesce(m.config->'gateway'->>'type', ''), '-_', '')) NOT IN ('opp', 'aci', 'acioppwa', 'oppwa', 'tappay')
+              AND (coalesce(p.settle_checked_at, p.updated_at) < clock_timestamp() - make_interval(secs => $1)
+                   OR EXISTS (SELECT 1 FROM gateway_attempts a WHERE a.payment_id = p.id
+                              AND (a.settle_due_date + 1)::timestamp <= (clock_timestamp() AT TIME ZONE 'UTC')))
+            ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
+            """, [settlementPoll])
+        var byMerchant: [String: [UUID]] = [:]
+        for row in rows where SettlementSchedule.isDue(
+            now: try row.decode("now", as: Date.self), dueDate: try row.decode("due", as: String?.self),
+            lastQueried: try row.decode("settle_checked_at", as: Date?.self), capturedAt: try row.decode("updated_at", as: Date.self), poll: settlementPoll) {
+            byMerchant[try row.decode("merchant_id", as: String.self), default: []].append(try row.decode("id", as: UUID.self))
+        }
+        return byMerchant
+    }
+
     func suspendUnsuspended(database: PostgresConnection, logger: Logger) throws {
         let rows = try database.query(
             """
@@ -391,7 +466,8 @@ extension OperationsStage {
             let paymentId = try row.decode("id", as: UUID.self)
             let merchantId = try row.decode("merchant_id", as: String.self)
             guard let merchant = try directory.entry(merchantId, on: database)?.merchant, let endpoint = Self.endpoint(merchant),
-                  endpoint.transport == .webservices, let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
+                  endpoint.connector == .trustPayments, endpoint.transport == .webservices,
+                  let facts = try steps.store.gatewayFacts(paymentId: paymentId, on: database) else { continue }
             let answer = gated(endpoint, merchantId: merchantId, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
                 client.operate(.suspend(facts.transactionReference), endpoint: endpoint, requestId: "U\(paymentId.paymentIDText.prefix(8))",
                                window: nil, using: http)

@@ -11,6 +11,9 @@ extension TrustPaymentsClient {
     public func operate(
         _ operation: GatewayOperation, endpoint: GatewayEndpoint, requestId: String, window: SendWindow?, using client: HTTPClient
     ) -> OperationSteps.Answer {
+        guard operation.isWebservices else {
+            return .refused(code: "operation_not_supported", message: "\(operation.requestType) is another connector's request, not a Webservices one")
+        }
         let request = operation.requestObject(siteReference: endpoint.siteReference)
         switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
         case .failure(let failure):
@@ -26,6 +29,14 @@ extension TrustPaymentsClient {
             }
             return .confirmed(transactionReference: operation.requestType == "REFUND" ? item["transactionreference"]?.stringValue : nil)
         }
+    }
+
+    /// A lost answer's evidence: the AUTH's settle status and `settlebaseamount` (a TRANSACTIONQUERY by its
+    /// `transactionreference`).
+    public func findOperation(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        queryAuth(transactionReference: operation.transactionId, endpoint: endpoint, requestId: requestId, using: client).map { .auth($0) }
     }
 
     /// A local failure as an operation's answer: certainly not sent, unknown, or refused before any call.
@@ -84,4 +95,41 @@ extension TrustPaymentsClient {
 public struct OperationQueryFailure: Error, Sendable, Equatable {
     public let code: String
     public let reason: String
+
+    public init(code: String, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    /// A connector call that produced no answer.
+    init(_ result: GatewayResult) {
+        self.init(code: result.errorCode ?? "paypipe.query_failed", reason: result.errorMessage ?? "query failed")
+    }
+}
+
+extension OperationSteps.Answer {
+    /// What another connector's answer to an operation means (``GatewayResult``, its outcome mapped by the
+    /// connector): success confirmed, with the processor's id of the new transaction (an OPP `RF`'s); a decline or
+    /// validation error refused (`gateway_<code>`), a local refusal before any call refused as not configured (or
+    /// not supported); transient not sent; anything else uncertain, reconciled before anything else.
+    init(connectorResult result: GatewayResult) {
+        let code = result.errorCode ?? "paypipe.transport"
+        let message = String((result.errorMessage ?? "no answer").prefix(200))
+        switch result.outcome {
+        case .authorized:
+            self = .confirmed(transactionReference: result.transactionReference)
+        case .declined, .permanentError:
+            if code.hasPrefix("paypipe."), let reason = result.reason, ["operation_not_supported", "amount_not_representable"].contains(reason) {
+                self = .refused(code: reason, message: message)
+            } else if code.hasPrefix("paypipe.") {
+                self = .refused(code: "gateway_not_configured", message: "\(code): \(message)")
+            } else {
+                self = .refused(code: "gateway_\(code.prefix(32))", message: message)
+            }
+        case .transient:
+            self = .notSent(code: code, reason: message)
+        case .uncertain, .needsReview:
+            self = .uncertain(code: code, reason: message)
+        }
+    }
 }

@@ -40,11 +40,12 @@ public struct GatewayAttemptStore: Sendable {
             """
             UPDATE gateway_attempts SET state = $2, outcome = $3, error_code = $4, error_message = $5,
                    transaction_reference = $6, settle_status = $7, acquirer_response_code = $8, auth_code = $9,
-                   masked_pan = $10, finished_at = clock_timestamp()
+                   masked_pan = $10, settle_due_date = $12::text::date, finished_at = clock_timestamp()
             WHERE id = $1 AND (NOT $11 OR state IN ('sending', 'uncertain'))
             """,
             [id, state.rawValue, result.recordedOutcome, result.errorCode, result.recordedErrorMessage,
-             result.transactionReference, result.settleStatus, result.acquirerResponseCode, result.authCode, result.maskedPan, open])
+             result.transactionReference, result.settleStatus, result.acquirerResponseCode, result.authCode, result.maskedPan, open,
+             result.settleDueDate])
         guard rows.affectedRows == 1 else { throw NotCurrent(attemptId: id) }
     }
 

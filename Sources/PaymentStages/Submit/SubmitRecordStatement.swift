@@ -31,7 +31,8 @@ enum SubmitRecordStatement {
                     answer: PaymentStore.AttemptAnswer(
                         outcome: result.recordedOutcome, errorCode: result.errorCode, errorMessage: result.recordedErrorMessage,
                         transactionReference: result.transactionReference, settleStatus: result.settleStatus,
-                        acquirerResponseCode: result.acquirerResponseCode, authCode: result.authCode, maskedPan: result.maskedPan))
+                        acquirerResponseCode: result.acquirerResponseCode, authCode: result.authCode, maskedPan: result.maskedPan,
+                        settleDueDate: result.settleDueDate))
             },
             attemptState: GatewayAttempt.State.completed.rawValue, actor: SubmitStage.actor, on: connection)
         // Every payment ended must have had its current attempt completed in the same statement.

@@ -61,7 +61,7 @@ public struct OperationStore: Sendable {
 
     static let columns = """
         o.id, o.merchant_id, o.operation_id, o.payment_id, o.kind, o.requested_by, o.content_hash, o.amount_minor, o.state,
-        o.request_type, o.transaction_reference, o.update_settle_status, o.update_settle_base_amount, o.refund_amount,
+        o.request_type, o.transaction_reference, o.update_settle_status, o.update_settle_base_amount, o.refund_amount, o.capture_amount,
         o.before_lifecycle, o.before_captured, o.before_refunded, o.after_lifecycle, o.after_captured, o.after_refunded,
         o.event_type, o.event_amount, o.gateway_reference, o.error_code, o.error_message, o.created_at, o.finished_at,
         p.capture_mode, coalesce(p.authorized_minor, p.amount_minor) AS authorized_minor, p.capture_deadline
@@ -93,6 +93,10 @@ public struct OperationStore: Sendable {
                                          settleBaseAmount: try row.decode("update_settle_base_amount", as: Int64?.self))
         case ("REFUND"?, let reference?):
             request = .refund(parentTransactionReference: reference, baseAmount: try row.decode("refund_amount", as: Int64.self))
+        case ("CAPTURE"?, let reference?):
+            request = .capture(transactionReference: reference, amount: try row.decode("capture_amount", as: Int64.self))
+        case ("REVERSAL"?, let reference?):
+            request = .reversal(transactionReference: reference)
         default:
             request = nil
         }
@@ -208,9 +212,11 @@ public struct OperationStore: Sendable {
         _ request: OperationRequest, paymentId: UUID, requestedBy: Requester = .merchant, send: GatewayOperation, before: MoneyLifecycle?,
         effect: OperationProtocol.Effect, timing: SendTiming, on connection: PostgresConnection
     ) throws -> (operation: Int64, attempt: Int64)? {
-        let (reference, settle, base, refund): (String, String?, Int64?, Int64?) = switch send {
-        case .transactionUpdate(let reference, let settle, let base): (reference, settle?.wireValue, base, nil)
-        case .refund(let parent, let amount): (parent, nil, nil, amount)
+        let (reference, settle, base, refund, capture): (String, String?, Int64?, Int64?, Int64?) = switch send {
+        case .transactionUpdate(let reference, let settle, let base): (reference, settle?.wireValue, base, nil, nil)
+        case .refund(let parent, let amount): (parent, nil, nil, amount, nil)
+        case .capture(let reference, let amount): (reference, nil, nil, nil, amount)
+        case .reversal(let reference): (reference, nil, nil, nil, nil)
         }
         let rows = try connection.query(
             """
@@ -218,8 +224,8 @@ public struct OperationStore: Sendable {
                 INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
                                                 request_type, transaction_reference, update_settle_status, update_settle_base_amount,
                                                 refund_amount, before_lifecycle, before_captured, before_refunded, after_lifecycle,
-                                                after_captured, after_refunded, event_type, event_amount)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, 'requested', $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+                                                after_captured, after_refunded, event_type, event_amount, capture_amount)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, 'requested', $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $23)
                 ON CONFLICT (merchant_id, operation_id) DO NOTHING
                 RETURNING id),
             attempt AS (
@@ -232,7 +238,7 @@ public struct OperationStore: Sendable {
             [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
              request.amount, send.requestType, reference, settle, base, refund, before?.status.rawValue, before?.capturedAmount,
              before?.refundedAmount, effect.lifecycle.status.rawValue, effect.lifecycle.capturedAmount, effect.lifecycle.refundedAmount,
-             effect.event.rawValue, effect.amount, timing.sendWindow, timing.settleSeconds])
+             effect.event.rawValue, effect.amount, timing.sendWindow, timing.settleSeconds, capture])
         guard let row = rows.first else { return nil }
         return (try row.decode("operation_id", as: Int64.self), try row.decode("id", as: Int64.self))
     }

@@ -194,3 +194,24 @@ extension PayPipeSchema {
     CREATE INDEX operation_attempts_sending ON operation_attempts (reconcile_after) WHERE state IN ('sending', 'uncertain');
     """
 }
+
+extension PayPipeSchema {
+    /// Migration 8: the operations of OPP and TapPay merchants (docs/connectors.md). Their requests are the
+    /// processor's own capture (`CAPTURE`, with `capture_amount`) and reversal (`REVERSAL`) of its payment, and a
+    /// `REFUND`; a lost answer is reconciled by the connector's status query, recorded as a `QUERY` attempt.
+    ///
+    /// `gateway_attempts.settle_due_date`: a Trust Payments AUTH's `settleduedate`, after which its settlement is first
+    /// queried (`SettlementSchedule`).
+    static let connectorOperations = """
+    ALTER TABLE gateway_attempts ADD COLUMN settle_due_date date;
+    ALTER TABLE payment_operations ADD COLUMN capture_amount bigint CHECK (capture_amount > 0);
+    ALTER TABLE payment_operations DROP CONSTRAINT payment_operations_request_type_check;
+    ALTER TABLE payment_operations ADD CONSTRAINT payment_operations_request_type_check
+        CHECK (request_type IN ('TRANSACTIONUPDATE', 'REFUND', 'CAPTURE', 'REVERSAL'));
+    ALTER TABLE payment_operations ADD CONSTRAINT payment_operations_capture_amount_check2
+        CHECK ((request_type = 'CAPTURE') = (capture_amount IS NOT NULL) OR request_type IS NULL);
+    ALTER TABLE operation_attempts DROP CONSTRAINT operation_attempts_request_type_check;
+    ALTER TABLE operation_attempts ADD CONSTRAINT operation_attempts_request_type_check
+        CHECK (request_type IN ('TRANSACTIONUPDATE', 'REFUND', 'TRANSACTIONQUERY', 'CAPTURE', 'REVERSAL', 'QUERY'));
+    """
+}

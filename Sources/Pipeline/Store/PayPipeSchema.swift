@@ -12,6 +12,7 @@ public enum PayPipeSchema {
         Migration(version: 5, name: "attempt send deadline, reconciliation time, site and late answers", sql: attemptGuards),
         Migration(version: 6, name: "webhook endpoint health", sql: webhookEndpoints),
         Migration(version: 7, name: "money lifecycle and operations", sql: operations),
+        Migration(version: 8, name: "operations of other connectors", sql: connectorOperations),
     ]
 
     /// Advisory-lock key for migrations (ASCII "paypipe" as an integer), shared by every PayPipe process.

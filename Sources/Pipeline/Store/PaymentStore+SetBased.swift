@@ -407,9 +407,12 @@ extension PaymentStore {
     public struct AttemptAnswer: Sendable {
         public let outcome: String
         public let errorCode, errorMessage, transactionReference, settleStatus, acquirerResponseCode, authCode, maskedPan: String?
+        /// Trust Payments' `settleduedate` (`YYYY-MM-DD`), validated by the caller.
+        public let settleDueDate: String?
 
         public init(outcome: String, errorCode: String?, errorMessage: String?, transactionReference: String?, settleStatus: String?,
-                    acquirerResponseCode: String?, authCode: String?, maskedPan: String?) {
+                    acquirerResponseCode: String?, authCode: String?, maskedPan: String?, settleDueDate: String? = nil) {
+            self.settleDueDate = settleDueDate
             (self.outcome, self.errorCode, self.errorMessage, self.transactionReference) = (outcome, errorCode, errorMessage, transactionReference)
             (self.settleStatus, self.acquirerResponseCode, self.authCode, self.maskedPan) = (settleStatus, acquirerResponseCode, authCode, maskedPan)
         }
@@ -446,10 +449,10 @@ extension PaymentStore {
             """
             WITH input AS (
                 SELECT * FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                     $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+                                     $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $18::text[])
                     WITH ORDINALITY AS t(payment_id, attempt_id, to_status, to_stage, error_code, detail, outcome, attempt_error_code,
                                          attempt_error_message, transaction_reference, settle_status, acquirer_response_code, auth_code,
-                                         masked_pan, n)),
+                                         masked_pan, settle_due_date, n)),
             locked AS MATERIALIZED (
                 SELECT p.id FROM payments p WHERE p.id = ANY($1::uuid[]) ORDER BY p.id FOR UPDATE),
             ended AS (
@@ -468,7 +471,7 @@ extension PaymentStore {
                 UPDATE gateway_attempts a SET state = $16, outcome = i.outcome, error_code = i.attempt_error_code,
                        error_message = i.attempt_error_message, transaction_reference = i.transaction_reference,
                        settle_status = i.settle_status, acquirer_response_code = i.acquirer_response_code, auth_code = i.auth_code,
-                       masked_pan = i.masked_pan, finished_at = clock_timestamp()
+                       masked_pan = i.masked_pan, settle_due_date = i.settle_due_date::date, finished_at = clock_timestamp()
                 FROM input i JOIN ended e ON e.id = i.payment_id
                 WHERE a.id = i.attempt_id AND a.state IN ('sending', 'uncertain')
                 RETURNING a.id),
@@ -485,7 +488,7 @@ extension PaymentStore {
                 PostgresArray(answers.map(\.errorMessage)), PostgresArray(answers.map(\.transactionReference)),
                 PostgresArray(answers.map(\.settleStatus)), PostgresArray(answers.map(\.acquirerResponseCode)),
                 PostgresArray(answers.map(\.authCode)), PostgresArray(answers.map(\.maskedPan)),
-                from.rawValue, attemptState, actor,
+                from.rawValue, attemptState, actor, PostgresArray(answers.map(\.settleDueDate)),
             ])
         var ended = [StageMessage?](repeating: nil, count: endings.count)
         let completed = try rows.first.map { try $0.decode("settled", as: Int64.self) == Int64(rows.count) } ?? true

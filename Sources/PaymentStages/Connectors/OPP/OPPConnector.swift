@@ -69,11 +69,43 @@ public struct OPPConnector: GatewayConnector {
         _ operation: ConnectorOperation, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
         using client: HTTPClient
     ) -> GatewayResult {
+        perform(operation, reference: nil, endpoint: endpoint, window: window, using: client)
+    }
+
+    /// The operation with its own `merchantTransactionId` (``OPPWire/operationReference(paymentReference:operationRowId:)``).
+    public func perform(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> GatewayResult {
+        perform(operation, reference: Optional(reference), endpoint: endpoint, window: window, using: client)
+    }
+
+    /// A lost operation answer: `GET /v3/query?entityId=…&merchantTransactionId=<the operation's own>` [doc].
+    public func findOperation(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        let request = HTTPRequest(method: "GET", url: endpoint.trimmedBase + OPPWire.queryPath(entityId: endpoint.siteReference, reference: reference),
+                                  headers: [HTTPHeader(name: "Authorization", value: "Bearer \(endpoint.secret)"),
+                                            HTTPHeader(name: "Accept", value: "application/json")])
+        let currency: String = switch operation {
+        case .capture(_, _, let code), .refund(_, _, let code): code
+        case .void: ""
+        }
+        switch exchange.send(request, client: client) {
+        case .failure(let failure): return .failure(OperationQueryFailure(failure.result))
+        case .success(let answer):
+            return OPPWire.operationEvidence(answer, reference: reference, transactionId: operation.transactionId, currency: currency, sandbox: sandbox)
+        }
+    }
+
+    private func perform(_ operation: ConnectorOperation, reference: String?, endpoint: GatewayEndpoint, window: SendWindow?, using client: HTTPClient) -> GatewayResult {
         let call: (path: String, form: [(key: String, value: String)])
         do {
-            call = try OPPWire.operationForm(operation, entityId: endpoint.siteReference)
+            call = try OPPWire.operationForm(operation, entityId: endpoint.siteReference, reference: reference)
         } catch {
-            return .local(.permanentError, code: "paypipe.\(error.code)", message: error.reason)
+            var refused = GatewayResult.local(.permanentError, code: "paypipe.\(error.code)", message: error.reason)
+            refused.reason = error.code
+            return refused
         }
         switch exchange.send(post(call.path, form: call.form, endpoint: endpoint, gate: window?.gate), client: client) {
         case .failure(let failure): return failure.result

@@ -154,8 +154,14 @@ public enum OPPWire {
     }
 
     /// A back-office operation on `/v1/payments/{id}`: `CP` and `RF` with amount and currency, `RV` with neither
-    /// [doc: the OPP wrapper's `Captures`, `Refunds`, `Reversals`].
-    public static func operationForm(_ operation: ConnectorOperation, entityId: String) throws(ConnectorBuildError) -> (path: String, form: [(key: String, value: String)]) {
+    /// [doc: the OPP wrapper's `Captures`, `Refunds`, `Reversals`], and `reference`, when given, as the operation's own
+    /// `merchantTransactionId`: OPP white-label pages send one on back-office requests and advise a unique one every
+    /// time [doc: docs.cardcorp.com "Refund a payment", an RF with `merchantTransactionId`; for CP and RV the same field
+    /// is [UNCONFIRMED] beyond that advice]. It is what ``queryPath(entityId:reference:)`` finds a lost answer by.
+    public static func operationForm(
+        _ operation: ConnectorOperation, entityId: String, reference: String? = nil
+    ) throws(ConnectorBuildError) -> (path: String, form: [(key: String, value: String)]) {
+        let tail: [(key: String, value: String)] = reference.map { [("merchantTransactionId", $0)] } ?? []
         switch operation {
         case .capture(let id, let minor, let code), .refund(let id, let minor, let code):
             guard let currency = Currency.alpha3(code) else {
@@ -163,10 +169,51 @@ public enum OPPWire {
             }
             let type = if case .capture = operation { "CP" } else { "RF" }
             return ("/v1/payments/\(escape(id))", [("entityId", entityId), ("amount", try amount(minor: minor, currency: currency)),
-                                                   ("currency", currency.code), ("paymentType", type)])
+                                                   ("currency", currency.code), ("paymentType", type)] + tail)
         case .void(let id):
-            return ("/v1/payments/\(escape(id))", [("entityId", entityId), ("paymentType", "RV")])
+            return ("/v1/payments/\(escape(id))", [("entityId", entityId), ("paymentType", "RV")] + tail)
         }
+    }
+
+    /// The `merchantTransactionId` of one operation (AN255, at least 8 characters [secondary]): `op-` and its row id,
+    /// after the payment's reference so two databases' operations never share one at the same entity.
+    public static func operationReference(paymentReference: String, operationRowId: Int64) -> String {
+        "\(paymentReference.prefix(200))-op\(operationRowId)"
+    }
+
+    /// What a `/v3/query` answer under an operation's own `merchantTransactionId` shows of it: each record of the
+    /// payment `transactionId` (its `referencedId`, when the record carries one) as a
+    /// ``OperationProtocol/TransactionRecord``. A failed query, a record of another reference (the filter not applied)
+    /// or one without `paymentType` is a failure: query again, never decide on it.
+    public static func operationEvidence(
+        _ answer: JSONValue, reference: String, transactionId: String, currency: String, sandbox: Bool
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        guard let code = answer["result"]?["code"]?.stringValue, OPPResultCode.group(code) == .success, let records = answer["payments"]?.arrayValue else {
+            return .failure(OperationQueryFailure(code: String((answer["result"]?["code"]?.stringValue ?? "paypipe.invalid_response").prefix(32)),
+                                                  reason: "the query failed or returned no list"))
+        }
+        var found: [OperationProtocol.TransactionRecord] = []
+        for record in records {
+            guard record["merchantTransactionId"]?.stringValue == reference, let type = record["paymentType"]?.stringValue,
+                  let resultCode = record["result"]?["code"]?.stringValue else {
+                return .failure(OperationQueryFailure(code: "paypipe.query_unrecognised", reason: "a record is not this operation's"))
+            }
+            if let parent = record["referencedId"]?.stringValue, parent != transactionId { continue }
+            let kind: OperationRequest.Kind? = switch type {
+            case "CP": .capture
+            case "RV": .void
+            case "RF": .refund
+            default: nil
+            }
+            let minor = Currency.alpha3(currency).flatMap { currency in record["amount"]?.stringValue.flatMap { minorUnits($0, currency: currency) } }
+            let result: OperationProtocol.TransactionRecord.Result = switch OPPResultCode.outcome(resultCode, sandbox: sandbox).outcome {
+            case .authorized: .succeeded
+            case .uncertain, .transient, .needsReview: .pending
+            case .declined, .permanentError: .rejected
+            }
+            found.append(OperationProtocol.TransactionRecord(kind: kind, amount: minor, result: result))
+        }
+        return .success(.transactions(found))
     }
 
     /// `/v3/query?entityId=…&merchantTransactionId=…` [doc].

@@ -72,12 +72,34 @@ public struct TapPayConnector: GatewayConnector {
         _ operation: ConnectorOperation, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
         using client: HTTPClient
     ) -> GatewayResult {
-        guard let call = TapPayWire.operationBody(operation, partnerKey: endpoint.secret) else {
-            return .unsupported(operation, connector: .tapPay)
+        let built: (path: String, body: JSONValue)?
+        do {
+            built = try TapPayWire.operationBody(operation, partnerKey: endpoint.secret)
+        } catch {
+            var refused = GatewayResult.local(.permanentError, code: "paypipe.\(error.code)", message: error.reason)
+            refused.reason = error.code
+            return refused
         }
+        guard let call = built else { return .unsupported(operation, connector: .tapPay) }
         switch exchange.send(post(call.path, body: call.body, endpoint: endpoint, gate: window?.gate), client: client) {
         case .failure(let failure): return failure.result
         case .success(let answer): return TapPayWire.result(answer)
+        }
+    }
+
+    /// A lost capture or refund answer: the Record API by `rec_trade_id` [doc], read for `is_captured` and the
+    /// cumulative `refund_amount` [doc].
+    public func findOperation(
+        _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        let currency: String = switch operation {
+        case .capture(_, _, let code), .refund(_, _, let code): code
+        case .void: ""
+        }
+        let body = TapPayWire.tradeQuery(partnerKey: endpoint.secret, recTradeId: operation.transactionId, around: now)
+        switch exchange.send(post(TapPayWire.recordPath, body: body, endpoint: endpoint, gate: nil), client: client) {
+        case .failure(let failure): return .failure(OperationQueryFailure(failure.result))
+        case .success(let answer): return TapPayWire.tradeEvidence(answer, recTradeId: operation.transactionId, currency: currency)
         }
     }
 }

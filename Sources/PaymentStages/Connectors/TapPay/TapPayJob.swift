@@ -7,7 +7,7 @@ public enum TapPayJob {
     /// The replay guard's key for a prime (decrypt's `transaction_id` claim): a prime used by two jobs is
     /// `token_replayed`. Its SHA-256, never the prime itself.
     public static func transactionId(prime: String) -> String {
-        "tappay-prime:" + SHA256.hash(Array(prime.utf8)).map { byte in String(byte, radix: 16).leftPadded(to: 2) }.joined()
+        "tappay-prime:" + Hex.encode(SHA256.hash(Array(prime.utf8)))
     }
 
     /// Why a job does not fit its merchant's connector (`malformed_token`), or nil: TapPay merchants' jobs carry a
@@ -18,11 +18,5 @@ public enum TapPayJob {
         case (false, true): "tapPayPrime is only for merchants whose gateway is TapPay"
         default: nil
         }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to length: Int) -> String {
-        String(repeating: "0", count: max(0, length - count)) + self
     }
 }

@@ -94,32 +94,61 @@ public enum TapPayWire {
     /// The Record API query for one payment: `filters.bank_transaction_id` plus a `time` window around the attempt (in
     /// case `time` is mandatory [UNCONFIRMED]), newest first, one page of at most 200 records [doc].
     public static func recordQuery(partnerKey: String, reference: String, around now: Date, window: TimeInterval = 86_400) -> JSONValue {
+        records(partnerKey: partnerKey, filter: ("bank_transaction_id", reference), around: now, window: window)
+    }
+
+    /// One page of at most 200 records [doc] matching `filter`, within `window` before `now`, newest first.
+    static func records(partnerKey: String, filter: (key: String, value: String), around now: Date, window: TimeInterval) -> JSONValue {
         let millis = { (date: Date) in Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
         return [
             "partner_key": .string(partnerKey),
             "records_per_page": 200,
             "page": 0,
-            "filters": [
-                "time": ["start_time": .integer(millis(now.addingTimeInterval(-window))), "end_time": .integer(millis(now.addingTimeInterval(600)))],
-                "bank_transaction_id": .string(reference),
-            ],
+            "filters": .object([
+                ("time", ["start_time": .integer(millis(now.addingTimeInterval(-window))), "end_time": .integer(millis(now.addingTimeInterval(600)))]),
+                (filter.key, .string(filter.value)),
+            ]),
             "order_by": ["attribute": "time", "is_descending": true],
         ]
     }
 
     /// A capture (full only [doc]) or refund (full or partial [sdk]) by `rec_trade_id`; nil for a void (TapPay
-    /// documents no void API, ``TapPayConnector/capabilities``).
-    public static func operationBody(_ operation: ConnectorOperation, partnerKey: String) -> (path: String, body: JSONValue)? {
+    /// documents no void API, ``TapPayConnector/capabilities``). A refund always carries its `amount`: one TapPay cannot
+    /// express (TWD not in whole dollars) is refused, never sent without it (which would refund the rest in full).
+    public static func operationBody(_ operation: ConnectorOperation, partnerKey: String) throws(ConnectorBuildError) -> (path: String, body: JSONValue)? {
         switch operation {
         case .capture(let id, _, _):
             return (capturePath, ["partner_key": .string(partnerKey), "rec_trade_id": .string(id)])
-        case .refund(let id, let minor, let currency):
-            var body: JSONValue = ["partner_key": .string(partnerKey), "rec_trade_id": .string(id)]
-            if let code = Currency.alpha3(currency), let amount = try? amount(minor: minor, currency: code) { body.set(.integer(amount), forKey: "amount") }
-            return (refundPath, body)
+        case .refund(let id, let minor, let code):
+            guard let currency = Currency.alpha3(code) else {
+                throw ConnectorBuildError(AuthorizeError.invalidCurrency("'\(code.prefix(8))' is not an ISO 4217 alpha-3 currency code"))
+            }
+            return (refundPath, ["partner_key": .string(partnerKey), "rec_trade_id": .string(id), "amount": .integer(try amount(minor: minor, currency: currency))])
         case .void:
             return nil
         }
+    }
+
+    /// The Record API query for one trade by `rec_trade_id` [doc: a documented filter], with a `time` window of the
+    /// last 90 days in case `time` is mandatory [UNCONFIRMED] (an operation comes days after its AUTH).
+    public static func tradeQuery(partnerKey: String, recTradeId: String, around now: Date) -> JSONValue {
+        records(partnerKey: partnerKey, filter: ("rec_trade_id", recTradeId), around: now, window: 90 * 86_400)
+    }
+
+    /// The trade `recTradeId` as a Record API answer shows it: `is_captured` and the cumulative `refund_amount`
+    /// (in minor units of `currency`) [doc]; nil when the answer has no record of it; a failed query, or records of
+    /// other trades only (the filter not applied) or two of it, a failure.
+    public static func tradeEvidence(_ answer: JSONValue, recTradeId: String, currency: String) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        guard let status = answer["status"]?.int64Value, status == 0 || status == 2, let records = answer["trade_records"]?.arrayValue else {
+            return .failure(OperationQueryFailure(code: answer["status"]?.int64Value.map(String.init) ?? "paypipe.invalid_response", reason: "the record query failed"))
+        }
+        let mine = records.filter { $0["rec_trade_id"]?.stringValue == recTradeId }
+        guard mine.count == records.count, mine.count <= 1 else {
+            return .failure(OperationQueryFailure(code: "paypipe.query_unrecognised", reason: "the records are not exactly this trade's"))
+        }
+        guard let record = mine.first else { return .success(.trade(nil)) }
+        let refunded = record["refund_amount"]?.int64Value.flatMap { minorUnits($0, currency: record["currency"]?.stringValue ?? currency) }
+        return .success(.trade(OperationProtocol.TradeRecord(isCaptured: record["is_captured"]?.boolValue, refundedAmount: refunded)))
     }
 
     // MARK: Answers
