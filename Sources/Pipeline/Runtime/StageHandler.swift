@@ -2,8 +2,9 @@ import Postgres
 
 /// A stage's domain logic, free of queue mechanics.
 ///
-/// The runtime owns consuming, batching, transactions, hand-off publishing, acking, retries and
-/// dead-lettering; a handler turns a batch of decoded messages into database changes and one outcome each.
+/// The runtime owns consuming, batching, transactions, hand-off publishing, acking, retries and dead-lettering; a
+/// handler turns a batch of decoded messages into database changes and one outcome each. The payments' reconciler is
+/// a stage-side component (``StageRuntime``'s `components`).
 public protocol StageHandler: Sendable, StageHandlerUpkeep {
     associatedtype Message: Sendable
 
@@ -20,13 +21,6 @@ public protocol StageHandler: Sendable, StageHandlerUpkeep {
     /// already applied and return the same hand-off again (so the runtime re-publishes it).
     func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>]
 
-    /// The stage's own part of each reconciler round, after stuck payments are re-driven: e.g. submit fails payments
-    /// that waited past their deadline before any AUTH. Returns the hand-offs to publish; the default does nothing.
-    func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)]
-}
-
-extension StageHandler {
-    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
 }
 
 /// A stage whose whole effect is a database change: decrypt and authorize, the runtime's batch shape
