@@ -163,11 +163,8 @@ public struct NotifyStage: CallingStageHandler {
     /// A delivery the gate held back is a retry like any failed attempt, but not a failure of the endpoint (its
     /// health and circuit never see it).
     public func heldBack(_ call: Delivery, for message: NotifyMessage, because reason: HeldBack) -> SendResult {
-        let error = switch reason {
-        case .gate(let refusal): NotifyDecision.error(refusal)
-        case .sendWindow: "send_window"  // notify has no send window
-        }
-        return SendResult(classification: .retry(error: error), attempt: WebhookAttempt(url: call.url, number: call.number, outcome: .retrying), answeredAt: nil)
+        guard case .gate(let refusal) = reason else { preconditionFailure("notify's calls are not windowed") }
+        return SendResult(classification: .retry(error: NotifyDecision.error(refusal)), attempt: WebhookAttempt(url: call.url, number: call.number, outcome: .retrying), answeredAt: nil)
     }
 
     /// One signed POST, on a pool thread's client, holding the endpoint's slot.
@@ -227,6 +224,11 @@ public struct NotifyStage: CallingStageHandler {
         }
         let delivered = try settleDelivered(settling, on: transaction)
         return try settling.indices.map { index in .decided(try delivered[index] ?? complete(settling[index], database: transaction)) }
+    }
+
+    /// Notify takes one round and records no `again`: a message is always settled.
+    public func unsettled(_ message: NotifyMessage) -> StageFailure {
+        .transient(code: "webhook_failed", reason: "payment \(message.message.paymentId) did not settle in its round")
     }
 
     /// The operational events of what committed: `paypipe_webhook_events_total` and `paypipe_webhooks_exhausted_total`.

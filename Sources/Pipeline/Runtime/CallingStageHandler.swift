@@ -168,10 +168,6 @@ extension CallingStageHandler {
         processInRounds(batch, database: database)
     }
 
-    public func unsettled(_ message: Message) -> StageFailure {
-        .transient(code: "unsettled", reason: "not settled after \(callOut.rounds) rounds")
-    }
-
     /// The runtime's batch shape (see ``CallingStageHandler``); a stage that overrides `process` for some of its
     /// messages calls this for the others.
     public func processInRounds(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
