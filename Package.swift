@@ -5,7 +5,11 @@
 //   system libraries (C)  →  CPayPipeShim, COpenSSLShim (variadic/macro forwarders only)
 //   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
 //   pure domain modules   →  JSON, HTTPTypes, ApplePay, JWT, PaymentDomain
-//   runtime               →  Pipeline
+//   runtime               →  Pipeline: the worker loop, the batch shapes (prepare → call out → record), endpoint gate,
+//                            delivery router, component group, observability; still with the payment store,
+//                            configuration and key handling until those move out (scripts/check-modules keeps the
+//                            store's types out of Pipeline/Runtime and Observability)
+//   stage implementations →  PaymentStages (each stage's steps, connectors, merchants, the payments' reconciler)
 //   development tools     →  ApplePaySandbox, PayPipeDevTools (simulators, sandbox PKI, sample jobs): never linked by
 //                            the workers (scripts/check-modules checks the worker executables' dependencies)
 //   thin executables      →  paypipe (operator CLI), paypipe-<stage> workers

@@ -3,6 +3,6 @@ import Pipeline
 
 // paypipe-authorize: consumes paypipe.authorize, builds each payment's Trust Payments request (JWT claims) from
 // its stored card data, stores it encrypted, hands off to paypipe.submit.
-WorkerLauncher.run(stage: .authorize) { configuration, logger in
+WorkerLauncher.run(stage: .authorize, components: { ReconcilerComponent.components(for: $0) }) { configuration, logger in
     try AuthorizeStage.fromEnvironment(configuration, logger: logger)
 }

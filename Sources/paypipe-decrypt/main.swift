@@ -3,6 +3,6 @@ import Pipeline
 
 // paypipe-decrypt: consumes paypipe.decrypt (fed by paypipe.jobs / payment.requested), verifies and
 // decrypts Apple Pay tokens, stores card data encrypted, hands off to paypipe.authorize.
-WorkerLauncher.run(stage: .decrypt) { configuration, logger in
+WorkerLauncher.run(stage: .decrypt, components: { ReconcilerComponent.components(for: $0) }) { configuration, logger in
     try DecryptStage.fromEnvironment(configuration, logger: logger)
 }

@@ -5,6 +5,6 @@ import Pipeline
 // (Standard Webhooks), publishes it to paypipe.results, marks the payment done. Retries default to the webhook
 // schedule (NotifyStage.webhookRetryDelays) unless PAYPIPE_RETRY_DELAYS is set.
 let environment = NotifyStage.workerEnvironment()
-WorkerLauncher.run(stage: .notify, environment: environment) { configuration, logger in
+WorkerLauncher.run(stage: .notify, environment: environment, components: { ReconcilerComponent.components(for: $0) }) { configuration, logger in
     try NotifyStage.fromEnvironment(configuration, logger: logger, environment: environment)
 }

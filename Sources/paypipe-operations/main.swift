@@ -5,6 +5,6 @@ import Pipeline
 // exactly once at the gateway (Webservices TRANSACTIONUPDATE or REFUND, reconciled before any resend) and hands the
 // finished operation to paypipe.notify for its event.
 let registry = MetricsRegistry()
-WorkerLauncher.run(stage: .operations, registry: registry) { configuration, logger in
+WorkerLauncher.run(stage: .operations, registry: registry, components: { ReconcilerComponent.components(for: $0) }) { configuration, logger in
     try OperationsStage.fromEnvironment(configuration, logger: logger)
 }

@@ -181,7 +181,8 @@ extension Integration {
             cardData: CardDataStore(vault: decrypt.vault), requests: GatewayRequestStore(vault: decrypt.vault))
         let authorizeRuntime = try StageRuntime(
             handler: stage, configuration: decrypt.base.configuration,
-            logger: Logger(component: "authorize", threshold: .debug, sink: decrypt.base.logSink))
+            logger: Logger(component: "authorize", threshold: .debug, sink: decrypt.base.logSink),
+            components: ReconcilerComponent.components(for: stage))
         try authorizeRuntime.start()
         defer { authorizeRuntime.stopAndWait() }
 

@@ -7,7 +7,6 @@ import Testing
 /// ``BatchTransaction`` against the real PostgreSQL: one transaction per batch, savepoints only after a failure.
 extension Integration {
 @Suite struct BatchTransactionTests {
-    struct Boom: Error {}
 
     /// A scratch table (dropped afterwards) and a counter of body runs per item.
     static func withTable(_ body: (PostgresConnection, String) throws -> Void) throws {
@@ -20,85 +19,6 @@ extension Integration {
 
     static func rows(_ table: String, on connection: PostgresConnection) throws -> [Int32] {
         try connection.query("SELECT id FROM \(table) ORDER BY id").map { try $0.decode("id", as: Int32.self) }
-    }
-
-    @Test func aBatchThatSucceedsRunsEachBodyOnceAndCommitsEverything() throws {
-        try Self.withTable { connection, table throws in
-            let runs = Mutex<[Int32: Int]>([:])
-            let results = BatchTransaction.run(Array(Int32(1)...5), on: connection) { id, transaction in
-                runs.withLock { $0[id, default: 0] += 1 }
-                try transaction.query("INSERT INTO \(table) (id) VALUES ($1)", [id])
-                return id * 10
-            }
-            #expect(results.map { try? $0.get() } == [10, 20, 30, 40, 50])
-            #expect(runs.withLock { $0 } == [1: 1, 2: 1, 3: 1, 4: 1, 5: 1])
-            #expect(try Self.rows(table, on: connection) == [1, 2, 3, 4, 5])
-        }
-    }
-
-    @Test func aFailingItemRollsBackAloneAndRunsOnlyOnce() throws {
-        try Self.withTable { connection, table throws in
-            let runs = Mutex<[Int32: Int]>([:])
-            // Item 3 fails with a statement error (duplicate key) that aborts the whole first pass.
-            try connection.query("INSERT INTO \(table) (id) VALUES (3)")
-            let results = BatchTransaction.run([1, 2, 3, 4] as [Int32], on: connection) { id, transaction in
-                runs.withLock { $0[id, default: 0] += 1 }
-                try transaction.query("INSERT INTO \(table) (id) VALUES ($1)", [id])
-                if id == 4 { throw Boom() }  // never reached in pass 1; fails alone in pass 2
-                return id
-            }
-            #expect((try? results[0].get()) == 1)
-            #expect((try? results[1].get()) == 2)
-            #expect(throws: PostgresError.self) { try results[2].get() }
-            #expect(throws: Boom.self) { try results[3].get() }
-            // Items before the failure ran twice (pass 1 rolled back), the failing one once, the ones after once.
-            #expect(runs.withLock { $0 } == [1: 2, 2: 2, 3: 1, 4: 1])
-            #expect(try Self.rows(table, on: connection) == [1, 2, 3])
-        }
-    }
-    /// The set-based first step settles what it can in one statement; the rest runs one by one in the same transaction.
-    @Test func bulkSettlesPartOfTheBatchAndTheRestRunsOneByOne() throws {
-        try Self.withTable { connection, table throws in
-            let runs = Mutex<[Int32: Int]>([:])
-            let results = BatchTransaction.run(
-                [1, 2, 3, 4] as [Int32], on: connection,
-                bulk: { ids, transaction in
-                    // Odd ids in one statement; even ones left to the one-by-one path.
-                    let odd = ids.filter { $0 % 2 == 1 }
-                    try transaction.query("INSERT INTO \(table) (id) SELECT unnest($1::int[])", [PostgresArray(odd)])
-                    return ids.map { $0 % 2 == 1 ? -$0 : nil }
-                },
-                fastPath: { id, transaction in
-                    runs.withLock { $0[id, default: 0] += 1 }
-                    try transaction.query("INSERT INTO \(table) (id) VALUES ($1)", [id])
-                    return id
-                },
-                isolated: { _, _ in Issue.record("no second pass expected"); return 0 },
-                failed: { _, _, _ in Issue.record("no failure expected"); return 0 })
-            #expect(results.map { try? $0.get() } == [-1, 2, -3, 4])
-            #expect(runs.withLock { $0 } == [2: 1, 4: 1])
-            #expect(try Self.rows(table, on: connection) == [1, 2, 3, 4])
-        }
-    }
-
-    /// A failing set-based statement applies nothing of the first pass; every item then runs in its own savepoint.
-    @Test func aFailingBulkStepFallsBackToOneSavepointPerItem() throws {
-        try Self.withTable { connection, table throws in
-            try connection.query("INSERT INTO \(table) (id) VALUES (3)")
-            let results = BatchTransaction.run(
-                [1, 2, 3, 4] as [Int32], on: connection,
-                bulk: { ids, transaction in
-                    try transaction.query("INSERT INTO \(table) (id) SELECT unnest($1::int[])", [PostgresArray(ids)])
-                    return ids.map { $0 }
-                },
-                fastPath: { _, _ in Issue.record("the first pass was abandoned"); return 0 },
-                isolated: { id, transaction in
-                    (try? transaction.savepoint { try $0.query("INSERT INTO \(table) (id) VALUES ($1)", [id]) }) == nil ? -id : id
-                },
-                failed: { _, _, _ in Issue.record("no single item failed the first pass"); return 0 })
-            #expect(results.map { try? $0.get() } == [1, 2, -3, 4])
-            #expect(try Self.rows(table, on: connection) == [1, 2, 3, 4])
-        }
     }
 
     /// The one-path form: a set-based body that fails on one item (a unique violation aborting the statement) runs

@@ -1,4 +1,5 @@
 import Foundation
+import PaymentStages
 import Pipeline
 import Postgres
 import Testing
@@ -127,7 +128,7 @@ extension Integration {
         #expect(backlog.stuck == 2)
         #expect(backlog.needsReview == 1)
         let metrics = StageMetrics(registry: MetricsRegistry(), stage: .authorize)
-        metrics.stageBacklog(backlog)
+        metrics.stageBacklog(oldestAgeSeconds: backlog.oldestAgeSeconds, stuck: backlog.stuck, needsReview: backlog.needsReview)
         #expect(metrics.registry.value(StageMetrics.Name.reconcilerBacklog, labels: ["stage": "authorize"]) == 2)
     }
 

@@ -204,6 +204,33 @@ extension Integration {
             #expect(Set(try Self.recordingOrder(cases.map(\.id), harness: harness).prefix(3)) == Set(delivered))
         }
 
+        /// A plain batch (every webhook answered 2xx) costs the same few statements whatever its size, as
+        /// `pg_prepared_statements` counts them (`BEGIN` and savepoints are simple queries, not counted): the batch
+        /// read, the merchant (once: a cache with a TTL, as in production), the disabled endpoints, the endpoints'
+        /// health, the delivered answers, the commits.
+        @Test func aPlainBatchCostsTheSameFewStatementsWhateverItsSize() throws {
+            let endpoints = try Endpoints()
+            defer { endpoints.stop() }
+            let harness = try NotifyHarness()
+            defer { harness.tearDown() }
+            var counts: [Int64] = []
+            for size in [1, 12] {
+                let cases = (0..<size).map { _ in Case(status: .authorized, target: .ok) }
+                try insert(cases, into: harness, endpoints: endpoints)
+                // A fresh stage per size, whose merchant cache (unlike the harness's) keeps the merchant for the batch.
+                let stage = NotifyStage(
+                    directory: MerchantDirectory(store: MerchantStore(vault: harness.vault), ttl: 60),
+                    urlGuard: WebhookURLGuard(allowPrivate: true), retrySchedule: harness.configuration.retrySchedule)
+                let database = try harness.database()
+                defer { database.close() }
+                let run = try StatementCounter.counting(on: database) { stage.process(Self.messages(cases), database: database) }
+                #expect(run.value.allSatisfy { if case .success(.publish) = $0 { true } else { false } }, "\(run.value)")
+                print("notify statements per plain batch of \(size): \(run.statements)")
+                counts.append(run.statements)
+            }
+            #expect(counts[0] == counts[1], "\(counts)")
+        }
+
         @Test func aMixedBatchSettlesEveryBranch() throws {
             let endpoints = try Endpoints()
             defer { endpoints.stop() }

@@ -250,7 +250,8 @@ extension Integration {
         try broker.declare(PipelineTopology.topology(retrySchedule: configuration.retrySchedule))
         broker.close()
         let runtime = try StageRuntime(handler: stage, configuration: configuration,
-                                       logger: Logger(component: "submit", threshold: .debug, sink: harness.authorize.logSink))
+                                       logger: Logger(component: "submit", threshold: .debug, sink: harness.authorize.logSink),
+                                       components: ReconcilerComponent.components(for: stage))
         try runtime.start()
         defer {
             runtime.requestStop()

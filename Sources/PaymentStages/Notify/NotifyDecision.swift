@@ -35,15 +35,30 @@ public enum NotifyDecision {
     /// One decision per read, in order. As in the other stages, the first message for a payment decides and the
     /// later ones are already handled, whatever the payment's state: one webhook per payment per batch.
     public static func intake(_ reads: [Read]) -> [Intake] {
-        var first: [UUID: Int] = [:]
+        let found = reads.map { read -> UUID? in
+            guard case .found(let id, _, _, _) = read else { return nil }
+            return id
+        }
+        let earlier = firstMessages(found)
         return reads.enumerated().map { index, read in
-            guard case .found(let id, let status, let done, let hasEvent) = read else {
+            guard case .found(_, let status, let done, let hasEvent) = read else {
                 return read == .missing ? .unknownPayment : .readFailed
             }
-            if let earlier = first[id] { return .alreadyHandled(by: earlier) }
-            first[id] = index
+            if let earlier = earlier[index] { return .alreadyHandled(by: earlier) }
             if done { return .republish }
             return hasEvent ? .deliver : .notTerminal(status)
+        }
+    }
+
+    /// The one duplicate rule: per message, `nil` if it is its payment's first in the batch, else the index of that
+    /// first message (which decides for both). A `nil` id is never a duplicate.
+    public static func firstMessages(_ paymentIds: [UUID?]) -> [Int?] {
+        var first: [UUID: Int] = [:]
+        return paymentIds.enumerated().map { index, id in
+            guard let id else { return nil }
+            if let earlier = first[id] { return earlier }
+            first[id] = index
+            return nil
         }
     }
 

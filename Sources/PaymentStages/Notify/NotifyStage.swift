@@ -31,7 +31,7 @@ import Synchronization
 ///   `paypipe.results`; a delivery that runs out of attempts publishes `webhook.exhausted` (``OperationalEvent``).
 ///
 /// Receivers must dedupe on `webhook-id` (the event id): delivery is at-least-once.
-public struct NotifyStage: StageHandler {
+public struct NotifyStage: CallingStageHandler {
     public let stage = Stage.notify
     let directory: MerchantDirectory
     private let events: PaymentEventLoader
@@ -82,125 +82,172 @@ public struct NotifyStage: StageHandler {
         NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body))
     }
 
-    /// Three phases, so that one slow endpoint does not serialise a whole batch behind it: (1) database reads and
-    /// the decisions that need no request: one query reads every payment of the batch with its event data,
-    /// ``NotifyDecision/intake(_:)`` decides each message (a payment's first message decides, later ones are already
-    /// handled), then target, secret and URL checks run per payment on the lane's connection; (2) the POSTs,
-    /// concurrently on the worker's sender threads (each with its keep-alive libcurl handle; ``EndpointGate`` caps the
-    /// requests per endpoint); (3) recording the attempts and the outcomes in one transaction, the delivered ones in
-    /// one statement (``WebhookDeliveryBatch``), the rest one by one, as ``NotifyDecision/settle(_:endpointDisabled:retry:)``
-    /// decides. No transaction spans phase 2.
+    /// The runtime's batch shape (``CallingStageHandler``), one round, so that one slow endpoint does not serialise a
+    /// whole batch behind it: (1) prepare, in one transaction: one query reads every payment of the batch with its
+    /// event data, ``NotifyDecision/intake(_:)`` decides each message, then target, secret and URL checks run per
+    /// payment, and deliveries to a disabled endpoint are held; (2) the POSTs, concurrently on the worker's sender
+    /// threads through ``EndpointGate`` (slots, circuit and rate per endpoint); (3) record, in one transaction: what
+    /// the answers say about each endpoint's health (``observe(_:transaction:)``), then the attempts and the outcomes,
+    /// the delivered ones in one statement (``WebhookDeliveryBatch``), the rest one by one, as
+    /// ``NotifyDecision/settle(_:endpointDisabled:retry:)`` decides.
+    ///
+    /// Only each payment's first message of the batch goes through them (``NotifyDecision/firstMessages(_:)``); a
+    /// later one is already handled by it. A finished operation's event (NotifyStage+Operations.swift) goes its own
+    /// way, one at a time.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        // A finished operation's event (NotifyStage+Operations.swift) goes its own way, one at a time.
-        if batch.contains(where: { $0.operation != nil }) {
-            let payments = batch.indices.filter { batch[$0].operation == nil }
-            var results = batch.map { message in message.operation.map { processOperation(message, operationRowId: $0, database: database) } }
-            for (index, result) in zip(payments, process(payments.map { batch[$0] }, database: database)) { results[index] = result }
-            return results.map { $0! }
+        var results = batch.map { message in message.operation.map { processOperation(message, operationRowId: $0, database: database) } }
+        let payments = batch.indices.filter { batch[$0].operation == nil }
+        let first = NotifyDecision.firstMessages(payments.map { batch[$0].message.paymentId })
+        let firsts = payments.indices.filter { first[$0] == nil }
+        for (offset, result) in zip(firsts, processInRounds(firsts.map { batch[payments[$0]] }, database: database)) {
+            results[payments[offset]] = result
         }
-        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
-        var pending: [(index: Int, delivery: PendingDelivery)] = []
-        let loaded = load(batch, database: database)
-        let intake = NotifyDecision.intake(loaded.map(Self.read))
-        for (index, message) in batch.enumerated() {
-            if case .alreadyHandled = intake[index] { continue }
-            do {
-                switch try prepare(message, intake: intake[index], loaded: try loaded[index].get(), database: database) {
-                case .decided(let outcome): results[index] = .success(outcome)
-                case .deliver(let delivery): pending.append((index, delivery))
-                }
-            } catch {
-                results[index] = .failure(FailureClassifier.classify(error))
-            }
-        }
-        pending = holdDisabled(pending, results: &results, database: database)
-        let sent = send(pending.map(\.delivery))
-        // Between phases 2 and 3, in its own short transaction: what the answers say about each endpoint's health.
-        // A failed delivery to an endpoint this disables is held instead of retried, and one of them carries the
-        // `endpoint.disabled` event.
-        let decision = recordHealth(zip(pending, sent).map { ($0.delivery, $1) }, database: database)
-        var carried: Set<WebhookEndpoint> = []
-        let answered = zip(pending, sent).map { item, result in
-            let endpoint = item.delivery.endpoint
-            let health = decision.newlyDisabled[endpoint]
-            let settlement = NotifyDecision.settle(
-                result.classification, endpointDisabled: health != nil,
-                retry: router.retrySchedule.decision(previousRetries: item.delivery.message.previousRetries))
-            var disabledEvent: OperationalEvent?
-            if case .held = settlement, let health, carried.insert(endpoint).inserted {
-                disabledEvent = OperationalEvent.endpointDisabled(endpoint, health: health)
-            }
-            return Answered(delivery: item.delivery, classification: result.classification, attempt: result.attempt,
-                            settlement: settlement, disabledEvent: disabledEvent)
-        }
-        // Phase 3 in one transaction (one commit for the batch, see ``BatchTransaction``): the delivered answers in
-        // one statement first, everything else (and whatever that statement left) one by one.
-        let completed = BatchTransaction.run(
-            answered, on: database,
-            bulk: { items, transaction in try settleDelivered(items, on: transaction) },
-            fastPath: { item, transaction in try complete(item, database: transaction) },
-            isolated: { item, transaction in
-                do {
-                    return try transaction.savepoint { try complete(item, database: $0) }
-                } catch {
-                    return .failure(FailureClassifier.classify(error))
-                }
-            },
-            failed: { _, error, _ in .failure(FailureClassifier.classify(error)) })
-        for (offset, item) in pending.enumerated() {
-            switch completed[offset] {
-            case .success(let result):
-                results[item.index] = result
-                if case .success = result {
-                    if answered[offset].disabledEvent != nil { countEvent(.endpointDisabled) }
-                    if case .exhausted = answered[offset].settlement { countExhausted() }
-                }
-            case .failure(let error): results[item.index] = .failure(FailureClassifier.classify(error))
-            }
-        }
-        for (index, decision) in intake.enumerated() {
-            guard case .alreadyHandled(let first) = decision else { continue }
-            results[index] = .success(Self.alreadyHandled(after: results[first]!, event: try? loaded[first].get()?.loaded?.event))
+        for (offset, earlier) in first.enumerated() {
+            guard let earlier else { continue }
+            results[payments[offset]] = Self.alreadyHandled(after: results[payments[earlier]]!)
         }
         return results.map { $0! }
     }
 
-    /// What phase 1 read, as ``NotifyDecision`` sees it.
+    /// A later message for a payment its batch's first message decided: nothing is sent for it. If the batch committed
+    /// the payment's results event, it is published again (same id, consumers dedupe), as a message for a done
+    /// payment does; an unknown payment is unknown for it too; otherwise (a retry, a hold, a failure) the first
+    /// message carries the payment on alone.
+    static func alreadyHandled(after first: Result<StageOutcome, StageFailure>) -> Result<StageOutcome, StageFailure> {
+        switch first {
+        case .failure(.unattributable(let code, let reason)): return .failure(.unattributable(code: code, reason: reason))
+        case .success(.publish(let messages)):
+            let result = messages.first { message in
+                guard case .event(PipelineTopology.resultsExchange, let type, _, _, _, _) = message else { return false }
+                return PaymentEventType(rawValue: type) != nil
+            }
+            return .success(result.map { .publish([$0]) } ?? .completed)
+        default: return .success(.completed)
+        }
+    }
+
+    // MARK: The batch shape's steps
+
+    public var callOut: CallOut { CallOut(pool: senders, gate: gate) }
+
+    /// Prepare: one read for the batch, the intake decision, and per payment everything up to the POST.
+    public func prepare(_ batch: [NotifyMessage], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Delivery>] {
+        let loaded = try events.load(batch.map(\.message.paymentId), on: transaction)
+        let reads = batch.map { message in loaded[message.message.paymentId].map { $0.map(Optional.some) } ?? .success(nil) }
+        let intake = NotifyDecision.intake(reads.map(Self.read))
+        var prepared: [Prepared<Delivery>] = try batch.indices.map { index in
+            switch reads[index] {
+            case .failure(let error): return .failed(FailureClassifier.classify(error))
+            case .success(nil): return .failed(.unattributable(code: "unknown_payment", reason: "payment \(batch[index].message.paymentId) does not exist"))
+            case .success(let read?):
+                if case .alreadyHandled = intake[index] { preconditionFailure("process prepares each payment's first message only") }
+                return try prepare(batch[index], intake: intake[index], read: read, transaction: transaction)
+            }
+        }
+        try holdDisabled(&prepared, transaction: transaction)
+        return prepared
+    }
+
+    /// What prepare read, as ``NotifyDecision`` sees it.
     private static func read(_ loaded: Result<LoadedPayment?, any Error>) -> NotifyDecision.Read {
         guard case .success(let read) = loaded else { return .failed }
         guard let read else { return .missing }
         return .found(paymentId: read.payment.id, status: read.payment.status, done: read.payment.stage == .done, hasEvent: read.loaded != nil)
     }
 
-    /// A later message for a payment its batch's first message decided: nothing is sent for it. If the batch committed
-    /// the payment's results event, it is published again (same id, consumers dedupe), as a message for a done
-    /// payment does; otherwise (a retry, a hold, a failure) the first message carries the payment on alone.
-    private static func alreadyHandled(after first: Result<StageOutcome, StageFailure>, event: PaymentEvent?) -> StageOutcome {
-        guard let event, case .success(.publish(let messages)) = first,
-              let result = messages.first(where: { message in
-                  guard case .event(PipelineTopology.resultsExchange, _, event.id, _, _, _) = message else { return false }
-                  return true
-              })
-        else { return .completed }
-        return .publish([result])
+    /// Per endpoint (scheme, host and port): its slots, circuit and rate.
+    public func gating(_ call: Delivery, for message: NotifyMessage) -> GatedCall {
+        GatedCall(EndpointGate.Call(endpoint: Self.endpointKey(call.url)), rate: call.rate)
     }
 
-    /// Phase 1's reads, one result per message: a payment with its event data, `nil` for an unknown payment. One
-    /// query for the batch (``PaymentEventLoader``).
-    private func load(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<LoadedPayment?, any Error>] {
-        let loaded: [UUID: Result<LoadedPayment, any Error>]
-        do {
-            loaded = try events.load(batch.map(\.message.paymentId), on: database)
-        } catch {
-            return Array(repeating: .failure(error), count: batch.count)
+    /// A delivery the gate held back is a retry like any failed attempt, but not a failure of the endpoint (its
+    /// health and circuit never see it).
+    public func heldBack(_ call: Delivery, for message: NotifyMessage, because reason: HeldBack) -> SendResult {
+        guard case .gate(let refusal) = reason else { preconditionFailure("notify's calls are not windowed") }
+        return SendResult(classification: .retry(error: NotifyDecision.error(refusal)), attempt: WebhookAttempt(url: call.url, number: call.number, outcome: .retrying), answeredAt: nil)
+    }
+
+    /// One signed POST, on a pool thread's client, holding the endpoint's slot.
+    public func perform(_ call: Delivery, for message: NotifyMessage, window: SendWindow?, client: HTTPClient) -> (answer: SendResult, report: CircuitState.Report) {
+        var attempt = WebhookAttempt(url: call.url, number: call.number, outcome: .retrying)
+        let classification = post(call.body, id: call.event.id, to: call.url, signer: call.signer, client: client, attempt: &attempt)
+        return (SendResult(classification: classification, attempt: attempt, answeredAt: clock()),
+                Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
+    }
+
+    /// Record, first: what the answers say about each endpoint's health, and which endpoints this batch disables.
+    /// Only answers count (a 2xx, or a failure that will be retried); the worker's own refusals and final answers
+    /// (410, SSRF) do not. A failure to record health does not fail the deliveries (its savepoint is rolled back, the
+    /// next batch observes again); it is counted.
+    public func observe(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], transaction: PostgresConnection) -> HealthDecision {
+        let observations: [EndpointObservation] = answers.compactMap { answered in
+            guard let at = answered.answer.answeredAt else { return nil }
+            switch answered.answer.classification {
+            case .delivered: return EndpointObservation(endpoint: answered.call.endpoint, at: at, error: nil)
+            case .retry(let error): return EndpointObservation(endpoint: answered.call.endpoint, at: at, error: error)
+            case .gone, .refused: return nil
+            }
         }
-        return batch.map { message in loaded[message.message.paymentId].map { $0.map(Optional.some) } ?? .success(nil) }
+        guard !observations.isEmpty else { return HealthDecision() }
+        do {
+            return try transaction.savepoint { savepoint in
+                let current = try endpoints.lock(Set(observations.map(\.endpoint)), on: savepoint)
+                let decision = healthPolicy.decide(observations, current: current)
+                try endpoints.write(decision.updates, on: savepoint)
+                return HealthDecision(newlyDisabled: Dictionary(uniqueKeysWithValues: decision.disabled.map { ($0, decision.updates[$0]!) }))
+            }
+        } catch {
+            countHealthFailure()
+            return HealthDecision()
+        }
     }
 
-    /// The bulk step of phase 3: every `.delivered` answer (one per payment: ``NotifyDecision/intake(_:)`` sends no
-    /// second one), recorded and marked done in one statement, with the outcome ``complete(_:database:)`` gives it;
+    /// Record: every answer as ``NotifyDecision/settle(_:endpointDisabled:retry:)`` decides, the delivered ones in one
+    /// statement, the rest one by one. A failed delivery to an endpoint this batch disables is held instead of
+    /// retried, and one of them carries the `endpoint.disabled` event.
+    public func record(
+        _ answers: [Answered<NotifyMessage, Delivery, SendResult>], observed health: HealthDecision, transaction: PostgresConnection
+    ) throws -> [Recorded] {
+        var carried: Set<WebhookEndpoint> = []
+        let settling = answers.map { answered in
+            let delivery = answered.call, result = answered.answer
+            let disabled = health.newlyDisabled[delivery.endpoint]
+            let settlement = NotifyDecision.settle(
+                result.classification, endpointDisabled: disabled != nil,
+                retry: router.retrySchedule.decision(previousRetries: delivery.message.previousRetries))
+            var disabledEvent: OperationalEvent?
+            if case .held = settlement, let disabled, carried.insert(delivery.endpoint).inserted {
+                disabledEvent = OperationalEvent.endpointDisabled(delivery.endpoint, health: disabled)
+            }
+            return Settling(delivery: delivery, classification: result.classification, attempt: result.attempt,
+                            settlement: settlement, disabledEvent: disabledEvent)
+        }
+        let delivered = try settleDelivered(settling, on: transaction)
+        return try settling.indices.map { index in .decided(try delivered[index] ?? complete(settling[index], database: transaction)) }
+    }
+
+    /// Notify takes one round and records no `again`: a message is always settled.
+    public func unsettled(_ message: NotifyMessage) -> StageFailure {
+        .transient(code: "webhook_failed", reason: "payment \(message.message.paymentId) did not settle in its round")
+    }
+
+    /// The operational events of what committed: `paypipe_webhook_events_total` and `paypipe_webhooks_exhausted_total`.
+    public func committed(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], _ recorded: [Result<Recorded, StageFailure>]) {
+        for case .success(.decided(.success(.publish(let messages)))) in recorded {
+            for case .event(PipelineTopology.resultsExchange, let type, _, _, _, _) in messages {
+                switch OperationalEvent.Kind(rawValue: type) {
+                case .webhookExhausted?: countExhausted()
+                case .endpointDisabled?: countEvent(.endpointDisabled)
+                case nil: break
+                }
+            }
+        }
+    }
+
+    /// The bulk step of record: every `.delivered` answer (one per payment: only a payment's first message is
+    /// delivered), recorded and marked done in one statement, with the outcome ``complete(_:database:)`` gives it;
     /// `nil` (the per-message path) for everything else — gone, retry, exhausted, a payment the statement did not settle.
-    private func settleDelivered(_ items: [Answered], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
+    private func settleDelivered(_ items: [Settling], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
         let candidates = items.indices.filter { index in
             if case .delivered = items[index].classification { return true }
             return false
@@ -226,8 +273,8 @@ public struct NotifyStage: StageHandler {
         let ratePerSecond: Double?
     }
 
-    /// An event that needs a POST.
-    private struct PendingDelivery: Sendable {
+    /// An event that needs a POST: the call of the call-out phase.
+    public struct Delivery: Sendable {
         let message: NotifyMessage
         let payment: PaymentRecord
         let event: PaymentEvent
@@ -242,10 +289,22 @@ public struct NotifyStage: StageHandler {
         var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: payment.merchantId, url: url) }
     }
 
+    /// A POST's answer.
+    public struct SendResult: Sendable {
+        let classification: WebhookResponseClass
+        let attempt: WebhookAttempt
+        /// When the answer came, if a request was sent (not refused by the gate): what endpoint health goes by.
+        let answeredAt: Date?
+    }
 
-    /// A POSTed delivery with its answer, as phase 3 settles it.
-    private struct Answered {
-        let delivery: PendingDelivery
+    /// What this batch's answers did to the endpoints' health.
+    public struct HealthDecision: Sendable {
+        var newlyDisabled: [WebhookEndpoint: EndpointHealth] = [:]
+    }
+
+    /// An answered delivery as record settles it.
+    private struct Settling {
+        let delivery: Delivery
         let classification: WebhookResponseClass
         let attempt: WebhookAttempt
         let settlement: NotifyDecision.Settlement
@@ -253,19 +312,11 @@ public struct NotifyStage: StageHandler {
         let disabledEvent: OperationalEvent?
     }
 
-    private enum Preparation {
-        case decided(StageOutcome)
-        case deliver(PendingDelivery)
-    }
-
-    /// Phase 1: everything up to the POST, as ``NotifyDecision/intake(_:)`` decided, on the payment and event data
-    /// read for the batch (`nil`: no such payment).
+    /// Prepare, for one payment's first message, as ``NotifyDecision/intake(_:)`` decided, on the payment and event
+    /// data read for the batch.
     private func prepare(
-        _ message: NotifyMessage, intake: NotifyDecision.Intake, loaded read: LoadedPayment?, database: PostgresConnection
-    ) throws -> Preparation {
-        guard let read, intake != .unknownPayment else {
-            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.message.paymentId) does not exist")
-        }
+        _ message: NotifyMessage, intake: NotifyDecision.Intake, read: LoadedPayment, transaction database: PostgresConnection
+    ) throws -> Prepared<Delivery> {
         let payment = read.payment
         if intake == .republish {
             // Done means the webhook was settled and the results event was *committed for* publishing — not that it
@@ -274,16 +325,16 @@ public struct NotifyStage: StageHandler {
             // delivery in place, `redelivered == false`, or a retry tier hands in a fresh copy). Neither case can be
             // told apart from a mere duplicate hand-off, so every delivery of a done payment publishes the event
             // again (same `message_id`: consumers dedupe on it). The webhook itself is never sent twice.
-            guard let loaded = read.loaded else { return .decided(.completed) }
-            return .decided(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
+            guard let loaded = read.loaded else { return .finished(.completed) }
+            return .finished(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
         }
         guard intake == .deliver, let loaded = read.loaded else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
-            throw StageFailure.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)")
+            return .failed(.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)"))
         }
         let event = loaded.event
         guard let target = try target(for: payment, notifyURL: loaded.notifyURL, on: database) else {
-            return .decided(try finish(event, on: database))
+            return .finished(try finish(event, on: database))
         }
         let number = message.previousRetries + 1
         let signer: WebhookSigner
@@ -297,120 +348,45 @@ public struct NotifyStage: StageHandler {
         } catch {
             let code = error == .noSecret ? "no_webhook_secret" : "invalid_webhook_secret"
             try deliveries.record(WebhookAttempt(url: target.url, number: number, error: code, outcome: .failed), event: event, on: database)
-            return .decided(try finish(event, on: database))
+            return .finished(try finish(event, on: database))
         }
         if case .refused(let reason) = urlGuard.check(target.url) {
             try deliveries.record(WebhookAttempt(url: target.url, number: number, error: "ssrf_refused: \(reason)", outcome: .failed), event: event, on: database)
-            return .decided(try finish(event, on: database))
+            return .finished(try finish(event, on: database))
         }
-        return .deliver(PendingDelivery(
+        return .call(Delivery(
             message: message, payment: payment, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer,
             body: event.body, rate: target.ratePerSecond ?? rate))
     }
 
-    /// Phase 2: the batch's POSTs concurrently on ``senders`` (keep-alive clients; ``EndpointGate`` caps the
-    /// requests per endpoint); results in the order of `pending`.
-    private func send(_ pending: [PendingDelivery]) -> [SendResult] {
-        senders.perform(pending.count) { [self] index, client in post(pending[index], client: client) }
-    }
-
-    private struct SendResult: Sendable {
-        let classification: WebhookResponseClass
-        let attempt: WebhookAttempt
-        /// When the answer came, if a request was sent (not refused by the gate): what endpoint health goes by.
-        let answeredAt: Date?
-    }
-
-    /// One POST through the endpoint gate, on the calling pool thread's client.
-    private func post(_ delivery: PendingDelivery, client: HTTPClient) -> SendResult {
-        var attempt = WebhookAttempt(url: delivery.url, number: delivery.number, outcome: .retrying)
-        switch gate.acquire(EndpointGate.Call(endpoint: Self.endpointKey(delivery.url)), rate: delivery.rate) {
-        case .refused(let refusal):
-            return SendResult(classification: .retry(error: NotifyDecision.error(refusal)), attempt: attempt, answeredAt: nil)
-        case .acquired(let permit):
-            let classification = post(delivery.body, id: delivery.event.id, to: delivery.url, signer: delivery.signer, client: client, attempt: &attempt)
-            gate.release(permit, report: Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
-            return SendResult(classification: classification, attempt: attempt, answeredAt: clock())
+    /// Prepare's last step: deliveries whose endpoint is disabled are held, not sent (one read for the batch).
+    private func holdDisabled(_ prepared: inout [Prepared<Delivery>], transaction database: PostgresConnection) throws {
+        let pending = prepared.indices.compactMap { index -> (index: Int, delivery: Delivery)? in
+            guard case .call(let delivery) = prepared[index] else { return nil }
+            return (index, delivery)
         }
-    }
-
-    /// Phase 1's last step: deliveries whose endpoint is disabled are held, not sent (one read for the batch); returns
-    /// the others.
-    private func holdDisabled(
-        _ pending: [(index: Int, delivery: PendingDelivery)], results: inout [Result<StageOutcome, StageFailure>?], database: PostgresConnection
-    ) -> [(index: Int, delivery: PendingDelivery)] {
-        guard !pending.isEmpty else { return pending }
-        let disabled: [WebhookEndpoint: EndpointHealth]
-        do {
-            disabled = try endpoints.disabled(among: Set(pending.map(\.delivery.endpoint)), on: database)
-        } catch {
-            for item in pending { results[item.index] = .failure(FailureClassifier.classify(error)) }
-            return []
-        }
-        guard !disabled.isEmpty else { return pending }
+        guard !pending.isEmpty else { return }
+        let disabled = try endpoints.disabled(among: Set(pending.map(\.delivery.endpoint)), on: database)
+        guard !disabled.isEmpty else { return }
         var held: [UUID] = []
-        var remaining: [(index: Int, delivery: PendingDelivery)] = []
-        for item in pending {
-            let delivery = item.delivery
+        for (index, delivery) in pending {
             let health = disabled[delivery.endpoint]
             guard case .hold(let republish) = NotifyDecision.dispatch(endpointDisabled: health != nil, redelivered: delivery.message.inbound.redelivered)
-            else {
-                remaining.append(item)
-                continue
-            }
-            do {
-                // The record first: a held payment without its `held` attempt could not be found by a re-enable.
-                try deliveries.record(
-                    WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
-                    event: delivery.event, on: database)
-                held.append(delivery.payment.id)
-                let event = republish ? health.map { OperationalEvent.endpointDisabled(delivery.endpoint, health: $0) } : nil
-                results[item.index] = .success(event.map { .publish([$0.message]) } ?? .completed)
-            } catch {
-                results[item.index] = .failure(FailureClassifier.classify(error))
-            }
+            else { continue }
+            // The record first: a held payment without its `held` attempt could not be found by a re-enable.
+            try deliveries.record(
+                WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
+                event: delivery.event, on: database)
+            held.append(delivery.payment.id)
+            let event = republish ? health.map { OperationalEvent.endpointDisabled(delivery.endpoint, health: $0) } : nil
+            prepared[index] = .finished(event.map { .publish([$0.message]) } ?? .completed)
         }
-        do {
-            try deliveries.hold(held, on: database)
-        } catch {
-            for item in pending where held.contains(item.delivery.payment.id) { results[item.index] = .failure(FailureClassifier.classify(error)) }
-        }
-        return remaining
+        try deliveries.hold(held, on: database)
     }
 
-    /// What the endpoints' health becomes, and which endpoints this batch disables. Only answers count (a 2xx, or a
-    /// failure that will be retried); the worker's own refusals and final answers (410, SSRF) do not. A failure to
-    /// record health does not fail the deliveries (the next batch observes again); it is counted.
-    private func recordHealth(_ sent: [(PendingDelivery, SendResult)], database: PostgresConnection) -> HealthDecision {
-        let observations: [EndpointObservation] = sent.compactMap { delivery, result in
-            guard let at = result.answeredAt else { return nil }
-            switch result.classification {
-            case .delivered: return EndpointObservation(endpoint: delivery.endpoint, at: at, error: nil)
-            case .retry(let error): return EndpointObservation(endpoint: delivery.endpoint, at: at, error: error)
-            case .gone, .refused: return nil
-            }
-        }
-        guard !observations.isEmpty else { return HealthDecision() }
-        do {
-            return try database.transaction { transaction in
-                let current = try endpoints.lock(Set(observations.map(\.endpoint)), on: transaction)
-                let decision = healthPolicy.decide(observations, current: current)
-                try endpoints.write(decision.updates, on: transaction)
-                return HealthDecision(newlyDisabled: Dictionary(uniqueKeysWithValues: decision.disabled.map { ($0, decision.updates[$0]!) }))
-            }
-        } catch {
-            countHealthFailure()
-            return HealthDecision()
-        }
-    }
-
-    private struct HealthDecision {
-        var newlyDisabled: [WebhookEndpoint: EndpointHealth] = [:]
-    }
-
-    /// Phase 3: record the attempt and decide the outcome.
+    /// Record, for one answer that is not a settled delivery: the attempt and the outcome.
     /// The retry case is a returned failure, not a thrown one: its attempt record and hold must commit with the batch.
-    private func complete(_ answered: Answered, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
+    private func complete(_ answered: Settling, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
         let delivery = answered.delivery
         var attempt = answered.attempt
         let event = delivery.event
@@ -454,7 +430,7 @@ public struct NotifyStage: StageHandler {
     }
 
     /// A failed attempt as the runtime's retry policy sees it: retried through the tiers, or dead-lettered with it.
-    private static func failed(_ delivery: PendingDelivery, error: String) -> StageFailure {
+    private static func failed(_ delivery: Delivery, error: String) -> StageFailure {
         .transient(code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(endpointKey(delivery.url)) failed: \(error)")
     }
 

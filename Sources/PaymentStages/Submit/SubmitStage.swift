@@ -19,11 +19,13 @@ import Postgres
 ///    transaction" lets the AUTH be resent (`submitting → prepared`); too many inconclusive queries end in
 ///    `needs_review`. Only the payment's current attempt is ever settled.
 ///
-/// Every decision is ``SubmitProtocol``'s (a pure value); this type carries them out, per message and set-based.
+/// Every decision is ``SubmitProtocol``'s (a pure value); this type carries them out, set-based for the plain messages
+/// of a batch and per message for the rest, inside the runtime's batch shape (``CallingStageHandler``: prepare, call
+/// out through the pool and the endpoint gate within the send window, record).
 ///
 /// No AUTH is sent after the payment deadline (`deadline_exceeded`). Waiting and retrying use the runtime's delayed
 /// retry tiers (``StageFailure/transient(code:reason:)``), so a gateway outage parks work in the retry queues.
-public struct SubmitStage: StageHandler {
+public struct SubmitStage: CallingStageHandler {
     public let stage = Stage.submit
     /// The `actor` of the stage's audit events.
     static let actor = "submit"
@@ -33,11 +35,12 @@ public struct SubmitStage: StageHandler {
     private let client: any GatewayConnector
     private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
-    /// The call-out gate shared by every lane of the worker: a circuit per gateway endpoint (URL), and
-    /// `merchantConcurrency` call slots per merchant, so a merchant whose gateway is slow cannot occupy every thread.
-    public let gate: EndpointGate
-    /// The worker's gateway-call threads, each with a keep-alive HTTP client (shared by the lanes).
-    private let calls: HTTPClientPool
+    /// The worker's gateway-call threads (keep-alive clients, shared by the lanes) and the call-out gate: a circuit per
+    /// gateway endpoint (URL), and `merchantConcurrency` call slots per merchant, so a merchant whose gateway is slow
+    /// cannot occupy every thread. A round's AUTHs leave only within its send window; at most three rounds a batch
+    /// (query, not found → send; a third would mean the gateway contradicts itself).
+    public let callOut: CallOut
+    public var gate: EndpointGate { callOut.gate }
     private let payments = PaymentStore()
     private let attempts = GatewayAttemptStore()
     private let machine: SubmitProtocol
@@ -55,143 +58,103 @@ public struct SubmitStage: StageHandler {
         self.client = client
         self.settings = settings
         self.clock = clock
-        gate = EndpointGate(
-            policy: EndpointGatePolicy(maxConcurrent: settings.merchantConcurrency, failureThreshold: settings.circuitFailureThreshold,
-                                       openSeconds: settings.circuitOpenSeconds, maxWait: 1),
-            stage: .submit, clock: clock)
-        calls = HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call")
+        callOut = CallOut(
+            pool: HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call"),
+            gate: EndpointGate(
+                policy: EndpointGatePolicy(maxConcurrent: settings.merchantConcurrency, failureThreshold: settings.circuitFailureThreshold,
+                                           openSeconds: settings.circuitOpenSeconds, maxWait: 1),
+                stage: .submit, clock: clock),
+            sendWindow: settings.sendWindow, rounds: 3)
     }
 
     public func decode(_ message: InboundMessage) throws(StageFailure) -> StageMessage {
         try StageMessage.decode(message.body)
     }
 
-    /// A batch in rounds of three steps, none holding a transaction across the network:
-    /// 1. one transaction plans every message (``BatchTransaction``: one commit for the batch; a `sending` attempt
-    ///    is committed before its AUTH);
-    /// 2. the calls run concurrently on ``calls`` (keep-alive clients, at most `merchantConcurrency` per merchant);
-    /// 3. one transaction records every answer.
-    /// A message whose query found no AUTH starts another round (at most three, as before).
-    ///
-    /// Steps 1 and 3 first settle the plain messages of the batch with a few statements for the whole batch
-    /// (``planInBulk(_:window:transaction:)``, ``recordInBulk(_:transaction:)``): PostgreSQL's cost is per statement
-    /// far more than per row. The per-message steps handle everything else in the same transaction.
-    public func process(_ batch: [StageMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
-        var active = Array(batch.indices)
-        for _ in 0..<3 where !active.isEmpty {
-            // Taken before any attempt of the round is committed, so the send gate closes no later than the
-            // attempts' `send_deadline` on the database clock.
-            let window = SendWindow(seconds: settings.sendWindow, from: ContinuousClock.now, wallClock: Date())
-            let plans = BatchTransaction.run(
-                active.map { batch[$0] }, on: database, bulk: { try planInBulk($0, window: window, transaction: $1) }
-            ) { message, transaction in
-                try plan(message, window: window, transaction: transaction)
-            }
-            var calls: [(index: Int, plan: Plan)] = []
-            for (offset, planned) in plans.enumerated() {
-                let index = active[offset]
-                switch planned {
-                case .success(.finished(let outcome)): results[index] = .success(outcome)
-                case .success(.retryLater(let failure)): results[index] = handleFailure(failure, message: batch[index], database: database)
-                case .success(let call): calls.append((index, call))
-                case .failure(let error): results[index] = handleFailure(FailureClassifier.classify(error), message: batch[index], database: database)
-                }
-            }
-            let requests = calls.map { (message: batch[$0.index], plan: $0.plan) }
-            let answers = self.calls.perform(requests.count) { [self] offset, client in
-                call(requests[offset].plan, message: requests[offset].message, client: client)
-            }
-            let recorded = BatchTransaction.run(Array(zip(requests, answers)), on: database, bulk: { try recordInBulk($0, transaction: $1) }) { item, transaction in
-                try record(item.1, for: item.0.message, plan: item.0.plan, transaction: transaction)
-            }
-            active = []
-            for (offset, next) in recorded.enumerated() {
-                let index = calls[offset].index
-                switch next {
-                case .success(.finished(let outcome)): results[index] = .success(outcome)
-                case .success(.retryLater(let failure)): results[index] = handleFailure(failure, message: batch[index], database: database)
-                case .success(.again): active.append(index)
-                case .failure(let error): results[index] = handleFailure(FailureClassifier.classify(error), message: batch[index], database: database)
-                }
-            }
+    // MARK: The batch shape's steps
+
+    /// Prepare: the plain messages of the batch in two statements (``planInBulk(_:transaction:)``), every other one
+    /// per message (``plan(_:transaction:)``), under the same row locks; a `sending` attempt is committed before its AUTH.
+    public func prepare(_ batch: [StageMessage], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
+        let planned = try planInBulk(batch, transaction: transaction)
+        return try batch.indices.map { index in
+            if let call = planned[index] { return .call(call) }
+            return try plan(batch[index], transaction: transaction)
         }
-        // At most: query (not found) → send. A third round would mean the gateway contradicts itself.
-        for index in active {
-            results[index] = .failure(.transient(code: "gateway_inconsistent", reason: "payment \(batch[index].paymentId) did not settle after repeated rounds"))
-        }
-        return results.map { $0! }
     }
 
-    // MARK: Protocol steps
+    /// Record: the AUTH answers that end their payment in one statement (``recordInBulk(_:transaction:)``), every
+    /// other answer per message (``record(_:transaction:)``).
+    public func record(_ answers: [Answered<StageMessage, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
+        let settled = try recordInBulk(answers, transaction: transaction)
+        return try answers.indices.map { index in try settled[index] ?? record(answers[index], transaction: transaction) }
+    }
 
-    /// What the first transaction decided, with what the call needs.
-    private enum Plan: Sendable {
-        case finished(StageOutcome)
-        case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String, window: SendWindow)
+    /// A permanent failure ends the payment `failed` (purged, notified), or `needs_review` if an AUTH may be out.
+    public func recordFailure(_ failure: PaymentFailure, for message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome? {
+        .handOff(to: .notify, try payments.recordFailure(failure, on: transaction))
+    }
+
+    public func unsettled(_ message: StageMessage) -> StageFailure {
+        .transient(code: "gateway_inconsistent", reason: "payment \(message.paymentId) did not settle after repeated rounds")
+    }
+
+    /// A call the prepare step decided: an AUTH with its `sending` attempt committed, or a status query of an attempt.
+    public enum Call: Sendable {
+        case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)
         /// `suspended`: the AUTH asked to be suspended (manual capture), so a record with settle status 2 is authorised.
         case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, suspended: Bool)
-        /// Commit what was decided, then retry the message later.
-        case retryLater(StageFailure)
 
-        var endpoint: GatewayEndpoint? {
+        var endpoint: GatewayEndpoint {
             switch self {
-            case .send(_, _, let endpoint, _, _), .query(_, _, let endpoint, _, _): endpoint
-            case .finished, .retryLater: nil
+            case .send(_, _, let endpoint, _), .query(_, _, let endpoint, _, _): endpoint
             }
         }
 
-        var attempt: (id: Int64, reference: String)? {
+        var attempt: (id: Int64, reference: String) {
             switch self {
-            case .send(let id, _, _, let reference, _), .query(let id, let reference, _, _, _): (id, reference)
-            case .finished, .retryLater: nil
+            case .send(let id, _, _, let reference), .query(let id, let reference, _, _, _): (id, reference)
             }
         }
     }
 
-    private typealias Answer = SubmitProtocol.Answer
+    public typealias Answer = SubmitProtocol.Answer
 
-    /// What the second transaction decided.
-    private enum Next {
-        case finished(StageOutcome)
-        /// The attempt is certainly not processed: start over from `prepared` (bounded by the rounds in `process`).
-        case again
-        case retryLater(StageFailure)
+    /// Per merchant (its call slots) and per endpoint (its circuit); only an AUTH is bound by the send window.
+    public func gating(_ call: Call, for message: StageMessage) -> GatedCall {
+        var windowed = false
+        if case .send = call { windowed = true }
+        return GatedCall(EndpointGate.Call(endpoint: call.endpoint.url, owner: message.merchantId), windowed: windowed)
     }
 
-    /// Step 2 for one message, on a pool thread, through the gate: a call that finds no slot of its merchant within a
-    /// second, or finds the circuit's half-open trial taken, is not made (an AUTH is then certainly not sent; a query
-    /// asked nothing and spends no query budget).
-    private func call(_ plan: Plan, message: StageMessage, client: HTTPClient) -> Answer {
-        guard let endpoint = plan.endpoint else { preconditionFailure("only sends and queries are called") }
-        let permit: EndpointGate.Permit
-        switch gate.acquire(EndpointGate.Call(endpoint: endpoint.url, owner: message.merchantId)) {
-        case .acquired(let acquired):
-            permit = acquired
-        case .refused(let refusal):
-            let (code, reason) = Self.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
-            if case .send = plan { return .sent(.local(.transient, code: code, message: reason)) }
-            return .notAsked(code: code, reason: reason)
+    /// A call held back was not made: an AUTH is certainly not sent; a query asked nothing and spends no query budget.
+    public func heldBack(_ call: Call, for message: StageMessage, because reason: HeldBack) -> Answer {
+        let (code, detail): (String, String)
+        switch reason {
+        case .gate(let refusal): (code, detail) = Self.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
+        case .sendWindow(let refusal):
+            // The same answer as the send gate's refusal at connect time (``GatewayResult/notAnswered(_:)``).
+            if case .send = call { return .sent(.notAnswered(.refusedBeforeSending(refusal))) }
+            (code, detail) = ("paypipe.send_window", "not sent: \(refusal)")
         }
-        switch plan {
-        case .send(let attemptId, let request, _, let reference, let window):
+        if case .send = call { return .sent(.local(.transient, code: code, message: detail)) }
+        return .notAsked(code: code, reason: detail)
+    }
+
+    /// The call, on a pool thread holding the merchant's slot.
+    public func perform(_ call: Call, for message: StageMessage, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CircuitState.Report) {
+        switch call {
+        case .send(let attemptId, let request, let endpoint, let reference):
             let result = CaptureSuspension.result(self.client.authorize(
                 request, reference: reference, endpoint: endpoint, requestId: "A\(attemptId)", now: clock(), window: window, using: client),
                 asked: CaptureSuspension.asksSuspension(request))
-            gate.release(permit, report: Self.report(result.errorCode))
-            return .sent(result)
-        case .query(let attemptId, let reference, _, let expected, let suspended):
+            return (.sent(result), Self.report(result.errorCode))
+        case .query(let attemptId, let reference, let endpoint, let expected, let suspended):
             var result = self.client.find(
                 reference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .found(let found) = result { result = .found(CaptureSuspension.result(found, asked: suspended)) }
-            if case .inconclusive(let code, _) = result {
-                gate.release(permit, report: Self.report(code))
-            } else {
-                gate.release(permit, report: .healthy)
-            }
-            return .queried(result)
-        case .finished, .retryLater:
-            preconditionFailure("only sends and queries are called")
+            if case .inconclusive(let code, _) = result { return (.queried(result), Self.report(code)) }
+            return (.queried(result), .healthy)
         }
     }
 
@@ -233,10 +196,11 @@ public struct SubmitStage: StageHandler {
         try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: client.totalTimeout + settings.reconcileGrace, on: transaction)
     }
 
-    /// Step 3 for one message.
-    private func record(_ answer: Answer, for message: StageMessage, plan: Plan, transaction: PostgresConnection) throws -> Next {
-        guard let (attemptId, reference) = plan.attempt else { preconditionFailure("answer without a call") }
-        let payment = try lockedPayment(message, transaction: transaction)
+    /// Record, for one answer.
+    private func record(_ answered: Answered<StageMessage, Call, Answer>, transaction: PostgresConnection) throws -> Recorded {
+        let (attemptId, reference) = answered.call.attempt
+        let answer = answered.answer
+        guard let payment = try lockedPayment(answered.message, transaction: transaction) else { return .decided(.failure(unknown(answered.message))) }
         let decision = machine.record(answer, attemptId: attemptId, snapshot: snapshot(payment, view: try protocolView(payment, transaction: transaction)))
         if case .queried(let result) = answer {
             // Every status query is kept, whatever it leads to; a stale one never counts for a newer attempt.
@@ -250,27 +214,27 @@ public struct SubmitStage: StageHandler {
             return .finished(try finish(payment, as: terminal.status, code: terminal.errorCode, detail: terminal.detail, transaction: transaction))
         case .uncertain(let result):
             try attempts.finish(attemptId, state: .uncertain, result: result, open: true, on: transaction)
-            return .retryLater(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
+            return .failed(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
         case .notSent(let result):
             try attempts.finish(attemptId, state: .notSent, result: result, open: true, on: transaction)
             try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
             // Refused by the send window: re-plan at once (a new attempt, a new window). Otherwise the gateway or
             // this worker is busy: retry later.
-            return result.errorCode == "paypipe.send_window" ? .again : .retryLater(.transient(code: "gateway_unavailable", reason: result.failureDetail))
+            return result.errorCode == "paypipe.send_window" ? .again : .failed(.transient(code: "gateway_unavailable", reason: result.failureDetail))
         case .confirmedAbsent:
             try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"),
                                 open: true, on: transaction)
             try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
             return .again
         case .awaitConfirmation(let found):
-            return .retryLater(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
+            return .failed(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
         case .inconclusive(_, let code, let reason):
-            return .retryLater(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
+            return .failed(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
         case .review(let count, let code, let reason):
             return .finished(try finish(payment, as: .needsReview, code: "reconciliation_inconclusive",
                                         detail: "\(count) status queries gave no answer; last: \(code): \(reason)", transaction: transaction))
         case .retry(let code, let reason):
-            return .retryLater(.transient(code: code, reason: reason))
+            return .failed(.transient(code: code, reason: reason))
         case .evidence(let result, let lateAuthorization):
             if case .sent = answer, let result { try attempts.recordEvidence(attemptId, result: result, on: transaction) }
             if payment.status.isTerminal { metrics?.lateAnswer(outcome: result?.outcome.rawValue ?? "none") }
@@ -284,13 +248,13 @@ public struct SubmitStage: StageHandler {
             }
             if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
             // A newer attempt (or none) is the payment's business now; this message waits like any other.
-            return .retryLater(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
+            return .failed(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
         }
     }
 
-    /// Transaction 1: decide what to do, and when sending, commit the `sending` attempt first.
-    private func plan(_ message: StageMessage, window: SendWindow, transaction: PostgresConnection) throws -> Plan {
-        let payment = try lockedPayment(message, transaction: transaction)
+    /// Prepare, for one message: decide what to do, and when sending, commit the `sending` attempt first.
+    private func plan(_ message: StageMessage, transaction: PostgresConnection) throws -> Prepared<Call> {
+        guard let payment = try lockedPayment(message, transaction: transaction) else { return .failed(unknown(message)) }
         let view = try protocolView(payment, transaction: transaction)
         var gateway = SubmitProtocol.Gateway.ready
         var endpoint: GatewayEndpoint?
@@ -310,7 +274,7 @@ public struct SubmitStage: StageHandler {
         case .handOff:
             return .finished(.handOff(to: .notify, payment.message))
         case .wait(let code, let reason):
-            throw StageFailure.transient(code: code, reason: "payment \(payment.id): \(reason)")
+            return .failed(.transient(code: code, reason: "payment \(payment.id): \(reason)"))
         case .end(let status, let code, let detail):
             return .finished(try finish(payment, as: status, code: code, detail: detail, transaction: transaction))
         case .send:
@@ -321,26 +285,25 @@ public struct SubmitStage: StageHandler {
                 siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint),
                 on: transaction)
             try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
-            return .send(attemptId: attemptId, request: CaptureSuspension.request(request, mode: payment.captureMode, connector: endpoint.connector),
-                         endpoint: endpoint,
-                         reference: reference, window: window)
+            return .call(.send(attemptId: attemptId, request: CaptureSuspension.request(request, mode: payment.captureMode, connector: endpoint.connector),
+                               endpoint: endpoint, reference: reference))
         case .query(let attemptId):
             guard let endpoint, let reference = view.orderReference else { preconditionFailure("the protocol queries only an attempt with an endpoint") }
-            return .query(attemptId: attemptId, reference: reference, endpoint: endpoint,
-                          expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
-                          suspended: payment.captureMode == .manual)
+            return .call(.query(attemptId: attemptId, reference: reference, endpoint: endpoint,
+                                expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
+                                suspended: payment.captureMode == .manual))
         case .rearm(let detail):
             try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
-            return .retryLater(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
+            return .failed(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
         }
     }
 
-    /// Transaction 1, set-based: plans a `.send` for every payment of the batch the protocol sends for, with two
+    /// Prepare, set-based: plans a `.send` for every payment of the batch the protocol sends for, with two
     /// statements for the batch (lock and read; attempts, transitions and events). The protocol alone decides, on the
     /// snapshot the batch read gives (payment, open attempt, database clock, endpoint and circuit, stored request);
     /// a payment's first message decides, and everything that is not a send (`nil`) goes through
-    /// ``plan(_:window:transaction:)``, which reads the attempt history too, under the same locks.
-    private func planInBulk(_ messages: [StageMessage], window: SendWindow, transaction: PostgresConnection) throws -> [Plan?] {
+    /// ``plan(_:transaction:)``, which reads the attempt history too, under the same locks.
+    private func planInBulk(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Call?] {
         let candidates = try SubmitPlanStatement.lock(messages.map(\.paymentId), requests: requests, on: transaction)
         /// Per merchant: its endpoint, or why it has none.
         var endpoints: [String: (endpoint: GatewayEndpoint?, notConfigured: String?)] = [:]
@@ -370,7 +333,7 @@ public struct SubmitStage: StageHandler {
             ready.append((index, CaptureSuspension.request(request, mode: candidate.payment.captureMode, connector: endpoint.connector), endpoint,
                           GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
-        var plans = [Plan?](repeating: nil, count: messages.count)
+        var plans = [Call?](repeating: nil, count: messages.count)
         guard !ready.isEmpty else { return plans }
         let attemptIds = try SubmitPlanStatement.begin(ready.map {
             SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.reference,
@@ -379,28 +342,28 @@ public struct SubmitStage: StageHandler {
         }, sendWindow: settings.sendWindow, on: transaction)
         for send in ready {
             guard let attemptId = attemptIds[messages[send.index].paymentId] else { continue }
-            plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference, window: window)
+            plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference)
         }
         return plans
     }
 
-    /// Transaction 2, set-based: records every AUTH answer the protocol ends its payment with (authorised, declined,
+    /// Record, set-based: records every AUTH answer the protocol ends its payment with (authorised, declined,
     /// permanent error, needs review) in one statement for the batch, which re-checks in SQL what the protocol
     /// assumes here: the payment is `submitting` and the attempt is its latest AUTH attempt, still open. Everything
-    /// else (`nil`) goes through ``record(_:for:plan:transaction:)``: uncertain and transient answers, queries, a
-    /// stale attempt, a payment no longer `submitting`.
-    private func recordInBulk(_ items: [((message: StageMessage, plan: Plan), Answer)], transaction: PostgresConnection) throws -> [Next?] {
+    /// else (`nil`) goes through ``record(_:transaction:)``: uncertain and transient answers, queries, a stale
+    /// attempt, a payment no longer `submitting`.
+    private func recordInBulk(_ items: [Answered<StageMessage, Call, Answer>], transaction: PostgresConnection) throws -> [Recorded?] {
         var seen = Set<UUID>()
         var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
-        for (index, (request, answer)) in items.enumerated() {
-            guard case .send(let attemptId, _, _, _, _) = request.plan, seen.insert(request.message.paymentId).inserted else { continue }
+        for (index, item) in items.enumerated() {
+            guard case .send(let attemptId, _, _, _) = item.call, seen.insert(item.message.paymentId).inserted else { continue }
             let assumed = SubmitProtocol.Snapshot(
                 status: .submitting, firstReceivedAt: .distantPast, now: .distantPast,
                 latest: SubmitProtocol.Attempt(id: attemptId, state: .sending, reconcileAfter: .distantFuture))
-            guard case .end(let result, let terminal) = machine.record(answer, attemptId: attemptId, snapshot: assumed) else { continue }
-            endings.append((index, SubmitRecordStatement.Ending(paymentId: request.message.paymentId, attemptId: attemptId, result: result, decision: terminal)))
+            guard case .end(let result, let terminal) = machine.record(item.answer, attemptId: attemptId, snapshot: assumed) else { continue }
+            endings.append((index, SubmitRecordStatement.Ending(paymentId: item.message.paymentId, attemptId: attemptId, result: result, decision: terminal)))
         }
-        var next = [Next?](repeating: nil, count: items.count)
+        var next = [Recorded?](repeating: nil, count: items.count)
         guard !endings.isEmpty else { return next }
         let ended = try SubmitRecordStatement.finish(endings.map(\.ending), on: transaction)
         for (offset, handOff) in ended.enumerated() {
@@ -440,11 +403,12 @@ public struct SubmitStage: StageHandler {
 
     // MARK: Helpers
 
-    private func lockedPayment(_ message: StageMessage, transaction: PostgresConnection) throws -> PaymentRecord {
-        guard let payment = try payments.load(message.paymentId, forUpdate: true, on: transaction) else {
-            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(message.paymentId) does not exist")
-        }
-        return payment
+    private func lockedPayment(_ message: StageMessage, transaction: PostgresConnection) throws -> PaymentRecord? {
+        try payments.load(message.paymentId, forUpdate: true, on: transaction)
+    }
+
+    private func unknown(_ message: StageMessage) -> StageFailure {
+        .unattributable(code: "unknown_payment", reason: "payment \(message.paymentId) does not exist")
     }
 
     /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
@@ -464,17 +428,5 @@ public struct SubmitStage: StageHandler {
     ) throws -> StageOutcome {
         try payments.transition(payment.id, from: payment.status, to: status, actor: Self.actor, errorCode: code, detail: detail, on: transaction)
         return .handOff(to: .notify, payment.message)
-    }
-
-    /// A permanent failure ends the payment `failed` (purged, notified); anything else goes back to the runtime.
-    private func handleFailure(_ failure: StageFailure, message: StageMessage, database: PostgresConnection) -> Result<StageOutcome, StageFailure> {
-        guard case .permanent(let permanent) = failure else { return .failure(failure) }
-        do {
-            return .success(try database.transaction { transaction in
-                .handOff(to: .notify, try payments.recordFailure(permanent, on: transaction))
-            })
-        } catch {
-            return .failure(FailureClassifier.classify(error))
-        }
     }
 }

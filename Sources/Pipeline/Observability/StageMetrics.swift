@@ -63,9 +63,10 @@ public struct StageMetrics: Sendable {
     public func databaseUp(_ up: Bool) { registry.set(Name.databaseUp, labels: labels, to: up ? 1 : 0) }
     public func brokerUp(_ up: Bool) { registry.set(Name.brokerUp, labels: labels, to: up ? 1 : 0) }
     public func redriven(_ count: Int) { registry.increment(Name.redriven, labels: labels, by: Double(count)) }
-    public func stageBacklog(_ backlog: Reconciler.Backlog) {
-        registry.set(Name.oldestAge, labels: labels, to: backlog.oldestAgeSeconds)
-        registry.set(Name.reconcilerBacklog, labels: labels, to: Double(backlog.stuck))
-        registry.set(Name.needsReview, labels: labels, to: Double(backlog.needsReview))
+    /// The reconciler's gauges (set by the stage side's reconciler component).
+    public func stageBacklog(oldestAgeSeconds: Double, stuck: Int, needsReview: Int) {
+        registry.set(Name.oldestAge, labels: labels, to: oldestAgeSeconds)
+        registry.set(Name.reconcilerBacklog, labels: labels, to: Double(stuck))
+        registry.set(Name.needsReview, labels: labels, to: Double(needsReview))
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Postgres
 import Synchronization
 
 /// A part of a worker with its own lifetime — the lanes, the reconciler, the consumer, the publisher, the observability
@@ -123,4 +124,37 @@ public final class ClosingComponent: WorkerComponent {
         if first { closing() }
         return true
     }
+}
+
+/// What the runtime lends the stage side's own components of a worker (``StageRuntime``'s `components`): the worker's
+/// configuration, logger and metrics, a database connection kept per thread the way the lanes keep theirs (reconnecting,
+/// reporting `paypipe_database_up`), publishing hand-offs with confirms, and whether the worker is stopping.
+public struct WorkerContext: Sendable {
+    public let configuration: WorkerConfiguration
+    public let logger: Logger
+    public let metrics: StageMetrics
+    private let connecting: @Sendable (inout PostgresConnection?) -> PostgresConnection?
+    private let reachable: @Sendable () -> Void
+    private let publishing: @Sendable ([(stage: Stage, message: StageMessage)]) -> Bool
+    private let stopping: @Sendable () -> Bool
+
+    public init(
+        configuration: WorkerConfiguration, logger: Logger, metrics: StageMetrics,
+        connect: @escaping @Sendable (inout PostgresConnection?) -> PostgresConnection?, databaseReachable: @escaping @Sendable () -> Void,
+        publish: @escaping @Sendable ([(stage: Stage, message: StageMessage)]) -> Bool, isStopRequested: @escaping @Sendable () -> Bool
+    ) {
+        (self.configuration, self.logger, self.metrics) = (configuration, logger, metrics)
+        (connecting, reachable, publishing, stopping) = (connect, databaseReachable, publish, isStopRequested)
+    }
+
+    /// `database` if still connected, else a new connection (kept in `database`); `nil` while the database is down.
+    public func connected(_ database: inout PostgresConnection?) -> PostgresConnection? { connecting(&database) }
+
+    /// A database operation succeeded: `/healthz` and `paypipe_database_up` recover on an idle worker too.
+    public func databaseReachable() { reachable() }
+
+    /// Publishes the hand-offs with confirms, retrying through broker outages; `false` only when stopping first.
+    public func publish(_ handOffs: [(stage: Stage, message: StageMessage)]) -> Bool { publishing(handOffs) }
+
+    public var isStopRequested: Bool { stopping() }
 }

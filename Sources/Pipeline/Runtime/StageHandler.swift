@@ -2,8 +2,9 @@ import Postgres
 
 /// A stage's domain logic, free of queue mechanics.
 ///
-/// The runtime owns consuming, batching, transactions, hand-off publishing, acking, retries and
-/// dead-lettering; a handler turns a batch of decoded messages into database changes and one outcome each.
+/// The runtime owns consuming, batching, transactions, hand-off publishing, acking, retries and dead-lettering; a
+/// handler turns a batch of decoded messages into database changes and one outcome each. The payments' reconciler is
+/// a stage-side component (``StageRuntime``'s `components`).
 public protocol StageHandler: Sendable, StageHandlerUpkeep {
     associatedtype Message: Sendable
 
@@ -13,29 +14,22 @@ public protocol StageHandler: Sendable, StageHandlerUpkeep {
     /// Pure decoding of a delivered message. Throwing `.unattributable` dead-letters the message unread.
     func decode(_ message: InboundMessage) throws(StageFailure) -> Message
 
-    /// Handles a batch of decoded messages and returns one result per message, in order.
+    /// Handles a batch of decoded messages and returns one result per message, in order. Provided by the runtime's
+    /// batch shapes (``TransactionalStageHandler``, ``CallingStageHandler``).
     ///
     /// Implementations must be idempotent: a message redelivered after a crash must find its effect
     /// already applied and return the same hand-off again (so the runtime re-publishes it).
     func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>]
 
-    /// The stage's own part of each reconciler round, after stuck payments are re-driven: e.g. submit fails payments
-    /// that waited past their deadline before any AUTH. Returns the hand-offs to publish; the default does nothing.
-    func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)]
 }
 
-extension StageHandler {
-    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
-}
-
-/// A stage whose whole effect is a database change (no network call-out): decrypt and authorize.
+/// A stage whose whole effect is a database change: decrypt and authorize, the runtime's batch shape
+/// (``CallingStageHandler``) with an empty call-out phase.
 ///
 /// The runtime-provided ``process(_:database:)`` runs ``handle(_:transaction:)`` on the whole batch in **one**
-/// transaction (``BatchTransaction/run(batch:on:_:)``); if it throws, the same `handle` runs again on halves of the
+/// transaction (``BatchTransaction/settle(_:on:_:)``); if it throws, the same `handle` runs again on halves of the
 /// batch, each in a savepoint, down to single messages, so one bad message rolls back only its own work. `handle` may
-/// therefore run more than once for a message (earlier runs rolled back): keep it to database work. Stages that call
-/// out (gateway, webhooks) implement `process` themselves, because a transaction must never be held open across
-/// network I/O.
+/// therefore run more than once for a message (earlier runs rolled back): keep it to database work.
 public protocol TransactionalStageHandler: StageHandler {
     /// The batch's one path, inside the batch transaction: one read of everything the stage decides on, a pure decide,
     /// a set-based apply. Returns one result per message, in order: a message's decided failure (a dead letter, a
@@ -46,13 +40,8 @@ public protocol TransactionalStageHandler: StageHandler {
 
 extension TransactionalStageHandler {
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        BatchTransaction.run(batch: batch, on: database) { try self.handle($0, transaction: $1) }.map { result in
-            switch result {
-            case .success(let outcome): outcome
-            // The smallest part of the batch that failed (a single message), or the transaction itself (commit,
-            // connection): nothing of it was applied.
-            case .failure(let error): .failure(FailureClassifier.classify(error))
-            }
-        }
+        // A failure is the smallest part of the batch that failed (a single message), or the transaction itself
+        // (commit, connection): nothing of it was applied.
+        BatchTransaction.settle(batch, on: database) { try self.handle($0, transaction: $1) }.map { $0.flatMap { $0 } }
     }
 }

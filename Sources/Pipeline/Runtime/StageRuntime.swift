@@ -28,6 +28,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private let amqpConfiguration: AMQPConfiguration
     private let topology: AMQPTopology
     private let state = Mutex(State())
+    /// The stage side's own components (e.g. the payments' reconciler), given what the runtime lends them.
+    private let extraComponents: @Sendable (WorkerContext) -> [any WorkerComponent]
 
     struct State {
         var started = false
@@ -40,9 +42,11 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
 
     public init(
         handler: Handler, configuration: WorkerConfiguration, logger: Logger,
-        registry: MetricsRegistry = MetricsRegistry(), hooks: RuntimeHooks = .none
+        registry: MetricsRegistry = MetricsRegistry(), hooks: RuntimeHooks = .none,
+        components: @escaping @Sendable (WorkerContext) -> [any WorkerComponent] = { _ in [] }
     ) throws {
         self.handler = handler
+        extraComponents = components
         self.configuration = configuration
         self.logger = logger
         self.hooks = hooks
@@ -82,7 +86,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     }
 
     /// Starts the worker's components (``ComponentGroup``), each after those it uses: the health/metrics server, the
-    /// publisher, the consumer, the reconciler, the lanes. Returns immediately.
+    /// publisher, the consumer, the stage side's own components (the reconciler), the lanes. Returns immediately.
     public func start() throws {
         let alreadyStarted = state.withLock { state -> Bool in
             defer { state.started = true }
@@ -90,6 +94,12 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         }
         guard !alreadyStarted else { return }
         let stage = handler.stage
+        let context = WorkerContext(
+            configuration: configuration, logger: logger, metrics: metrics,
+            connect: { [self] (database: inout PostgresConnection?) in connectedDatabase(&database) },
+            databaseReachable: { [self] in setDatabaseHealthy(true, reason: nil) },
+            publish: { [self] handOffs in publishConfirmed(handOffs.map { router.handOff($0.message, to: $0.stage) }) },
+            isStopRequested: { [self] in isStopRequested })
         let components = ComponentGroup([
             ClosingComponent(name: "observability", start: { [self] in
                 let server = try ObservabilityServer(
@@ -102,9 +112,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                 consumer.start()
                 metrics.databaseUp(true)
             }, close: { [consumer] in consumer.close() }),
-            ThreadsComponent(
-                name: "paypipe-\(stage.rawValue)-reconciler", count: configuration.reconcileIntervalSeconds > 0 ? 1 : 0,
-                body: { [self] _ in runReconciler() }, onStop: {}),
+        ] + extraComponents(context) + [
             // Last, so stopped first: no new deliveries, then the lanes finish what was already delivered to them.
             ThreadsComponent(
                 name: "paypipe-\(stage.rawValue)-lane", count: configuration.concurrency,
@@ -139,7 +147,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     }
 
     /// Stops the components in reverse order under one time limit (`PAYPIPE_SHUTDOWN_TIMEOUT`): the lanes drain, the
-    /// reconciler ends, then the consumer, the publisher and the server close. Returns `true` when all in-flight work
+    /// stage's own components (the reconciler) end, then the consumer, the publisher and the server close. Returns `true` when all in-flight work
     /// drained in time.
     @discardableResult
     public func waitUntilStopped() -> Bool {
@@ -301,66 +309,6 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             logger.info("database_recovered")
         } else {
             logger.error("database_unavailable", [("reason", .string(reason ?? "unknown"))])
-        }
-    }
-
-    // MARK: - Reconciler
-
-    /// Periodically re-drives payments stuck in this worker's stage (see ``Reconciler``; not the decrypt stage), sets
-    /// the backlog gauges (``StageMetrics/stageBacklog(_:)``) and runs the handler's upkeep.
-    private func runReconciler() {
-        let reconciler = Reconciler(stage: handler.stage, stuckAfterSeconds: configuration.stuckAfterSeconds)
-        var database: PostgresConnection?
-        var nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
-        // The gauges and the upkeep once right at start (a freshly started worker reports its backlog and the
-        // certificates at once); re-driving waits for the first interval, as before.
-        var observed = false
-        var failures = FailureTally()
-        while !isStopRequested {
-            if !observed {
-                observed = true
-                if let connection = connectedDatabase(&database) { observe(reconciler, &failures, on: connection) }
-            }
-            guard Date() >= nextRun else {
-                Thread.sleep(forTimeInterval: min(0.25, configuration.reconcileIntervalSeconds))
-                continue
-            }
-            nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
-            guard let connection = connectedDatabase(&database) else { continue }
-            observe(reconciler, &failures, on: connection)
-            do {
-                let ended = try handler.reconcile(on: connection)
-                if !ended.isEmpty, publishConfirmed(ended.map { router.handOff($0.message, to: $0.stage) }) {
-                    logger.warning("payments_ended_by_reconciler", [("count", .int(ended.count))])
-                }
-                let stuck = try reconciler.claimStuck(on: connection)
-                guard !stuck.isEmpty else { continue }
-                if publishConfirmed(stuck.map { router.handOff($0, to: handler.stage) }) {
-                    metrics.redriven(stuck.count)
-                    logger.warning("payments_redriven", [("count", .int(stuck.count))])
-                }
-            } catch {
-                logger.error("reconcile_failed", [("error", .string(String(describing: error)))])
-            }
-        }
-        database?.close()
-    }
-
-    /// One round of the backlog gauges (``Reconciler/backlog(on:)``) and the handler's upkeep; errors are logged.
-    private func observe(_ reconciler: Reconciler, _ failures: inout FailureTally, on connection: PostgresConnection) {
-        do {
-            metrics.stageBacklog(try reconciler.backlog(on: connection))
-            // On an idle worker this round is the only database operation: without it, `/healthz` and
-            // `paypipe_database_up` would stay down after an outage until the next delivery.
-            setDatabaseHealthy(true, reason: nil)
-            for (code, count) in try failures.newFailures(of: handler.stage, on: connection) { metrics.paymentFailed(code: code, count: count) }
-        } catch {
-            logger.error("backlog_read_failed", [("error", .string(String(describing: error)))])
-        }
-        do {
-            try handler.upkeep(database: connection, logger: logger)
-        } catch {
-            logger.error("upkeep_failed", [("error", .string(String(describing: error)))])
         }
     }
 

@@ -3,10 +3,11 @@ import Foundation
 /// What every `paypipe-<stage>` executable's `main` does: read configuration, start the runtime,
 /// wait for SIGTERM/SIGINT, drain, exit. Keeps the executables a few lines long.
 public enum WorkerLauncher {
-    /// Runs a worker until signalled. Exit codes: 0 clean stop, 1 in-flight work did not drain in time,
+    /// Runs a worker until signalled, with the stage side's own `components` for its handler (the reconciler). Exit codes: 0 clean stop, 1 in-flight work did not drain in time,
     /// 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start.
     public static func run<Handler: StageHandler>(
         stage: Stage, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry = MetricsRegistry(),
+        components: @escaping @Sendable (Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] = { _ in { _ in [] } },
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
         // Before any configuration (keys) is read: nothing in this process may end up in a core file.
@@ -32,7 +33,7 @@ public enum WorkerLauncher {
             let handler = try makeHandler(configuration, logger)
             runtime = try StageRuntime(
                 handler: handler, configuration: configuration, logger: logger, registry: registry,
-                hooks: .forWorker(environment: environment))
+                hooks: .forWorker(environment: environment), components: components(handler))
             try runtime.start()
         } catch let error as ConfigurationError {
             // Stage settings and secret files (data key, permissions) are configuration too: same event, same exit.

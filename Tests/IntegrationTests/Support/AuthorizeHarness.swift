@@ -77,8 +77,10 @@ struct AuthorizeHarness {
     }
 
     func startedRuntime() throws -> StageRuntime<AuthorizeStage> {
-        let runtime = try StageRuntime(handler: makeStage(), configuration: configuration,
-                                       logger: Logger(component: "authorize", threshold: .debug, sink: logSink))
+        let stage = makeStage()
+        let runtime = try StageRuntime(handler: stage, configuration: configuration,
+                                       logger: Logger(component: "authorize", threshold: .debug, sink: logSink),
+                                       components: ReconcilerComponent.components(for: stage))
         try runtime.start()
         return runtime
     }

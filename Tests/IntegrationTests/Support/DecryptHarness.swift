@@ -31,8 +31,10 @@ struct DecryptHarness {
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_RECONCILE_INTERVAL": reconcileInterval,
         ]))
-        return try StageRuntime(handler: makeStage(), configuration: configuration,
-                                logger: Logger(component: "decrypt", threshold: .debug, sink: logSink))
+        let stage = makeStage()
+        return try StageRuntime(handler: stage, configuration: configuration,
+                                logger: Logger(component: "decrypt", threshold: .debug, sink: logSink),
+                                components: ReconcilerComponent.components(for: stage))
     }
 
     /// The stage as the runtime runs it, for tests that drive batches directly.

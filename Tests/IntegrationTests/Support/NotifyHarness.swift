@@ -102,7 +102,8 @@ struct NotifyHarness {
 
     func startedRuntime(_ stage: NotifyStage, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
         let runtime = try StageRuntime(handler: stage, configuration: configuration,
-                                       logger: Logger(component: "notify", threshold: .debug, sink: logSink), hooks: hooks)
+                                       logger: Logger(component: "notify", threshold: .debug, sink: logSink), hooks: hooks,
+                                       components: ReconcilerComponent.components(for: stage))
         try runtime.start()
         return runtime
     }

@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import PaymentStages
 import Pipeline
 import Postgres
 
@@ -27,7 +28,8 @@ struct RuntimeHarness {
 
     func makeRuntime(hooks: RuntimeHooks = .none) throws -> StageRuntime<AdvanceStage> {
         try StageRuntime(handler: stage, configuration: configuration,
-                         logger: Logger(component: "authorize", threshold: .debug, sink: logSink), hooks: hooks)
+                         logger: Logger(component: "authorize", threshold: .debug, sink: logSink), hooks: hooks,
+                         components: ReconcilerComponent.components(for: stage))
     }
 
     func startedRuntime(hooks: RuntimeHooks = .none) throws -> StageRuntime<AdvanceStage> {
@@ -103,6 +105,9 @@ struct RuntimeHarness {
         return Int(try connection.queueDeclarePassive(queue).messages)
     }
 }
+
+/// A payment stage like the production ones: the payments' reconciler runs next to it.
+extension AdvanceStage: ReconcilingStage {}
 
 extension StageRuntime {
     /// SIGTERM's path in tests: stop taking work, drain, close.

@@ -1,4 +1,5 @@
 import Foundation
+import Pipeline
 import Postgres
 
 /// Finds payments that sat in a non-terminal stage longer than a threshold — a lost hand-off, a purged
@@ -29,7 +30,7 @@ public struct Reconciler: Sendable {
         }
     }
 
-    /// What the reconciler's gauges show for this stage (``StageMetrics/stageBacklog(_:)``).
+    /// What the reconciler's gauges show for this stage (``Pipeline/StageMetrics/stageBacklog(oldestAgeSeconds:stuck:needsReview:)``).
     public struct Backlog: Sendable, Equatable {
         /// Seconds since the payment idle longest in this stage last moved (entered the stage or advanced within
         /// it); 0 when the stage holds none. Transient retries do not touch a payment, so a payment circling
@@ -102,3 +103,98 @@ public struct FailureTally: Sendable {
         return counts.sorted { $0.key < $1.key }.map { (code: $0.key, count: $0.value) }
     }
 }
+
+/// A stage's own part of each reconciler round, after stuck payments are re-driven: e.g. submit fails payments that
+/// waited past their deadline before any AUTH. Returns the hand-offs to publish; the default does nothing.
+public protocol ReconcilingStage: StageHandler {
+    func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)]
+}
+
+extension ReconcilingStage {
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
+}
+
+/// The payments' reconciler as a component of a stage's worker (``Pipeline/StageRuntime``'s `components`), on one
+/// thread of its own with its own database connection, every `PAYPIPE_RECONCILE_INTERVAL` (none when 0): re-drives
+/// payments stuck in the stage (``Reconciler``; not the decrypt stage), runs the stage's own round
+/// (``ReconcilingStage/reconcile(on:)``), sets the backlog gauges, counts the failures the audit trail recorded
+/// (``FailureTally``), and runs the handler's upkeep. Stopped after the lanes, before the consumer and the publisher.
+public enum ReconcilerComponent {
+    /// The components argument of ``Pipeline/StageRuntime`` for `handler`.
+    public static func components<Handler: ReconcilingStage>(for handler: Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] {
+        { context in
+            let configuration = context.configuration
+            return [ThreadsComponent(
+                name: "paypipe-\(handler.stage.rawValue)-reconciler", count: configuration.reconcileIntervalSeconds > 0 ? 1 : 0,
+                body: { _ in run(handler, context: context) }, onStop: {})]
+        }
+    }
+
+    private static func run<Handler: ReconcilingStage>(_ handler: Handler, context: WorkerContext) {
+        let configuration = context.configuration, logger = context.logger, metrics = context.metrics
+        let reconciler = Reconciler(stage: handler.stage, stuckAfterSeconds: configuration.stuckAfterSeconds)
+        var database: PostgresConnection?
+        var nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
+        // The gauges and the upkeep once right at start (a freshly started worker reports its backlog and the
+        // certificates at once); re-driving waits for the first interval.
+        var observed = false
+        var failures = FailureTally()
+        while !context.isStopRequested {
+            if !observed {
+                observed = true
+                if let connection = context.connected(&database) { observe(handler, reconciler, &failures, context: context, on: connection) }
+            }
+            guard Date() >= nextRun else {
+                Thread.sleep(forTimeInterval: min(0.25, configuration.reconcileIntervalSeconds))
+                continue
+            }
+            nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
+            guard let connection = context.connected(&database) else { continue }
+            observe(handler, reconciler, &failures, context: context, on: connection)
+            do {
+                let ended = try handler.reconcile(on: connection)
+                if !ended.isEmpty, context.publish(ended) {
+                    logger.warning("payments_ended_by_reconciler", [("count", .int(ended.count))])
+                }
+                let stuck = try reconciler.claimStuck(on: connection)
+                guard !stuck.isEmpty else { continue }
+                if context.publish(stuck.map { (handler.stage, $0) }) {
+                    metrics.redriven(stuck.count)
+                    logger.warning("payments_redriven", [("count", .int(stuck.count))])
+                }
+            } catch {
+                logger.error("reconcile_failed", [("error", .string(String(describing: error)))])
+            }
+        }
+        database?.close()
+    }
+
+    /// One round of the backlog gauges (``Reconciler/backlog(on:)``), the failure counts and the handler's upkeep;
+    /// errors are logged.
+    private static func observe<Handler: ReconcilingStage>(
+        _ handler: Handler, _ reconciler: Reconciler, _ failures: inout FailureTally, context: WorkerContext, on connection: PostgresConnection
+    ) {
+        let metrics = context.metrics, logger = context.logger
+        do {
+            let backlog = try reconciler.backlog(on: connection)
+            metrics.stageBacklog(oldestAgeSeconds: backlog.oldestAgeSeconds, stuck: backlog.stuck, needsReview: backlog.needsReview)
+            // On an idle worker this round is the only database operation: without it, `/healthz` and
+            // `paypipe_database_up` would stay down after an outage until the next delivery.
+            context.databaseReachable()
+            for (code, count) in try failures.newFailures(of: handler.stage, on: connection) { metrics.paymentFailed(code: code, count: count) }
+        } catch {
+            logger.error("backlog_read_failed", [("error", .string(String(describing: error)))])
+        }
+        do {
+            try handler.upkeep(database: connection, logger: logger)
+        } catch {
+            logger.error("upkeep_failed", [("error", .string(String(describing: error)))])
+        }
+    }
+}
+
+extension DecryptStage: ReconcilingStage {}
+extension AuthorizeStage: ReconcilingStage {}
+extension SubmitStage: ReconcilingStage {}
+extension NotifyStage: ReconcilingStage {}
+extension OperationsStage: ReconcilingStage {}
