@@ -29,7 +29,7 @@ public final class OPPSimulatorFace: Sendable {
         var reversed = false
     }
 
-    private let payments = Mutex<[String: Payment]>([:])
+    let payments = Mutex<[String: Payment]>([:])
     private let sequence = Mutex(0)
 
     init() {}
