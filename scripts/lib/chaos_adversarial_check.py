@@ -17,6 +17,7 @@ import sys
 import urllib.request
 
 from chaos_ledger import psql, sent_references
+from sample_outcomes import connectors
 
 TERMINAL = {"authorized", "declined", "failed", "needs_review"}
 DEAD_LETTERED = {"unknownMerchant", "malformed"}
@@ -34,11 +35,12 @@ def main():
     cards = {c["jobId"]: c["pan"] for c in (json.loads(line) for line in open(a.cards) if line.strip())}
     n = len(a.prefix) + 1
     payments = {}
-    for job_id, pid, status, stage, order, amount, currency, lifecycle in psql(
+    connector_of = connectors()
+    for job_id, pid, status, stage, order, amount, currency, lifecycle, merchant in psql(
             "SELECT job_id, id, status, stage, coalesce(order_reference, ''), coalesce(amount_minor::text, ''), coalesce(currency, ''), "
-            f"coalesce(lifecycle, '') FROM payments WHERE left(job_id, {n}) = '{a.prefix}-'"):
-        payments[pid] = {"job": job_id, "id": pid, "status": status, "stage": stage,
-                         "amount": amount, "currency": currency, "lifecycle": lifecycle}
+            f"coalesce(lifecycle, ''), merchant_id FROM payments WHERE left(job_id, {n}) = '{a.prefix}-'"):
+        payments[pid] = {"job": job_id, "id": pid, "status": status, "stage": stage, "amount": amount, "currency": currency,
+                         "lifecycle": lifecycle, "connector": connector_of.get(merchant, "trustpayments")}
     ledger = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?records=1", timeout=30)).get("records", [])
 
     sent = sent_references(a.prefix)
@@ -89,6 +91,11 @@ def main():
     late = psql("SELECT count(*) FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
                 f"WHERE left(p.job_id, {n}) = '{a.prefix}-' AND a.late_outcome IS NOT NULL")[0][0]
     statuses = collections.Counter(p["status"] for p in payments.values())
+    per_connector = collections.defaultdict(collections.Counter)
+    for p in payments.values():
+        per_connector[p["connector"]][p["status"]] += 1
+    for pid, records in auths.items():
+        per_connector[payments[pid]["connector"]]["AUTHs"] += len(records)
 
     rows = [
         ("seed (CHAOS_SEED)", a.seed, False),
@@ -96,6 +103,8 @@ def main():
         ("  attributable", len(attributable), False),
         ("  orders tried by more than one job", shared, False),
     ] + [(f"  payments {s}", c, False) for s, c in sorted(statuses.items())] + [
+        (f"  {connector}", ", ".join(f"{s} {c}" for s, c in sorted(counts.items())), False) for connector, counts in sorted(per_connector.items())
+    ] + [
         ("gateway AUTHs processed", len(ledger), False),
         ("  status queries: found / not found / stale",
          f"{sum(c for (t, _, o), c in attempts.items() if t == 'TRANSACTIONQUERY' and o == 'found')} / "

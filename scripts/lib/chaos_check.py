@@ -16,7 +16,7 @@ import sys
 import urllib.request
 
 from chaos_ledger import psql, sent_references
-from sample_outcomes import DEAD_LETTERED, TERMINAL, connectors, judge
+from sample_outcomes import DEAD_LETTERED, OLDEST_FRESH_PRIME, TERMINAL, connectors, judge, young_expiries
 
 OPERATION_EVENTS = ("payment.captured", "payment.voided", "payment.refunded", "payment.operation_failed")
 
@@ -79,6 +79,8 @@ def main():
     for connector in sorted(by_connector):
         line(f"  {connector}: " + ", ".join(f"{s} {c}" for s, c in sorted(by_connector[connector].items())), "")
     line("  TapPay primes expired while queued (failed prime_expired, no AUTH)", expired)
+    young = young_expiries(a.prefix, jobs)
+    line(f"TapPay primes refused as expired younger than {OLDEST_FRESH_PRIME} s", len(young), True)
     line("lost (no terminal, notified payment)", len(lost), True)
     line("jobs with more than one payment", len(duplicated), True)
     line("payments for dead-letter jobs", len(stray), True)
@@ -185,7 +187,7 @@ def main():
     details = [("lost", lost), ("duplicated", duplicated), ("stray", stray), ("status mismatch", mismatched),
                ("double charges", [f"{o}={c}" for o, c in double.items()]), ("authorized without AUTH", authorized_without_auth),
                ("charged but failed", charged_but_failed), ("webhook missing", missing), ("webhook-id mismatch", id_mismatch), ("results event missing", results_missing),
-               ("invalid not notified", invalid_unnotified), ("queues", non_empty), ("unexpected dead letters", unexpected)]
+               ("invalid not notified", invalid_unnotified), ("young primes refused as expired", young), ("queues", non_empty), ("unexpected dead letters", unexpected)]
     for name, items in details:
         if items:
             print(f"{name}: {len(items)}: {', '.join(map(str, items[:10]))}{' …' if len(items) > 10 else ''}")
