@@ -9,7 +9,7 @@ enum MerchantCommand: CLICommand {
     static let usage = """
         usage: paypipe merchant apply --file merchant.json
                paypipe merchant list
-               paypipe merchant show ID
+               paypipe merchant show ID      (with `connector`: what its connector supports)
                paypipe merchant certs [--json]
                paypipe merchant keys [--usage] [--json]
           apply  validates the document (identities parsed, certificate and key must match) and upserts it;
@@ -93,7 +93,17 @@ enum MerchantCommand: CLICommand {
             let gatewaySecretSet: Bool
             let webhook: MerchantConfig.Webhook?
             let webhookSecretsSet: Int
+            /// What the merchant's connector supports (``ConnectorKind/capabilities``): chaos runs plan operations by it.
+            let connector: Connector?
             let updatedAt: Date
+        }
+        struct Connector: Encodable {
+            let type: String
+            let modes: [String]
+            let capture: String
+            let void: Bool
+            let refund: String
+            let reconciliationKey: String
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -103,6 +113,11 @@ enum MerchantCommand: CLICommand {
             identities: merchant.config.identities.map { ["publicKeyHash": $0.publicKeyHash, "keyType": $0.keyType] },
             gateway: merchant.config.gateway, gatewaySecretSet: merchant.config.gateway.flatMap { merchant.secrets.connectorSecret(for: $0) } != nil,
             webhook: merchant.config.webhook, webhookSecretsSet: merchant.secrets.webhookSecrets.count,
+            connector: merchant.config.gateway.map { gateway in
+                let capabilities = gateway.connector.capabilities
+                return Connector(type: gateway.connector.rawValue, modes: capabilities.modes.map(\.rawValue).sorted(), capture: capabilities.capture.rawValue,
+                                 void: capabilities.void, refund: capabilities.refund.rawValue, reconciliationKey: capabilities.reconciliationKey)
+            },
             updatedAt: merchant.updatedAt)
         return String(decoding: try encoder.encode(summary), as: UTF8.self)
     }

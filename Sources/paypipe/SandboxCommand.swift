@@ -5,7 +5,7 @@ import PayPipeDevTools
 /// `paypipe sandbox init --dir DIR`: the test PKI, a data key and a merchant document for local runs.
 enum SandboxCommand: CLICommand {
     static let name = "sandbox"
-    static let summary = "create the sandbox PKI, data key and merchant document (local runs)"
+    static let summary = "create the sandbox PKI, data key and merchant documents (local runs)"
     static let usage = """
         usage: paypipe sandbox init [--dir DIR] [--gateway-url URL] [--webhook-url URL]
           Creates (once; later calls reuse it) in DIR (default PAYPIPE_SANDBOX_DIR or var/sandbox):
@@ -18,8 +18,12 @@ enum SandboxCommand: CLICommand {
                         gateway transport is webservices (/json/, HTTP Basic)
             merchant-jwt.json  a second merchant (sandbox-merchant-jwt), the same identities and webhook, on the
                         jwt transport (/jwt/)
-            services.env   PAYPIPE_SIM_WEBSERVICES_USERS, PAYPIPE_SIM_MERCHANTS and PAYPIPE_WEBHOOK_SECRET for the
-                        simulator and receiver
+            merchant-opp.json  a merchant on ACI's OPP (sandbox-merchant-opp, the simulator's OPP face), the same
+                        identities and webhook, merchant-decrypts
+            merchant-tappay.json  a merchant on TapPay (sandbox-merchant-tappay, the simulator's TapPay face), the
+                        same webhook; its jobs carry a tapPayPrime
+            services.env   PAYPIPE_SIM_WEBSERVICES_USERS, PAYPIPE_SIM_MERCHANTS, PAYPIPE_SIM_OPP_TOKENS,
+                        PAYPIPE_SIM_TAPPAY_PARTNERS and PAYPIPE_WEBHOOK_SECRET for the simulator and receiver
           Workers accept the sandbox root only when PAYPIPE_APPLEPAY_TRUST_ROOT names it.
           Prints the paths as JSON.
         """
@@ -38,6 +42,8 @@ enum SandboxCommand: CLICommand {
                 {"directory":"\(sandbox.directory)","trustRoot":"\(sandbox.trustRootPath)",\
                 "dataKeyFile":"\(sandbox.dataKeyPath)","merchantDocument":"\(sandbox.merchantDocumentPath)",\
                 "jwtMerchantDocument":"\(sandbox.jwtMerchantDocumentPath)",\
+                "oppMerchantDocument":"\(sandbox.oppMerchantDocumentPath)",\
+                "tapPayMerchantDocument":"\(sandbox.tapPayMerchantDocumentPath)",\
                 "servicesEnvironment":"\(sandbox.servicesEnvironmentPath)"}
                 """)
             return ExitCode.ok

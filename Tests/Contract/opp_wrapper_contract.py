@@ -12,26 +12,19 @@ non-zero on any failure, and with 2 when the wrapper is missing (scripts/bootstr
 
 Usage: opp_wrapper_contract.py --url http://127.0.0.1:PORT --user U --password P --entity E --form-json FILE --reference REF
 """
-import argparse
 import json
 import sys
+from importlib.metadata import version
 
-try:
-    import opp.config
-    import opp.core
-    import opp.facade
-    import opp.utils
-    from importlib.metadata import version
-except ImportError as error:
-    print(f"the OPP wrapper is missing ({error}): run scripts/bootstrap (pip install opp==1.3.1)", file=sys.stderr)
-    sys.exit(2)
+from contract_support import require, simulator_arguments
+
+opp = require("opp", "pip install opp==1.3.1")
+for _module in ("opp.config", "opp.core", "opp.facade", "opp.utils"):
+    require(_module, "pip install opp==1.3.1")
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--user", required=True)
-    parser.add_argument("--password", required=True)
+    parser = simulator_arguments("PAY.ON's OPP wrapper against the simulator's OPP face")
     parser.add_argument("--entity", required=True)
     parser.add_argument("--form-json", required=True, help="the authorisation form PayPipe sent, without entityId and merchantTransactionId")
     parser.add_argument("--reference", required=True, help="the wrapper's merchantTransactionId")

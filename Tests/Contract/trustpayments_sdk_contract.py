@@ -10,23 +10,16 @@ with 2 when the SDK is missing (scripts/bootstrap installs it): the contract tes
 
 Usage: trustpayments_sdk_contract.py --url http://127.0.0.1:PORT --user ws --password pw --auth-json FILE --order REF
 """
-import argparse
 import json
-import sys
 import time
 
-try:
-    import securetrading
-except ImportError as error:
-    print(f"the Trust Payments SDK is missing ({error}): run scripts/bootstrap (pip install securetrading)", file=sys.stderr)
-    sys.exit(2)
+from contract_support import require, simulator_arguments
+
+securetrading = require("securetrading", "pip install securetrading")
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--user", required=True)
-    parser.add_argument("--password", required=True)
+    parser = simulator_arguments("Trust Payments' Python SDK against the simulator's /json/")
     parser.add_argument("--site", default="test_site1")
     parser.add_argument("--auth-json", required=True, help="the AUTH request fields PayPipe sent (its claims' payload)")
     parser.add_argument("--order", required=True, help="the order reference of that AUTH")

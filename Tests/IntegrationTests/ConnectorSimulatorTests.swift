@@ -125,6 +125,42 @@ extension Integration {
         }
     }
 
+    /// `GET /_sim/payments`, what chaos runs compare with PayPipe's payments: each face's money per authorisation in
+    /// minor units, so a refund that took effect twice shows as twice the amount refunded.
+    @Test func everyFaceExportsTheMoneyEachAuthorisationMoved() throws {
+        try Self.withSimulator { simulator in
+            let client = HTTPClient(configuration: Self.http)
+            let opp = Self.oppEndpoint(simulator), tapPay = Self.tapPayEndpoint(simulator)
+            let captured = try #require(Self.opp.authorize(try Self.oppRequest(2000, type: "PA"), reference: "REF-OPP-0030", endpoint: opp, requestId: "A30",
+                                                           now: Date(), window: nil, using: client).transactionReference)
+            let reversed = try #require(Self.opp.authorize(try Self.oppRequest(2000, type: "PA"), reference: "REF-OPP-0031", endpoint: opp, requestId: "A31",
+                                                           now: Date(), window: nil, using: client).transactionReference)
+            let trade = try #require(Self.tapPay.authorize(try Self.tapPayRequest(100_000), reference: "REF-TP-0030", endpoint: tapPay, requestId: "A32",
+                                                           now: Date(), window: nil, using: client).transactionReference)
+            for operation in [ConnectorOperation.capture(transactionId: captured, amountMinor: 1500, currency: "GBP"),
+                              .refund(transactionId: captured, amountMinor: 500, currency: "GBP"), .refund(transactionId: captured, amountMinor: 500, currency: "GBP"),
+                              .void(transactionId: reversed)] {
+                #expect(Self.opp.perform(operation, endpoint: opp, requestId: "O", now: Date(), window: nil, using: client).outcome == .authorized)
+            }
+            #expect(Self.tapPay.perform(.refund(transactionId: trade, amountMinor: 40_000, currency: "TWD"), endpoint: tapPay, requestId: "O", now: Date(),
+                                        window: nil, using: client).outcome == .authorized)
+            let answer = try client.send(HTTPRequest(url: simulator.baseURL + "/_sim/payments"))
+            #expect(answer.status == 200)
+            let entries = try #require(try JSONValue.parse(answer.body)["payments"]?.arrayValue)
+            func entry(_ reference: String) -> JSONValue? { entries.first { $0["reference"]?.stringValue == reference } }
+            #expect(entry("REF-OPP-0030")?["face"]?.stringValue == "opp")
+            #expect(entry("REF-OPP-0030")?["refunded"]?.int64Value == 1000)
+            #expect(entry("REF-OPP-0030")?["captured"]?.int64Value == 1500)
+            #expect(entry("REF-OPP-0030")?["voided"] == .bool(false))
+            #expect(entry("REF-OPP-0031")?["voided"] == .bool(true))
+            #expect(entry("REF-TP-0030")?["face"]?.stringValue == "tappay")
+            #expect(entry("REF-TP-0030")?["amount"]?.int64Value == 100_000)
+            #expect(entry("REF-TP-0030")?["refunded"]?.int64Value == 40_000)
+            // The other faces' authorisations are not repeated as Trust Payments ones.
+            #expect(entries.count == 3)
+        }
+    }
+
     static func tapPayRequest(_ minor: Int64, prime: String = "ap_test_utigjeyfutj5867uyjhuty47rythfjru485768tigjfheufhtu5i6ojk",
                               published: Date = Date()) throws -> GatewayRequest {
         let payment = GatewayPaymentDetails(paymentId: UUID(), orderReference: "ORDER-3", amountMinor: minor, currency: "TWD")

@@ -1,4 +1,5 @@
 import Foundation
+import PaymentDomain
 import PaymentStages
 import PayPipeDevTools
 import Testing
@@ -60,5 +61,56 @@ import Testing
         #expect(writtenGateway?["jwtSecret"] as? String == "sandbox-the-old-secret")
         let services = try String(contentsOfFile: directory + "/services.env", encoding: .utf8)
         #expect(services.contains("PAYPIPE_SIM_MERCHANTS='jwt@paypipe.sandbox=sandbox-the-old-secret'\n"))
+    }
+
+    /// `sandbox init` writes one merchant per connector, each a document `merchant apply` accepts, and names their
+    /// simulator accounts in services.env; reopening keeps their secrets and repoints them with explicit URLs.
+    @Test func itWritesAnOPPAndATapPayMerchantTheSimulatorKnows() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sandbox-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let sandbox = try SandboxEnvironment.open(directory: directory)
+        func read(_ path: String) throws -> MerchantDocument { try JSONDecoder().decode(MerchantDocument.self, from: Data(contentsOf: URL(fileURLWithPath: path))) }
+        let opp = try read(sandbox.oppMerchantDocumentPath), tapPay = try read(sandbox.tapPayMerchantDocumentPath)
+        #expect(opp.id == SandboxEnvironment.oppMerchantId && opp.gateway?.connector == .opp)
+        #expect(tapPay.id == SandboxEnvironment.tapPayMerchantId && tapPay.gateway?.connector == .tapPay)
+        #expect(ConnectorDocument.problem(try #require(opp.gateway)) == nil)
+        #expect(ConnectorDocument.problem(try #require(tapPay.gateway)) == nil)
+        #expect(opp.webhook == (try read(sandbox.merchantDocumentPath)).webhook)
+        let token = try #require(opp.gateway?.opp?.accessToken), key = try #require(tapPay.gateway?.tapPay?.partnerKey)
+        let services = try String(contentsOfFile: directory + "/services.env", encoding: .utf8)
+        #expect(services.contains("PAYPIPE_SIM_OPP_TOKENS='\(token)=\(SandboxEnvironment.oppEntityId)'\n"))
+        #expect(services.contains("PAYPIPE_SIM_TAPPAY_PARTNERS='\(key)=\(SandboxEnvironment.tapPayMerchantAccount)'\n"))
+
+        let reopened = try SandboxEnvironment.open(directory: directory, endpoints: .init(gatewayURL: "http://127.0.0.1:18480"))
+        let again = try read(reopened.tapPayMerchantDocumentPath)
+        #expect(again.gateway?.baseUrl == "http://127.0.0.1:18480")
+        #expect(again.gateway?.tapPay?.partnerKey == key)
+        #expect(try read(reopened.oppMerchantDocumentPath).gateway?.opp?.accessToken == token)
+    }
+
+    /// TapPay sample jobs carry a fresh prime and no token, in amounts TapPay can express (TWD whole dollars) except the
+    /// one meant to fail; a replay repeats its original's prime.
+    @Test func tapPaySamplesCarryFreshPrimes() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sandbox-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let now = Date()
+        let samples = try SampleJobFactory(environment: try SandboxEnvironment.open(directory: directory), merchantId: SandboxEnvironment.tapPayMerchantId)
+            .makeJobs(count: 10, prefix: "t", now: now)
+        let bodies = try samples.map { try #require(try JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]) }
+        let primes = bodies.map { $0["tapPayPrime"] as? String }
+        #expect(primes.allSatisfy { $0?.hasPrefix("sim_\(Int64(now.timeIntervalSince1970 * 1000))_") == true })
+        #expect(bodies.allSatisfy { $0["applePayToken"] == nil })
+        #expect(samples.map(\.kind) == [.valid, .valid, .valid, .valid, .declined, .valid, .valid, .amountNotRepresentable, .invalidJob, .replayedToken])
+        #expect(Set(primes).count == 9 && primes[9] == primes[5])
+        // Every job but the invalid one (no orderReference) is one the contract accepts.
+        let jobs = try samples.filter { $0.kind != .invalidJob }.map { try PaymentJob.decode($0.body) }
+        #expect(jobs.allSatisfy { $0.tapPayPrime != nil && $0.merchantId == SandboxEnvironment.tapPayMerchantId })
+        for (sample, job) in zip(samples.filter { $0.kind != .invalidJob }, jobs) where job.amount.currency.code == "TWD" {
+            #expect((job.amount.value % 100 == 0) == (sample.kind != .amountNotRepresentable), "\(sample.kind) \(job.amount.value)")
+        }
+        #expect(samples.allSatisfy { $0.cardSecrets == nil })
+        let opp = try SampleJobFactory(environment: try SandboxEnvironment.open(directory: directory), merchantId: SandboxEnvironment.oppMerchantId)
+            .makeJobs(count: 8, prefix: "o", now: now).filter { $0.kind != .invalidJob }.map { try PaymentJob.decode($0.body) }
+        #expect(opp.allSatisfy { $0.amount.currency.code != "JPY" && $0.tapPayPrime == nil })
     }
 }

@@ -3,10 +3,14 @@
 # Three submit workers; re-drives every few seconds by the workers' reconciler and by `paypipe reconcile` in a loop;
 # orders retried under new job ids with the same orderReference (some after a decline); the simulator loses AUTHs
 # before processing, loses answers after processing, answers slower than the timeout, and answers status queries
-# after a random delay so that concurrent queries overlap; workers SIGKILLed. Faults come from CHAOS_SEED (printed;
-# set it to replay a run). The checker (scripts/lib/chaos_adversarial_check.py) maps every AUTH the simulator
-# processed to its payment and asserts: at most one AUTH per payment, every final status agrees with what the
-# gateway processed, every payment terminal.
+# after a random delay so that concurrent queries overlap; workers SIGKILLed. The waves are spread over the merchants
+# of all three connectors (Trust Payments on both transports, OPP, TapPay). Once every wave is out, captures, voids
+# and partial refunds of the authorised payments (some duplicated, some concurrent for one payment), as each
+# connector supports them, under the same faults. Faults come from CHAOS_SEED (printed; set it to replay a run).
+# The checker (scripts/lib/chaos_adversarial_check.py) maps every authorisation the simulator processed, on any face,
+# to its payment and asserts: at most one per payment, every final status agrees with what the gateway processed,
+# every payment terminal; scripts/lib/chaos_operations.py check asserts issue 19's invariants, at most one gateway
+# operation per operationId, every operation terminal with its event delivered.
 #
 #   short: 250 jobs (CI, under 5 minutes), full: 2,000 jobs.  CHAOS_JOBS, CHAOS_TIMEOUT override.
 set -euo pipefail
@@ -39,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-chaos_default() { export "$1=${!1:-$2}"; }
+. scripts/lib/chaos_load.sh   # chaos_default, chaos_wave_merchant
 # Short windows so that re-drives hit attempts right at their reconciliation time (1 + 2 + 2 = 5 s).
 chaos_default PAYPIPE_RETRY_DELAYS 300ms,700ms,1s,2s; chaos_default PAYPIPE_MAX_RETRIES 100
 chaos_default PAYPIPE_GATEWAY_TIMEOUT 2s; chaos_default PAYPIPE_GATEWAY_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_WEBSERVICES_TIMEOUT 2s; chaos_default PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_RECONCILE_GRACE 2s
@@ -50,8 +54,9 @@ chaos_default PAYPIPE_PAYMENT_DEADLINE 2h; chaos_default PAYPIPE_APPLEPAY_MAX_AG
 chaos_default PAYPIPE_LOG_LEVEL warning
 
 echo "== adversarial chaos ($MODE): $JOBS jobs, seed $SEED (CHAOS_SEED=$SEED replays the faults)"
+# AUTHs settle 20 s after their release, so refunds meet unsettled payments (void, lower capture) and settled ones.
 stack_start_simulator PAYPIPE_SIM_SEED="$SEED" PAYPIPE_SIM_LOSE_RATE=0.04 PAYPIPE_SIM_TIMEOUT_RATE=0.04 PAYPIPE_SIM_RESET_RATE=0.04 \
-    PAYPIPE_SIM_FAULT_RATE=0.02 PAYPIPE_SIM_SLOW=3s PAYPIPE_SIM_QUERY_DELAY=1500ms PAYPIPE_SIM_THREADS=32
+    PAYPIPE_SIM_FAULT_RATE=0.02 PAYPIPE_SIM_SLOW=3s PAYPIPE_SIM_QUERY_DELAY=1500ms PAYPIPE_SIM_THREADS=32 PAYPIPE_SIM_SETTLE_DELAY=20
 stack_start_receiver
 WORKERS=(decrypt-0 authorize-0 submit-0 submit-1 submit-2 notify-0 operations-0)
 for name in "${WORKERS[@]}"; do
@@ -73,10 +78,12 @@ published=0 wave=0
 started=$(date +%s)
 while [ "$published" -lt "$JOBS" ]; do
     size=$(( JOBS - published < WAVE ? JOBS - published : WAVE ))
-    extra=()
-    if [ "$wave" -gt 0 ] && [ $(( RANDOM % 2 )) = 0 ]; then extra=(--order-prefix "$PREFIX-$(( RANDOM % wave ))"); fi
-    # Every third wave goes to the jwt-transport merchant, the others to the webservices one (both in one run).
-    if [ $(( wave % 3 )) = 2 ]; then extra+=(--merchant sandbox-merchant-jwt); fi
+    # A wave goes to its merchant (chaos_wave_merchant: all three connectors); a retry to the retried wave's.
+    extra=(--merchant "$(chaos_wave_merchant "$wave")")
+    if [ "$wave" -gt 0 ] && [ $(( RANDOM % 2 )) = 0 ]; then
+        retried=$(( RANDOM % wave ))
+        extra=(--order-prefix "$PREFIX-$retried" --merchant "$(chaos_wave_merchant "$retried")")
+    fi
     "$BIN/paypipe" job publish --sample "$size" --prefix "$PREFIX-$wave" --pan-offset $(( wave * 1000 )) \
         --card-secrets "$RUN_DIR/wave.secrets" "${extra[@]}" >> "$RUN_DIR/jobs.jsonl"
     cat "$RUN_DIR/wave.secrets" >> "$RUN_DIR/cards.jsonl"; rm -f "$RUN_DIR/wave.secrets"
@@ -86,6 +93,12 @@ while [ "$published" -lt "$JOBS" ]; do
     stack_kill "$victim" KILL || true; sleep $(( 1 + RANDOM % 2 )); stack_respawn "$victim"
     sleep $(( RANDOM % 3 ))
 done
+
+echo "== operations: captures, voids, partial refunds of the authorised payments (some duplicated, some concurrent)"
+operations=0
+if python3 scripts/lib/chaos_operations.py publish "$PAYPIPE_AMQP_URL" "$PAYPIPE_DATABASE_URL" "$PREFIX" "$RUN_DIR/operations.jsonl" "$BIN/paypipe" --now; then
+    operations=1
+fi
 
 echo "== waiting for every payment to end (limit ${TIMEOUT}s)"
 expected=$(grep -vcE '"kind":"(unknownMerchant|malformed)"' "$RUN_DIR/jobs.jsonl" || true)
@@ -105,6 +118,13 @@ status=0
 python3 scripts/lib/chaos_adversarial_check.py --prefix "$PREFIX" --jobs "$RUN_DIR/jobs.jsonl" --cards "$RUN_DIR/cards.jsonl" \
     --simulator "$(stack_simulator_url)" --seed "$SEED" --elapsed "$elapsed" || status=1
 rm -f "$RUN_DIR/cards.jsonl"
+echo "== operations (issue 19's invariants, at most one gateway operation per operationId, every operation ended and notified)"
+if [ "$operations" = 1 ]; then
+    python3 scripts/lib/chaos_operations.py check "$PAYPIPE_DATABASE_URL" "$(stack_simulator_url)" "$RUN_DIR/operations.jsonl" 120 || status=1
+else
+    echo "   operations were never published"; status=1
+fi
+elapsed=$(( $(date +%s) - started ))
 [ "$converged" = 1 ] || status=2
 echo "chaos adversarial ($MODE, $JOBS jobs, seed $SEED): elapsed ${elapsed}s, exit $status"
 exit "$status"

@@ -3,9 +3,11 @@
 
   chaos_adversarial_check.py --prefix P --jobs JOBS.jsonl --cards CARDS.jsonl --simulator URL --seed S --elapsed SECONDS
 
-Every AUTH the simulator processed (`/_sim/auths?records=1`: orderreference, amount, currency, PAN last four) is
-mapped to its payment by the reference PayPipe recorded on the attempt that sent it (chaos_ledger.py), and checked against the job's own amount, currency and sandbox PAN. Then: at most one AUTH per payment;
-a payment is authorised only if the gateway authorised it and declined only if it declined it; a payment the gateway
+Every authorisation the simulator processed on any face (`/_sim/auths?records=1`: reference, amount, currency, PAN
+last four; the OPP and TapPay faces record theirs in the same ledger) is mapped to its payment by the reference PayPipe
+recorded on the attempt that sent it (chaos_ledger.py), and checked against the job's own amount, currency and sandbox
+PAN. Then: at most one AUTH per payment; a payment is authorised only if the gateway authorised it and declined only if
+it declined it (an AUTH cancelled by a void, settlestatus 3, only for a payment PayPipe voided); a payment the gateway
 charged never ends failed or declined; every payment terminal and notified. Exit 1 if any must-be-zero count is not 0.
 """
 import argparse
@@ -15,6 +17,7 @@ import sys
 import urllib.request
 
 from chaos_ledger import psql, sent_references
+from sample_outcomes import connectors
 
 TERMINAL = {"authorized", "declined", "failed", "needs_review"}
 DEAD_LETTERED = {"unknownMerchant", "malformed"}
@@ -32,11 +35,12 @@ def main():
     cards = {c["jobId"]: c["pan"] for c in (json.loads(line) for line in open(a.cards) if line.strip())}
     n = len(a.prefix) + 1
     payments = {}
-    for job_id, pid, status, stage, order, amount, currency in psql(
-            "SELECT job_id, id, status, stage, coalesce(order_reference, ''), coalesce(amount_minor::text, ''), coalesce(currency, '') "
-            f"FROM payments WHERE left(job_id, {n}) = '{a.prefix}-'"):
-        payments[pid] = {"job": job_id, "id": pid, "status": status, "stage": stage,
-                                                   "amount": amount, "currency": currency}
+    connector_of = connectors()
+    for job_id, pid, status, stage, order, amount, currency, lifecycle, merchant in psql(
+            "SELECT job_id, id, status, stage, coalesce(order_reference, ''), coalesce(amount_minor::text, ''), coalesce(currency, ''), "
+            f"coalesce(lifecycle, ''), merchant_id FROM payments WHERE left(job_id, {n}) = '{a.prefix}-'"):
+        payments[pid] = {"job": job_id, "id": pid, "status": status, "stage": stage, "amount": amount, "currency": currency,
+                         "lifecycle": lifecycle, "connector": connector_of.get(merchant, "trustpayments")}
     ledger = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?records=1", timeout=30)).get("records", [])
 
     sent = sent_references(a.prefix)
@@ -53,18 +57,20 @@ def main():
             foreign.append(f"{record['orderreference']}: {record} vs {payment} (card …{pan[-4:]})")
         auths[payment["id"]].append(record)
 
-    def gateway_says(records):
+    def gateway_says(records, voided):
         if not records:
             return "nothing"
         r = records[0]
         if r.get("errorcode") == "0":
-            return "authorized" if r.get("settlestatus") in ("0", "1", "10", "100", None) else f"settlestatus {r.get('settlestatus')}"
+            # A void (an operation, or a refund before settlement) cancels the AUTH: settlestatus 3 afterwards.
+            authorised = ("0", "1", "10", "100", None) + (("3",) if voided else ())
+            return "authorized" if r.get("settlestatus") in authorised else f"settlestatus {r.get('settlestatus')}"
         return "declined" if r.get("errorcode") == "70000" else f"errorcode {r.get('errorcode')}"
 
     double = {pid: len(rs) for pid, rs in auths.items() if len(rs) > 1}
     contradicting, review = [], []
     for pid, p in payments.items():
-        said = gateway_says(auths.get(pid, []))
+        said = gateway_says(auths.get(pid, []), p["lifecycle"] == "voided")
         if p["status"] == "authorized" and said != "authorized":
             contradicting.append(f"{p['job']}: authorized, gateway {said}")
         elif p["status"] == "declined" and said not in ("declined", "nothing"):
@@ -85,6 +91,11 @@ def main():
     late = psql("SELECT count(*) FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
                 f"WHERE left(p.job_id, {n}) = '{a.prefix}-' AND a.late_outcome IS NOT NULL")[0][0]
     statuses = collections.Counter(p["status"] for p in payments.values())
+    per_connector = collections.defaultdict(collections.Counter)
+    for p in payments.values():
+        per_connector[p["connector"]][p["status"]] += 1
+    for pid, records in auths.items():
+        per_connector[payments[pid]["connector"]]["AUTHs"] += len(records)
 
     rows = [
         ("seed (CHAOS_SEED)", a.seed, False),
@@ -92,6 +103,8 @@ def main():
         ("  attributable", len(attributable), False),
         ("  orders tried by more than one job", shared, False),
     ] + [(f"  payments {s}", c, False) for s, c in sorted(statuses.items())] + [
+        (f"  {connector}", ", ".join(f"{s} {c}" for s, c in sorted(counts.items())), False) for connector, counts in sorted(per_connector.items())
+    ] + [
         ("gateway AUTHs processed", len(ledger), False),
         ("  status queries: found / not found / stale",
          f"{sum(c for (t, _, o), c in attempts.items() if t == 'TRANSACTIONQUERY' and o == 'found')} / "

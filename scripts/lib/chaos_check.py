@@ -4,7 +4,8 @@
   chaos_check.py --prefix P --jobs JOBS.jsonl --receiver-log LOG --simulator URL --queues QUEUES.txt
                  --dlq DLQ.json --elapsed SECONDS
 
-JOBS.jsonl is `paypipe job publish --sample` output (the oracle: each job's kind says where it must end),
+JOBS.jsonl is `paypipe job publish --sample` output (the oracle: each job's kind and its merchant's connector say where it
+must end, scripts/lib/sample_outcomes.py),
 QUEUES.txt `rabbitmqctl list_queues name messages`, DLQ.json `capture_messages.py peek` output. Prints one table
 and exits 1 if any must-be-zero count is not zero.
 """
@@ -15,19 +16,7 @@ import sys
 import urllib.request
 
 from chaos_ledger import psql, sent_references
-
-TERMINAL = {"authorized", "declined", "failed", "needs_review"}
-DEAD_LETTERED = {"unknownMerchant", "malformed"}
-# kind → (status, error code) the payment must end with.
-EXPECTED = {
-    "valid": ("authorized", None), "validRSA": ("authorized", None), "declined": ("declined", "gateway_70000"),
-    "amountMismatch": ("failed", "amount_mismatch"), "invalidJob": ("failed", "invalid_job"),
-    "replayedToken": ("failed", "token_replayed"),
-}
-
-
-
-
+from sample_outcomes import DEAD_LETTERED, OLDEST_FRESH_PRIME, TERMINAL, connectors, judge, young_expiries
 
 OPERATION_EVENTS = ("payment.captured", "payment.voided", "payment.refunded", "payment.operation_failed")
 
@@ -44,11 +33,13 @@ def main():
     kind = {j["jobId"]: j["kind"] for j in jobs}
     attributable = [j for j in jobs if j["kind"] not in DEAD_LETTERED]
     n = len(a.prefix) + 1
-    rows = psql(f"SELECT job_id, id, status, stage, coalesce(error_code, ''), coalesce(order_reference, '') FROM payments "
+    rows = psql(f"SELECT job_id, id, status, stage, coalesce(error_code, ''), coalesce(order_reference, ''), merchant_id FROM payments "
                 f"WHERE left(job_id, {n}) = '{a.prefix}-'")
+    connector_of = connectors()
     payments = collections.defaultdict(list)
-    for job_id, pid, status, stage, code, order in rows:
-        payments[job_id].append({"id": pid, "status": status, "stage": stage, "code": code or None, "order": order})
+    for job_id, pid, status, stage, code, order, merchant in rows:
+        payments[job_id].append({"id": pid, "status": status, "stage": stage, "code": code or None, "order": order,
+                                 "connector": connector_of.get(merchant, "trustpayments")})
 
     rows_out = []   # (label, value, must_be_zero)
     def line(label, value, zero=False):
@@ -60,35 +51,48 @@ def main():
     stray = [job for job in payments if kind.get(job) in DEAD_LETTERED or job not in kind]
     by_status = collections.Counter(p["status"] for ps in payments.values() for p in ps)
     mismatched = []
+    by_connector = collections.defaultdict(collections.Counter)
+    expired = 0
     for j in attributable:
         ps = payments[j["jobId"]]
         if len(ps) != 1 or ps[0]["status"] not in TERMINAL:
             continue
-        want = EXPECTED[j["kind"]]
+        by_connector[ps[0]["connector"]][ps[0]["status"]] += 1
+        verdict = judge(j["kind"], ps[0]["connector"], ps[0]["status"], ps[0]["code"])
+        expired += verdict == "expired"
         got = (ps[0]["status"], ps[0]["code"] if ps[0]["status"] != "authorized" else None)
-        if got != want:
-            # A replayed token races its original (two decrypt workers): exactly one of the pair is authorised.
+        if verdict == "mismatch":
+            # A replayed token races its original (two decrypt workers): exactly one of the pair failed token_replayed,
+            # and the other went on as a valid job would (authorised; or, at TapPay, its prime expired while queued).
             base, index = j["jobId"].rsplit("-", 1)
             partner = f"{base}-{int(index) + 4 if j['kind'] == 'valid' else int(index) - 4}"
             pair = {j["kind"], kind.get(partner)}
             pp = payments.get(partner, [])
-            if pair == {"valid", "replayedToken"} and len(pp) == 1 and \
-                    sorted([got[0], pp[0]["status"]]) == ["authorized", "failed"] and "token_replayed" in (got[1], pp[0]["code"]):
-                continue
-            mismatched.append(f"{j['jobId']} ({j['kind']}): {got}")
+            if pair == {"valid", "replayedToken"} and len(pp) == 1:
+                outcomes = sorted([got, (pp[0]["status"], pp[0]["code"] if pp[0]["status"] != "authorized" else None)], key=str)
+                replayed = [o for o in outcomes if o == ("failed", "token_replayed")]
+                winner = [o for o in outcomes if o != ("failed", "token_replayed")]
+                if len(replayed) == 1 and len(winner) == 1 and judge("valid", ps[0]["connector"], *winner[0]) != "mismatch":
+                    continue
+            mismatched.append(f"{j['jobId']} ({j['kind']}, {ps[0]['connector']}): {got}")
     line("jobs published", len(jobs))
     line("  attributable (must end in a terminal state)", len(attributable))
     line("  meant for the dead-letter queue", len(jobs) - len(attributable))
     for status in sorted(by_status):
         line(f"  payments {status}", by_status[status])
+    for connector in sorted(by_connector):
+        line(f"  {connector}: " + ", ".join(f"{s} {c}" for s, c in sorted(by_connector[connector].items())), "")
+    line("  TapPay primes expired while queued (failed prime_expired, no AUTH)", expired)
+    young = young_expiries(a.prefix, jobs)
+    line(f"TapPay primes refused as expired younger than {OLDEST_FRESH_PRIME} s", len(young), True)
     line("lost (no terminal, notified payment)", len(lost), True)
     line("jobs with more than one payment", len(duplicated), True)
     line("payments for dead-letter jobs", len(stray), True)
     line("terminal status other than the job kind's", len(mismatched), True)
     invalid = [j["jobId"] for j in attributable if j["kind"] == "invalidJob"]
 
-    # 2. Zero double charges: at most one AUTH per payment at the gateway (each payment sends its own reference); and
-    # no AUTH behind a failure.
+    # 2. Zero double charges: at most one AUTH per payment at the gateway, whichever face it went to (each payment
+    # sends its own reference: orderreference, merchantTransactionId, bank_transaction_id); and no AUTH behind a failure.
     auths = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?all=1", timeout=30))
     counts = auths.get("counts", {})
     ours = collections.Counter()
@@ -103,7 +107,8 @@ def main():
         f"SELECT a.request_type, a.state, coalesce(a.outcome, ''), count(*) FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
         f"WHERE left(p.job_id, {n}) = '{a.prefix}-' GROUP BY 1, 2, 3"))
     line("  lost answers settled by TRANSACTIONQUERY (found)", attempts.get(("TRANSACTIONQUERY", "completed", "found"), 0))
-    line("  AUTHs refused before recording (503) and resent", attempts.get(("AUTH", "not_sent", "transient"), 0))
+    line("  AUTHs refused before recording (503) and resent",
+         sum(c for (t, st, o), c in attempts.items() if t != "TRANSACTIONQUERY" and st == "not_sent" and o == "transient"))
     line("double charges (payments with >1 AUTH)", len(double), True)
     line("authorized/declined without a gateway AUTH", len(authorized_without_auth), True)
     line("failed although the gateway recorded an AUTH", len(charged_but_failed), True)
@@ -186,7 +191,7 @@ def main():
     details = [("lost", lost), ("duplicated", duplicated), ("stray", stray), ("status mismatch", mismatched),
                ("double charges", [f"{o}={c}" for o, c in double.items()]), ("authorized without AUTH", authorized_without_auth),
                ("charged but failed", charged_but_failed), ("webhook missing", missing), ("webhook-id mismatch", id_mismatch), ("results event missing", results_missing),
-               ("invalid not notified", invalid_unnotified), ("queues", non_empty), ("unexpected dead letters", unexpected)]
+               ("invalid not notified", invalid_unnotified), ("young primes refused as expired", young), ("queues", non_empty), ("unexpected dead letters", unexpected)]
     for name, items in details:
         if items:
             print(f"{name}: {len(items)}: {', '.join(map(str, items[:10]))}{' …' if len(items) > 10 else ''}")

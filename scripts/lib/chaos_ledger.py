@@ -1,9 +1,10 @@
 """What the chaos checkers share: PayPipe's database, and the gateway references PayPipe actually sent.
 
-The simulator's ledger names each processed AUTH by the `orderreference` it carried. The checkers map it back to a
-payment through `gateway_attempts.order_reference`, which the submit stage commits before any AUTH leaves: so the
-map needs no copy of the reference's form (GatewayOrderReference), and an AUTH whose reference no attempt recorded
-is reported as belonging to no payment.
+The simulator's ledger names each processed authorisation by the reference it carried: Trust Payments' `orderreference`,
+OPP's `merchantTransactionId`, TapPay's `bank_transaction_id` (the faces record theirs in the same ledger). The checkers
+map it back to a payment through `gateway_attempts.order_reference`, which the submit stage commits before any
+authorisation leaves: so the map needs no copy of the reference's form (GatewayOrderReference), and an authorisation
+whose reference no attempt recorded is reported as belonging to no payment.
 """
 import os
 import subprocess
@@ -16,8 +17,9 @@ def psql(sql):
 
 
 def sent_references(prefix):
-    """{orderreference sent: payment id} for every AUTH attempt of the jobs whose id starts with `prefix-`."""
+    """{reference sent: payment id} for every authorisation attempt (Trust Payments' AUTH, OPP's PA/DB, TapPay's
+    pay-by-prime: every request type but the status query) of the jobs whose id starts with `prefix-`."""
     n = len(prefix) + 1
     return {ref: pid for ref, pid in psql(
         "SELECT DISTINCT a.order_reference, p.id FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
-        f"WHERE a.request_type = 'AUTH' AND left(p.job_id, {n}) = '{prefix}-'")}
+        f"WHERE a.request_type <> 'TRANSACTIONQUERY' AND left(p.job_id, {n}) = '{prefix}-'")}

@@ -4,7 +4,9 @@
 #
 #   chaos_defaults              short timeouts and retry tiers, so that faults resolve within the run
 #   chaos_start_load            simulator (faults), receiver (fails 20 % of first attempts), the workers, results capture
-#   chaos_publish_wave [PREFIX] one wave of CHAOS_WAVE (200) sample jobs, appended to $RUN_DIR/jobs.jsonl
+#   chaos_publish_wave [PREFIX] one wave of CHAOS_WAVE (200) sample jobs, appended to $RUN_DIR/jobs.jsonl (a PREFIX:
+#                               a probe of valid jobs to the webservices merchant)
+#   chaos_wave_merchant N       the merchant wave N goes to (all three connectors, both Trust Payments transports)
 #   chaos_expected_so_far       jobs published so far that must end terminal (not meant for a dead-letter queue)
 #   chaos_done_count [PREFIX]   payments of the run (or of PREFIX) with stage done; -1 if the database is not answering
 #   chaos_queued                messages in work and retry queues; -1 if the broker is not answering
@@ -47,11 +49,16 @@ chaos_publish_wave() {
     local size=$(( JOBS - published < WAVE ? JOBS - published : WAVE )) prefix="${1:-$PREFIX-$wave}"
     [ -z "${1:-}" ] || size="${CHAOS_PROBE:-5}"
     local extra=(); [ -z "${1:-}" ] || extra=(--all-good)   # a probe is all valid jobs: each must end authorized
-    # Every third wave goes to the jwt-transport merchant, the others to the webservices one (both in one run).
-    [ -n "${1:-}" ] || [ $(( wave % 3 )) != 2 ] || extra=(--merchant sandbox-merchant-jwt)
+    # The waves rotate over the merchants of all three connectors: of every five, two go to the Trust Payments
+    # webservices merchant, one each to its jwt twin, the OPP merchant and the TapPay one (fresh primes: < 90 s old).
+    if [ -z "${1:-}" ]; then extra=(--merchant "$(chaos_wave_merchant "$wave")"); fi
     "$BIN/paypipe" job publish --sample "$size" --prefix "$prefix" "${extra[@]}" --card-secrets "$RUN_DIR/wave.secrets" >> "$RUN_DIR/jobs.jsonl"
     cat "$RUN_DIR/wave.secrets" >> "$RUN_DIR/card-secrets.jsonl"; rm -f "$RUN_DIR/wave.secrets"
     [ -n "${1:-}" ] || published=$(( published + size )) wave=$(( wave + 1 ))
+}
+
+chaos_wave_merchant() {
+    case $(( $1 % 5 )) in 1) echo sandbox-merchant-opp;; 2) echo sandbox-merchant-jwt;; 3) echo sandbox-merchant-tappay;; *) echo sandbox-merchant;; esac
 }
 
 chaos_expected_so_far() { grep -vcE '"kind":"(unknownMerchant|malformed)"' "$RUN_DIR/jobs.jsonl" || true; }

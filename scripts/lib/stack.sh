@@ -4,7 +4,7 @@
 #                                sets $BIN and $STACK_LOGS ($PAYPIPE_PG_DIR, $PAYPIPE_RMQ_DIR: the services' data,
 #                                scripts/lib/service-dirs.sh)
 #   stack_fresh_database NAME    drops and recreates database NAME and points PAYPIPE_DATABASE_URL at it
-#   stack_setup                  migrate, sandbox PKI + data key + merchant document, merchant apply
+#   stack_setup                  migrate, sandbox PKI + data key + merchant documents (one per connector), merchant apply
 #   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
 #   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
 #   stack_start_worker STAGE INSTANCE [VAR=value …]   paypipe-STAGE, logs to $STACK_LOGS/STAGE-INSTANCE.log
@@ -71,8 +71,12 @@ stack_setup() {
     "$BIN/paypipe" migrate
     "$BIN/paypipe" sandbox init --gateway-url "$(stack_simulator_url)" --webhook-url "$(stack_receiver_url)" >/dev/null
     "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/merchant.json" >/dev/null
-    "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/merchant-jwt.json" >/dev/null
-    echo "   merchants sandbox-merchant (webservices) and sandbox-merchant-jwt (jwt) applied (paypipe merchant show ID)"
+    local document
+    for document in merchant-jwt merchant-opp merchant-tappay; do
+        "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/$document.json" >/dev/null
+    done
+    echo "   merchants sandbox-merchant (Trust Payments, webservices), sandbox-merchant-jwt (jwt), sandbox-merchant-opp (OPP)"
+    echo "   and sandbox-merchant-tappay (TapPay) applied (paypipe merchant show ID)"
 }
 
 # stack_spawn NAME LOGFILE [VAR=value …] -- COMMAND …: starts one process in the background, remembered by name.

@@ -15,6 +15,8 @@ import JWT
 ///   (the `Authorization` header left out), for contract tests.
 /// - `GET /_sim/operations[?transactionreference=…]`: `{"operations": [...]}` — every TRANSACTIONUPDATE and REFUND that
 ///   took effect, with the request reference it was sent under (the operation ledger).
+/// - `GET /_sim/payments`: `{"payments": [...]}` — every face's authorisations with the money they moved since
+///   (refunded, voided; ``SimulatorMoneyExport``).
 ///
 /// Behaviour is chosen by amount (``SimulatorBehaviour``), plus optional random faults (chaos runs): HTTP 503
 /// before processing, and lost answers (timeout or connection reset) after the AUTH is recorded.
@@ -36,9 +38,12 @@ public final class GatewaySimulator: Sendable {
             ledger: ledger, slowResponseSeconds: configuration.slowResponseSeconds, faultRate: configuration.faultRate,
             timeoutRate: configuration.timeoutRate, resetRate: configuration.resetRate, loseRate: configuration.loseRate, dice: dice,
             settleDelaySeconds: configuration.settleDelaySeconds)
-        let holds = holds
+        let (holds, ledger) = (holds, ledger)
         let (opp, tapPay) = (opp, tapPay)
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
+            if request.method == "GET", request.path == "/_sim/payments" {
+                return .json(SimulatorMoneyExport.payments(ledger: ledger, opp: opp, tapPay: tapPay).serialized())
+            }
             if OPPSimulatorFace.paths(request.path) { return opp.route(request, engine: engine, configuration: configuration, holds: holds) }
             if TapPaySimulatorFace.paths(request.path) { return tapPay.route(request, engine: engine, configuration: configuration, holds: holds) }
             return Self.route(request, engine: engine, configuration: configuration, holds: holds)

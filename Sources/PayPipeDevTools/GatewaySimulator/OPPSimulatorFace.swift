@@ -31,7 +31,7 @@ public final class OPPSimulatorFace: Sendable {
         var parent: String? = nil
     }
 
-    private let payments = Mutex<[String: Payment]>([:])
+    let payments = Mutex<[String: Payment]>([:])
     private let sequence = Mutex(0)
 
     init() {}

@@ -25,7 +25,7 @@ public final class TapPaySimulatorFace: Sendable {
         var captured: Bool
     }
 
-    private let trades = Mutex<[String: Trade]>([:])
+    let trades = Mutex<[String: Trade]>([:])
     private let usedPrimes = Mutex(Set<String>())
     private let sequence = Mutex(0)
 

@@ -1,6 +1,8 @@
 import ApplePay
 import ApplePaySandbox
+import Crypto
 import Foundation
+import PaymentStages
 import Pipeline
 
 /// Sample jobs for demos and tests: tokens minted with the sandbox PKI, in a deliberate mix of outcomes
@@ -16,6 +18,7 @@ public struct SampleJobFactory: Sendable {
         case replayedToken       // payment failed: token_replayed
         case unknownMerchant     // dead-lettered: unknown_merchant
         case malformed           // dead-lettered: malformed_job
+        case amountNotRepresentable  // TapPay: a TWD amount in cents: failed amount_not_representable
     }
 
     public struct Sample: Sendable {
@@ -42,10 +45,29 @@ public struct SampleJobFactory: Sendable {
 
     public let environment: SandboxEnvironment
     public let merchantId: String
+    /// The merchant's connector, which shapes the jobs: Trust Payments and OPP jobs carry Apple Pay tokens (OPP's in
+    /// GBP, EUR and USD only: zero-exponent currencies are refused), TapPay jobs a fresh `tapPayPrime` in TWD, USD
+    /// and HKD, their RSA_v1 slot a valid job and their amount-mismatch slot an amount TapPay cannot express.
+    public let connector: ConnectorKind
 
-    public init(environment: SandboxEnvironment, merchantId: String = SandboxEnvironment.merchantId) {
+    /// `connector` defaults to the sandbox merchant's (``SandboxEnvironment/connector(ofMerchant:)``).
+    public init(environment: SandboxEnvironment, merchantId: String = SandboxEnvironment.merchantId, connector: ConnectorKind? = nil) {
         self.environment = environment
         self.merchantId = merchantId
+        self.connector = connector ?? SandboxEnvironment.connector(ofMerchant: merchantId)
+    }
+
+    /// A TapPay prime as the simulator's face reads it (`sim_<unix ms>_…`): it expires 90 s after `now`.
+    public static func samplePrime(now: Date) -> String {
+        "sim_\(Int64(now.timeIntervalSince1970 * 1000))_\(Hex.encode(SecureRandom.bytes(count: 12)))"
+    }
+
+    private var currencies: [(String, String)] {
+        switch connector {
+        case .trustPayments: [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]
+        case .opp: [("GBP", "826"), ("EUR", "978"), ("USD", "840")]
+        case .tapPay: [("TWD", "901"), ("USD", "840"), ("HKD", "344")]
+        }
     }
 
     /// The kind of the `index`-th job of a mixed run: mostly valid, one decline and one of each failure per ten jobs,
@@ -70,11 +92,12 @@ public struct SampleJobFactory: Sendable {
     public func makeJobs(
         count: Int, prefix: String, now: Date = Date(), allValid: Bool = false, orderPrefix: String? = nil, panOffset: Int = 0
     ) throws -> [Sample] {
-        let currencies: [(String, String)] = [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]
+        let currencies = currencies
         // A replay re-sends an earlier valid job's token with the same amount, so only the replay check fails.
         var lastValid: (token: Any, amount: Int64, currency: (String, String), secrets: CardSecrets)?
+        var lastPrime: (prime: String, amount: Int64, currency: String)?
         return try (0..<count).map { index in
-            let kind = allValid ? .valid : Self.kind(at: index, of: count)
+            var kind = allValid ? .valid : Self.kind(at: index, of: count)
             let jobId = "\(prefix)-\(index)"
             var (currency, numeric) = currencies[index % currencies.count]
             var amount = Int64(100 + (index * 37) % 9_900)
@@ -82,6 +105,20 @@ public struct SampleJobFactory: Sendable {
             amount = amount / 100 * 100 + (kind == .declined ? 51 : amount % 50)
             if kind == .malformed {
                 return Sample(kind: kind, jobId: jobId, body: Array("{\"jobId\": \"\(jobId)\", \"merchantId\": ".utf8))
+            }
+            if connector == .tapPay {
+                // TWD goes in whole dollars, and the face reads the behaviour from the amount it is sent.
+                switch kind {
+                case .validRSA: kind = .valid
+                case .amountMismatch: (kind, currency) = (.amountNotRepresentable, "TWD")
+                default: break
+                }
+                if currency == "TWD" { amount = amount * 100 + (kind == .amountNotRepresentable ? 50 : 0) }
+                var prime = Self.samplePrime(now: now)
+                if kind == .replayedToken, let previous = lastPrime { (prime, amount, currency) = previous }
+                if Self.kind(at: index, of: count) == .valid || allValid { lastPrime = (prime, amount, currency) }
+                return Sample(kind: kind, jobId: jobId, body: try body(kind: kind, jobId: jobId, index: index, orderPrefix: orderPrefix,
+                                                                       amount: amount, currency: currency, payment: ("tapPayPrime", prime)))
             }
             var token: Any
             let secrets: CardSecrets
@@ -101,18 +138,25 @@ public struct SampleJobFactory: Sendable {
                 secrets = CardSecrets(pan: request.pan, cryptogram: request.cryptogram)
                 if kind == .valid { lastValid = (token, amount, (currency, numeric), secrets) }
             }
-            var job: [String: Any] = [
-                "jobId": jobId,
-                "merchantId": kind == .unknownMerchant ? "no-such-merchant" : merchantId,
-                "orderReference": "order-\(orderPrefix.map { "\($0)-\(index)" } ?? jobId)",
-                "amount": ["value": amount, "currency": currency],
-                "applePayToken": token,
-                "billingContact": ["givenName": "Ada", "familyName": "Lovelace", "postalCode": "EC1A 1BB", "countryCode": "GB"],
-                "metadata": ["sample": kind.rawValue],
-            ]
-            if kind == .invalidJob { job["orderReference"] = nil }
-            return Sample(kind: kind, jobId: jobId, body: Array(try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys])),
+            return Sample(kind: kind, jobId: jobId, body: try body(kind: kind, jobId: jobId, index: index, orderPrefix: orderPrefix,
+                                                                   amount: amount, currency: currency, payment: ("applePayToken", token)),
                           cardSecrets: secrets)
         }
+    }
+
+    /// One job's JSON, its means of payment (`applePayToken` or `tapPayPrime`) under `payment.key`.
+    private func body(kind: Kind, jobId: String, index: Int, orderPrefix: String?, amount: Int64, currency: String,
+                      payment: (key: String, value: Any)) throws -> [UInt8] {
+        var job: [String: Any] = [
+            "jobId": jobId,
+            "merchantId": kind == .unknownMerchant ? "no-such-merchant" : merchantId,
+            "orderReference": "order-\(orderPrefix.map { "\($0)-\(index)" } ?? jobId)",
+            "amount": ["value": amount, "currency": currency],
+            payment.key: payment.value,
+            "billingContact": ["givenName": "Ada", "familyName": "Lovelace", "postalCode": "EC1A 1BB", "countryCode": "GB"],
+            "metadata": ["sample": kind.rawValue],
+        ]
+        if kind == .invalidJob { job["orderReference"] = nil }
+        return Array(try JSONSerialization.data(withJSONObject: job, options: [.sortedKeys]))
     }
 }

@@ -7,13 +7,23 @@ import Pipeline
 
 /// Everything a local run needs, created once in a directory (`paypipe sandbox init --dir DIR`):
 /// the sandbox Apple Pay PKI (`pki/`), a data key (`data.key`, mode 0600) and a merchant document
-/// (`merchant.json`) whose identities (EC and RSA) come from that PKI. Idempotent: existing files are
-/// reused, so sample tokens minted later still match the applied merchant.
+/// (`merchant.json`) whose identities (EC and RSA) come from that PKI, plus its twins on the `jwt` transport
+/// (`merchant-jwt.json`), on OPP (`merchant-opp.json`) and on TapPay (`merchant-tappay.json`), all pointing at the
+/// gateway simulator's faces. Idempotent: existing files are reused, so sample tokens minted later still match the
+/// applied merchants.
 public struct SandboxEnvironment: Sendable {
     public static let merchantId = "sandbox-merchant"
     /// A second sandbox merchant, the same identities and webhook, on the `jwt` transport: so a local run exercises
     /// both transports (`paypipe job publish --merchant sandbox-merchant-jwt`).
     public static let jwtMerchantId = "sandbox-merchant-jwt"
+    /// A sandbox merchant on ACI's Open Payment Platform (the simulator's OPP face), merchant-decrypts with the same
+    /// identities and webhook: `paypipe job publish --sample N --merchant sandbox-merchant-opp`.
+    public static let oppMerchantId = "sandbox-merchant-opp"
+    /// A sandbox merchant on TapPay (the simulator's TapPay face): its sample jobs carry a fresh `tapPayPrime`.
+    public static let tapPayMerchantId = "sandbox-merchant-tappay"
+    /// The OPP entity and TapPay merchant id of those merchants (the simulator's accounts, named in services.env).
+    public static let oppEntityId = "8a8294174b7ecb28014b9699220015ca"
+    public static let tapPayMerchantAccount = "paypipe_sandbox_tappay"
     public static let appleMerchantIdentifier = "merchant.dev.paypipe.sandbox"
 
     public let directory: String
@@ -30,6 +40,21 @@ public struct SandboxEnvironment: Sendable {
     public var merchantDocumentPath: String { directory + "/merchant.json" }
     /// The `jwt` merchant's document (``jwtMerchantId``).
     public var jwtMerchantDocumentPath: String { directory + "/merchant-jwt.json" }
+    /// The OPP merchant's document (``oppMerchantId``).
+    public var oppMerchantDocumentPath: String { directory + "/merchant-opp.json" }
+    /// The TapPay merchant's document (``tapPayMerchantId``).
+    public var tapPayMerchantDocumentPath: String { directory + "/merchant-tappay.json" }
+    /// Every sandbox merchant's document, the Trust Payments ones first.
+    public var merchantDocumentPaths: [String] { [merchantDocumentPath, jwtMerchantDocumentPath, oppMerchantDocumentPath, tapPayMerchantDocumentPath] }
+
+    /// The connector a sandbox merchant id uses (Trust Payments for any other id).
+    public static func connector(ofMerchant id: String) -> ConnectorKind {
+        switch id {
+        case oppMerchantId: .opp
+        case tapPayMerchantId: .tapPay
+        default: .trustPayments
+        }
+    }
     /// `KEY=value` lines for the sandbox's gateway simulator and webhook receiver (their secrets come from the
     /// merchant document), for shells and containers that cannot parse JSON: `. services.env`.
     public var servicesEnvironmentPath: String { directory + "/services.env" }
@@ -122,6 +147,32 @@ public struct SandboxEnvironment: Sendable {
         return document
     }
 
+    /// The OPP merchant's document: `main`'s identities (it decrypts the tokens itself, `paymentBrand` APPLEPAY,
+    /// `paymentType` DB) and webhook, gateway the simulator's OPP face with a bearer token of its own.
+    public func oppMerchantDocument(from main: MerchantDocument) -> MerchantDocument {
+        var document = main
+        document.id = Self.oppMerchantId
+        document.gateway = MerchantDocument.Gateway(
+            type: ConnectorKind.opp.rawValue, baseUrl: main.gateway?.baseUrl ?? Endpoints().gatewayURL, siteReference: Self.oppEntityId,
+            mode: .merchantDecrypts,
+            opp: OPPSettings(entityId: Self.oppEntityId, accessToken: "sandbox-" + Hex.encode(SecureRandom.bytes(count: 16))))
+        return document
+    }
+
+    /// The TapPay merchant's document: no identities (TapPay takes primes, the app's SDK handed the token to TapPay),
+    /// `main`'s webhook, gateway the simulator's TapPay face with a partner key of its own; captured automatically.
+    public func tapPayMerchantDocument(from main: MerchantDocument) -> MerchantDocument {
+        var document = main
+        document.id = Self.tapPayMerchantId
+        document.identities = []
+        document.merchantIdentityCertificateFile = nil
+        document.gateway = MerchantDocument.Gateway(
+            type: ConnectorKind.tapPay.rawValue, baseUrl: main.gateway?.baseUrl ?? Endpoints().gatewayURL, siteReference: Self.tapPayMerchantAccount,
+            mode: .gatewayDecrypts,
+            tapPay: TapPaySettings(merchantId: Self.tapPayMerchantAccount, partnerKey: "partner_" + Hex.encode(SecureRandom.bytes(count: 16))))
+        return document
+    }
+
     /// Whether `twin` names `main`'s JWT user with another secret (written by an earlier `sandbox init` before the
     /// twin shared the secret of a pre-existing `jwt` main): it must be written again.
     static func twinContradicts(_ twin: MerchantDocument, _ main: MerchantDocument) -> Bool {
@@ -146,6 +197,14 @@ public struct SandboxEnvironment: Sendable {
         } else {
             try repoint(jwtMerchantDocumentPath, endpoints)
         }
+        // Sandboxes made before the other connectors get these documents on their next open.
+        for (path, make) in [(oppMerchantDocumentPath, oppMerchantDocument(from:)), (tapPayMerchantDocumentPath, tapPayMerchantDocument(from:))] {
+            if FileManager.default.fileExists(atPath: path) {
+                try repoint(path, endpoints)
+            } else {
+                try Self.writeSecret(try encoder.encode(make(main)), to: path)
+            }
+        }
     }
 
     private func repoint(_ path: String, _ endpoints: Endpoints) throws {
@@ -166,7 +225,7 @@ public struct SandboxEnvironment: Sendable {
 
     /// Rewritten on every open from the merchant document on disk, so it always matches what was applied.
     private func writeServicesEnvironment() throws {
-        let documents = try [merchantDocumentPath, jwtMerchantDocumentPath].map(Self.readDocument)
+        let documents = try merchantDocumentPaths.map(Self.readDocument)
         let document = documents[0]
         var lines: [String] = []
         let jwtUsers = documents.compactMap { document in
@@ -179,6 +238,10 @@ public struct SandboxEnvironment: Sendable {
         let distinctJWTUsers = jwtUsers.enumerated().filter { !jwtUsers[..<$0.offset].contains($0.element) }.map(\.element)
         if !distinctJWTUsers.isEmpty { lines.append("PAYPIPE_SIM_MERCHANTS='\(distinctJWTUsers.joined(separator: ","))'") }
         if !webservicesUsers.isEmpty { lines.append("PAYPIPE_SIM_WEBSERVICES_USERS='\(webservicesUsers.joined(separator: ","))'") }
+        let oppTokens = documents.compactMap { $0.gateway?.opp.flatMap { opp in opp.accessToken.map { "\($0)=\(opp.entityId)" } } }
+        if !oppTokens.isEmpty { lines.append("PAYPIPE_SIM_OPP_TOKENS='\(oppTokens.joined(separator: ","))'") }
+        let tapPayPartners = documents.compactMap { $0.gateway?.tapPay.flatMap { tapPay in tapPay.partnerKey.map { "\($0)=\(tapPay.merchantId)" } } }
+        if !tapPayPartners.isEmpty { lines.append("PAYPIPE_SIM_TAPPAY_PARTNERS='\(tapPayPartners.joined(separator: ","))'") }
         if let secret = document.webhook?.secret {
             lines.append("PAYPIPE_WEBHOOK_SECRET='\(secret)'")
         }
