@@ -7,8 +7,10 @@ checks. Used by `scripts/chaos [short|full]` and `scripts/chaos adversarial`.
       publish, record what was published; exits 3 without publishing while a merchant has no authorised payment of the
       run yet (the caller retries), unless --now
   chaos_operations.py check DATABASE_URL SIMULATOR_URL OUT.jsonl TIMEOUT           wait for them, then assert (exit 1 if not):
-    - the simulator's operation ledger (GET /_sim/operations) holds at most one gateway operation per operation (its
-      request reference names the attempt, `O<attempt>-…`, which names the operation), so no payment has a doubled one;
+    - the simulator's operation ledger (GET /_sim/operations) holds at most one gateway operation per operation, so no
+      payment has a doubled one: a Trust Payments request reference names the attempt (`O<attempt>-…`), an OPP
+      merchantTransactionId the operation's row (`…-op<row>`); TapPay requests carry no PayPipe reference, so each
+      authorisation has at most as many captures and refunds as PayPipe sent (its succeeded or for-review operations);
     - the lifecycle invariants hold: captured <= authorised, refunded <= captured (so concurrent partial refunds never
       exceed the total), each payment's refunded amount is exactly the sum of its succeeded refunds, no refund of a
       voided payment (in PayPipe, and on the gateway's ledger: no REFUND of an AUTH a TRANSACTIONUPDATE cancelled);
@@ -16,8 +18,6 @@ checks. Used by `scripts/chaos [short|full]` and `scripts/chaos adversarial`.
       answer: never resent; counted apart);
     - every face's money per payment (GET /_sim/payments: refunded, voided, Trust Payments' settled amount) is what
       PayPipe recorded, so no payment had an operation carried out twice under any reference;
-    - an operation of a merchant whose connector the operations stage does not carry out on this base
-      (REFUSED_ON_THIS_BASE) failed operation_not_supported, and nothing else.
 
 What is planned follows the connector's capabilities as `paypipe merchant show` reports them (ConnectorKind.capabilities):
 no void where there is no void API (TapPay), full captures only where partial ones are unsupported, partial refunds only
@@ -25,6 +25,7 @@ where supported, amounts in units the currency can express (TWD in whole dollars
 Prints one JSON summary line.
 """
 import json
+import re
 import subprocess
 import sys
 import time
@@ -33,10 +34,10 @@ import urllib.request
 import pika
 
 MERCHANTS = ("sandbox-merchant", "sandbox-merchant-opp", "sandbox-merchant-tappay")
-# Connectors whose operations the operations stage refuses `operation_not_supported` on this branch's base (main at
-# 4a1a5ff: Trust Payments' only). Once the OPP and TapPay operations land, this set becomes empty and their
-# operations are checked like Trust Payments' (the plan already follows each connector's capabilities).
-REFUSED_ON_THIS_BASE = {"opp", "tappay"}
+# The ledger's request types per operation kind: Trust Payments names its own in `requestreference`; OPP's carry the
+# operation's row in their merchantTransactionId (`<payment reference>-op<row>`); TapPay's carry no PayPipe reference,
+# so they are counted per authorisation (`rec_trade_id`) against that payment's operations of the kind.
+CONNECTOR_KINDS = {"CP": "capture", "RV": "void", "RF": "refund", "cap": "capture", "refund": "refund"}
 PER_MERCHANT = 120   # authorised payments per merchant that get operations
 WHOLE_UNITS = {"TWD": 100}   # minor units per unit the connector sends (TapPay sends TWD in whole dollars)
 
@@ -124,24 +125,41 @@ def check(database_url, simulator_url, ops_path, timeout):
         counts = per_connector.setdefault(connector_of[r[0]], {})
         counts[r[2]] = counts.get(r[2], 0) + 1
     unfinished = sorted(set(ids) - {r[0] for r in done})
-    refused = [r[0] for r in rows if connector_of[r[0]] in REFUSED_ON_THIS_BASE and r[2] == "failed" and r[4] == "operation_not_supported"]
-    not_refused = [f"{r[0]}: {r[2]} {r[4]}" for r in done if connector_of[r[0]] in REFUSED_ON_THIS_BASE
-                   and not (r[2] == "failed" and r[4] == "operation_not_supported")]
     ledger = json.load(urllib.request.urlopen(f"{simulator_url}/_sim/operations", timeout=30))["operations"]
     attempts = {int(a): (o, p) for a, o, p in psql(database_url, """SELECT a.id, o.operation_id, o.payment_id FROM operation_attempts a
                                                                    JOIN payment_operations o ON o.id = a.operation_id""")}
-    per_operation, payment_of = {}, {}
+    rows_by_id = {int(i): (o, p) for i, o, p in psql(database_url, "SELECT id, operation_id, payment_id FROM payment_operations")}
+    # TapPay: how many operations of each kind each authorisation may have had sent (any that did not fail unsent).
+    allowed_per_trade = {(t, k): int(n) for t, k, n in psql(database_url, """SELECT transaction_reference, kind, count(*) FROM payment_operations
+                                                                             WHERE transaction_reference IS NOT NULL AND state IN ('succeeded', 'needs_review')
+                                                                             GROUP BY 1, 2""")}
+    per_operation, payment_of, per_trade = {}, {}, {}
     unattributed = 0
     for entry in ledger:
         reference = entry.get("requestreference") or ""
         head = reference.split("-")[0]
+        opp_row = re.search(r"-op(\d+)$", reference)
+        kind = CONNECTOR_KINDS.get(entry.get("requesttypedescription"))
         if head.startswith("O") and head[1:].isdigit() and int(head[1:]) in attempts:
             operation, payment = attempts[int(head[1:])]
-            per_operation[operation] = per_operation.get(operation, 0) + 1
-            payment_of[operation] = payment
+        elif entry.get("connector") == "opp" and opp_row and int(opp_row.group(1)) in rows_by_id:
+            operation, payment = rows_by_id[int(opp_row.group(1))]
+        elif entry.get("connector") == "tappay" and kind:
+            key = (entry.get("transactionreference"), kind)
+            per_trade[key] = per_trade.get(key, 0) + 1
+            continue
         else:
             unattributed += 1   # the upkeep's suspensions (U…), which are no operation
+            continue
+        per_operation[operation] = per_operation.get(operation, 0) + 1
+        payment_of[operation] = payment
     duplicates = {o: n for o, n in per_operation.items() if n > 1}
+    trade_payment = dict(psql(database_url, """SELECT DISTINCT transaction_reference, payment_id::text FROM payment_operations
+                                               WHERE transaction_reference IS NOT NULL"""))
+    for (trade, kind), n in per_trade.items():
+        if n > allowed_per_trade.get((trade, kind), 0):
+            duplicates[f"tappay {kind} of {trade}"] = n
+            payment_of[f"tappay {kind} of {trade}"] = trade_payment.get(trade, trade)
     # No refund of a voided payment, on the gateway's ledger: a REFUND whose parent a TRANSACTIONUPDATE set to 3.
     cancelled = {e.get("transactionreference") for e in ledger
                  if e.get("requesttypedescription") == "TRANSACTIONUPDATE" and (e.get("updates") or {}).get("settlestatus") == "3"}
@@ -163,7 +181,6 @@ def check(database_url, simulator_url, ops_path, timeout):
         "paymentsWithADoubledOperation": len({payment_of[o] for o in duplicates}),
         "paymentsComparedWithTheGateway": compared, "paymentsTheGatewayDisagreesWith": len(disagreeing),
         "invariantViolations": invariant_violations, "forReview": states.get("needs_review", 0), "notOperations": unattributed,
-        "refusedUnsupportedOnThisBase": len(refused), "notRefusedAlthoughUnsupportedOnThisBase": len(not_refused),
     }
     print(json.dumps(summary))
     if unfinished:
@@ -175,10 +192,7 @@ def check(database_url, simulator_url, ops_path, timeout):
               f"gateway REFUNDs of cancelled AUTHs {len(refunds_of_cancelled)}", file=sys.stderr)
     if disagreeing:
         print(f"payments whose money at the gateway differs from PayPipe's: {disagreeing[:10]}", file=sys.stderr)
-    if not_refused:
-        print(f"operations of {sorted(REFUSED_ON_THIS_BASE)} merchants not refused operation_not_supported (if their operations "
-              f"now exist, empty REFUSED_ON_THIS_BASE in scripts/lib/chaos_operations.py): {not_refused[:10]}", file=sys.stderr)
-    return 1 if unfinished or duplicates or invariant_violations or not_refused or disagreeing else 0
+    return 1 if unfinished or duplicates or invariant_violations or disagreeing else 0
 
 
 def gateway_agrees(database_url, simulator_url, payment_ids, open_operations, published):
