@@ -108,6 +108,26 @@ extension Integration {
         }
     }
 
+    /// One batch with an operation, its duplicate and a second operation of the same payment: planned one after the
+    /// other (never in one prepare transaction), the duplicate is reported again without a second request, and the
+    /// second capture is decided on the first one's outcome.
+    @Test func operationsOfOnePaymentInOneBatchRunInTurn() throws {
+        let harness = try Harness(settleDelay: 60)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let payment = try harness.authorizedPayment(amount: 1000, mode: .manual)
+        let capture = harness.delivery(.capture, "batch-1", payment: payment, amount: 800)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let results = stage.process(try [capture, capture, harness.delivery(.capture, "batch-2", payment: payment, amount: 100)].map(stage.decode),
+                                    database: database)
+        guard case .success(.publish) = results[0], case .success(.publish) = results[1] else { throw TestFailure("capture not reported twice: \(results)") }
+        #expect(try harness.operation("batch-1")?.state == .succeeded)
+        #expect(try harness.operation("batch-2")?.state == .failed, "a second capture of a captured payment is refused")
+        #expect(harness.simulator.ledger.operations.count == 1, "one TRANSACTIONUPDATE for the operation and its duplicate")
+        #expect(try harness.lifecycle(payment).map { ($0.status, $0.capturedAmount) } ?? (.voided, 0) == (.captured, 800))
+    }
+
     @Test func manualCapturePartialCaptureSettlementTwoRefundsAndARefusedOverRefund() throws {
         let harness = try Harness(settleDelay: 0.5)
         defer { harness.tearDown() }

@@ -10,14 +10,15 @@ import Postgres
 ///
 /// Thin by design: what to send and what it leads to is decided by ``OperationProtocol`` (through ``OperationSteps``,
 /// each step one transaction under the payment's row lock, writing only through ``OperationStore`` and
-/// ``PaymentStore``); this type only carries it out, one message at a time, the gateway call between two
-/// transactions. Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or
+/// ``PaymentStore``); this type carries it out in the runtime's batch shape (``CallingStageHandler``: plan in the
+/// prepare transaction, the call on the call-out pool through the gate, the answer in the record transaction, a
+/// not-applied update sent again in the next round), never two messages of one merchant in one round. Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or
 /// concurrent message finds them and resumes instead of sending again; a lost TRANSACTIONUPDATE answer is reconciled by
 /// querying the AUTH, a lost REFUND answer goes to review and is never resent.
 ///
 /// A finished operation is handed to `notify` (``OperationEventMessage``), which sends its event (`payment.captured`,
 /// `payment.voided`, `payment.refunded`, `payment.operation_failed`) as a signed webhook and on `paypipe.results`.
-public struct OperationsStage: StageHandler {
+public struct OperationsStage: CallingStageHandler {
     public let stage = Stage.operations
     public static let actor = "operations"
 
@@ -32,15 +33,19 @@ public struct OperationsStage: StageHandler {
     let reconcileGrace: Double
     /// Seconds between settlement queries of a captured payment (`PAYPIPE_SETTLEMENT_POLL`).
     let settlementPoll: Double
-    /// The call-out gate of the worker's gateway calls (operations, their status queries, the upkeep's), as submit's:
-    /// a circuit per endpoint URL and at most `maxConcurrent` calls in flight per merchant.
-    public let gate: EndpointGate
+    /// The call-out phase's pool and gate; the gate takes every gateway call of the worker (operations, their status
+    /// queries, the upkeep's), as submit's: a circuit per endpoint URL and at most `maxConcurrent` calls in flight per
+    /// merchant.
+    public let callOut: CallOut
+    public var gate: EndpointGate { callOut.gate }
 
     public init(directory: MerchantDirectory, client: TrustPaymentsClient, steps: OperationSteps = OperationSteps(),
                 sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600,
                 gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
         self.settlementPoll = settlementPoll
-        self.gate = EndpointGate(policy: gate, stage: .operations)
+        // One call thread: a wave holds at most one message per merchant and operations are rare next to AUTHs.
+        self.callOut = CallOut(pool: HTTPClientPool(size: 1, configuration: client.http, name: "paypipe-operations-call"),
+                               gate: EndpointGate(policy: gate, stage: .operations), sendWindow: sendWindow, rounds: 3)
         self.directory = directory
         self.client = client
         self.connectors = GatewayConnectors(trustPayments: client, opp: OPPConnector(http: client.http, transport: client.transport),
@@ -57,6 +62,14 @@ public struct OperationsStage: StageHandler {
         /// The reconciler's hand-off of a payment (``reconcile(on:)``): void its late AUTH, or its authorisation not
         /// captured within `captureWithin`.
         case reconciled(StageMessage)
+
+        var merchantId: String {
+            switch self {
+            case .request(let request): request.merchantId
+            case .invalid(_, let merchantId, _, _): merchantId
+            case .reconciled(let payment): payment.merchantId
+            }
+        }
     }
 
     public func decode(_ inbound: InboundMessage) throws(StageFailure) -> Message {
@@ -78,47 +91,222 @@ public struct OperationsStage: StageHandler {
         }
     }
 
+    /// The runtime's batch shape (``CallingStageHandler``) in waves of at most one message per merchant, so two
+    /// operations of one payment never share a prepare transaction: the second is planned only after the first's
+    /// round settled it, as when messages were handled one by one. Before a wave, a refund of a payment still recorded
+    /// `captured` asks the gateway whether it settled since (``learnSettlement(_:database:)``).
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        batch.map { message in
-            do {
-                return try handle(message, database: database)
-            } catch let failure as StageFailure {
-                return .failure(failure)
-            } catch {
-                return .failure(FailureClassifier.classify(error))
+        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
+        for wave in Self.waves(batch.map(\.merchantId)) {
+            var ready: [Int] = []
+            for index in wave {
+                do {
+                    try learnSettlement(batch[index], database: database)
+                    ready.append(index)
+                } catch {
+                    results[index] = .failure(FailureClassifier.classify(error))
+                }
             }
+            for (index, result) in zip(ready, processInRounds(ready.map { batch[$0] }, database: database)) { results[index] = result }
         }
+        return results.map { $0! }
     }
 
-    func handle(_ message: Message, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
+    /// Batch indices in waves, each with at most one message of a merchant, every merchant's messages in batch order.
+    static func waves(_ merchants: [String]) -> [[Int]] {
+        var waves: [[Int]] = [], taken: [String: Int] = [:]
+        for (index, merchant) in merchants.enumerated() {
+            let wave = taken[merchant, default: 0]
+            taken[merchant] = wave + 1
+            if wave == waves.count { waves.append([]) }
+            waves[wave].append(index)
+        }
+        return waves
+    }
+
+    // MARK: The batch shape's steps
+
+    /// A gateway call an operation's plan committed the attempt of: its request, or the status query of a lost answer.
+    public enum Call: Sendable {
+        case send(Planned, request: GatewayOperation, connector: ConnectorCall?)
+        case query(Planned, transactionReference: String, connector: ConnectorCall?)
+    }
+
+    /// What a call's answer is recorded against.
+    public struct Planned: Sendable {
+        let operation: OperationStore.Operation
+        let attempt: Int64
+        let endpoint: GatewayEndpoint
+        let transport: OperationProtocol.Transport
+    }
+
+    /// An OPP or TapPay operation as its connector takes it (``connectorCall(_:_:database:)``), read in the prepare.
+    public struct ConnectorCall: Sendable {
+        let operation: ConnectorOperation
+        let reference: String
+    }
+
+    public enum Answer: Sendable {
+        case sent(OperationSteps.Answer)
+        case queried(Result<OperationProtocol.Evidence, OperationQueryFailure>)
+    }
+
+    /// Plans each message under its payment's lock (committing the operation and its attempt before any call).
+    public func prepare(_ batch: [Message], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
+        try batch.map { try prepare($0, transaction: transaction) }
+    }
+
+    private func prepare(_ message: Message, transaction: PostgresConnection) throws -> Prepared<Call> {
         switch message {
         case .invalid(let kind, let merchantId, let operationId, let reason):
             // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
             // names, there is no webhook target to report it to.
             let placeholder = OperationRequest(kind: kind, operationId: operationId, merchantId: merchantId, payment: .jobId("-"), amount: nil)
-            _ = try database.transaction { try steps.store.refuse(placeholder, paymentId: nil, code: "invalid_job", reason: reason, on: $0) }
-            return .failure(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
+            _ = try steps.store.refuse(placeholder, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
+            return .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
         case .request(let request):
-            guard let entry = try directory.entry(request.merchantId, on: database) else {
-                return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
+            guard let entry = try directory.entry(request.merchantId, on: transaction) else {
+                return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
             }
-            if request.kind == .refund, let endpoint = Self.endpoint(entry.merchant), endpoint.transport == .webservices {
-                try learnSettlement(request, endpoint: endpoint, http: HTTPClient(configuration: client.http), database: database)
-            }
-            return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
+            return try prepare(merchant: entry.merchant, transaction: transaction) { transport, timing in
                 try steps.plan(request, transport: transport, timing: timing, on: transaction)
             }
         case .reconciled(let payment):
-            guard let entry = try directory.entry(payment.merchantId, on: database) else {
-                return .failure(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
+            guard let entry = try directory.entry(payment.merchantId, on: transaction) else {
+                return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
             }
-            let status = try PaymentStore().load(payment.paymentId, on: database)?.status
-            return try run(merchant: entry.merchant, database: database) { transport, timing, transaction in
+            let status = try PaymentStore().load(payment.paymentId, on: transaction)?.status
+            return try prepare(merchant: entry.merchant, transaction: transaction) { transport, timing in
                 status == .authorized ? try steps.planExpiry(payment, transport: transport, timing: timing, on: transaction)
                     : try steps.planLateAuthorization(payment, transport: transport, timing: timing, on: transaction)
             }
         }
     }
+
+    /// One message's plan and what it leads to: a call, or a result (a request with nothing to send it to is settled
+    /// refused at once, in the same transaction).
+    private func prepare(
+        merchant: MerchantStore.Merchant, transaction: PostgresConnection,
+        planning: (OperationProtocol.Transport, OperationStore.SendTiming) throws -> OperationSteps.Plan
+    ) throws -> Prepared<Call> {
+        let transport = Self.transport(merchant)
+        let endpoint = Self.endpoint(merchant)
+        let timing = OperationStore.SendTiming(
+            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
+        switch try planning(transport, timing) {
+        case .wait(let code, let reason):
+            return .failed(.transient(code: code, reason: reason))
+        case .nothing:
+            return .finished(.completed)
+        case .conflict(let existing):
+            return .failed(.unattributable(code: "operation_conflict",
+                                           reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
+        case .finished(let operation):
+            return .finished(try report(operation, transaction: transaction))
+        case .review(let operation):
+            return .finished(reviewed(operation))
+        case .send(let operation, let attempt, let gatewayRequest):
+            let refusal: OperationSteps.Answer
+            if let endpoint {
+                let planned = Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport)
+                guard endpoint.connector != .trustPayments else { return .call(.send(planned, request: gatewayRequest, connector: nil)) }
+                if let call = try connectorCall(operation, gatewayRequest, database: transaction) {
+                    return .call(.send(planned, request: gatewayRequest, connector: call))
+                }
+                refusal = .refused(code: "operation_not_supported", message: "\(gatewayRequest.requestType) is not a \(endpoint.connector.rawValue) operation")
+            } else {
+                refusal = .refused(code: "gateway_not_configured", message: "merchant \(merchant.id) has no gateway credentials for its transport")
+            }
+            let settled = try steps.settle(operation, attempt: attempt, answer: refusal, transport: transport, actor: Self.actor, on: transaction)
+            switch try recorded(settled, transaction: transaction) {
+            case .decided(let result): return .decided(result)
+            case .again: return .failed(Self.unsettled)
+            }
+        case .query(let operation, let attempt, let reference):
+            guard let endpoint else { return .failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
+            let connector = endpoint.connector == .trustPayments ? nil : try operation.request.flatMap { try connectorCall(operation, $0, database: transaction) }
+            return .call(.query(Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport),
+                                transactionReference: reference, connector: connector))
+        }
+    }
+
+    /// Through the gate as submit's calls: a circuit per endpoint URL, the merchant's slots; a send only within the
+    /// round's send window (a status query charges nothing).
+    public func gating(_ call: Call, for message: Message) -> GatedCall {
+        switch call {
+        case .send(let planned, _, _): GatedCall(EndpointGate.Call(endpoint: planned.endpoint.url, owner: message.merchantId), windowed: true)
+        case .query(let planned, _, _): GatedCall(EndpointGate.Call(endpoint: planned.endpoint.url, owner: message.merchantId))
+        }
+    }
+
+    public func perform(_ call: Call, for message: Message, window: SendWindow?, client http: HTTPClient) -> (answer: Answer, report: CircuitState.Report) {
+        switch call {
+        case .send(let planned, let request, let connector):
+            let answer: OperationSteps.Answer = if let connector {
+                OperationSteps.Answer(connectorResult: connectors.perform(connector.operation, reference: connector.reference, endpoint: planned.endpoint,
+                                                                          requestId: "O\(planned.attempt)", now: Date(), window: window, using: http))
+            } else {
+                client.operate(request, endpoint: planned.endpoint, requestId: "O\(planned.attempt)", window: window, using: http)
+            }
+            return (.sent(answer), Self.report(answer))
+        case .query(let planned, let reference, let connector):
+            let evidence: Result<OperationProtocol.Evidence, OperationQueryFailure> = if let connector {
+                connectors.findOperation(connector.operation, reference: connector.reference, endpoint: planned.endpoint,
+                                         requestId: "Q\(planned.attempt)", now: Date(), using: http)
+            } else {
+                client.queryAuth(transactionReference: reference, endpoint: planned.endpoint, requestId: "Q\(planned.attempt)", using: http).map { .auth($0) }
+            }
+            return (.queried(evidence), Self.report(evidence))
+        }
+    }
+
+    /// A call held back was not made: with submit's codes (``SubmitStage/heldBack(_:merchantId:slots:)``), and a send
+    /// the window closed on as the HTTP send gate's refusal would be.
+    public func heldBack(_ call: Call, for message: Message, because reason: HeldBack) -> Answer {
+        let (code, detail): (String, String)
+        switch reason {
+        case .gate(let refusal): (code, detail) = SubmitStage.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
+        case .sendWindow(let refusal): (code, detail) = ("paypipe.send_window", "not sent: \(refusal)")
+        }
+        switch call {
+        case .send: return .sent(.notSent(code: code, reason: detail))
+        case .query: return .queried(.failure(OperationQueryFailure(code: code, reason: detail)))
+        }
+    }
+
+    /// Records each answer under the payment's lock; an update the status query shows not applied goes another round
+    /// (its plan then sends a new attempt).
+    public func record(_ answers: [Answered<Message, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
+        try answers.map { answered in
+            switch (answered.call, answered.answer) {
+            case (.send(let planned, _, _), .sent(let answer)):
+                return try recorded(steps.settle(planned.operation, attempt: planned.attempt, answer: answer, transport: planned.transport,
+                                                 actor: Self.actor, on: transaction), transaction: transaction)
+            case (.query(let planned, _, _), .queried(.success(let evidence))):
+                return try recorded(steps.reconciled(planned.operation, query: planned.attempt, evidence: evidence, actor: Self.actor, on: transaction),
+                                    transaction: transaction)
+            case (.query(let planned, _, _), .queried(.failure(let failure))):
+                try steps.store.finishAttempt(planned.attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code,
+                                                                     errorMessage: failure.reason), on: transaction)
+                return .failed(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
+            case (.send, .queried), (.query, .sent):
+                preconditionFailure("an answer of another kind of call")
+            }
+        }
+    }
+
+    private func recorded(_ settled: OperationSteps.Settled, transaction: PostgresConnection) throws -> Recorded {
+        switch settled {
+        case .finished(let operation): .finished(try report(operation, transaction: transaction))
+        case .review(let operation): .finished(reviewed(operation))
+        case .retry(let code, _) where code == "operation_not_applied": .again
+        case .retry(let code, let reason): .failed(.transient(code: code, reason: reason))
+        }
+    }
+
+    private static let unsettled = StageFailure.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts")
+
+    public func unsettled(_ message: Message) -> StageFailure { Self.unsettled }
 
     /// Payments whose late AUTH is to be voided, or whose manual authorisation was not captured within
     /// `captureWithin`, each handed to this stage once per reconciler round (their void is idempotent: one operation
@@ -142,85 +330,6 @@ public struct OperationsStage: StageHandler {
         }
     }
 
-    /// Plans, sends or queries, and settles, until the operation is finished, for review, or must wait (a retry).
-    private func run(
-        merchant: MerchantStore.Merchant, database: PostgresConnection,
-        planning: (OperationProtocol.Transport, OperationStore.SendTiming, PostgresConnection) throws -> OperationSteps.Plan
-    ) throws -> Result<StageOutcome, StageFailure> {
-        let transport = Self.transport(merchant)
-        let endpoint = Self.endpoint(merchant)
-        let timing = OperationStore.SendTiming(
-            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
-        // Operations are rare next to AUTHs: a client (connection) per message rather than a pool.
-        let http = HTTPClient(configuration: client.http)
-        // A not-applied update is sent again at once by a new attempt; anything else ends the round.
-        for _ in 0..<3 {
-            let start = ContinuousClock.now
-            let wallClock = Date()
-            let plan = try database.transaction { try planning(transport, timing, $0) }
-            let settled: OperationSteps.Settled
-            switch plan {
-            case .wait(let code, let reason):
-                return .failure(.transient(code: code, reason: reason))
-            case .nothing:
-                return .success(.completed)
-            case .conflict(let existing):
-                return .failure(.unattributable(code: "operation_conflict",
-                                                reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
-            case .finished(let operation):
-                return .success(try report(operation, database: database))
-            case .review(let operation):
-                return .success(reviewed(operation))
-            case .send(let operation, let attempt, let gatewayRequest):
-                let window = SendWindow(seconds: sendWindow, from: start, wallClock: wallClock)
-                let answer = try endpoint.map { endpoint in
-                    guard endpoint.connector != .trustPayments else {
-                        return gated(endpoint, merchantId: merchant.id, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
-                            client.operate(gatewayRequest, endpoint: endpoint, requestId: "O\(attempt)", window: window, using: http)
-                        }
-                    }
-                    guard let call = try connectorCall(operation, gatewayRequest, database: database) else {
-                        return .refused(code: "operation_not_supported", message: "\(gatewayRequest.requestType) is not a \(endpoint.connector.rawValue) operation")
-                    }
-                    return gated(endpoint, merchantId: merchant.id, heldBack: { OperationSteps.Answer.notSent(code: $0, reason: $1) }, report: Self.report) {
-                        OperationSteps.Answer(connectorResult: connectors.perform(call.operation, reference: call.reference, endpoint: endpoint,
-                                                                                  requestId: "O\(attempt)", now: wallClock, window: window, using: http))
-                    }
-                } ?? .refused(code: "gateway_not_configured", message: "merchant \(merchant.id) has no gateway credentials for its transport")
-                settled = try database.transaction {
-                    try steps.settle(operation, attempt: attempt, answer: answer, transport: transport, actor: Self.actor, on: $0)
-                }
-            case .query(let operation, let attempt, let reference):
-                guard let endpoint else { return .failure(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
-                let connectorQuery = endpoint.connector == .trustPayments ? nil : try operation.request.flatMap { try connectorCall(operation, $0, database: database) }
-                let evidence = gated(endpoint, merchantId: merchant.id, heldBack: { .failure(OperationQueryFailure(code: $0, reason: $1)) },
-                                     report: Self.report) { () -> Result<OperationProtocol.Evidence, OperationQueryFailure> in
-                    if let connectorQuery {
-                        return connectors.findOperation(connectorQuery.operation, reference: connectorQuery.reference, endpoint: endpoint,
-                                                        requestId: "Q\(attempt)", now: wallClock, using: http)
-                    }
-                    return client.queryAuth(transactionReference: reference, endpoint: endpoint, requestId: "Q\(attempt)", using: http).map { .auth($0) }
-                }
-                switch evidence {
-                case .success(let evidence):
-                    settled = try database.transaction { try steps.reconciled(operation, query: attempt, evidence: evidence, actor: Self.actor, on: $0) }
-                case .failure(let failure):
-                    try database.transaction {
-                        try steps.store.finishAttempt(attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code, errorMessage: failure.reason), on: $0)
-                    }
-                    return .failure(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
-                }
-            }
-            switch settled {
-            case .finished(let operation): return .success(try report(operation, database: database))
-            case .review(let operation): return .success(reviewed(operation))
-            case .retry(let code, _) where code == "operation_not_applied": continue
-            case .retry(let code, let reason): return .failure(.transient(code: code, reason: reason))
-            }
-        }
-        return .failure(.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts"))
-    }
-
     /// How the protocol reaches the merchant's gateway: its Trust Payments transport, or its connector.
     static func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
         guard let gateway = merchant.config.gateway else { return .webservices }
@@ -235,10 +344,10 @@ public struct OperationsStage: StageHandler {
     /// payment's currency, with the operation's own reference (``OPPWire/operationReference(paymentReference:operationRowId:)``).
     func connectorCall(
         _ operation: OperationStore.Operation, _ request: GatewayOperation, database: PostgresConnection
-    ) throws -> (operation: ConnectorOperation, reference: String)? {
+    ) throws -> ConnectorCall? {
         guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database),
               let call = ConnectorOperation(request, currency: payment.currency ?? "") else { return nil }
-        return (call, OPPWire.operationReference(paymentReference: paymentId.paymentIDText, operationRowId: operation.id))
+        return ConnectorCall(operation: call, reference: OPPWire.operationReference(paymentReference: paymentId.paymentIDText, operationRowId: operation.id))
     }
 
     /// One gateway call through ``gate``: held back (no slot of the merchant within a second, the endpoint's circuit
@@ -292,6 +401,12 @@ public struct OperationsStage: StageHandler {
     /// (`DB`, or a `PA` with its `CP`: "a refund can be performed against debit (DB) or captured preauthorization
     /// (PA->CP)" [doc: OPP white-label back-office pages]), known without a query; at TapPay a trade the Record API
     /// shows `is_captured` [doc].
+    private func learnSettlement(_ message: Message, database: PostgresConnection) throws {
+        guard case .request(let request) = message, request.kind == .refund, let entry = try directory.entry(request.merchantId, on: database),
+              let endpoint = Self.endpoint(entry.merchant), endpoint.transport == .webservices else { return }
+        try learnSettlement(request, endpoint: endpoint, http: HTTPClient(configuration: client.http), database: database)
+    }
+
     private func learnSettlement(_ request: OperationRequest, endpoint: GatewayEndpoint, http: HTTPClient, database: PostgresConnection) throws {
         guard let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
               let reference = try steps.settlementCandidate(paymentId, on: database) else { return }
@@ -319,15 +434,14 @@ public struct OperationsStage: StageHandler {
     }
 
     /// A finished operation goes to notification, which sends its event.
-    private func report(_ operation: OperationStore.Operation, database: PostgresConnection) throws -> StageOutcome {
-        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database) else { return .completed }
+    private func report(_ operation: OperationStore.Operation, transaction: PostgresConnection) throws -> StageOutcome {
+        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: transaction) else { return .completed }
         var messages = [OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()]
         if operation.requestedBy == .lateAuthorization, operation.state == .succeeded {
             // The customer is not charged for a payment reported failed: the review closes as failed, notified again.
-            let closed = try database.transaction { transaction in
-                try PaymentStore().transition(paymentId, from: .needsReview, to: .failed, actor: Self.actor, errorCode: "late_authorization_voided",
-                                              detail: "the late AUTH was voided automatically (operation \(operation.operationId))", on: transaction)
-            }
+            let closed = try PaymentStore().transition(
+                paymentId, from: .needsReview, to: .failed, actor: Self.actor, errorCode: "late_authorization_voided",
+                detail: "the late AUTH was voided automatically (operation \(operation.operationId))", on: transaction)
             if closed == .applied || payment.status == .failed {
                 messages.append(OperationEventMessage.notifyHandOff(id: "\(payment.message.paymentId.paymentIDText):notify", body: payment.message.encoded()))
             }

@@ -3,14 +3,18 @@ import Foundation
 /// Fault-injection points for tests of crash safety and for the benchmark guard's self-test. Production workers use
 /// ``none``.
 ///
-/// `afterCommit` runs after a batch's database transaction committed and before its hand-offs are
-/// published; throwing from it makes the lane abandon the batch exactly as a crash at that point would
-/// (nothing published, nothing acked), so tests can prove the hand-off still reaches the next stage.
+/// `afterCommit` (debug builds only: a test seam release workers do not carry) runs after a batch's database
+/// transaction committed and before its hand-offs are published; throwing from it makes the lane abandon the batch
+/// exactly as a crash at that point would (nothing published, nothing acked), so tests can prove the hand-off still
+/// reaches the next stage.
 /// `afterBatch` runs once a batch is acked, with the seconds the lane spent on it.
 public struct RuntimeHooks: Sendable {
+    #if DEBUG
     public var afterCommit: @Sendable () throws -> Void
+    #endif
     public var afterBatch: @Sendable (_ seconds: Double) -> Void
 
+    #if DEBUG
     public init(
         afterCommit: @escaping @Sendable () throws -> Void = {},
         afterBatch: @escaping @Sendable (_ seconds: Double) -> Void = { _ in }
@@ -18,6 +22,11 @@ public struct RuntimeHooks: Sendable {
         self.afterCommit = afterCommit
         self.afterBatch = afterBatch
     }
+    #else
+    public init(afterBatch: @escaping @Sendable (_ seconds: Double) -> Void = { _ in }) {
+        self.afterBatch = afterBatch
+    }
+    #endif
 
     public static let none = RuntimeHooks()
 

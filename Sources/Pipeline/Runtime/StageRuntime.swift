@@ -213,12 +213,14 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             guard let results = process(decoded.map(\.message), database: &database) else {
                 return  // stopping while the database is down: leave unacked, the broker redelivers
             }
+            #if DEBUG
             do {
                 try hooks.afterCommit()
             } catch {
                 logger.warning("batch_abandoned_after_commit", [("messages", .int(decoded.count))])
                 return
             }
+            #endif
             for (index, result) in results.enumerated() {
                 outbound.append(contentsOf: route(result, for: decoded[index].delivery))
             }
