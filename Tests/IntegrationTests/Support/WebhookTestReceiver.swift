@@ -77,8 +77,8 @@ final class WebhookTestReceiver: Sendable {
 
 /// Requests in flight together, across several receivers: each request is held until `parties` requests have been in
 /// flight at once (then all are answered), or for at most `limit` seconds, so that a sender that serialises them still
-/// gets its answers (with `peak` 1). `limit` stays below the sender's request timeout (``NotifyHarness``: 5 s), so no
-/// request the sender gave up on is still counted when the next one arrives.
+/// gets its answers (with `peak` 1). Keep `limit` below the sender's request timeout (``NotifyHarness/makeStage``'s
+/// `totalTimeout`), so that no request the sender gave up on is still counted when the next one arrives.
 final class InFlightProbe: Sendable {
     let parties: Int
     let limit: Double
