@@ -57,8 +57,8 @@ public struct ASN1Time: Hashable, Sendable, Comparable {
         return result
     }
 
-    /// Howard Hinnant's days_from_civil.
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    /// Howard Hinnant's days_from_civil: days since 1970-01-01 of a proleptic Gregorian date (no range check).
+    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -69,7 +69,7 @@ public struct ASN1Time: Hashable, Sendable, Comparable {
     }
 
     /// Inverse of `daysFromCivil`.
-    static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+    public static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

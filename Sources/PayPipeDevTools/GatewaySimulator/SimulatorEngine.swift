@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import JWT
 
@@ -214,12 +215,11 @@ public struct SimulatorEngine: Sendable {
         return Self.item("AUTH", code: code, message: message, extra: extra)
     }
 
+    /// `YYYY-MM-DD` in UTC, on every authorised AUTH: civil-date arithmetic, not a DateFormatter built per answer.
     static func utcDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
-        return formatter.string(from: date)
+        let (year, month, day) = ASN1Time.civil(fromDays: Int((date.timeIntervalSince1970 / 86_400).rounded(.down)))
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day))"
     }
 
     /// Fields a TRANSACTIONQUERY or TRANSACTIONUPDATE may filter by (the docs' "Transaction queries" page lists these

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// When a captured Trust Payments payment's settlement is queried (issue 19 item 5, docs/operations-lifecycle.md):
@@ -20,11 +21,11 @@ public enum SettlementSchedule {
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
               parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
               let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let components = DateComponents(year: year, month: month, day: day)
-        guard components.isValidDate(in: calendar), let start = calendar.date(from: components) else { return nil }
-        return start.addingTimeInterval(86_400)
+        // A real date is one the civil-date arithmetic maps back to itself (no 2025-02-30). Read on every AUTH answer,
+        // so no Calendar or TimeZone is built here.
+        let days = ASN1Time.daysFromCivil(year: year, month: month, day: day)
+        guard (1...12).contains(month), (1...31).contains(day), ASN1Time.civil(fromDays: days) == (year, month, day) else { return nil }
+        return Date(timeIntervalSince1970: Double(days + 1) * 86_400)
     }
 
     /// When the settlement of a payment captured (or last changed) at `capturedAt` is next queried: after the due date
