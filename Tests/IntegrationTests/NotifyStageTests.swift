@@ -321,12 +321,14 @@ extension Integration {
             defer { harness.tearDown() }
             try harness.applyMerchant(webhookURL: slow[0].url)  // the secret; each job's notify_url picks its endpoint
             let messages = try slow.map { try harness.insertPayment(status: .authorized, notifyURL: $0.url) }
-            // Queued before the runtime starts, so one lane takes all four in one batch.
+            // Queued before the runtime starts, so one lane usually takes all four in one batch.
             try harness.publish(messages)
             let runtime = try harness.startedRuntime(harness.makeStage(totalTimeout: 15))
             defer { runtime.stopAndWait() }
             try TestServices.eventually(timeout: 60, "all four requests") { slow.allSatisfy { $0.requests.count == 1 } }
-            #expect(probe.peak == slow.count, "requests in flight together: \(probe.peak) of \(slow.count)")
+            // The lane may take the four in two batches (its batch is what has arrived when it starts), so the proof of
+            // concurrency is that calls overlap at all: a sender that serialises them never has two in flight.
+            #expect(probe.peak > 1, "requests in flight together: \(probe.peak) of \(slow.count)")
             for message in messages { try harness.waitDone(message.paymentId) }
         }
 
