@@ -5,6 +5,27 @@ import Testing
 
 /// The payment pipeline's broker objects and hand-offs, as the payment side hands them to the runtime.
 @Suite struct PipelineTopologyTests {
+    /// The pipeline's exchanges, queues and bindings, in declaration order: what every worker declares (the names are
+    /// an interface: docs/operations, the broker permissions, `paypipe dlq`).
+    @Test func theTopologyIsThePipelinesQueuesAndRoutes() {
+        let topology = PipelineTopology.topology(retrySchedule: .standard)
+        #expect(topology.exchanges == [
+            AMQPExchange(name: "paypipe.jobs", kind: .direct, durable: true),
+            AMQPExchange(name: "paypipe.stages", kind: .direct, durable: true),
+            AMQPExchange(name: "paypipe.results", kind: .topic, durable: true),
+        ])
+        let stages = ["decrypt", "authorize", "submit", "notify", "operations"]
+        #expect(topology.queues.map(\.name) == stages.flatMap { stage in
+            ["paypipe.\(stage)", "paypipe.\(stage).dlq"] + ["1s", "5s", "30s", "120s", "600s"].map { "paypipe.\(stage).retry.\($0)" }
+        })
+        #expect(topology.bindings.map { "\($0.exchange) \($0.routingKey) → \($0.queue)" } == stages.map { "paypipe.stages \($0) → paypipe.\($0)" } + [
+            "paypipe.jobs payment.requested → paypipe.decrypt",
+            "paypipe.jobs payment.capture.requested → paypipe.operations",
+            "paypipe.jobs payment.void.requested → paypipe.operations",
+            "paypipe.jobs payment.refund.requested → paypipe.operations",
+        ])
+    }
+
     @Test func replayGoesOnlyToDeclaredExchanges() {
         let declared = Set(PipelineTopology.topology(retrySchedule: .standard).exchanges.map(\.name))
         #expect(declared == PipelineTopology.exchangeNames)

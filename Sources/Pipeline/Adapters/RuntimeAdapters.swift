@@ -93,6 +93,9 @@ extension StageMetrics {
 }
 
 extension WorkerConfiguration {
+    /// Gateway calls one submit worker runs at once (`PAYPIPE_GATEWAY_CONCURRENCY`).
+    public static let defaultGatewayConcurrency = 32
+
     /// Default metrics port per stage, so several workers can share one host without configuration.
     public static func defaultMetricsPort(for stage: Stage?) -> UInt16 {
         switch stage {

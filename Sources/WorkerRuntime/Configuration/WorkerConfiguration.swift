@@ -34,9 +34,6 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
     public static let defaultDatabaseURL = "postgresql://postgres@127.0.0.1:5432/paypipe"
 
-    /// Gateway calls one submit worker runs at once (`PAYPIPE_GATEWAY_CONCURRENCY`).
-    public static let defaultGatewayConcurrency = 32
-
     /// Deliveries per transaction for every stage (`PAYPIPE_BATCH_SIZE`). Submit keeps it too, although a batch's
     /// AUTHs may then outnumber its call threads: a round's statements are amortised over the batch (a batch of 16
     /// cost 12% of the end-to-end throughput in `scripts/bench`), and an AUTH that waits for a thread longer than the
