@@ -4,11 +4,15 @@
 // Layout, bottom to top:
 //   system libraries (C)  →  CPayPipeShim, COpenSSLShim (variadic/macro forwarders only)
 //   thin IO modules       →  AMQP, Postgres, HTTP, Crypto
-//   pure domain modules   →  JSON, HTTPTypes, ApplePay, JWT, PaymentDomain
-//   runtime               →  Pipeline: the worker loop, the batch shapes (prepare → call out → record), endpoint gate,
-//                            delivery router, component group, observability; still with the payment store,
-//                            configuration and key handling until those move out (scripts/check-modules keeps the
-//                            store's types out of Pipeline/Runtime and Observability)
+//   pure domain modules   →  JSON, HTTPTypes, ApplePay, JWT, StageContract (the failure dispositions both sides
+//                            share), PaymentDomain
+//   runtime               →  WorkerRuntime: the worker loop, the batch shapes (prepare → call out → record), endpoint
+//                            gate, delivery router, broker layout, component group, observability, generic
+//                            configuration. Knows no payment: its dependency closure has no PaymentDomain
+//                            (scripts/check-modules)
+//   payment foundation    →  Pipeline: the payment store (the one writer of payments and payment_events), key
+//                            handling, payment configuration, the pipeline's topology, the adapters from payment
+//                            types to the runtime's; re-exports PaymentDomain and WorkerRuntime
 //   stage implementations →  PaymentStages (each stage's steps, connectors, merchants, the payments' reconciler)
 //   development tools     →  ApplePaySandbox, PayPipeDevTools (simulators, sandbox PKI, sample jobs): never linked by
 //                            the workers (scripts/check-modules checks the worker executables' dependencies)
@@ -60,10 +64,16 @@ let package = Package(
         .target(name: "JWT", dependencies: ["Crypto", "JSON"]),
         // The payment model: jobs, stage messages, statuses, stages, the state machine, the failure-code catalogue.
         // No IO module (scripts/check-modules).
-        .target(name: "PaymentDomain", dependencies: ["Crypto", "JSON"]),
+        // What a stage's message can come to, in the terms the runtime acts on (StageFailure): below both the payment
+        // domain, which decides in them, and the runtime, which routes on them.
+        .target(name: "StageContract"),
+        .target(name: "PaymentDomain", dependencies: ["StageContract", "Crypto", "JSON"]),
 
-        // MARK: Runtime
-        .target(name: "Pipeline", dependencies: ["PaymentDomain", "AMQP", "Postgres", "HTTP", "Crypto", "JSON", "CPayPipeShim"]),
+        // MARK: Runtime (no PaymentDomain, scripts/check-modules)
+        .target(name: "WorkerRuntime", dependencies: ["StageContract", "AMQP", "Postgres", "HTTP", "CPayPipeShim"]),
+
+        // MARK: Payment foundation (store, keys, topology, the payment side's adapters to the runtime)
+        .target(name: "Pipeline", dependencies: ["WorkerRuntime", "PaymentDomain", "AMQP", "Postgres", "Crypto", "JSON"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
         .target(name: "PaymentStages", dependencies: ["PaymentDomain", "Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
@@ -100,7 +110,9 @@ let package = Package(
         .testTarget(name: "ApplePayTests", dependencies: ["ApplePay", "ApplePaySandbox", "Crypto"]),
         .testTarget(name: "JWTTests", dependencies: ["JWT", "Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "HTTP"]),
+        // The runtime's unit tests: no PaymentDomain in their graph (scripts/check-modules).
+        .testTarget(name: "WorkerRuntimeTests", dependencies: ["WorkerRuntime", "AMQP", "Postgres", "HTTP"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "AMQP"]),
         // Pure: runs with RabbitMQ and PostgreSQL stopped (scripts/check-modules keeps IO modules out of its graph).
         .testTarget(name: "PaymentDomainTests", dependencies: ["PaymentDomain", "JSON"]),
         .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentDomain", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),

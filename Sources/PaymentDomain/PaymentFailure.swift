@@ -1,4 +1,6 @@
 import Foundation
+// The failure dispositions the domain decides in (StageFailure), seen by everything that sees the domain.
+@_exported import StageContract
 
 /// A permanent failure attributable to one payment: the payment ends `failed` with `code`, and the
 /// failure is notified to the merchant like any other terminal result.
@@ -14,4 +16,19 @@ public struct PaymentFailure: Sendable, Equatable {
         self.code = code
         self.reason = reason
     }
+}
+
+extension PaymentFailure {
+    /// The failure the runtime carried to the record step.
+    public init(_ failure: PermanentFailure) {
+        self.init(paymentId: failure.subject, code: failure.code, reason: failure.reason)
+    }
+
+    /// As the runtime carries it (`StageFailure.permanent`).
+    public var permanent: PermanentFailure { PermanentFailure(subject: paymentId, code: code, reason: reason) }
+}
+
+extension StageFailure {
+    /// A permanent failure of a payment: it ends `failed` with the failure's code and is notified.
+    public static func permanent(_ failure: PaymentFailure) -> StageFailure { .permanent(failure.permanent) }
 }

@@ -2,7 +2,8 @@
 /// authorised payment), which no payment passes through: it consumes its own jobs and hands results to `notify`.
 ///
 /// Each stage is consumed from its own durable quorum queue so it can be scaled on its own;
-/// the names here are the single source of every queue, routing key and metric label.
+/// the names here are the single source of every queue, routing key and metric label (the runtime derives them from
+/// the name, Pipeline's `Stage.name`).
 public enum Stage: String, Sendable, CaseIterable, Codable, Comparable {
     case decrypt
     case authorize
@@ -13,12 +14,6 @@ public enum Stage: String, Sendable, CaseIterable, Codable, Comparable {
     /// Whether payments wait in this stage (`payments.stage`): the reconciler re-drives those; `operations` keeps its
     /// state in its own tables.
     public var carriesPayments: Bool { self != .operations }
-
-    /// The stage's work queue, e.g. `paypipe.authorize`.
-    public var queueName: String { "paypipe.\(rawValue)" }
-
-    /// Where the runtime copies messages it cannot process (with `x-paypipe-error-code` headers).
-    public var deadLetterQueueName: String { "paypipe.\(rawValue).dlq" }
 
     /// The stage that follows this one; `nil` after notification.
     public var next: Stage? {

@@ -48,7 +48,7 @@ extension Integration {
 
     static func normalized(_ result: Result<StageOutcome, StageFailure>, labels: [UUID: String]) -> String {
         switch result {
-        case .success(.handOff(let stage, let message)): "handOff \(stage.rawValue) \(labels[message.paymentId] ?? "?")"
+        case .success(.handOff(let handOff)): "handOff \(handOff.target) \(handOff.message.flatMap { labels[$0.paymentId] } ?? "?")"
         case .success(let other): "\(other)"
         case .failure(let failure): "failure \(failure.code)"
         }

@@ -65,10 +65,11 @@ extension Integration {
     /// An outcome with the job id's prefix dropped, and checked to address the payment of its job.
     static func normalized(_ result: Result<StageOutcome, StageFailure>, job: String, prefix: String, on database: PostgresConnection) throws -> String {
         switch result {
-        case .success(.handOff(let stage, let message)):
+        case .success(.handOff(let handOff)):
+            guard let message = handOff.message else { return "handOff \(handOff.target) of no stage message" }
             let owner = try database.query("SELECT job_id FROM payments WHERE id = $1", [message.paymentId]).first?.decode("job_id", as: String.self)
             #expect(owner == message.jobId, "the hand-off addresses its own payment")
-            return "handOff \(stage.rawValue) \(message.jobId.dropFirst(prefix.count))"
+            return "handOff \(handOff.target) \(message.jobId.dropFirst(prefix.count))"
         case .success(let other): return "\(other)"
         case .failure(let failure): return "failure \(failure.code)"
         }
@@ -143,7 +144,7 @@ extension Integration {
         for size in [1, 12] {
             let batch = try (0..<size).map { try Self.input(harness.job("count-\(size)-\($0)", token: harness.token(pan: "41111111111111\(10 + $0)"))) }
             let run = try StatementCounter.counting(on: database) { stage.process(batch, database: database) }
-            #expect(run.value.allSatisfy { if case .success(.handOff(.authorize, _)) = $0 { true } else { false } })
+            #expect(run.value.allSatisfy { if case .success(.handOff(let handOff)) = $0 { handOff.stage == .authorize } else { false } })
             print("decrypt statements per plain batch of \(size): \(run.statements)")
             #expect(run.statements == 4, "batch of \(size)")
         }
@@ -179,7 +180,7 @@ extension Integration {
         let results = stage.process(batch, database: database)
         #expect(results.map { result -> String in
             switch result {
-            case .success(.handOff(let stage, let message)): "\(stage.rawValue) \(message.jobId)"
+            case .success(.handOff(let handOff)): "\(handOff.target) \(handOff.message?.jobId ?? "?")"
             case .success(let other): "\(other)"
             case .failure(let failure): "failure \(failure.code)"
             }
@@ -236,7 +237,7 @@ extension Integration {
         #expect(secondResults.withLock { $0 } == nil, "the second lane waited")
         try first.simpleQuery("COMMIT")
         try TestServices.eventually("the second lane finished") { secondResults.withLock { $0 != nil } }
-        guard case .success(.handOff(.authorize, let message))? = firstResults.first else {
+        guard case .success(.handOff(let handOff))? = firstResults.first, handOff.stage == .authorize, let message = handOff.message else {
             Issue.record("first: \(firstResults)")
             return
         }
@@ -253,7 +254,7 @@ extension Integration {
         let database = try TestServices.database()
         defer { database.close() }
         let results = stage.process([try Self.input(harness.job("sealed-1", token: harness.token()))], database: database)
-        guard case .success(.handOff(.authorize, let message))? = results.first else {
+        guard case .success(.handOff(let handOff))? = results.first, handOff.stage == .authorize, let message = handOff.message else {
             Issue.record("not handed off: \(results)")
             return
         }

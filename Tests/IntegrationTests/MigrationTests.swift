@@ -127,9 +127,9 @@ extension Integration {
         #expect(backlog.oldestAgeSeconds >= 1200 && backlog.oldestAgeSeconds < 1260)
         #expect(backlog.stuck == 2)
         #expect(backlog.needsReview == 1)
-        let metrics = StageMetrics(registry: MetricsRegistry(), stage: .authorize)
+        let metrics = PaymentMetrics(StageMetrics(registry: MetricsRegistry(), stage: .authorize))
         metrics.stageBacklog(oldestAgeSeconds: backlog.oldestAgeSeconds, stuck: backlog.stuck, needsReview: backlog.needsReview)
-        #expect(metrics.registry.value(StageMetrics.Name.reconcilerBacklog, labels: ["stage": "authorize"]) == 2)
+        #expect(metrics.runtime.registry.value(PaymentMetrics.Name.reconcilerBacklog, labels: ["stage": "authorize"]) == 2)
     }
 
     /// `paypipe_payments_failed_total` comes from the committed audit trail: failures after the first read, by the

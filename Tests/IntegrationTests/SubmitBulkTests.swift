@@ -57,7 +57,7 @@ extension Integration {
     /// An outcome with the payment id abstracted (the two paths run on different payments).
     static func shape(_ result: Result<StageOutcome, StageFailure>, _ message: StageMessage) -> String {
         switch result {
-        case .success(.handOff(let stage, let handOff)): "handOff \(stage.rawValue) \(handOff == message ? "self" : "other")"
+        case .success(.handOff(let handOff)): "handOff \(handOff.target) \(handOff.message == message ? "self" : "other")"
         case .success(let other): "\(other)"
         case .failure(.transient(let code, _)): "transient \(code)"
         case .failure(let failure): "failure \(failure)"

@@ -108,7 +108,7 @@ public enum NotifyDecision {
 
     /// - Parameters:
     ///   - endpointDisabled: this batch's answers disabled the delivery's endpoint.
-    ///   - retry: the retry schedule's decision for the message (``Pipeline/RetrySchedule/decision(previousRetries:)``).
+    ///   - retry: the retry schedule's decision for the message (``WorkerRuntime/RetrySchedule/decision(previousRetries:)``).
     public static func settle(_ answer: WebhookResponseClass, endpointDisabled: Bool, retry: RetrySchedule.Decision) -> Settlement {
         switch answer {
         case .delivered: return .delivered

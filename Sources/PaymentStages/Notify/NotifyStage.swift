@@ -16,12 +16,12 @@ import Synchronization
 ///
 /// * 2xx → mark done, publish the results event (`.publish`, confirmed by the runtime before the ack).
 /// * 410 → the merchant's webhook is disabled (`config.webhook.enabled=false`), mark done, publish.
-/// * anything else → ``Pipeline/StageFailure/transient(code:reason:)``: the runtime moves the message to the next
+/// * anything else → ``StageContract/StageFailure/transient(code:reason:)``: the runtime moves the message to the next
 ///   retry tier (`paypipe.notify.retry.<delay>`); `Retry-After` is recorded with the attempt, and the tier schedule
 ///   decides the actual wait (see ``RetryAfter``).
 /// * the last allowed attempt failing → the attempt is recorded `failed`, the payment is marked done, and the
 ///   stage returns the results event together with the runtime's own dead-letter copy (`retries_exhausted`, built by
-///   ``Pipeline/DeliveryRouter``), so the DLQ and the results exchange both get exactly one message.
+///   ``WorkerRuntime/DeliveryRouter``), so the DLQ and the results exchange both get exactly one message.
 /// * no webhook configured, webhook disabled, no usable secret, or a target refused by the SSRF guard → no POST
 ///   (a `failed` record with the reason when a URL was given), mark done, publish.
 /// * an endpoint that has failed continuously for ``EndpointHealthPolicy/disableAfter`` is disabled

@@ -6,7 +6,7 @@ extension NotifyStage {
     public static let webhookRetryDelays = "5s,5m,30m,2h,5h,10h"
 
     /// The environment `paypipe-notify` runs with: the process environment, plus `PAYPIPE_RETRY_DELAYS` defaulting to
-    /// the webhook schedule instead of the pipeline's short one (``Pipeline/RetrySchedule/standard``) — merchants'
+    /// the webhook schedule instead of the pipeline's short one (``WorkerRuntime/RetrySchedule/standard``) — merchants'
     /// endpoints are down for minutes or hours, not seconds. An explicit `PAYPIPE_RETRY_DELAYS` still wins (tests).
     public static func workerEnvironment(_ base: EnvironmentReader = EnvironmentReader()) -> EnvironmentReader {
         var values = base.values

@@ -30,7 +30,7 @@ public struct Reconciler: Sendable {
         }
     }
 
-    /// What the reconciler's gauges show for this stage (``Pipeline/StageMetrics/stageBacklog(oldestAgeSeconds:stuck:needsReview:)``).
+    /// What the reconciler's gauges show for this stage (``Pipeline/PaymentMetrics/stageBacklog(oldestAgeSeconds:stuck:needsReview:)``).
     public struct Backlog: Sendable, Equatable {
         /// Seconds since the payment idle longest in this stage last moved (entered the stage or advanced within
         /// it); 0 when the stage holds none. Transient retries do not touch a payment, so a payment circling
@@ -106,7 +106,7 @@ public struct FailureTally: Sendable {
 
 /// A stage's own part of each reconciler round, after stuck payments are re-driven: e.g. submit fails payments that
 /// waited past their deadline before any AUTH. Returns the hand-offs to publish; the default does nothing.
-public protocol ReconcilingStage: StageHandler {
+public protocol ReconcilingStage: PaymentStageHandler {
     func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)]
 }
 
@@ -114,24 +114,26 @@ extension ReconcilingStage {
     public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
 }
 
-/// The payments' reconciler as a component of a stage's worker (``Pipeline/StageRuntime``'s `components`), on one
+/// The payments' reconciler as a component of a stage's worker (``WorkerRuntime/StageRuntime``'s `components`), on one
 /// thread of its own with its own database connection, every `PAYPIPE_RECONCILE_INTERVAL` (none when 0): re-drives
 /// payments stuck in the stage (``Reconciler``; not the decrypt stage), runs the stage's own round
 /// (``ReconcilingStage/reconcile(on:)``), sets the backlog gauges, counts the failures the audit trail recorded
 /// (``FailureTally``), and runs the handler's upkeep. Stopped after the lanes, before the consumer and the publisher.
 public enum ReconcilerComponent {
-    /// The components argument of ``Pipeline/StageRuntime`` for `handler`.
+    /// The components argument of ``WorkerRuntime/StageRuntime`` for `handler`.
     public static func components<Handler: ReconcilingStage>(for handler: Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] {
         { context in
             let configuration = context.configuration
+            // Registered here, before the worker serves /metrics, even when this process runs no reconciler.
+            let metrics = PaymentMetrics(context.metrics)
             return [ThreadsComponent(
                 name: "paypipe-\(handler.stage.rawValue)-reconciler", count: configuration.reconcileIntervalSeconds > 0 ? 1 : 0,
-                body: { _ in run(handler, context: context) }, onStop: {})]
+                body: { _ in run(handler, context: context, metrics: metrics) }, onStop: {})]
         }
     }
 
-    private static func run<Handler: ReconcilingStage>(_ handler: Handler, context: WorkerContext) {
-        let configuration = context.configuration, logger = context.logger, metrics = context.metrics
+    private static func run<Handler: ReconcilingStage>(_ handler: Handler, context: WorkerContext, metrics: PaymentMetrics) {
+        let configuration = context.configuration, logger = context.logger
         let reconciler = Reconciler(stage: handler.stage, stuckAfterSeconds: configuration.stuckAfterSeconds)
         var database: PostgresConnection?
         var nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
@@ -142,7 +144,7 @@ public enum ReconcilerComponent {
         while !context.isStopRequested {
             if !observed {
                 observed = true
-                if let connection = context.connected(&database) { observe(handler, reconciler, &failures, context: context, on: connection) }
+                if let connection = context.connected(&database) { observe(handler, reconciler, &failures, context: context, metrics: metrics, on: connection) }
             }
             guard Date() >= nextRun else {
                 Thread.sleep(forTimeInterval: min(0.25, configuration.reconcileIntervalSeconds))
@@ -150,7 +152,7 @@ public enum ReconcilerComponent {
             }
             nextRun = Date().addingTimeInterval(configuration.reconcileIntervalSeconds)
             guard let connection = context.connected(&database) else { continue }
-            observe(handler, reconciler, &failures, context: context, on: connection)
+            observe(handler, reconciler, &failures, context: context, metrics: metrics, on: connection)
             do {
                 let ended = try handler.reconcile(on: connection)
                 if !ended.isEmpty, context.publish(ended) {
@@ -172,9 +174,10 @@ public enum ReconcilerComponent {
     /// One round of the backlog gauges (``Reconciler/backlog(on:)``), the failure counts and the handler's upkeep;
     /// errors are logged.
     private static func observe<Handler: ReconcilingStage>(
-        _ handler: Handler, _ reconciler: Reconciler, _ failures: inout FailureTally, context: WorkerContext, on connection: PostgresConnection
+        _ handler: Handler, _ reconciler: Reconciler, _ failures: inout FailureTally, context: WorkerContext, metrics: PaymentMetrics,
+        on connection: PostgresConnection
     ) {
-        let metrics = context.metrics, logger = context.logger
+        let logger = context.logger
         do {
             let backlog = try reconciler.backlog(on: connection)
             metrics.stageBacklog(oldestAgeSeconds: backlog.oldestAgeSeconds, stuck: backlog.stuck, needsReview: backlog.needsReview)

@@ -91,8 +91,8 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     /// A permanent failure ends the payment `failed` (purged, notified), or `needs_review` if an AUTH may be out.
-    public func recordFailure(_ failure: PaymentFailure, for message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome? {
-        .handOff(to: .notify, try payments.recordFailure(failure, on: transaction))
+    public func recordFailure(_ failure: PermanentFailure, for message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome? {
+        .handOff(to: .notify, try payments.recordFailure(PaymentFailure(failure), on: transaction))
     }
 
     public func unsettled(_ message: StageMessage) -> StageFailure {
@@ -395,7 +395,7 @@ public struct SubmitStage: CallingStageHandler {
                 let outcome = try finish(payment, as: .failed, code: "deadline_exceeded",
                                          detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s",
                                          transaction: transaction)
-                if case .handOff(let stage, let message) = outcome { ended.append((stage, message)) }
+                if case .handOff(let handOff) = outcome, let stage = handOff.stage, let message = handOff.message { ended.append((stage, message)) }
             }
             return ended
         }

@@ -1,0 +1,84 @@
+import Foundation
+
+/// Everything a stage worker reads from its environment, with the documented defaults
+/// (README "Configuration"). Parsing is pure: give it any dictionary.
+public struct WorkerConfiguration: Sendable {
+    public var amqpURL: String
+    public var databaseURL: String
+    public var environment: DeploymentEnvironment
+    public var logLevel: LogLevel
+    /// Unacknowledged deliveries the broker may push to this worker (`basic.qos`).
+    public var prefetch: UInt16
+    /// Parallel handler lanes, each with its own database connection.
+    public var concurrency: Int
+    /// Deliveries a lane handles in one database transaction and one confirm window.
+    public var batchSize: Int
+    public var heartbeatSeconds: Int
+    /// Port of `/healthz` and `/metrics`; 0 picks a free port (tests).
+    public var metricsPort: UInt16
+    public var metricsHost: String
+    /// Messages larger than this are dead-lettered unread (`message_too_large`).
+    public var maxMessageBytes: Int
+    public var retrySchedule: RetrySchedule
+    /// How long SIGTERM waits for in-flight work before giving up (deliveries then return to the queue).
+    public var shutdownTimeoutSeconds: Double
+    /// The stage side's reconciler re-drives work (payments) that sat in a non-terminal stage longer than this.
+    public var stuckAfterSeconds: Double
+    /// How often the reconciler looks; 0 disables it in this process.
+    public var reconcileIntervalSeconds: Double
+    /// `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` outside sandbox: plain transport to remote hosts was allowed
+    /// (``ConnectionSecurityPolicy`` rule 4), which the launcher logs as a warning.
+    public var insecureTransportAllowed: Bool
+
+    /// Sandbox defaults only: outside sandbox both URLs must be set (``ConnectionSecurityPolicy``).
+    public static let defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    public static let defaultDatabaseURL = "postgresql://postgres@127.0.0.1:5432/paypipe"
+
+    /// Deliveries per transaction for every stage (`PAYPIPE_BATCH_SIZE`). Submit keeps it too, although a batch's
+    /// AUTHs may then outnumber its call threads: a round's statements are amortised over the batch (a batch of 16
+    /// cost 12% of the end-to-end throughput in `scripts/bench`), and an AUTH that waits for a thread longer than the
+    /// send window is refused before it is sent and re-planned, never sent late.
+    public static let defaultBatchSize = 50
+
+    /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share
+    /// one host without configuration). The payment side's `init(stage:environment:)` adds its own checks.
+    public init(defaultMetricsPort: UInt16, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
+        amqpURL = reader.string("PAYPIPE_AMQP_URL", default: Self.defaultAMQPURL)
+        databaseURL = reader.string("PAYPIPE_DATABASE_URL", default: Self.defaultDatabaseURL)
+        environment = try reader.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
+        logLevel = try reader.choice("PAYPIPE_LOG_LEVEL", default: LogLevel.info)
+        prefetch = try reader.integer("PAYPIPE_PREFETCH", default: 100, range: 1...5000)
+        concurrency = try reader.integer("PAYPIPE_CONCURRENCY", default: 2, range: 1...64)
+        batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: Self.defaultBatchSize, range: 1...1000)
+        heartbeatSeconds = try reader.integer("PAYPIPE_HEARTBEAT_SECONDS", default: 10, range: 2...600)
+        metricsPort = try reader.integer("PAYPIPE_METRICS_PORT", default: defaultMetricsPort, range: 0...65535)
+        metricsHost = reader.string("PAYPIPE_METRICS_HOST", default: "0.0.0.0")
+        maxMessageBytes = try reader.integer("PAYPIPE_MAX_MESSAGE_BYTES", default: 262_144, range: 1024...16_777_216)
+        let maxRetries = try reader.integer("PAYPIPE_MAX_RETRIES", default: RetrySchedule.standard.maxRetries, range: 0...100)
+        if let text = reader.raw("PAYPIPE_RETRY_DELAYS") {
+            guard let delays = RetrySchedule.parseDelays(text) else {
+                throw ConfigurationError(variable: "PAYPIPE_RETRY_DELAYS", problem: "expected comma-separated positive durations such as 1s,5s,30s, got '\(text)'")
+            }
+            retrySchedule = RetrySchedule(delays: delays, maxRetries: maxRetries)
+        } else {
+            retrySchedule = RetrySchedule(delays: RetrySchedule.standard.delays, maxRetries: maxRetries)
+        }
+        shutdownTimeoutSeconds = try reader.seconds("PAYPIPE_SHUTDOWN_TIMEOUT", default: 30, range: 1...3600)
+        stuckAfterSeconds = try reader.seconds("PAYPIPE_STUCK_AFTER", default: 300, range: 1...86_400)
+        reconcileIntervalSeconds = try reader.seconds("PAYPIPE_RECONCILE_INTERVAL", default: 60, range: 0...86_400)
+        guard prefetch >= UInt16(batchSize) || batchSize == 1 else {
+            throw ConfigurationError(variable: "PAYPIPE_BATCH_SIZE", problem: "must not exceed PAYPIPE_PREFETCH (\(prefetch)), or batches can never fill")
+        }
+        try Self.validateURL(amqpURL, variable: "PAYPIPE_AMQP_URL", schemes: ["amqp", "amqps"])
+        try Self.validateURL(databaseURL, variable: "PAYPIPE_DATABASE_URL", schemes: ["postgresql", "postgres"])
+        insecureTransportAllowed = try ConnectionSecurityPolicy.enforce(reader, deployment: environment)
+    }
+
+    /// Cheap early check so a typo fails at start-up with the variable's name; the client modules parse fully.
+    private static func validateURL(_ url: String, variable: String, schemes: [String]) throws(ConfigurationError) {
+        guard let scheme = url.split(separator: ":", maxSplits: 1).first.map({ $0.lowercased() }),
+              schemes.contains(scheme), url.contains("://") else {
+            throw ConfigurationError(variable: variable, problem: "expected a \(schemes.joined(separator: "/"))://… URL")
+        }
+    }
+}

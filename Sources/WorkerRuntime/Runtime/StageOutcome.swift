@@ -1,0 +1,23 @@
+/// What a handler decided for one message once its database work is done.
+public enum StageOutcome: Sendable, Equatable {
+    /// Publish the hand-off to its stage (with confirm) before acking.
+    case handOff(HandOffMessage)
+    /// Nothing further to publish (e.g. notification delivered).
+    case completed
+    /// Publish these messages (with confirms, like hand-offs) before acking: e.g. the result event on
+    /// `paypipe.results`. Used by stages whose effect is itself a message.
+    case publish([OutboundMessage])
+}
+
+/// A message for another stage's queue, already rendered by the stage side: the runtime publishes it persistent and
+/// mandatory through the stages exchange, under the target's name, as JSON (``DeliveryRouter/handOff(_:)``).
+public struct HandOffMessage: Sendable, Equatable {
+    public let target: StageName
+    /// Its `message_id` (consumers dedupe on it).
+    public let id: String
+    public let body: [UInt8]
+
+    public init(to target: StageName, id: String, body: [UInt8]) {
+        (self.target, self.id, self.body) = (target, id, body)
+    }
+}
