@@ -1,6 +1,7 @@
 /// Hexadecimal encoding of byte strings (Apple Pay transaction ids, merchant id hashes, fingerprints).
 public enum Hex {
-    /// Lower-case hex.
+    /// Lower-case hex. Inlinable, so callers get a specialised loop rather than a generic one over a witness table.
+    @inlinable
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
@@ -12,6 +13,7 @@ public enum Hex {
     }
 
     /// The lower-case hex digit of a value below 16.
+    @inlinable
     public static func digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? 0x30 + nibble : 0x61 + nibble - 10
     }
