@@ -31,7 +31,8 @@ extension UUID {
         }
     }
 
-    /// Parses `8-4-4-4-12` hex digits of either case, as `UUID(uuidString:)` does, without its `sscanf`.
+    /// `UUID(uuidString:)`, without its `sscanf` for the canonical form (`8-4-4-4-12` hex digits of either case); any
+    /// other text is left to Foundation, so exactly the same texts are accepted.
     public init?(paymentIDText text: String) {
         var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &value) { out -> Bool in
@@ -54,7 +55,11 @@ extension UUID {
             }
             return offset == 36
         }
-        guard parsed else { return nil }
+        guard parsed else {
+            guard let parsed = UUID(uuidString: text) else { return nil }
+            self = parsed
+            return
+        }
         self.init(uuid: value)
     }
 }

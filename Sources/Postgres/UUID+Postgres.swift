@@ -16,37 +16,34 @@ extension UUID: PostgresBindable, PostgresDecodable {
         return true
     }
 
-    /// Parses the server's text form (`8-4-4-4-12` hex digits) from the cell's bytes; `UUID(uuidString:)` scans with
-    /// `sscanf` and needs a `String` first.
+    /// Parses the server's text form (`8-4-4-4-12` hex digits) from the cell's bytes; `UUID(uuidString:)`, which scans
+    /// with `sscanf` and needs a `String` first, only reads what is not in that form.
     public static func decode(from cell: PostgresCell) throws(PostgresError) -> UUID {
         let bytes = try cell.value(as: UUID.self, accepting: [.uuid])
-        guard let uuid = parse(bytes) else {
+        guard let uuid = parse(bytes) ?? UUID(uuidString: String(decoding: bytes, as: UTF8.self)) else {
             throw cell.failure(as: UUID.self, "the text is not a UUID")
         }
         return uuid
     }
 
-    private static func parse(_ text: some Collection<UInt8>) -> UUID? {
+    private static func parse(_ text: ArraySlice<UInt8>) -> UUID? {
         guard text.count == 36 else { return nil }
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let parsed = withUnsafeMutableBytes(of: &value) { out -> Bool in
-            var byte = 0, high: UInt8?
-            for (offset, character) in text.enumerated() {
-                if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                    guard character == UInt8(ascii: "-") else { return false }
-                    continue
-                }
-                guard let nibble = PostgresHex.value(of: character) else { return false }
-                if let first = high {
-                    out[byte] = first << 4 | nibble
-                    byte += 1
-                    high = nil
-                } else {
-                    high = nibble
-                }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        var index = text.startIndex
+        while index < text.endIndex, bytes.count < 16 {
+            switch index - text.startIndex {
+            case 8, 13, 18, 23:
+                guard text[index] == UInt8(ascii: "-") else { return nil }
+                index += 1
+            default: break
             }
-            return byte == 16
+            guard let high = PostgresHex.value(of: text[index]), let low = PostgresHex.value(of: text[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
         }
-        return parsed ? UUID(uuid: value) : nil
+        guard bytes.count == 16 else { return nil }
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 }
