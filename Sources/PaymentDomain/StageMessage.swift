@@ -29,7 +29,7 @@ public struct StageMessage: Sendable, Codable, Equatable {
     /// Strict like the job parser (one JSON object, no duplicate keys); members other than the three are ignored.
     public static func decode(_ bytes: [UInt8]) throws(StageFailure) -> StageMessage {
         guard let object = try? JSONValue.parse(bytes, maxDepth: 4),
-              let paymentId = object["paymentId"]?.stringValue.flatMap(UUID.init(uuidString:)),
+              let paymentId = object["paymentId"]?.stringValue.flatMap({ UUID(paymentIDText: $0) }),
               let merchantId = object["merchantId"]?.stringValue, let jobId = object["jobId"]?.stringValue
         else {
             throw .unattributable(code: "malformed_message", reason: "stage message is not a valid {paymentId, merchantId, jobId} object")

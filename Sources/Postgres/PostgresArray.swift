@@ -34,8 +34,8 @@ public struct PostgresArray: PostgresBindable {
                 // Only bytea binds in binary; its text form is `\x` + hex digits (the backslash escaped once more).
                 literal.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\"), UInt8(ascii: "x")])
                 for byte in value {
-                    literal.append(Self.lowercaseHex[Int(byte >> 4)])
-                    literal.append(Self.lowercaseHex[Int(byte & 0x0F)])
+                    literal.append(PostgresHex.lowercaseDigits[Int(byte >> 4)])
+                    literal.append(PostgresHex.lowercaseDigits[Int(byte & 0x0F)])
                 }
             } else {
                 for byte in value {
@@ -54,6 +54,4 @@ public struct PostgresArray: PostgresBindable {
         buffer.append(contentsOf: literal)
         return true
     }
-
-    private static let lowercaseHex: [UInt8] = Array("0123456789abcdef".utf8)
 }

@@ -1,6 +1,7 @@
-/// Hex digits for bytea text and URL percent-encoding.
+/// Hex digits for bytea and uuid text and URL percent-encoding.
 enum PostgresHex {
     static let uppercaseDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+    static let lowercaseDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The value of one ASCII hex digit (either case), nil for anything else.
     static func value(of byte: UInt8) -> UInt8? {

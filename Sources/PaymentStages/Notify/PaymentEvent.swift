@@ -94,7 +94,7 @@ public struct PaymentEvent: Sendable, Equatable {
 
     public static func id(paymentId: UUID, type: PaymentEventType) -> String {
         let digest = SHA256.hash(Array("paypipe-event:\(paymentId.paymentIDText):\(type.rawValue)".utf8))
-        return "evt_" + Hex.encode(Array(digest.prefix(16)))
+        return "evt_" + Hex.encode(digest[..<16])
     }
 
     /// The envelope as an ordered JSON value.

@@ -15,7 +15,7 @@ public enum GatewayOrderReference {
     static let suffixLength = 12
 
     public static func forPayment(merchantReference: String, paymentId: UUID) -> String {
-        let hex = paymentId.paymentIDText.replacingOccurrences(of: "-", with: "")
+        let hex = paymentId.paymentIDHex
         let combined = "\(merchantReference).\(hex.prefix(suffixLength))"
         return !merchantReference.isEmpty && combined.utf8.count <= maximumLength ? combined : String(hex.prefix(maximumLength))
     }
