@@ -72,10 +72,12 @@ struct AMQPClusterListTests {
         publisher.dropConnection(afterPublishes: 150)
         try publisher.publish((0..<500).map { TestBroker.message(to: queue, "job-\($0)") }, timeout: 60)
         #expect(events.connectedGenerations == [1, 2])
+        // Counted before any consumer starts: the count is of ready messages, and a consumer's prefetch takes up to 200
+        // of them out of it as soon as it is up.
+        let stored = try TestBroker.withConnection { try $0.queueDeclarePassive(queue).messages }
         let consumer = AMQPConsumer(configuration: configuration, topology: topology, queue: queue, prefetch: 200)
         consumer.start()
         defer { consumer.close() }
-        let stored = try TestBroker.withConnection { try $0.queueDeclarePassive(queue).messages }
         let deliveries = TestBroker.receive(Int(stored), from: consumer, ack: true)
         #expect(stored >= 500)
         #expect(TestBroker.missing((0..<500).map { "job-\($0)" }, in: deliveries).isEmpty)
