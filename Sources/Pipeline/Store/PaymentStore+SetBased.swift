@@ -87,7 +87,9 @@ extension PaymentStore {
     /// caller finds it missing from the result. `receivedAt` becomes `first_received_at`. Each payment's capture policy is the
     /// job's `captureMode`/`captureWithin` over its merchant's (`paypipe_capture_policy`, ``PayPipeSchema`` migration 7),
     /// evaluated once per distinct (merchant, job mode, job window) of the batch rather than per row (the function is not
-    /// inlined: each call is a separate function execution with its own two merchant lookups, about 14 µs per row).
+    /// inlined: each call is a separate function execution with its own two merchant lookups, about 14 µs per row). The
+    /// CTE is `MATERIALIZED` because, referenced once, PostgreSQL would otherwise fold it into the join and could run
+    /// the function again for every input row (pg_stat_statements counted one call per payment).
     public func insertNew(_ rows: [Decrypt.NewPayment<DataVault.SealedBox>], receivedAt: Date, on transaction: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let created = CheckedTransition.creation
@@ -107,7 +109,7 @@ extension PaymentStore {
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                          notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext,
                                          status, stage, error_code, error_message, actor, job_capture_mode, job_capture_within, n)),
-            policy AS (
+            policy AS MATERIALIZED (
                 SELECT k.merchant_id, k.job_capture_mode, k.job_capture_within, c.capture_mode, c.capture_within_seconds
                 FROM (SELECT DISTINCT merchant_id, job_capture_mode, job_capture_within FROM input) k,
                      paypipe_capture_policy(k.merchant_id, k.job_capture_mode, k.job_capture_within) c),
