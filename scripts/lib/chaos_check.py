@@ -16,7 +16,8 @@ import sys
 import urllib.request
 
 from chaos_ledger import psql, sent_references
-from sample_outcomes import DEAD_LETTERED, OLDEST_FRESH_PRIME, TERMINAL, connectors, judge, young_expiries
+from sample_outcomes import (DEAD_LETTERED, OLDEST_FRESH_PRIME, TERMINAL, connectors, judge, replay_partner,
+                             replay_race_won_by_partner, young_expiries)
 
 OPERATION_EVENTS = ("payment.captured", "payment.voided", "payment.refunded", "payment.operation_failed")
 
@@ -62,18 +63,11 @@ def main():
         expired += verdict == "expired"
         got = (ps[0]["status"], ps[0]["code"] if ps[0]["status"] != "authorized" else None)
         if verdict == "mismatch":
-            # A replayed token races its original (two decrypt workers): exactly one of the pair failed token_replayed,
-            # and the other went on as a valid job would (authorised; or, at TapPay, its prime expired while queued).
-            base, index = j["jobId"].rsplit("-", 1)
-            partner = f"{base}-{int(index) + 4 if j['kind'] == 'valid' else int(index) - 4}"
-            pair = {j["kind"], kind.get(partner)}
-            pp = payments.get(partner, [])
-            if pair == {"valid", "replayedToken"} and len(pp) == 1:
-                outcomes = sorted([got, (pp[0]["status"], pp[0]["code"] if pp[0]["status"] != "authorized" else None)], key=str)
-                replayed = [o for o in outcomes if o == ("failed", "token_replayed")]
-                winner = [o for o in outcomes if o != ("failed", "token_replayed")]
-                if len(replayed) == 1 and len(winner) == 1 and judge("valid", ps[0]["connector"], *winner[0]) != "mismatch":
-                    continue
+            partner = replay_partner(j["jobId"], j["kind"], kind)
+            pp = payments.get(partner, []) if partner else []
+            partner_got = (pp[0]["status"], pp[0]["code"] if pp[0]["status"] != "authorized" else None) if len(pp) == 1 else None
+            if replay_race_won_by_partner(j["jobId"], j["kind"], kind, ps[0]["connector"], got, partner_got):
+                continue
             mismatched.append(f"{j['jobId']} ({j['kind']}, {ps[0]['connector']}): {got}")
     line("jobs published", len(jobs))
     line("  attributable (must end in a terminal state)", len(attributable))
