@@ -66,7 +66,7 @@ def main():
             partner = replay_partner(j["jobId"], j["kind"], kind)
             pp = payments.get(partner, []) if partner else []
             partner_got = (pp[0]["status"], pp[0]["code"] if pp[0]["status"] != "authorized" else None) if len(pp) == 1 else None
-            if replay_race_won_by_partner(j["jobId"], j["kind"], kind, ps[0]["connector"], got, partner_got):
+            if replay_race_won_by_partner(ps[0]["connector"], got, partner_got):
                 continue
             mismatched.append(f"{j['jobId']} ({j['kind']}, {ps[0]['connector']}): {got}")
     line("jobs published", len(jobs))

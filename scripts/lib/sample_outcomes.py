@@ -74,12 +74,13 @@ def replay_partner(job_id, kind, kinds):
     return partner if {kind, kinds.get(partner)} == {"valid", "replayedToken"} else None
 
 
-def replay_race_won_by_partner(job_id, kind, kinds, connector, got, partner_got):
+def replay_race_won_by_partner(connector, got, partner_got):
     """A replayed token races its original when the two are decided in different batches (decrypt runs several at
-    once, and several workers): whichever commits first claims the token's transactionId, so the pair is right when
-    exactly one of the two failed token_replayed and the other went on as a valid job would (authorised; or, at
-    TapPay, its prime expired while queued). `got` and `partner_got` are (status, code or None)."""
-    if replay_partner(job_id, kind, kinds) is None or partner_got is None:
+    once, and several workers): whichever commits first claims the token's transactionId, so a pair (see
+    replay_partner) is right when exactly one of the two failed token_replayed and the other went on as a valid job
+    would (authorised; or, at TapPay, its prime expired while queued). `got` and `partner_got` are (status, code or
+    None); `partner_got` None when the partner has no single terminal payment."""
+    if partner_got is None:
         return False
     replayed = [o for o in (got, partner_got) if o == REPLAYED]
     winner = [o for o in (got, partner_got) if o != REPLAYED]
@@ -122,9 +123,8 @@ def check(prefix, jobs_path):
             continue
         connector = of.get(row[0], "trustpayments")
         verdict = judge(job["kind"], connector, row[1], row[3] or None)
-        if verdict == "mismatch" and replay_race_won_by_partner(
-                job["jobId"], job["kind"], kinds, connector, outcome(job["jobId"]),
-                outcome(replay_partner(job["jobId"], job["kind"], kinds))):
+        partner = replay_partner(job["jobId"], job["kind"], kinds)
+        if verdict == "mismatch" and partner and replay_race_won_by_partner(connector, outcome(job["jobId"]), outcome(partner)):
             verdict = "ok"
         table[connector][verdict] += 1
         table[connector][f"{row[1]}"] += 1
