@@ -34,6 +34,12 @@ DEFAULT_MARGIN = 0.20
 # Calibration: margin = MARGIN_FACTOR × the largest drop below the median seen in the calibration runs, within
 # [MARGIN_FLOOR, MARGIN_CAP]. The cap keeps a 2× slowdown (a 50% drop) failing with room to spare.
 MARGIN_FACTOR, MARGIN_FLOOR, MARGIN_CAP = 1.5, 0.10, 0.35
+# The JWT ratios set Swift code that allocates (JSON, base64url) against OpenSSL's HMAC loop, and that balance moves
+# with the machine's state far more than one calibration session shows (1-3% there): on one machine, two CI runs 90
+# minutes apart measured jwt_build_and_sign_vs_hmac at +29% and -16% of its baseline (three measurements each), and
+# jwt_sign_vs_hmac went from -19% to +12% within one run. Their margin is therefore the cap, which still fails a 2x
+# slowdown (a 50% drop); the guard applies it to baselines calibrated before it, too.
+MARGIN_FLOOR_OF = {"jwt_sign_vs_hmac": MARGIN_CAP, "jwt_build_and_sign_vs_hmac": MARGIN_CAP}
 
 
 def guarded(key):
@@ -253,7 +259,7 @@ def check(ratios, reference, args, work):
         return 1, {"baseline": args.baseline, "passed": False}
     failing, verdicts = [], {}
     for key, base in sorted(base_ratios.items()):
-        margin = margins.get(key, DEFAULT_MARGIN)
+        margin = max(margins.get(key, DEFAULT_MARGIN), MARGIN_FLOOR_OF.get(key, 0))
         floor = base * (1 - margin)
         seen = [h.get(key) for h in history]
         measured = [v for v in seen if v is not None]
@@ -292,7 +298,7 @@ def calibrate(args):
         mid = median(values)
         worst = 1 - min(values) / mid
         ratios[key] = significant(mid)
-        margins[key] = round(min(MARGIN_CAP, max(MARGIN_FLOOR, MARGIN_FACTOR * worst)), 3)
+        margins[key] = round(min(MARGIN_CAP, max(MARGIN_FLOOR_OF.get(key, MARGIN_FLOOR), MARGIN_FACTOR * worst)), 3)
         spread[key] = {"runs": len(values), "median": significant(mid), "min": significant(min(values)),
                        "max": significant(max(values)), "largestDropBelowMedian": round(worst, 3),
                        "quiet": [v for v, hog in pairs if not hog], "withHog": [v for v, hog in pairs if hog]}
