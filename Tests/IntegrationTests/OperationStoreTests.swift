@@ -84,6 +84,39 @@ extension Integration {
         #expect(try rows[0].decode("n", as: Int64.self) == 0)
     }
 
+    /// Migration 9: the lifecycle trigger runs once on a payment's way to `authorized` (when it starts the lifecycle)
+    /// and once per lifecycle change, not for the status changes before, which it could only pass through. Counted by
+    /// PostgreSQL's own function statistics for the transaction.
+    @Test func theLifecycleTriggerRunsOnlyWhereTheLifecycleCanChange() throws {
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        try TestServices.resetDatabase()
+        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
+        let id = UUID()
+        let calls: Int64 = try connection.transaction { transaction in
+            try transaction.query("SET LOCAL track_functions = 'pl'")
+            try transaction.query(
+                """
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, amount_minor, currency, status, stage, first_received_at)
+                VALUES ($1, 'm1', 'j1', '\\x01', 1000, 'GBP', 'decrypted', 'authorize', now())
+                """, [id])
+            let store = PaymentStore()
+            for (from, to) in [(PaymentStatus.decrypted, PaymentStatus.prepared), (.prepared, .submitting), (.submitting, .authorized)] {
+                #expect(try store.transition(id, from: from, to: to, actor: "test", on: transaction) == .applied)
+            }
+            try store.markDone(id, on: transaction)
+            let rows = try transaction.query(
+                "SELECT coalesce(sum(calls), 0)::bigint AS n FROM pg_stat_xact_user_functions WHERE funcname = 'payments_lifecycle'")
+            return try rows[0].decode("n", as: Int64.self)
+        }
+        #expect(calls == 1)
+        #expect(try Self.money(id, on: connection) == MoneyLifecycle.afterAuthorization(amount: 1000, mode: .automatic))
+        // A status change away from `authorized` while the lifecycle exists is still refused (by the CHECK).
+        #expect(throws: PostgresError.self) {
+            try connection.query("UPDATE payments SET status = 'needs_review' WHERE id = $1", [id])
+        }
+    }
+
     /// The CHECK and the trigger hold whatever statement writes, bypassing the store.
     @Test func theDatabaseRefusesStatesAndChangesOutsideTheDiagram() throws {
         let connection = try TestServices.database()

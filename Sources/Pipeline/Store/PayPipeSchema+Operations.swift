@@ -215,3 +215,24 @@ extension PayPipeSchema {
         CHECK (request_type IN ('TRANSACTIONUPDATE', 'REFUND', 'TRANSACTIONQUERY', 'CAPTURE', 'REVERSAL', 'QUERY'));
     """
 }
+
+extension PayPipeSchema {
+    /// Migration 9: `payments_lifecycle` fires only where it can do something, not on every status change.
+    ///
+    /// The function acts in two cases: a payment becoming `authorized` (it starts the lifecycle), and a change of the
+    /// lifecycle or its amounts (it checks the edge). On any other status change it returns the row unchanged, yet the
+    /// trigger of migration 7 called it for each of them: three PL/pgSQL calls per payment on the hot path (`prepared`,
+    /// `submitting`, `authorized`) where one is needed. The condition below is exactly the function's two cases, so
+    /// what the database accepts and refuses is the same; a status change away from `authorized` while a lifecycle is
+    /// present is still refused, by the CHECK `payments_lifecycle_invariants`, which never depended on the trigger.
+    static let narrowLifecycleTrigger = """
+    DROP TRIGGER payments_lifecycle ON payments;
+    CREATE TRIGGER payments_lifecycle BEFORE UPDATE ON payments
+        FOR EACH ROW
+        WHEN ((NEW.status = 'authorized' AND OLD.status IS DISTINCT FROM 'authorized')
+              OR OLD.lifecycle IS DISTINCT FROM NEW.lifecycle
+              OR OLD.captured_minor IS DISTINCT FROM NEW.captured_minor OR OLD.refunded_minor IS DISTINCT FROM NEW.refunded_minor
+              OR OLD.authorized_minor IS DISTINCT FROM NEW.authorized_minor)
+        EXECUTE FUNCTION payments_lifecycle();
+    """
+}
