@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import PaymentStages
-import Pipeline
+@testable import Pipeline
 import Postgres
 import Synchronization
 import Testing
@@ -115,6 +115,43 @@ extension Integration {
         #expect(throws: PostgresError.self) {
             try connection.query("UPDATE payments SET status = 'needs_review' WHERE id = $1", [id])
         }
+    }
+
+    /// Migration 10: the CHECK is one call of `paypipe_lifecycle_invariants`, a stored tree of a few nodes that each
+    /// statement writing `payments` reads back cheaply, and it decides exactly as migration 7's expression did. Both are
+    /// evaluated over every combination of status, lifecycle and three amounts (NULLs and the boundaries included),
+    /// the expression inline as migration 7's CHECK had it.
+    @Test func theLifecycleInvariantsAreOneFunctionThatDecidesAsMigration7() throws {
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        try TestServices.resetDatabase()
+        let stored = try connection.query("""
+            SELECT length(conbin::text)::bigint AS n FROM pg_constraint
+            WHERE conrelid = 'payments'::regclass AND conname = 'payments_lifecycle_invariants'
+            """)
+        #expect(try stored[0].decode("n", as: Int64.self) < 2_000)
+
+        let migration7 = PayPipeSchema.lifecycleInvariantsExpression
+        #expect(migration7.contains("CASE lifecycle"))
+        let amounts = "(VALUES (NULL::bigint), (-1), (0), (1), (999), (1000), (1001))"
+        let rows = try connection.query("""
+            SELECT count(*)::bigint AS cases,
+                   count(*) FILTER (WHERE old IS DISTINCT FROM new)::bigint AS disagreeing,
+                   count(*) FILTER (WHERE coalesce(new, true))::bigint AS accepted
+            FROM (
+                SELECT (\(migration7)) AS old,
+                       paypipe_lifecycle_invariants(status, lifecycle, authorized_minor, captured_minor, refunded_minor) AS new
+                FROM (VALUES ('decrypted'), ('authorized'), ('declined')) AS s(status),
+                     (VALUES (NULL::text), ('authorized'), ('captured'), ('settled'), ('partially_refunded'), ('refunded'), ('voided')) AS l(lifecycle),
+                     \(amounts) AS a(authorized_minor), \(amounts) AS c(captured_minor), \(amounts) AS r(refunded_minor)
+            ) evaluated
+            """)
+        let cases = try rows[0].decode("cases", as: Int64.self)
+        #expect(cases == 3 * 7 * 7 * 7 * 7)
+        #expect(try rows[0].decode("disagreeing", as: Int64.self) == 0)
+        // Both verdicts occur, so the comparison covers refusals as well as acceptances.
+        let accepted = try rows[0].decode("accepted", as: Int64.self)
+        #expect(accepted > 0 && accepted < cases)
     }
 
     /// The CHECK and the trigger hold whatever statement writes, bypassing the store.
