@@ -90,6 +90,23 @@ import Testing
         #expect(RetryAfter.seconds(nil, now: now) == nil)
     }
 
+    /// RFC 9110's HTTP-date in its three forms, and what is not one: the names are case-sensitive, the day must exist,
+    /// and a peer's non-ASCII text (which trapped Foundation's DateFormatter under the fuzzer) is no date at all.
+    @Test func parsesEveryHTTPDateFormAndRefusesTheRest() {
+        let now = Date(timeIntervalSince1970: 1_767_225_600)  // Thu, 01 Jan 2026 00:00:00 GMT
+        #expect(RetryAfter.seconds("Thursday, 01-Jan-26 00:02:00 GMT", now: now) == 120)
+        #expect(RetryAfter.seconds("Thu Jan  1 00:00:45 2026", now: now) == 45)
+        #expect(RetryAfter.seconds("Sat Jan 10 00:00:00 2026", now: now) == 86_400)
+        #expect(RetryAfter.seconds("Thu, 01 Jan 2026 00:00:60 GMT", now: now) == 60)
+        #expect(RetryAfter.seconds("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == 0)
+        for refused in ["Fr\u{354}, 1Di c 9999 23:59:59 GMT", "Thu, 01 Jän 2026 00:01:30 GMT", "thu, 01 Jan 2026 00:01:30 GMT",
+                        "Thu, 31 Feb 2026 00:01:30 GMT", "Thu, 01 Jan 2026 24:00:00 GMT", "Thu, 01 Jan 2026 00:01:30 UTC",
+                        "Thu, 1 Jan 2026 00:01:30 GMT", "Thu, 01 Jan 2026 00:01:30 GMTX",
+                        "Thu, 00 Jan 2026 00:01:30 GMT", "Thu, 01 Jan 0000 00:01:30 GMT", "Thu Jan 1 00:00:45 2026"] {
+            #expect(RetryAfter.seconds(refused, now: now) == nil, "\(refused)")
+        }
+    }
+
     /// A hostile endpoint's delay cannot trap the worker: any delay, in seconds or as a far-future date, is clamped.
     @Test(arguments: ["9223372036854775807", "9223372036854775806", "99999999999", "99999999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"])
     func clampsHugeRetryAfter(value: String) {
