@@ -22,6 +22,19 @@ extension Integration {
         #expect(try harness.depth("paypipe.authorize") == 0)
         #expect(try harness.advanceEvents() == 100)
         #expect(runtime.metrics.registry.value(StageMetrics.Name.acked, labels: ["stage": "authorize"]) == 100)
+        // Every acked batch's time split into its phases: each phase observed once per batch, and together they are the
+        // batch's time (paypipe_handler_duration_seconds, which spreads it over the batch's messages).
+        let scrape = try MetricsScrape(runtime.metrics.registry.render())
+        let batches = try #require(scrape.value("paypipe_batch_size_count", ["stage": "authorize"]))
+        var phases = 0.0
+        for phase in ["handle", "publish", "ack"] {
+            #expect(scrape.value("paypipe_batch_phase_seconds_count", ["stage": "authorize", "phase": phase]) == batches)
+            let seconds = try #require(scrape.value("paypipe_batch_phase_seconds_sum", ["stage": "authorize", "phase": phase]))
+            #expect(seconds > 0, "\(phase)")
+            phases += seconds
+        }
+        let handler = try #require(scrape.value("paypipe_handler_duration_seconds_sum", ["stage": "authorize"]))
+        #expect(abs(phases - handler) < 1e-9 * max(1, handler), "phases \(phases) s, handler \(handler) s")
     }
 
     @Test func transientFailureRetriesAfterTheTierDelay() throws {

@@ -7,7 +7,7 @@ import Testing
         let metrics = StageMetrics(registry: registry, stage: .decrypt)
         metrics.consumed(3)
         metrics.deadLettered(code: "malformed_json")
-        metrics.handled(batch: 2, seconds: 0.004)
+        metrics.handled(batch: 2, phases: BatchPhases(handle: 0.003, publish: 0.0008, ack: 0.0002))
         let text = registry.render()
         #expect(text.contains("# TYPE paypipe_messages_consumed_total counter"))
         #expect(text.contains("paypipe_messages_consumed_total{stage=\"decrypt\"} 3"))
@@ -15,6 +15,11 @@ import Testing
         #expect(text.contains("paypipe_handler_duration_seconds_bucket{le=\"0.0025\",stage=\"decrypt\"} 2"))
         #expect(text.contains("paypipe_handler_duration_seconds_bucket{le=\"+Inf\",stage=\"decrypt\"} 2"))
         #expect(text.contains("paypipe_handler_duration_seconds_count{stage=\"decrypt\"} 2"))
+        // One observation per phase and batch, each with its own time.
+        #expect(text.contains("paypipe_batch_phase_seconds_bucket{le=\"0.001\",phase=\"publish\",stage=\"decrypt\"} 1"))
+        #expect(text.contains("paypipe_batch_phase_seconds_bucket{le=\"0.0025\",phase=\"handle\",stage=\"decrypt\"} 0"))
+        #expect(text.contains("paypipe_batch_phase_seconds_bucket{le=\"0.005\",phase=\"handle\",stage=\"decrypt\"} 1"))
+        #expect(text.contains("paypipe_batch_phase_seconds_count{phase=\"ack\",stage=\"decrypt\"} 1"))
     }
 
     @Test func escapesLabelValues() {

@@ -14,6 +14,7 @@ public struct StageMetrics: Sendable {
         public static let deadLettered = "paypipe_messages_dead_lettered_total"
         public static let handlerSeconds = "paypipe_handler_duration_seconds"
         public static let batchSize = "paypipe_batch_size"
+        public static let batchPhaseSeconds = "paypipe_batch_phase_seconds"
         public static let inFlight = "paypipe_in_flight_messages"
         public static let reconnects = "paypipe_reconnects_total"
         public static let databaseUp = "paypipe_database_up"
@@ -29,6 +30,8 @@ public struct StageMetrics: Sendable {
         registry.register(Name.deadLettered, kind: .counter, help: "Deliveries copied to the dead-letter queue, by error code.")
         registry.register(Name.handlerSeconds, kind: .histogram, help: "Time to handle and commit one batch, per message.")
         registry.register(Name.batchSize, kind: .histogram, help: "Deliveries handled per batch.", buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500])
+        registry.register(Name.batchPhaseSeconds, kind: .histogram,
+                          help: "Time one batch spent in each phase of its lane: handle (decode, database, call-outs), publish (until the broker confirmed), ack.")
         registry.register(Name.inFlight, kind: .gauge, help: "Deliveries received and not yet acknowledged.")
         registry.register(Name.reconnects, kind: .counter, help: "Reconnections to the broker or the database.")
         registry.register(Name.databaseUp, kind: .gauge, help: "1 while the last database operation succeeded.")
@@ -39,12 +42,32 @@ public struct StageMetrics: Sendable {
     public func acked(_ count: Int) { registry.increment(Name.acked, labels: labels, by: Double(count)) }
     public func retried(code: String) { registry.increment(Name.retried, labels: labels.merging(["code": code]) { $1 }) }
     public func deadLettered(code: String) { registry.increment(Name.deadLettered, labels: labels.merging(["code": code]) { $1 }) }
-    public func handled(batch: Int, seconds: Double) {
+    /// One batch acked: its size, its time per message, and where that time went (the phases add up to it).
+    public func handled(batch: Int, phases: BatchPhases) {
         registry.observe(Name.batchSize, labels: labels, Double(batch))
-        for _ in 0..<batch { registry.observe(Name.handlerSeconds, labels: labels, seconds / Double(max(batch, 1))) }
+        for _ in 0..<batch { registry.observe(Name.handlerSeconds, labels: labels, phases.total / Double(max(batch, 1))) }
+        for (phase, seconds) in [("handle", phases.handle), ("publish", phases.publish), ("ack", phases.ack)] {
+            registry.observe(Name.batchPhaseSeconds, labels: labels.merging(["phase": phase]) { $1 }, seconds)
+        }
     }
     public func inFlight(_ delta: Int) { registry.increment(Name.inFlight, labels: labels, by: Double(delta)) }
     public func reconnected(_ service: String) { registry.increment(Name.reconnects, labels: labels.merging(["service": service]) { $1 }) }
     public func databaseUp(_ up: Bool) { registry.set(Name.databaseUp, labels: labels, to: up ? 1 : 0) }
     public func brokerUp(_ up: Bool) { registry.set(Name.brokerUp, labels: labels, to: up ? 1 : 0) }
+}
+
+/// Seconds one batch spent in each phase of a lane, so an operator sees whether a stage waits on its own work (the
+/// database, the gateway) or on the broker's confirms.
+public struct BatchPhases: Sendable, Equatable {
+    /// Admission, decoding and the handler: its transactions and, for a calling stage, its call-outs.
+    public var handle: Double
+    /// Publishing the batch's hand-offs, retries and dead letters until the broker confirmed them.
+    public var publish: Double
+    public var ack: Double
+
+    public init(handle: Double, publish: Double, ack: Double) {
+        (self.handle, self.publish, self.ack) = (handle, publish, ack)
+    }
+
+    public var total: Double { handle + publish + ack }
 }

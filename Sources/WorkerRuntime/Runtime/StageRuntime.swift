@@ -228,12 +228,19 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             }
         }
 
+        let handled = DispatchTime.now()
         guard publishConfirmed(outbound) else { return }
+        let published = DispatchTime.now()
         consumer.ack(deliveries)  // one command and one wake-up of the consumer thread for the batch
         metrics.acked(deliveries.count)
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-        metrics.handled(batch: deliveries.count, seconds: seconds)
-        hooks.afterBatch(seconds)
+        let phases = BatchPhases(handle: Self.seconds(from: started, to: handled), publish: Self.seconds(from: handled, to: published),
+                                 ack: Self.seconds(from: published, to: DispatchTime.now()))
+        metrics.handled(batch: deliveries.count, phases: phases)
+        hooks.afterBatch(phases.total)
+    }
+
+    private static func seconds(from start: DispatchTime, to end: DispatchTime) -> Double {
+        Double(end.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     }
 
     /// Size limit, crash-loop guard and decoding: everything decided before touching the database.
