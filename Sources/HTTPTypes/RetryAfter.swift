@@ -15,7 +15,7 @@ public enum RetryAfter {
     public static func seconds(_ value: String?, now: Date = Date()) -> Double? {
         guard let text = value?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
         if let seconds = clampedDelaySeconds(text) { return seconds }
-        guard let date = HTTPDate.parse(text) else { return nil }
+        guard let date = HTTPDate.parse(text, now: now) else { return nil }
         return min(maximumSeconds, max(0, date.timeIntervalSince(now)))
     }
 
@@ -42,10 +42,11 @@ public enum RetryAfter {
 /// peer's `Retry-After: Fr͔, 1Di c 9999 …` crashed the fuzz harness), and a header value is a peer's to choose.
 /// The calendar arithmetic is Foundation's.
 enum HTTPDate {
-    static func parse(_ text: String) -> Date? {
+    /// `now` places rfc850's two-digit years (RFC 9110: one more than 50 years ahead is the last such year past).
+    static func parse(_ text: String, now: Date) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
-        return imfFixdate(bytes) ?? rfc850(bytes) ?? asctime(bytes)
+        return imfFixdate(bytes) ?? rfc850(bytes, now: now) ?? asctime(bytes)
     }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT`
@@ -55,9 +56,9 @@ enum HTTPDate {
     }
 
     /// `Sunday, 06-Nov-94 08:49:37 GMT`; a two-digit year more than 50 years ahead is the last such year past.
-    private static func rfc850(_ bytes: [UInt8]) -> Date? {
+    private static func rfc850(_ bytes: [UInt8], now: Date) -> Date? {
         guard let parts = commaForm(bytes, dayNames: longDayNames, separator: "-", yearDigits: 2) else { return nil }
-        let thisYear = gmtCalendar.component(.year, from: Date())
+        let thisYear = gmtCalendar.component(.year, from: now)
         var year = thisYear - thisYear % 100 + parts.year
         if year > thisYear + 50 { year -= 100 }
         return date(year: year, month: parts.month, day: parts.day, time: parts.time)

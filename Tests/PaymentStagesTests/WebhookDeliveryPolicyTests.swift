@@ -98,7 +98,9 @@ import Testing
         #expect(RetryAfter.seconds("Thu Jan  1 00:00:45 2026", now: now) == 45)
         #expect(RetryAfter.seconds("Sat Jan 10 00:00:00 2026", now: now) == 86_400)
         #expect(RetryAfter.seconds("Thu, 01 Jan 2026 00:00:60 GMT", now: now) == 60)
-        #expect(RetryAfter.seconds("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == 0)
+        #expect(RetryAfter.seconds("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == 0)  // 1994, not 2094
+        #expect(RetryAfter.seconds("Saturday, 01-Jan-77 00:00:00 GMT", now: now) == 0)  // 1977: 2077 is more than 50 years ahead
+        #expect(RetryAfter.seconds("Wednesday, 01-Jan-76 00:00:00 GMT", now: now) == 86_400)  // 2076: exactly 50, kept
         for refused in ["Fr\u{354}, 1Di c 9999 23:59:59 GMT", "Thu, 01 Jän 2026 00:01:30 GMT", "thu, 01 Jan 2026 00:01:30 GMT",
                         "Thu, 31 Feb 2026 00:01:30 GMT", "Thu, 01 Jan 2026 24:00:00 GMT", "Thu, 01 Jan 2026 00:01:30 UTC",
                         "Thu, 1 Jan 2026 00:01:30 GMT", "Thu, 01 Jan 2026 00:01:30 GMTX",
