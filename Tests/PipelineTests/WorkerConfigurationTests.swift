@@ -18,6 +18,7 @@ import Testing
         #expect(configuration.prefetch == 100)
         #expect(configuration.metricsPort == 9102)
         #expect(configuration.heartbeatSeconds == 10)
+        #expect(configuration.batchLingerSeconds == 0.010)
         #expect(configuration.retrySchedule == RetrySchedule.standard)
     }
 
@@ -25,8 +26,9 @@ import Testing
         let configuration = try WorkerConfiguration(stage: .decrypt, environment: EnvironmentReader([
             "PAYPIPE_ENV": "sandbox", "PAYPIPE_PREFETCH": "300", "PAYPIPE_LOG_LEVEL": "DEBUG",
             "PAYPIPE_RETRY_DELAYS": "100ms,1s", "PAYPIPE_MAX_RETRIES": "3", "PAYPIPE_SHUTDOWN_TIMEOUT": "2m",
-            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_AMQP_URL": "amqps://u:p@broker:5671/prod",
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_AMQP_URL": "amqps://u:p@broker:5671/prod", "PAYPIPE_BATCH_LINGER": "0",
         ]))
+        #expect(configuration.batchLingerSeconds == 0)
         #expect(configuration.environment == .sandbox)
         #expect(configuration.prefetch == 300)
         #expect(configuration.logLevel == .debug)
@@ -39,6 +41,7 @@ import Testing
         ("PAYPIPE_PREFETCH", "lots"), ("PAYPIPE_PREFETCH", "0"), ("PAYPIPE_ENV", "staging"),
         ("PAYPIPE_LOG_LEVEL", "loud"), ("PAYPIPE_RETRY_DELAYS", "1s,never"), ("PAYPIPE_METRICS_PORT", "70000"),
         ("PAYPIPE_AMQP_URL", "http://broker"), ("PAYPIPE_DATABASE_URL", "mysql://db"), ("PAYPIPE_SHUTDOWN_TIMEOUT", "-1s"),
+        ("PAYPIPE_BATCH_LINGER", "2s"), ("PAYPIPE_BATCH_LINGER", "soon"),
     ])
     func invalidValuesNameTheVariable(variable: String, value: String) {
         #expect {

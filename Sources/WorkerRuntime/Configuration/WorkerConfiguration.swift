@@ -13,6 +13,8 @@ public struct WorkerConfiguration: Sendable {
     public var concurrency: Int
     /// Deliveries a lane handles in one database transaction and one confirm window.
     public var batchSize: Int
+    /// How long a busy lane waits for its batch to fill (``BatchFill``); 0 never waits.
+    public var batchLingerSeconds: Double
     public var heartbeatSeconds: Int
     /// Port of `/healthz` and `/metrics`; 0 picks a free port (tests).
     public var metricsPort: UInt16
@@ -40,6 +42,11 @@ public struct WorkerConfiguration: Sendable {
     /// send window is refused before it is sent and re-planned, never sent late.
     public static let defaultBatchSize = 50
 
+    /// `PAYPIPE_BATCH_LINGER`: a busy lane waits this long at most for a fuller batch (``BatchFill``): on two
+    /// saturated cores 10 ms made the 1x layout's batches a quarter larger (docs/performance.md, set Q). A lane that
+    /// keeps up with its input never waits.
+    public static let defaultBatchLinger = 0.010
+
     /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share
     /// one host without configuration). The payment side's `init(stage:environment:)` adds its own checks.
     public init(defaultMetricsPort: UInt16, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
@@ -50,6 +57,7 @@ public struct WorkerConfiguration: Sendable {
         prefetch = try reader.integer("PAYPIPE_PREFETCH", default: 100, range: 1...5000)
         concurrency = try reader.integer("PAYPIPE_CONCURRENCY", default: 2, range: 1...64)
         batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: Self.defaultBatchSize, range: 1...1000)
+        batchLingerSeconds = try reader.seconds("PAYPIPE_BATCH_LINGER", default: Self.defaultBatchLinger, range: 0...1)
         heartbeatSeconds = try reader.integer("PAYPIPE_HEARTBEAT_SECONDS", default: 10, range: 2...600)
         metricsPort = try reader.integer("PAYPIPE_METRICS_PORT", default: defaultMetricsPort, range: 0...65535)
         metricsHost = reader.string("PAYPIPE_METRICS_HOST", default: "0.0.0.0")

@@ -129,7 +129,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         logger.info("worker_started", [
             ("queue", .string(stage.queueName)), ("concurrency", .int(configuration.concurrency)),
             ("prefetch", .int(Int(configuration.prefetch))), ("batchSize", .int(configuration.batchSize)),
-            ("metricsPort", .int(Int(observabilityPort ?? 0))),
+            ("batchLingerMs", .double(configuration.batchLingerSeconds * 1000)), ("metricsPort", .int(Int(observabilityPort ?? 0))),
         ])
     }
 
@@ -184,8 +184,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
 
     private func runLane(_ lane: Int) {
         var database: PostgresConnection?
+        let fill = BatchFill(limit: configuration.batchSize, linger: configuration.batchLingerSeconds)
         while true {
-            let deliveries = consumer.receive(maxCount: configuration.batchSize, timeout: 0.2)
+            let deliveries = receiveBatch(fill)
             if deliveries.isEmpty {
                 if isStopRequested { break }
                 continue
@@ -193,6 +194,24 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             handleBatch(deliveries, database: &database)
         }
         database?.close()
+    }
+
+    /// Up to a batch of deliveries, or none after 0.2 s without any; `fill` says how long a busy lane waits for more.
+    private func receiveBatch(_ fill: BatchFill) -> [AMQPDelivery] {
+        var deliveries = consumer.receive(maxCount: fill.limit, timeout: 0)
+        let foundWaiting = deliveries.count
+        if foundWaiting == 0 {
+            deliveries = consumer.receive(maxCount: fill.limit, timeout: 0.2)
+            guard !deliveries.isEmpty else { return [] }
+        }
+        let first = DispatchTime.now()
+        while case .wait(let more, let seconds) = fill.next(count: deliveries.count, foundWaiting: foundWaiting,
+                                                            elapsed: Self.seconds(from: first, to: DispatchTime.now())) {
+            let next = consumer.receive(maxCount: more, timeout: seconds)
+            guard !next.isEmpty else { break }  // the linger passed, or the consumer shut down
+            deliveries += next
+        }
+        return deliveries
     }
 
     private func handleBatch(_ received: [AMQPDelivery], database: inout PostgresConnection?) {
