@@ -15,7 +15,7 @@ enum DLQCommand: CLICommand {
         usage: paypipe dlq list STAGE [--limit N] [--json]
                paypipe dlq show STAGE [MESSAGE_ID] [--limit N]
                paypipe dlq replay STAGE [--message-id ID] [--limit N]
-          STAGE is decrypt, authorize, submit or notify; its dead letters are in paypipe.STAGE.dlq.
+          STAGE is decrypt, authorize, submit, notify or operations; its dead letters are in paypipe.STAGE.dlq.
           list    prints the queue's message count, then per message (up to N, default 50): message id, error
                   code, error and when it was dead-lettered. --json prints one JSON object per line instead.
           show    prints the headers and body of up to N messages (default 10), or of MESSAGE_ID only.
@@ -49,7 +49,7 @@ enum DLQCommand: CLICommand {
         do {
             let action = try arguments.positional(0, "list, show or replay")
             guard let stage = Stage(rawValue: try arguments.positional(1, "STAGE")) else {
-                throw CommandArguments.UsageError(description: "STAGE must be one of decrypt, authorize, submit, notify")
+                throw CommandArguments.UsageError(description: "STAGE must be one of decrypt, authorize, submit, notify, operations")
             }
             let limit = try arguments.value("--limit").map { text throws(CommandArguments.UsageError) in
                 guard let limit = Int(text), limit > 0 else { throw .init(description: "--limit needs a positive count") }
