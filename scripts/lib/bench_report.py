@@ -22,7 +22,7 @@ import os
 import statistics
 import sys
 
-# What one payment costs the services, for the naive bound (docs/performance.md, "Bounds").
+# What one payment costs the services, for the naive bound (docs/performance.md, "What is measured, against what").
 PUBLISHES_PER_PAYMENT = 5     # job, 3 hand-offs (decrypt→authorize→submit→notify), result event
 CONSUMES_PER_PAYMENT = 4      # one delivery + ack per stage
 TRANSACTIONS_PER_PAYMENT = 5  # decrypt, authorize, submit ×2 (intent before the call, outcome after), notify
@@ -236,7 +236,7 @@ def median_bound(bounds):
 
 
 def machine_summary(machine):
-    return {k: machine.get(k) for k in ("cpu", "cores", "memory", "kernel", "build", "openssl", "postgres", "swift")}
+    return {k: machine.get(k) for k in ("cpu", "cores", "memory", "kernel", "build", "openssl", "postgres", "swift", "commit")}
 
 
 def check(ratios, reference, args, work):
@@ -518,7 +518,7 @@ def table(r):
         if m.get("inject"):
             lines.append(f"INJECTED 2x slowdown into {m['inject']} (the guard's self-test; not a measurement of PayPipe)")
     lines.append("")
-    lines.append(f"machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}; {m.get('build', '?')} build; "
+    lines.append(f"commit {m.get('commit') or '?'}; machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory', '?')}; {m.get('build', '?')} build; "
                  f"load average at start {m.get('loadStart', '?')}, at end {m.get('loadEnd', '?')}; {m.get('date', '')}")
     return lines
 

@@ -244,8 +244,8 @@ extension PayPipeSchema {
     /// prepares it again in each statement that writes the table. Migration 7's tree is 11 KB of text (a CASE of six
     /// branches), two thirds of all the CHECK text of `payments`, and reading it was most of what the lifecycle costs
     /// the hot path: with this migration, PostgreSQL's backends execute 0.13 M fewer instructions per payment, about 5%
-    /// of their work (callgrind, docs/performance.md). As a function call the stored tree is a few nodes; PL/pgSQL
-    /// prepares the body once per session and evaluates it per row.
+    /// of their work (callgrind; bench/results/performance-history.md, "Migration 10"). As a function call the stored
+    /// tree is a few nodes; PL/pgSQL prepares the body once per session and evaluates it per row.
     ///
     /// What the database accepts and refuses is the same: the body is migration 7's expression, taken from its text,
     /// and the function is not STRICT, so a NULL result still passes the CHECK as before. It is IMMUTABLE: it reads

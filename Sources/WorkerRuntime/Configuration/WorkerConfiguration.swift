@@ -43,8 +43,8 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultBatchSize = 50
 
     /// `PAYPIPE_BATCH_LINGER`: a busy lane waits this long at most for a fuller batch (``BatchFill``): on two
-    /// saturated cores 10 ms gave the 1x layout larger batches and a higher sustained rate (docs/performance.md, set Q).
-    /// A lane that keeps up with its input never waits.
+    /// saturated cores 10 ms gave the 1x layout larger batches and a higher sustained rate
+    /// (bench/results/performance-history.md, set Q). A lane that keeps up with its input never waits.
     public static let defaultBatchLinger = 0.010
 
     /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share

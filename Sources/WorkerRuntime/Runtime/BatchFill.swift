@@ -3,10 +3,10 @@
 /// Every batch costs a fixed amount of work wherever it goes: a transaction and its commit, the statements' planning
 /// and start-up, a confirm round with the broker, the wake-ups of the threads involved. When the machine is
 /// saturated, that work is taken from the stage that binds, so small batches lower the throughput of the whole
-/// pipeline (docs/performance.md, set Q). A lane that comes back to at least half a batch already waiting has fallen
-/// behind its input, so it may wait up to `linger` for the batch to fill. A lane that finds less has kept up: it
-/// handles what it has at once, so a pipeline with spare capacity adds no latency. The policy is a value:
-/// ``StageRuntime`` asks it after every receive.
+/// pipeline (bench/results/performance-history.md, set Q). A lane that comes back to at least half a batch already
+/// waiting has fallen behind its input, so it may wait up to `linger` for the batch to fill. A lane that finds less
+/// has kept up: it handles what it has at once, so a pipeline with spare capacity adds no latency. The policy is a
+/// value: ``StageRuntime`` asks it after every receive.
 public struct BatchFill: Sendable, Equatable {
     /// What the lane does next.
     public enum Step: Sendable, Equatable {
