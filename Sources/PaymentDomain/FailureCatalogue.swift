@@ -95,7 +95,7 @@ public enum FailureCatalogue {
         FailureCode("late_authorization_voided", [.paymentFailed], origin: "operations",
                     "the gateway authorised a payment PayPipe had failed; the late AUTH was voided automatically (`payment.voided`), the payment ends `failed`"),
         FailureCode("late_authorization", [.needsReview], origin: "submit",
-                    "the gateway authorised a payment PayPipe had already failed (once operations are wired: only when it cannot be voided automatically, e.g. it settled)"),
+                    "the gateway authorised a payment PayPipe had already failed, and the operations worker cannot void it automatically (it settled or was captured, its processor has no void, or its transport carries none): a person acts"),
         FailureCode("resolved_by_operator", [.paymentFailed, .paymentDeclined], origin: "operator",
                     "an operator closed a review (`paypipe payment resolve`, as authorized, declined or failed: recorded on each); the reason is the operator's"),
         FailureCode("gateway_outcome_uncertain", [.retried], origin: "submit", "the AUTH may have been processed: reconciled before any resend"),
