@@ -6,13 +6,13 @@ import Pipeline
 
 /// The whole sandbox stack as real processes, the way scripts/demo runs it: a fresh sandbox (PKI, data key,
 /// merchant) whose gateway is a `paypipe-gateway-sim` and whose webhook is a `paypipe-webhook-receiver` on free
-/// ports, and the four stage workers, all from `.build/debug` (`swift build` first). `stop()` sends SIGTERM to
+/// ports, and the five workers (the four stages and operations), all from `.build/debug` (`swift build` first). `stop()` sends SIGTERM to
 /// each and waits, so the workers' graceful shutdown is exercised too.
 final class PipelineProcesses {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let binaries = packageRoot.appendingPathComponent(".build/debug")
-    static let workers = ["paypipe-decrypt", "paypipe-authorize", "paypipe-submit", "paypipe-notify"]
+    static let workers = ["paypipe-decrypt", "paypipe-authorize", "paypipe-submit", "paypipe-notify", "paypipe-operations"]
 
     let directory: URL
     let sandboxDirectory: String
