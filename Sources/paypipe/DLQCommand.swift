@@ -98,8 +98,12 @@ enum DLQCommand: CLICommand {
         } else {
             print("\(stage.deadLetterQueueName): \(count) message\(count == 1 ? "" : "s")"
                   + (deliveries.count < count ? " (showing \(deliveries.count))" : ""))
-            let rows = deliveries.map(summary).map { [$0.messageId ?? "-", $0.errorCode ?? "-", $0.deadLetteredAt ?? "-", $0.error ?? "-"] }
-            if !rows.isEmpty { print(TextTable(header: ["MESSAGE ID", "ERROR CODE", "DEAD-LETTERED AT", "ERROR"], rows: rows).rendered()) }
+            // Tab-separated, not a padded table: scripts and ContractTests cut these fields.
+            for delivery in deliveries {
+                let item = summary(delivery)
+                print([item.messageId ?? "-", item.errorCode ?? "-", item.deadLetteredAt ?? "-", item.error ?? "-"]
+                    .joined(separator: "\t"))
+            }
         }
         return ExitCode.ok
     }
