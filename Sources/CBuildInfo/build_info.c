@@ -3,12 +3,13 @@
 // defines; this file embeds their text (#embed) when it is compiled. SwiftPM caches the manifest, so the paths may be
 // as old as the last evaluation, but the contents are read at every compile, and clang lists embedded files in the
 // dependency file, so a commit (which rewrites the ref) recompiles this file. A file that disappeared (refs packed
-// by git gc) is skipped by __has_embed rather than failing the build; BuildInfo then falls back to packed-refs.
+// by git gc) is skipped by __has_embed rather than failing the build; BuildInfo then falls back to packed-refs. A
+// compiler without #embed (clang before 19) builds it too, reporting no commit.
 #include "CBuildInfo.h"
 
 #pragma clang diagnostic ignored "-Wc23-extensions"
 
-#if defined(PAYPIPE_GIT_HEAD_FILE)
+#if defined(__has_embed) && defined(PAYPIPE_GIT_HEAD_FILE)
 #if __has_embed(PAYPIPE_GIT_HEAD_FILE)
 #define PAYPIPE_HAS_HEAD
 #endif
@@ -21,7 +22,7 @@ static const char head[] = {
 static const char head[] = "";
 #endif
 
-#if defined(PAYPIPE_GIT_LOOSE_REF_FILE)
+#if defined(__has_embed) && defined(PAYPIPE_GIT_LOOSE_REF_FILE)
 #if __has_embed(PAYPIPE_GIT_LOOSE_REF_FILE)
 #define PAYPIPE_HAS_LOOSE_REF
 #endif
@@ -34,7 +35,7 @@ static const char loose_ref[] = {
 static const char loose_ref[] = "";
 #endif
 
-#if defined(PAYPIPE_GIT_PACKED_REFS_FILE)
+#if defined(__has_embed) && defined(PAYPIPE_GIT_PACKED_REFS_FILE)
 #if __has_embed(PAYPIPE_GIT_PACKED_REFS_FILE)
 #define PAYPIPE_HAS_PACKED_REFS
 #endif
