@@ -18,7 +18,41 @@
 //                            the workers (scripts/check-modules checks the worker executables' dependencies)
 //   thin executables      →  paypipe (operator CLI), paypipe-<stage> workers
 // Nothing outside the toolchain is fetched: every dependency is a Debian C library.
+import Foundation
 import PackageDescription
+
+/// The git files that name the commit being built, for CBuildInfo (Sources/CBuildInfo/build_info.c embeds their text
+/// at compile time, so a new commit recompiles it although SwiftPM caches this manifest): HEAD, the branch's loose ref
+/// and packed-refs. None outside a git checkout (the Docker build): binaries then report only their version.
+func gitBuildFiles() -> [CSetting] {
+    let root = Context.packageDirectory
+    func read(_ path: String) -> String? {
+        (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    func absolute(_ path: String, from base: String) -> String { path.hasPrefix("/") ? path : base + "/" + path }
+    func quoted(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: root + "/.git", isDirectory: &isDirectory) else { return [] }
+    var gitDirectory = root + "/.git"
+    if !isDirectory.boolValue {
+        // A worktree (or submodule): `.git` is a file `gitdir: PATH`.
+        guard let line = read(gitDirectory), line.hasPrefix("gitdir: ") else { return [] }
+        gitDirectory = absolute(String(line.dropFirst("gitdir: ".count)), from: root)
+    }
+    // A worktree keeps its own HEAD; the refs are in the repository's common directory.
+    let common = read(gitDirectory + "/commondir").map { absolute($0, from: gitDirectory) } ?? gitDirectory
+    var settings: [CSetting] = [
+        .define("PAYPIPE_GIT_HEAD_FILE", to: quoted(gitDirectory + "/HEAD")),
+        .define("PAYPIPE_GIT_PACKED_REFS_FILE", to: quoted(common + "/packed-refs")),
+    ]
+    if let head = read(gitDirectory + "/HEAD"), head.hasPrefix("ref: ") {
+        let ref = String(head.dropFirst("ref: ".count))
+        settings += [.define("PAYPIPE_GIT_REF_NAME", to: quoted(ref)), .define("PAYPIPE_GIT_LOOSE_REF_FILE", to: quoted(common + "/" + ref))]
+    }
+    return settings
+}
 
 let package = Package(
     name: "PayPipe",
@@ -47,6 +81,8 @@ let package = Package(
             name: "CPayPipeShim",
             dependencies: ["CRabbitMQ", "CCurl", "CMicroHTTPD"]
         ),
+        // The git commit being built (gitBuildFiles above), for WorkerRuntime's BuildInfo.
+        .target(name: "CBuildInfo", cSettings: gitBuildFiles()),
         // OpenSSL's function-like macros (EVP_PKEY_PUBLIC_KEY, sk_X509_*), apart so that Crypto links no other C library.
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
 
@@ -70,7 +106,7 @@ let package = Package(
         .target(name: "PaymentDomain", dependencies: ["StageContract", "Crypto", "JSON"]),
 
         // MARK: Runtime (no PaymentDomain, scripts/check-modules)
-        .target(name: "WorkerRuntime", dependencies: ["StageContract", "AMQP", "Postgres", "HTTP", "CPayPipeShim"]),
+        .target(name: "WorkerRuntime", dependencies: ["StageContract", "AMQP", "Postgres", "HTTP", "CPayPipeShim", "CBuildInfo"]),
 
         // MARK: Payment foundation (store, keys, topology, the payment side's adapters to the runtime)
         .target(name: "Pipeline", dependencies: ["WorkerRuntime", "PaymentDomain", "AMQP", "Postgres", "Crypto", "JSON"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Pipeline
 
 /// One `paypipe` subcommand.
 protocol CLICommand {
@@ -6,8 +7,20 @@ protocol CLICommand {
     static var summary: String { get }
     /// Full `--help` text.
     static var usage: String { get }
-    /// Runs with the arguments after the subcommand name; returns the process exit code.
-    static func run(arguments: [String]) -> Int32
+    /// Every form the command accepts: the dispatcher parses against it before `run`, so a usage error is reported
+    /// before any configuration is read or anything is published.
+    static var syntax: CommandSyntax { get }
+    /// Runs with the parsed arguments (the form's words first); returns the process exit code.
+    static func run(_ arguments: CommandArguments) -> Int32
+    /// Reports a usage error; returns the exit code (64).
+    static func report(usage error: CommandArguments.UsageError) -> Int32
+}
+
+extension CLICommand {
+    static func report(usage error: CommandArguments.UsageError) -> Int32 {
+        printError("paypipe \(name): \(error)\n\n\(usage)")
+        return ExitCode.usage
+    }
 }
 
 /// Exit codes, from BSD sysexits so scripts can tell usage, data and availability errors apart.
@@ -23,6 +36,10 @@ enum ExitCode {
 
 enum CLI {
     static func dispatch(_ arguments: [String], commands: [any CLICommand.Type]) -> Int32 {
+        if arguments == ["--version"] {
+            print(BuildInfo.current.versionLine(program: "paypipe"))
+            return ExitCode.ok
+        }
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             print(overview(commands))
             return arguments.isEmpty ? ExitCode.usage : ExitCode.ok
@@ -36,29 +53,23 @@ enum CLI {
             print(command.usage)
             return ExitCode.ok
         }
-        return command.run(arguments: rest)
-    }
-
-    /// Parses a command's arguments, printing the usage on error.
-    static func parse(_ arguments: [String], usage: String) -> CommandArguments? {
+        let parsed: CommandArguments
         do {
-            return try CommandArguments(arguments)
+            parsed = try command.syntax.parse(rest, command: command.name)
         } catch {
-            printError("\(error)\n\n\(usage)")
-            return nil
+            return command.report(usage: error)
         }
+        return command.run(parsed)
     }
 
     static func overview(_ commands: [any CLICommand.Type]) -> String {
-        let width = commands.map { $0.name.count }.max() ?? 0
-        let lines = commands.map { command in
-            "  " + command.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary
-        }
+        let table = TextTable(rows: commands.map { ["  " + $0.name, $0.summary] })
         return """
             usage: paypipe <command> [options]   (paypipe <command> --help for details)
+                   paypipe --version
 
             commands:
-            \(lines.joined(separator: "\n"))
+            \(table.rendered(header: false))
             """
     }
 }

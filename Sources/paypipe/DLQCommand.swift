@@ -13,12 +13,13 @@ enum DLQCommand: CLICommand {
     static let summary = "list, show or replay a stage's dead-letter queue"
     static let usage = """
         usage: paypipe dlq list STAGE [--limit N] [--json]
-               paypipe dlq show STAGE [MESSAGE_ID] [--limit N]
+               paypipe dlq show STAGE [MESSAGE_ID] [--limit N] [--json]
                paypipe dlq replay STAGE [--message-id ID] [--limit N]
           STAGE is decrypt, authorize, submit, notify or operations; its dead letters are in paypipe.STAGE.dlq.
           list    prints the queue's message count, then per message (up to N, default 50): message id, error
                   code, error and when it was dead-lettered. --json prints one JSON object per line instead.
-          show    prints the headers and body of up to N messages (default 10), or of MESSAGE_ID only.
+          show    prints the headers and body of up to N messages (default 10), or of MESSAGE_ID only. --json
+                  prints one JSON object per message (messageId, exchange, routingKey, headers, body, bytes).
           list and show read with basic.get and requeue what they read (basic.nack requeue=true) when done:
           the messages stay in the DLQ, but their order may change, they are marked redelivered, and while the
           command runs they are invisible to other readers. Each read counts as a delivery attempt of the
@@ -44,12 +45,16 @@ enum DLQCommand: CLICommand {
         let bytes: Int
     }
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+    static let syntax = CommandSyntax(
+        .init(["list"], operands: ["STAGE"], flags: ["--json"], options: ["--limit"]),
+        .init(["show"], operands: ["STAGE", "[MESSAGE_ID]"], flags: ["--json"], options: ["--limit"]),
+        .init(["replay"], operands: ["STAGE"], options: ["--message-id", "--limit"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
         do {
-            let action = try arguments.positional(0, "list, show or replay")
-            guard let stage = Stage(rawValue: try arguments.positional(1, "STAGE")) else {
-                throw CommandArguments.UsageError(description: "STAGE must be one of decrypt, authorize, submit, notify, operations")
+            let action = arguments.positionals[0]
+            guard let stage = Stage(rawValue: arguments.positionals[1]) else {
+                throw CommandArguments.UsageError(description: "STAGE must be one of " + Stage.allCases.map(\.rawValue).joined(separator: ", "))
             }
             let limit = try arguments.value("--limit").map { text throws(CommandArguments.UsageError) in
                 guard let limit = Int(text), limit > 0 else { throw .init(description: "--limit needs a positive count") }
@@ -67,7 +72,7 @@ enum DLQCommand: CLICommand {
                 return try list(stage, connection: connection, limit: limit ?? 50, json: arguments.flag("--json"))
             case "show":
                 return try show(stage, connection: connection, messageId: arguments.positionals.dropFirst(2).first,
-                                limit: limit ?? 10)
+                                limit: limit ?? 10, json: arguments.flag("--json"))
             case "replay":
                 return try replay(stage, connection: connection, configuration: configuration, amqp: amqp,
                                   messageId: arguments.value("--message-id"), limit: limit)
@@ -75,8 +80,7 @@ enum DLQCommand: CLICommand {
                 throw CommandArguments.UsageError(description: "unknown dlq action '\(action)'")
             }
         } catch let error as CommandArguments.UsageError {
-            printError("paypipe: \(error)\n\n\(usage)")
-            return ExitCode.usage
+            return report(usage: error)
         } catch {
             return OperatorContext.report(error)
         }
@@ -94,6 +98,7 @@ enum DLQCommand: CLICommand {
         } else {
             print("\(stage.deadLetterQueueName): \(count) message\(count == 1 ? "" : "s")"
                   + (deliveries.count < count ? " (showing \(deliveries.count))" : ""))
+            // Tab-separated, not a padded table: scripts and ContractTests cut these fields.
             for delivery in deliveries {
                 let item = summary(delivery)
                 print([item.messageId ?? "-", item.errorCode ?? "-", item.deadLetteredAt ?? "-", item.error ?? "-"]
@@ -103,7 +108,7 @@ enum DLQCommand: CLICommand {
         return ExitCode.ok
     }
 
-    static func show(_ stage: Stage, connection: AMQPConnection, messageId: String?, limit: Int) throws -> Int32 {
+    static func show(_ stage: Stage, connection: AMQPConnection, messageId: String?, limit: Int, json: Bool) throws -> Int32 {
         // Looking for one id means reading past others: bounded by the queue depth rather than by N.
         let depth = Int(try connection.queueDeclarePassive(stage.deadLetterQueueName).messages)
         let deliveries = try peek(stage, connection: connection, limit: messageId == nil ? limit : depth)
@@ -113,6 +118,15 @@ enum DLQCommand: CLICommand {
             return ExitCode.failure
         }
         for delivery in deliveries.prefix(limit) {
+            if json {
+                let object: [String: Any] = [
+                    "messageId": delivery.properties.messageId ?? NSNull(), "exchange": delivery.exchange, "routingKey": delivery.routingKey,
+                    "headers": delivery.properties.headers.mapValues(render), "body": String(decoding: delivery.body, as: UTF8.self),
+                    "bytes": delivery.body.count,
+                ]
+                print(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self))
+                continue
+            }
             print("message \(delivery.properties.messageId ?? "-") (\(delivery.body.count) bytes)")
             print("  exchange \(delivery.exchange.isEmpty ? "(default)" : delivery.exchange), routing key \(delivery.routingKey)")
             for (key, value) in delivery.properties.headers.sorted(by: { $0.key < $1.key }) {

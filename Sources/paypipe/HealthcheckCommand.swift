@@ -9,13 +9,13 @@ enum HealthcheckCommand: CLICommand {
           GETs URL (e.g. http://127.0.0.1:9101/healthz) and exits 0 on a 2xx answer, 1 otherwise.
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
-        guard let url = arguments.positionals.first else {
-            printError(usage)
-            return ExitCode.usage
+    static let syntax = CommandSyntax(.init(operands: ["URL"], options: ["--timeout"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
+        let url = arguments.positionals[0]
+        guard let timeout = Double(arguments.value("--timeout") ?? "3"), timeout > 0 else {
+            return report(usage: .init(description: "--timeout needs a positive number of seconds"))
         }
-        let timeout = arguments.value("--timeout").flatMap(Double.init) ?? 3
         let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: timeout, totalTimeout: timeout))
         do {
             let response = try client.send(HTTPRequest(method: "GET", url: url))

@@ -12,38 +12,31 @@ enum JWTCommand: CLICommand {
     static let name = "jwt"
     static let summary = "decode (and verify) Trust Payments JWTs, card fields masked"
     static let usage = """
-        usage: paypipe jwt decode [--secret S | --secret-file FILE] [--reveal] JWT
+        usage: paypipe jwt decode [--secret S | --secret-file FILE] [--reveal] [--json] JWT
           Prints {"header":…,"claims":…,"signature":…} as one JSON line. JWT may be "-" to read it from stdin.
           --secret S         verify the HMAC signature (HS256/384/512) with the merchant's JWT secret; exit 65 if it fails
           --secret-file F    the same, reading the secret from a file (keeps it out of the process list)
           --reveal           show pan, tavv, wallettoken, expirydate and nested JWTs unmasked
+          --json             accepted for symmetry with the other read commands: the output is always JSON
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
-        guard arguments.positionals.first == "decode", arguments.positionals.count == 2 else {
-            printError(usage)
-            return ExitCode.usage
+    static let syntax = CommandSyntax(.init(["decode"], operands: ["JWT"], flags: ["--reveal", "--json"], options: ["--secret", "--secret-file"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
+        if arguments.value("--secret") != nil, arguments.value("--secret-file") != nil {
+            return report(usage: .init(description: "give --secret or --secret-file, not both"))
         }
         guard let token = readToken(arguments.positionals[1]) else {
             printError("paypipe jwt: cannot read the JWT from stdin")
             return ExitCode.dataError
         }
-        let secret: String?
-        switch (arguments.value("--secret"), arguments.value("--secret-file")) {
-        case (let inline?, nil):
-            secret = inline
-        case (nil, let path?):
+        var secret = arguments.value("--secret")
+        if let path = arguments.value("--secret-file") {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                 printError("paypipe jwt: cannot read \(path)")
                 return 66
             }
             secret = text.trimmingCharacters(in: .newlines)
-        case (nil, nil):
-            secret = nil
-        case (.some, .some):
-            printError("give --secret or --secret-file, not both\n\n\(usage)")
-            return ExitCode.usage
         }
         return decode(token, secret: secret, reveal: arguments.flag("--reveal"))
     }

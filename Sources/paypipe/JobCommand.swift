@@ -32,23 +32,29 @@ enum JobCommand: CLICommand {
           under new job ids); --pan-offset K shifts the sample PANs by K (each wave its own cards).
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
-        guard arguments.positionals.first == "publish" else {
-            printError(usage)
-            return ExitCode.usage
+    static let syntax = CommandSyntax(.init(
+        ["publish"], operands: ["[FILE]"], flags: ["--all-good"],
+        options: ["--sample", "--merchant", "--prefix", "--sandbox-dir", "--rate", "--card-secrets", "--order-prefix", "--pan-offset"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
+        guard (arguments.positionals.count == 2) != (arguments.value("--sample") != nil) else {
+            return report(usage: .init(description: "give FILE or --sample N (one of them)"))
         }
         do {
+            let rate = try arguments.value("--rate").map { text throws(CommandArguments.UsageError) in
+                guard let rate = Double(text), rate > 0 else { throw .init(description: "--rate needs a positive number of jobs per second") }
+                return rate
+            }
+            let panOffset = try arguments.value("--pan-offset").map { text throws(CommandArguments.UsageError) in
+                guard let offset = Int(text), (0...1_000_000_000).contains(offset) else { throw .init(description: "--pan-offset needs a non-negative number") }
+                return offset
+            } ?? 0
             var jobs: [(jobId: String, kind: String, body: [UInt8])] = []
             if let count = arguments.value("--sample") {
                 guard let count = Int(count), count > 0 else { throw CommandArguments.UsageError(description: "--sample needs a positive count") }
                 let sandbox = try SandboxEnvironment.open(directory: arguments.value("--sandbox-dir") ?? OperatorContext.sandboxDirectory)
                 let factory = SampleJobFactory(environment: sandbox, merchantId: arguments.value("--merchant") ?? SandboxEnvironment.merchantId)
                 let prefix = arguments.value("--prefix") ?? "sample-\(Int(Date().timeIntervalSince1970))"
-                let panOffset = try arguments.value("--pan-offset").map { text throws(CommandArguments.UsageError) in
-                    guard let offset = Int(text), (0...1_000_000_000).contains(offset) else { throw .init(description: "--pan-offset needs a non-negative number") }
-                    return offset
-                } ?? 0
                 let samples = try factory.makeJobs(count: count, prefix: prefix, allValid: arguments.flag("--all-good"),
                                                    orderPrefix: arguments.value("--order-prefix"), panOffset: panOffset)
                 jobs = samples.map { ($0.jobId, $0.kind.rawValue, $0.body) }
@@ -78,10 +84,6 @@ enum JobCommand: CLICommand {
                 return AMQPOutboundMessage(
                     exchange: PipelineTopology.jobsExchange, routingKey: PipelineTopology.jobRoutingKey,
                     body: job.body, properties: properties, mandatory: true)
-            }
-            let rate = try arguments.value("--rate").map { text throws(CommandArguments.UsageError) in
-                guard let rate = Double(text), rate > 0 else { throw .init(description: "--rate needs a positive number of jobs per second") }
-                return rate
             }
             let publishedAt = try publish(messages, rate: rate, with: publisher)
             for (index, job) in jobs.enumerated() {

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import PaymentStages
 import Pipeline
 
@@ -8,8 +9,8 @@ enum MerchantCommand: CLICommand {
     static let summary = "apply, list or show merchant configuration"
     static let usage = """
         usage: paypipe merchant apply --file merchant.json
-               paypipe merchant list
-               paypipe merchant show ID      (with `connector`: what its connector supports)
+               paypipe merchant list [--json]
+               paypipe merchant show ID [--json]     (with `connector`: what its connector supports)
                paypipe merchant certs [--json]
                paypipe merchant keys [--usage] [--json]
           apply  validates the document (identities parsed, certificate and key must match) and upserts it;
@@ -24,11 +25,20 @@ enum MerchantCommand: CLICommand {
           keys   every merchant's payment-processing keys by publicKeyHash; --usage adds the tokens each decrypted
                  and when it was first and last used (from the decrypt workers, up to PAYPIPE_RECONCILE_INTERVAL
                  behind): an old key whose last use is older than your longest token age can be removed.
+          list   the merchant ids, one a line; --json: one {"id"} object a line.
+          show   always prints JSON (--json is accepted for symmetry with the other read commands).
           Workers pick changes up within PAYPIPE_MERCHANT_CACHE_TTL (5s). Output never contains secrets.
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+    static let syntax = CommandSyntax(
+        .init(["apply"], options: ["--file"]),
+        .init(["list"], flags: ["--json"]),
+        .init(["show"], operands: ["ID"], flags: ["--json"]),
+        .init(["certs"], flags: ["--json"]),
+        .init(["keys"], flags: ["--usage", "--json"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
+        if arguments.positionals.first == "apply", arguments.value("--file") == nil { return report(usage: .init(description: "missing --file")) }
         do {
             let environment = EnvironmentReader()
             let connection = try OperatorContext.database(environment)
@@ -58,7 +68,8 @@ enum MerchantCommand: CLICommand {
                     transport: .fromEnvironment(environment, deployment: deployment), on: connection)
                 print(try summary(merchant))
             case "list":
-                for id in try store.listIds(on: connection) { print(id) }
+                let ids = try store.listIds(on: connection)
+                for id in ids { print(arguments.flag("--json") ? JSONValue.object([("id", .string(id))]).serializedString : id) }
             case "show":
                 let id = try arguments.positional(1, "merchant id")
                 guard let merchant = try store.load(id, on: connection) else {
@@ -71,8 +82,7 @@ enum MerchantCommand: CLICommand {
             case "keys":
                 print(try MerchantLifecycle.keys(on: connection, usage: arguments.flag("--usage"), json: arguments.flag("--json")), terminator: "")
             default:
-                printError(usage)
-                return ExitCode.usage
+                return report(usage: .init(description: "unknown action"))
             }
             return ExitCode.ok
         } catch let error as MerchantStore.MerchantError {

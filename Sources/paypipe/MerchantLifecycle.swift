@@ -44,21 +44,10 @@ enum MerchantLifecycle {
         return [String(usage.tokens), CertificateExpiry.iso8601(usage.firstUsedAt), CertificateExpiry.iso8601(usage.lastUsedAt)]
     }
 
-    /// An aligned table, or one JSON object per row keyed by the lower-cased headers.
+    /// An aligned table, or one JSON object per row keyed by the lower-cased headers; each line ends in a newline.
     private static func render(_ header: [String], _ rows: [[String]], json: Bool) -> String {
-        if json {
-            let keys = header.map { $0.lowercased().replacingOccurrences(of: " ", with: "_") }
-            return rows.map { row in
-                let object = Dictionary(uniqueKeysWithValues: zip(keys, row))
-                let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-                return String(decoding: data, as: UTF8.self) + "\n"
-            }.joined()
-        }
-        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
-        return ([header] + rows).map { row in
-            row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n") + "\n"
+        let table = TextTable(header: header, rows: rows)
+        if json { return rows.isEmpty ? "" : table.jsonLines() + "\n" }
+        return table.rendered() + "\n"
     }
 }

@@ -11,10 +11,11 @@ enum PaymentCommand: CLICommand {
     static let name = "payment"
     static let summary = "show a payment's state, operations and audit trail; resolve one held for review; capture, void or refund it"
     static let usage = """
-        usage: paypipe payment show ID
-               paypipe payment show --job JOBID [--merchant ID]
+        usage: paypipe payment show ID [--json]
+               paypipe payment show --job JOBID [--merchant ID] [--json]
           Prints the payment (status, stage, amount, error code and reason), whether card data is held or
-          purged, and every audit event, as JSON. Exit 65 if no such payment.
+          purged, and every audit event, as JSON (always; --json is accepted for symmetry with the other read
+          commands). Exit 65 if no such payment.
                paypipe payment resolve ID --as authorized|declined|failed --reason TEXT [--operator NAME]
           Closes a needs_review payment after checking the gateway's records: the decision, the reason and the
           operator (default $USER) go to the audit trail, and the payment is handed to notification.
@@ -25,14 +26,21 @@ enum PaymentCommand: CLICommand {
           what is left; none for a void). Prints {"published": …}; `payment show ID` lists the operation's outcome.
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage), let verb = arguments.positionals.first,
-              ["show", "resolve"].contains(verb) || OperationRequest.Kind(rawValue: verb) != nil else {
-            printError(usage)
-            return ExitCode.usage
-        }
+    static let syntax = CommandSyntax(
+        [CommandSyntax.Form(["show"], operands: ["[ID]"], flags: ["--json"], options: ["--job", "--merchant"]),
+         CommandSyntax.Form(["resolve"], operands: ["ID"], options: ["--as", "--reason", "--operator"])]
+        + OperationRequest.Kind.allCases.map { CommandSyntax.Form([$0.rawValue], operands: ["ID"], options: ["--operation-id", "--amount"]) })
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
+        let verb = arguments.positionals[0]
         if verb == "resolve" { return resolve(arguments) }
         if let kind = OperationRequest.Kind(rawValue: verb) { return operate(kind, arguments) }
+        guard (arguments.positionals.count == 2) != (arguments.value("--job") != nil) else {
+            return report(usage: .init(description: "give the payment ID or --job JOBID (one of them)"))
+        }
+        guard arguments.value("--merchant") == nil || arguments.value("--job") != nil else {
+            return report(usage: .init(description: "--merchant goes with --job"))
+        }
         do {
             let connection = try OperatorContext.database()
             defer { connection.close() }

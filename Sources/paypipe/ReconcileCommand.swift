@@ -16,8 +16,9 @@ enum ReconcileCommand: CLICommand {
           PAYPIPE_GATEWAY_TIMEOUT and PAYPIPE_WEBSERVICES_TIMEOUT + PAYPIPE_RECONCILE_GRACE, 95s by default).
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+    static let syntax = CommandSyntax(.init(options: ["--stuck-after"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
         do {
             let configuration = try WorkerConfiguration(stage: nil)
             let reconciliation = try SubmitStage.reconciliationSeconds()

@@ -28,12 +28,9 @@ enum SandboxCommand: CLICommand {
           Prints the paths as JSON.
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
-        guard arguments.positionals.first == "init" else {
-            printError(usage)
-            return ExitCode.usage
-        }
+    static let syntax = CommandSyntax(.init(["init"], options: ["--dir", "--gateway-url", "--webhook-url"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
         let directory = arguments.value("--dir") ?? OperatorContext.sandboxDirectory
         do {
             let endpoints = SandboxEnvironment.Endpoints(gatewayURL: arguments.value("--gateway-url"), webhookURL: arguments.value("--webhook-url"))

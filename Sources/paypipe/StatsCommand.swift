@@ -27,16 +27,18 @@ enum StatsCommand: CLICommand {
         let recentRates: [String: Double]
     }
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage) else { return ExitCode.usage }
+    static let syntax = CommandSyntax(.init(flags: ["--json"], options: ["--job-prefix", "--since"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
         do {
+            let filter = try filter(arguments)
             let configuration = try WorkerConfiguration(stage: nil)
             let report = Report(
                 queues: try queues(configuration),
-                payments: try payments(arguments),
-                stages: try stages(arguments),
-                latencyMilliseconds: try latency(arguments),
-                recentRates: try recentRates(arguments))
+                payments: try payments(filter),
+                stages: try stages(filter),
+                latencyMilliseconds: try latency(filter),
+                recentRates: try recentRates(filter))
             if arguments.flag("--json") {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -60,7 +62,9 @@ enum StatsCommand: CLICommand {
     }
 
     /// The filter shared by the payment queries: optional job-id prefix and creation window.
-    static func filter(_ arguments: CommandArguments) throws -> (sql: String, bindings: [any PostgresBindable]) {
+    typealias Filter = (sql: String, bindings: [any PostgresBindable])
+
+    static func filter(_ arguments: CommandArguments) throws -> Filter {
         let prefix = arguments.value("--job-prefix").map { $0 + "%" }
         let since = try arguments.value("--since").map { text throws(CommandArguments.UsageError) in
             guard let seconds = DurationParser.seconds(text) else { throw .init(description: "--since: not a duration: \(text)") }
@@ -70,10 +74,10 @@ enum StatsCommand: CLICommand {
                 [prefix, since])
     }
 
-    static func payments(_ arguments: CommandArguments) throws -> [Report.Count] {
+    static func payments(_ filter: Filter) throws -> [Report.Count] {
         let connection = try OperatorContext.database()
         defer { connection.close() }
-        let (condition, bindings) = try filter(arguments)
+        let (condition, bindings) = filter
         let rows = try connection.query(
             "SELECT status, error_code, count(*)::bigint AS n FROM payments WHERE \(condition) GROUP BY 1, 2 ORDER BY 1, 2", bindings)
         return try rows.map {
@@ -82,10 +86,10 @@ enum StatsCommand: CLICommand {
         }
     }
 
-    static func stages(_ arguments: CommandArguments) throws -> [String: Int64] {
+    static func stages(_ filter: Filter) throws -> [String: Int64] {
         let connection = try OperatorContext.database()
         defer { connection.close() }
-        let (condition, bindings) = try filter(arguments)
+        let (condition, bindings) = filter
         var result: [String: Int64] = [:]
         for row in try connection.query("SELECT stage, count(*)::bigint AS n FROM payments WHERE \(condition) GROUP BY 1", bindings) {
             result[try row.decode("stage", as: String.self)] = try row.decode("n", as: Int64.self)
@@ -93,10 +97,10 @@ enum StatsCommand: CLICommand {
         return result
     }
 
-    static func recentRates(_ arguments: CommandArguments) throws -> [String: Double] {
+    static func recentRates(_ filter: Filter) throws -> [String: Double] {
         let connection = try OperatorContext.database()
         defer { connection.close() }
-        let (condition, bindings) = try filter(arguments)
+        let (condition, bindings) = filter
         let row = try connection.query(
             """
             SELECT count(*) FILTER (WHERE first_received_at > now() - interval '1 minute')::bigint AS received,
@@ -108,10 +112,10 @@ enum StatsCommand: CLICommand {
     }
 
     /// End-to-end latency of notified payments: first receipt by the decrypt stage → marked done by notify.
-    static func latency(_ arguments: CommandArguments) throws -> [String: Double] {
+    static func latency(_ filter: Filter) throws -> [String: Double] {
         let connection = try OperatorContext.database()
         defer { connection.close() }
-        let (condition, bindings) = try filter(arguments)
+        let (condition, bindings) = filter
         let row = try connection.query(
             """
             SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
@@ -126,16 +130,11 @@ enum StatsCommand: CLICommand {
     }
 
     static func render(_ report: Report) -> String {
-        var lines = ["QUEUE                                  MESSAGES  CONSUMERS"]
-        for queue in report.queues where queue.messages > 0 || queue.consumers > 0 || !queue.name.contains(".retry.") {
-            lines.append(queue.name.padding(toLength: 38, withPad: " ", startingAt: 0)
-                         + String(queue.messages).leftPadded(10) + String(queue.consumers).leftPadded(11))
-        }
-        lines += ["", "STATUS         ERROR CODE                 COUNT"]
-        for count in report.payments {
-            lines.append(count.status.padding(toLength: 15, withPad: " ", startingAt: 0)
-                         + (count.errorCode ?? "-").padding(toLength: 22, withPad: " ", startingAt: 0) + String(count.count).leftPadded(10))
-        }
+        let queues = report.queues.filter { $0.messages > 0 || $0.consumers > 0 || !$0.name.contains(".retry.") }
+        var lines = [TextTable(header: ["QUEUE", "MESSAGES", "CONSUMERS"], rows: queues.map { [$0.name, String($0.messages), String($0.consumers)] },
+                               alignments: [.left, .right, .right]).rendered()]
+        lines += ["", TextTable(header: ["STATUS", "ERROR CODE", "COUNT"], rows: report.payments.map { [$0.status, $0.errorCode ?? "-", String($0.count)] },
+                                alignments: [.left, .left, .right]).rendered()]
         let stages = report.stages.keys.sorted().map { "\($0) \(report.stages[$0]!)" }.joined(separator: ", ")
         lines += ["", "STAGES: " + (stages.isEmpty ? "no payments" : stages)]
         let latency = ["p50", "p95", "p99"].compactMap { key in report.latencyMilliseconds[key].map { "\(key) \(String(format: "%.1f", $0)) ms" } }
@@ -143,11 +142,5 @@ enum StatsCommand: CLICommand {
         lines += [String(format: "RATES (last minute): %.2f received/s, %.2f finished/s",
                          report.recentRates["receivedPerSecond"] ?? 0, report.recentRates["finishedPerSecond"] ?? 0)]
         return lines.joined(separator: "\n")
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

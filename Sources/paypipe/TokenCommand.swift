@@ -3,6 +3,7 @@ import ApplePaySandbox
 import Crypto
 import Dispatch
 import Foundation
+import PaymentStages
 import Pipeline
 import Synchronization
 
@@ -22,23 +23,31 @@ enum TokenCommand: CLICommand {
                                   [--application-data TEXT] [--out FILE]
                paypipe token bench --token FILE [--token FILE …] --merchant-cert PEM --merchant-key PEM […]
                                    [--trust-root PEM] [--now ISO8601] [--seconds N] [--threads N] [--work-factor N]
+        mint --merchant-id is an Apple merchant identifier (merchant.…, its sandbox identity created on first use) or a
+        PayPipe merchant id with a document next to the PKI (DIR/../*.json, as `paypipe sandbox init` writes them), whose
+        identity of the token's key type is used: --pki-dir var/sandbox/pki --merchant-id sandbox-merchant.
         bench --work-factor N decrypts each counted token N times (default 1): scripts/bench's proof that its guard
         catches an N-times slower decrypt.
         Without --trust-root, PAYPIPE_APPLEPAY_TRUST_ROOT (a PEM path) is used if set, else the pinned Apple Root CA - G3.
         PAYPIPE_APPLEPAY_TRUST_ROOT is honoured only with PAYPIPE_ENV=sandbox: otherwise decrypt and bench exit 78.
         """
 
-    static func run(arguments: [String]) -> Int32 {
+    static let syntax = CommandSyntax(
+        .init(["decrypt"], flags: ["--reveal"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now"],
+              repeatable: ["--merchant-cert", "--merchant-key"]),
+        .init(["mint"], options: ["--pki-dir", "--merchant-id", "--amount", "--currency", "--version", "--pan", "--expiry", "--cryptogram",
+                                  "--eci", "--signing-time", "--application-data", "--out"]),
+        .init(["bench"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads", "--work-factor"],
+              repeatable: ["--token", "--merchant-cert", "--merchant-key"]),
+        .init(["help"]))
+
+    static func run(_ options: CommandArguments) -> Int32 {
         do {
-            guard let subcommand = arguments.first else { throw TokenCommandError.usage("missing subcommand") }
-            let rest = Array(arguments.dropFirst())
-            switch subcommand {
-            case "decrypt": try decrypt(rest)
-            case "mint": try mint(rest)
-            case "bench": try bench(rest)
-            case "help", "--help", "-h":
-                print(usage)
-            default: throw TokenCommandError.usage("unknown subcommand \(subcommand)")
+            switch options.positionals[0] {
+            case "decrypt": try decrypt(options)
+            case "mint": try mint(options)
+            case "bench": try bench(options)
+            default: print(usage)
             }
             return 0
         } catch let error as TokenCommandError {
@@ -51,6 +60,10 @@ enum TokenCommand: CLICommand {
         }
     }
 
+    static func report(usage error: CommandArguments.UsageError) -> Int32 {
+        report(.usage(error.description))
+    }
+
     /// Prints the `{"error":…}` object (and the usage for a usage error); returns the exit status.
     private static func report(_ error: TokenCommandError) -> Int32 {
         emit(["error": ["code": error.code, "message": error.message]])
@@ -60,10 +73,7 @@ enum TokenCommand: CLICommand {
 
     // MARK: decrypt
 
-    private static func decrypt(_ arguments: [String]) throws {
-        let options = try CommandArguments(
-            arguments, flags: ["--reveal"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now"],
-            repeatable: ["--merchant-cert", "--merchant-key"])
+    private static func decrypt(_ options: CommandArguments) throws {
         let token = try parseToken(readFile(try options.required("--token")))
         let decryptor = ApplePayDecryptor(configuration: .init(trustRoot: try trustRoot(options)))
         let now = try fixedNow(options) ?? Date()
@@ -82,18 +92,14 @@ enum TokenCommand: CLICommand {
 
     // MARK: mint
 
-    private static func mint(_ arguments: [String]) throws {
-        let options = try CommandArguments(
-            arguments, flags: [],
-            options: ["--pki-dir", "--merchant-id", "--amount", "--currency", "--version", "--pan", "--expiry", "--cryptogram",
-                      "--eci", "--signing-time", "--application-data", "--out"])
+    private static func mint(_ options: CommandArguments) throws {
         let versionName = options.value("--version") ?? "EC_v1"
         guard let version = ApplePayToken.Version(rawValue: versionName) else { throw TokenCommandError.usage("--version must be EC_v1 or RSA_v1") }
         guard let amount = Int64(try options.required("--amount")), amount >= 0 else { throw TokenCommandError.usage("--amount must be a non-negative integer (minor units)") }
         let currency = try options.required("--currency")
         guard currency.count == 3, currency.allSatisfy(\.isNumber) else { throw TokenCommandError.usage("--currency must be ISO 4217 numeric, e.g. 978") }
-        let merchantIdentifier = try options.required("--merchant-id")
         let directory = try options.required("--pki-dir")
+        let merchantIdentifier = try sandboxIdentity(try options.required("--merchant-id"), keyType: version == .ecV1 ? .ec : .rsa, pkiDirectory: directory)
         let pki: SandboxPKI
         let merchant: (merchant: SandboxMerchant, created: Bool)
         do {
@@ -129,13 +135,40 @@ enum TokenCommand: CLICommand {
         }
     }
 
+    /// The sandbox identity to mint for. Apple merchant identifiers begin with `merchant.`: one is used as given (its
+    /// identity created on first use, and the files to configure reported on stderr). Anything else is a PayPipe
+    /// merchant id, resolved through the merchant documents next to the PKI (`paypipe sandbox init` writes DIR/*.json
+    /// for DIR/pki) to the identity of the token's key type, so that the token decrypts for that merchant. A PayPipe
+    /// id without a document is refused, naming the identifiers to use: minting for a new identity it would only fail
+    /// later as unknown_merchant_key.
+    private static func sandboxIdentity(_ id: String, keyType: KeyType, pkiDirectory: String) throws(TokenCommandError) -> String {
+        if id.hasPrefix("merchant.") { return id }
+        let folder = URL(fileURLWithPath: pkiDirectory).standardizedFileURL.deletingLastPathComponent()
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".json") }.sorted()
+        var merchants: [String] = []
+        var identifiers: [String] = []
+        for file in files {
+            guard let data = FileManager.default.contents(atPath: folder.appendingPathComponent(file).path),
+                  let document = try? JSONDecoder().decode(MerchantDocument.self, from: data) else { continue }
+            merchants.append(document.id)
+            if let apple = document.appleMerchantIdentifier, !identifiers.contains(apple) { identifiers.append(apple) }
+            guard document.id == id else { continue }
+            // Sandbox identities live in PKI/merchants/<identifier>/<ec|rsa>.cert.pem.
+            for identity in document.identities {
+                guard let certificate = identity.certificateFile, certificate.hasSuffix("/\(keyType).cert.pem") else { continue }
+                return URL(fileURLWithPath: certificate).deletingLastPathComponent().lastPathComponent
+            }
+            throw .usage("merchant \(id) (\(file)) has no sandbox \(keyType) identity to mint for")
+        }
+        throw .usage("--merchant-id \(id): not an Apple merchant identifier (those begin with merchant.) and no merchant document in "
+                     + "\(folder.path) has this id"
+                     + (merchants.isEmpty ? "" : "; merchants there: " + merchants.joined(separator: ", "))
+                     + (identifiers.isEmpty ? "" : "; their Apple merchant identifiers: " + identifiers.joined(separator: ", ")))
+    }
+
     // MARK: bench
 
-    private static func bench(_ arguments: [String]) throws {
-        let options = try CommandArguments(
-            arguments, flags: [], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads",
-                                    "--work-factor"],
-            repeatable: ["--token", "--merchant-cert", "--merchant-key"])
+    private static func bench(_ options: CommandArguments) throws {
         let files = options.values("--token")
         guard !files.isEmpty else { throw TokenCommandError.usage("--token is required") }
         let tokens = try files.map(readFile)

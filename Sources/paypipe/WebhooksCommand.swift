@@ -9,7 +9,7 @@ enum WebhooksCommand: CLICommand {
     static let name = "webhooks"
     static let summary = "list webhook delivery attempts, replay webhooks, list and re-enable endpoints"
     static let usage = """
-        usage: paypipe webhooks list [--failed] [--payment ID] [--limit N]
+        usage: paypipe webhooks list [--failed] [--payment ID] [--limit N] [--json]
           Prints delivery attempts, newest first, one JSON object per line (payment, event id and type, URL, attempt,
           status code, latency, error, outcome). --failed keeps attempts that failed for good or disabled the endpoint.
 
@@ -22,7 +22,7 @@ enum WebhooksCommand: CLICommand {
           A merchant endpoint disabled by a 410 must be re-enabled first (paypipe merchant apply).
           Exit 65 if nothing matched.
 
-               paypipe webhooks endpoints [--disabled] [--merchant ID]
+               paypipe webhooks endpoints [--disabled] [--merchant ID] [--json]
           Prints the endpoints that have failed (or are disabled), disabled first, one JSON object per line: merchant,
           host (scheme://host:port), URL without user info and query, failingSince, lastError, disabledAt, reason,
           heldDeliveries. An endpoint failing continuously for PAYPIPE_WEBHOOK_DISABLE_AFTER (5d) is disabled: its
@@ -32,13 +32,18 @@ enum WebhooksCommand: CLICommand {
           Re-enables the merchant's disabled endpoints (or only URL, exactly as stored), forgets their failure record
           and re-delivers every held delivery (same webhook-id) by publishing its hand-off to paypipe.notify.
           Exit 65 if no disabled endpoint matched.
+
+          list and endpoints always print JSON lines; --json is accepted for symmetry with the other read commands.
         """
 
-    static func run(arguments raw: [String]) -> Int32 {
-        guard let arguments = CLI.parse(raw, usage: usage), let action = arguments.positionals.first else {
-            printError(usage)
-            return ExitCode.usage
-        }
+    static let syntax = CommandSyntax(
+        .init(["list"], flags: ["--failed", "--json"], options: ["--payment", "--limit"]),
+        .init(["replay"], options: ["--payment", "--since"]),
+        .init(["endpoints"], flags: ["--disabled", "--json"], options: ["--merchant"]),
+        .init(["endpoints", "enable"], operands: ["MERCHANT"], options: ["--url"]))
+
+    static func run(_ arguments: CommandArguments) -> Int32 {
+        let action = arguments.positionals[0]
         do {
             switch action {
             case "list": return try list(arguments)
@@ -104,13 +109,7 @@ enum WebhooksCommand: CLICommand {
     }
 
     private static func endpoints(_ arguments: CommandArguments) throws -> Int32 {
-        switch arguments.positionals.dropFirst().first {
-        case nil: return try listEndpoints(arguments)
-        case "enable": return try enableEndpoints(arguments)
-        default:
-            printError(usage)
-            return ExitCode.usage
-        }
+        arguments.positionals.count == 1 ? try listEndpoints(arguments) : try enableEndpoints(arguments)
     }
 
     private static func listEndpoints(_ arguments: CommandArguments) throws -> Int32 {
@@ -137,9 +136,7 @@ enum WebhooksCommand: CLICommand {
     }
 
     private static func enableEndpoints(_ arguments: CommandArguments) throws -> Int32 {
-        guard let merchant = arguments.positionals.dropFirst(2).first, arguments.positionals.count == 3 else {
-            throw CommandArguments.UsageError(description: "give the merchant: paypipe webhooks endpoints enable MERCHANT [--url URL]")
-        }
+        let merchant = arguments.positionals[2]
         let configuration = try WorkerConfiguration(stage: nil)
         let connection = try OperatorContext.database()
         defer { connection.close() }

@@ -111,6 +111,31 @@ extension Integration {
             #expect(sandboxed.status == 0, "\(sandboxed.text)")
         }
 
+        /// `--merchant-id sandbox-merchant` (a PayPipe merchant id) mints for the identity in that merchant's sandbox
+        /// document, so the token decrypts with it; no identity is created under the PayPipe id. An id with no document
+        /// is refused (64), naming the Apple merchant identifier to use. On 42a0385 both minted for a new identity.
+        @Test func mintResolvesAPayPipeMerchantIdOrRefusesIt() throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-cli-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let initialised = try ChildProcess.runCapturingOutput(Self.binary, ["sandbox", "init", "--dir", directory])
+            try #require(initialised.status == 0, "\(initialised.text)")
+            let pki = directory + "/pki"
+            let minted = try Self.paypipe(["token", "mint", "--pki-dir", pki, "--merchant-id", "sandbox-merchant", "--amount", "1250",
+                                           "--currency", "826", "--out", directory + "/token.json"])
+            #expect(minted.status == 0, "\(minted.text)")
+            #expect(!FileManager.default.fileExists(atPath: pki + "/merchants/sandbox-merchant"), "an identity was created for the PayPipe id")
+            let identity = pki + "/merchants/merchant.dev.paypipe.sandbox"
+            let decrypted = try Self.paypipe(["token", "decrypt", "--token", directory + "/token.json", "--merchant-cert", identity + "/ec.cert.pem",
+                                              "--merchant-key", identity + "/ec.key.pem", "--trust-root", pki + "/root.cert.pem"])
+            #expect(decrypted.status == 0, "\(decrypted.text)")
+            #expect(decrypted.text.contains(#""transactionAmount":1250"#), "\(decrypted.text)")
+
+            let refused = try Self.paypipe(["token", "mint", "--pki-dir", pki, "--merchant-id", "sandbox-merchnt", "--amount", "1", "--currency", "826"])
+            #expect(refused.status == 64, "\(refused.text)")
+            #expect(refused.text.contains("sandbox-merchnt") && refused.text.contains("merchant.dev.paypipe.sandbox"), "\(refused.text)")
+            #expect(!FileManager.default.fileExists(atPath: pki + "/merchants/sandbox-merchnt"))
+        }
+
         @Test func usageErrorsExit64() throws {
             let sandbox = try Sandbox()
             defer { sandbox.close() }

@@ -36,6 +36,7 @@ public struct StageMetrics: Sendable {
         registry.register(Name.reconnects, kind: .counter, help: "Reconnections to the broker or the database.")
         registry.register(Name.databaseUp, kind: .gauge, help: "1 while the last database operation succeeded.")
         registry.register(Name.brokerUp, kind: .gauge, help: "1 while the consuming connection is up.")
+        BuildInfo.current.register(in: registry)
     }
 
     public func consumed(_ count: Int) { registry.increment(Name.consumed, labels: labels, by: Double(count)) }

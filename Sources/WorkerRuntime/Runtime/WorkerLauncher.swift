@@ -12,6 +12,7 @@ public enum WorkerLauncher {
         components: @escaping @Sendable (Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] = { _ in { _ in [] } },
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
+        answerVersion(Array(CommandLine.arguments.dropFirst()), program: "paypipe-\(stage.rawValue)")
         // Before any configuration (keys) is read: nothing in this process may end up in a core file.
         let hardeningFailures = ProcessHardening.disableCoreDumps()
         let configuration: WorkerConfiguration
@@ -48,5 +49,12 @@ public enum WorkerLauncher {
         signals.wait()
         runtime.requestStop()
         exit(runtime.waitUntilStopped() ? 0 : 1)
+    }
+
+    /// `paypipe-<stage> --version`: prints the version (and the git commit) and exits 0, reading no configuration.
+    static func answerVersion(_ arguments: [String], program: String) {
+        guard arguments.contains("--version") else { return }
+        print(BuildInfo.current.versionLine(program: program))
+        exit(0)
     }
 }
