@@ -5,13 +5,16 @@ import Foundation
 public enum WorkerLauncher {
     /// Runs a worker of `stage` until signalled, declaring `layout`, with its configuration read by `configure` and the
     /// stage side's own `components` for its handler (the reconciler). Exit codes: 0 clean stop, 1 in-flight work did
-    /// not drain in time, 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start.
+    /// not drain in time, 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start, 64 (EX_USAGE) an
+    /// argument other than `--help` or `--version`. `variables`: the catalogue its `--help` lists (the stage's entries).
     public static func run<Handler: StageHandler>(
         stage: StageName, layout: BrokerLayout, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry = MetricsRegistry(),
+        variables: [ConfigurationVariable] = RuntimeSettings.all,
         configure: (EnvironmentReader) throws(ConfigurationError) -> WorkerConfiguration,
         components: @escaping @Sendable (Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] = { _ in { _ in [] } },
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
+        answerArguments(Array(CommandLine.arguments.dropFirst()), stage: stage, variables: variables)
         // Before any configuration (keys) is read: nothing in this process may end up in a core file.
         let hardeningFailures = ProcessHardening.disableCoreDumps()
         let configuration: WorkerConfiguration
@@ -48,5 +51,36 @@ public enum WorkerLauncher {
         signals.wait()
         runtime.requestStop()
         exit(runtime.waitUntilStopped() ? 0 : 1)
+    }
+
+    /// What a worker's command line asks before anything starts. A worker takes no arguments: `--help` prints its
+    /// variables and exits 0; any argument other than `--help` and `--version` (answered elsewhere) exits 64 naming
+    /// it, before configuration is read or a connection opened. Returns when the worker should go on starting.
+    static func answerArguments(_ arguments: [String], stage: StageName, variables: [ConfigurationVariable]) {
+        switch WorkerArguments.decide(arguments) {
+        case .start:
+            return
+        case .help:
+            print(ConfigurationReference.workerHelp(stage: stage, variables: variables), terminator: "")
+            exit(0)
+        case .unknown(let argument):
+            FileHandle.standardError.write(Data("paypipe-\(stage.rawValue): unknown argument '\(argument)'; it takes none but --help and --version (configuration is by environment variables: --help lists them)\n".utf8))
+            exit(64)
+        }
+    }
+}
+
+/// The decision on a worker's arguments, pure for its unit test.
+enum WorkerArguments: Equatable {
+    case start
+    case help
+    case unknown(String)
+
+    /// Arguments this rule lets through untouched: `--version` is answered by the version check.
+    static let passedThrough: Set<String> = ["--version"]
+
+    static func decide(_ arguments: [String]) -> WorkerArguments {
+        if let unknown = arguments.first(where: { $0 != "--help" && !passedThrough.contains($0) }) { return .unknown(unknown) }
+        return arguments.contains("--help") ? .help : .start
     }
 }
