@@ -138,7 +138,8 @@ extension WorkerLauncher {
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
         run(stage: stage.name, layout: PipelineTopology.layout, environment: environment, registry: registry,
-            variables: ConfigurationCatalogue.production, configure: { reader throws(ConfigurationError) in try WorkerConfiguration(stage: stage, environment: reader) },
+            variables: ConfigurationCatalogue.production,
+            configure: { reader throws(ConfigurationError) in try WorkerConfiguration(stage: stage, environment: reader) },
             components: components, makeHandler: makeHandler)
     }
 }

@@ -64,7 +64,9 @@ public enum WorkerLauncher {
             print(ConfigurationReference.workerHelp(stage: stage, variables: variables), terminator: "")
             exit(0)
         case .unknown(let argument):
-            FileHandle.standardError.write(Data("paypipe-\(stage.rawValue): unknown argument '\(argument)'; it takes none but --help and --version (configuration is by environment variables: --help lists them)\n".utf8))
+            let message = "paypipe-\(stage.rawValue): unknown argument '\(argument)'; a worker takes none but --help and --version "
+                + "(it is configured by environment variables: --help lists them)\n"
+            FileHandle.standardError.write(Data(message.utf8))
             exit(64)
         }
     }
