@@ -23,10 +23,10 @@ do {
     } catch {
         throw ConfigurationError(variable: "PAYPIPE_WEBHOOK_SECRET", problem: error.description)
     }
-    let port: UInt16 = try environment.integer("PAYPIPE_RECEIVER_PORT", default: 9190, range: 0...65535)
-    let failFirst: Int = try environment.integer("PAYPIPE_RECEIVER_FAIL_FIRST_PERCENT", default: 0, range: 0...100)
+    let port: UInt16 = try environment.read(DevToolSettings.receiverPort)
+    let failFirst: Int = try environment.read(DevToolSettings.receiverFailFirstPercent)
     receiver = WebhookReceiver(
-        host: environment.string("PAYPIPE_RECEIVER_HOST", default: "127.0.0.1"), port: port, verifier: verifier,
+        host: try environment.read(DevToolSettings.receiverHost), port: port, verifier: verifier,
         failFirstPercent: failFirst,
         onEvent: { event in
             logger.info("webhook_verified", [

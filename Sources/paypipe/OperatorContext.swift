@@ -25,7 +25,7 @@ enum OperatorContext {
 
     /// Where `paypipe sandbox init` and sample jobs keep the sandbox PKI by default.
     static var sandboxDirectory: String {
-        EnvironmentReader().string("PAYPIPE_SANDBOX_DIR", default: "var/sandbox")
+        EnvironmentReader().string(PaymentSettings.sandboxDirectory.variable.name, default: PaymentSettings.sandboxDirectory.defaultValue)
     }
 
     /// Prints an error on stderr and maps it to an exit code.

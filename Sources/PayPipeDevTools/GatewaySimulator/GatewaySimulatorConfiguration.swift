@@ -88,42 +88,33 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
         guard !merchants.isEmpty || !webservicesUsers.isEmpty || !oppTokens.isEmpty || !oppUsers.isEmpty || !tapPayPartners.isEmpty else {
             throw ConfigurationError(variable: "PAYPIPE_SIM_MERCHANTS", problem: "expected jwtUsername=secret[,…] (or PAYPIPE_SIM_WEBSERVICES_USERS user=password[,…])")
         }
-        let faultRate = try probability("PAYPIPE_SIM_FAULT_RATE", environment)
-        let timeoutRate = try probability("PAYPIPE_SIM_TIMEOUT_RATE", environment)
-        let resetRate = try probability("PAYPIPE_SIM_RESET_RATE", environment)
+        let faultRate = try environment.read(DevToolSettings.simFaultRate)
+        let timeoutRate = try environment.read(DevToolSettings.simTimeoutRate)
+        let resetRate = try environment.read(DevToolSettings.simResetRate)
         guard timeoutRate + resetRate <= 1 else {
             throw ConfigurationError(variable: "PAYPIPE_SIM_RESET_RATE", problem: "PAYPIPE_SIM_TIMEOUT_RATE + PAYPIPE_SIM_RESET_RATE must not exceed 1")
         }
         var configuration = GatewaySimulatorConfiguration(
-            host: environment.string("PAYPIPE_SIM_HOST", default: "127.0.0.1"),
-            port: try environment.integer("PAYPIPE_SIM_PORT", default: 9180, range: 0...65535),
+            host: try environment.read(DevToolSettings.simHost),
+            port: try environment.read(DevToolSettings.simPort),
             merchants: merchants,
             webservicesUsers: webservicesUsers,
-            slowResponseSeconds: try environment.seconds("PAYPIPE_SIM_SLOW", default: 5, range: 0...600),
+            slowResponseSeconds: try environment.read(DevToolSettings.simSlow),
             faultRate: faultRate, timeoutRate: timeoutRate, resetRate: resetRate,
-            threads: try environment.integer("PAYPIPE_SIM_THREADS", default: 8, range: 1...256),
-            queryDelaySeconds: try environment.seconds("PAYPIPE_SIM_QUERY_DELAY", default: 0, range: 0...60),
-            loseRate: try probability("PAYPIPE_SIM_LOSE_RATE", environment),
+            threads: try environment.read(DevToolSettings.simThreads),
+            queryDelaySeconds: try environment.read(DevToolSettings.simQueryDelay),
+            loseRate: try environment.read(DevToolSettings.simLoseRate),
             seed: try environment.raw("PAYPIPE_SIM_SEED").map { text in
                 guard let seed = UInt64(text) else { throw ConfigurationError(variable: "PAYPIPE_SIM_SEED", problem: "expected an unsigned integer, got '\(text)'") }
                 return seed
             },
-            settleDelaySeconds: try environment.raw("PAYPIPE_SIM_SETTLE_DELAY").map { _ in try environment.seconds("PAYPIPE_SIM_SETTLE_DELAY", default: 0, range: 0...86_400) },
+            settleDelaySeconds: try environment.raw(DevToolSettings.simSettleDelay).map { _ in try environment.read(DevToolSettings.simSettleDelay) },
             siteReferences: environment.raw("PAYPIPE_SIM_SITES").map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) })
-        configuration.latencySeconds = try environment.seconds("PAYPIPE_SIM_LATENCY", default: 0, range: 0...60)
+        configuration.latencySeconds = try environment.read(DevToolSettings.simLatency)
         configuration.oppTokens = oppTokens
         configuration.oppUsers = oppUsers
         configuration.tapPayPartners = tapPayPartners
         return configuration
-    }
-
-    /// A probability in 0...1 from `variable` (default 0).
-    static func probability(_ variable: String, _ environment: EnvironmentReader) throws -> Double {
-        let text = environment.raw(variable) ?? "0"
-        guard let value = Double(text), (0...1).contains(value) else {
-            throw ConfigurationError(variable: variable, problem: "expected a number in 0...1, got '\(text)'")
-        }
-        return value
     }
 
     /// Parses `name=value,name=value` (values may contain `=`).

@@ -6,7 +6,7 @@ extension AuthorizeStage {
     /// merchant's gateway settings are cached.
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> AuthorizeStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
-        let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+        let merchantCacheSeconds = try environment.read(PaymentSettings.merchantCacheTTL)
         let vault = DataVault(keyring: keyring)
         logger.info("authorize_configured", [("merchantCacheSeconds", .double(merchantCacheSeconds))])
         return AuthorizeStage(

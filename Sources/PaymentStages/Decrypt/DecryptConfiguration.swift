@@ -30,9 +30,9 @@ public struct DecryptConfiguration: Sendable {
         }
         verifier = ApplePayVerifierConfiguration(
             trustRoot: trustRoot,
-            signingTimeMaxAge: try environment.seconds("PAYPIPE_APPLEPAY_MAX_AGE", default: 300, range: 1...86_400),
-            signingTimeMaxFutureSkew: try environment.seconds("PAYPIPE_APPLEPAY_MAX_FUTURE_SKEW", default: 60, range: 0...3600))
-        merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
-        maxQueueAge = try environment.seconds("PAYPIPE_MAX_QUEUE_AGE", default: VerificationClock.defaultMaxQueueAge, range: 0...(30 * 86_400))
+            signingTimeMaxAge: try environment.read(PaymentSettings.signingTimeMaxAge),
+            signingTimeMaxFutureSkew: try environment.read(PaymentSettings.signingTimeMaxFutureSkew))
+        merchantCacheSeconds = try environment.read(PaymentSettings.merchantCacheTTL)
+        maxQueueAge = try environment.read(PaymentSettings.maxQueueAge)
     }
 }

@@ -10,14 +10,14 @@ extension NotifyStage {
     /// endpoints are down for minutes or hours, not seconds. An explicit `PAYPIPE_RETRY_DELAYS` still wins (tests).
     public static func workerEnvironment(_ base: EnvironmentReader = EnvironmentReader()) -> EnvironmentReader {
         var values = base.values
-        if values["PAYPIPE_RETRY_DELAYS"] == nil { values["PAYPIPE_RETRY_DELAYS"] = webhookRetryDelays }
+        if values[RuntimeSettings.retryDelays.name] == nil { values[RuntimeSettings.retryDelays.name] = webhookRetryDelays }
         return EnvironmentReader(values)
     }
 
     /// `PAYPIPE_WEBHOOK_ALLOW_PRIVATE`: explicit 1/0, else on in sandbox (local runs, docker compose) and off in
     /// production, the default deployment.
     public static func allowsPrivateTargets(_ deployment: DeploymentEnvironment, environment: EnvironmentReader) throws(ConfigurationError) -> Bool {
-        try environment.flag("PAYPIPE_WEBHOOK_ALLOW_PRIVATE", default: deployment == .sandbox)
+        try environment.read(PaymentSettings.webhookAllowPrivate, default: deployment == .sandbox)
     }
 
     /// Builds the stage for `paypipe-notify`. Reads `PAYPIPE_DATA_KEY` (or `_FILE`, plus `_PREVIOUS`: merchant
@@ -29,15 +29,15 @@ extension NotifyStage {
     /// is disabled) and `PAYPIPE_WEBHOOK_RATE` (requests per second per endpoint; 0, the default: no limit).
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> NotifyStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
-        let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+        let merchantCacheSeconds = try environment.read(PaymentSettings.merchantCacheTTL)
         let allowPrivate = try allowsPrivateTargets(configuration.environment, environment: environment)
-        let timeout = try environment.seconds("PAYPIPE_WEBHOOK_TIMEOUT", default: 15, range: 1...120)
-        let maxConcurrent = try environment.integer("PAYPIPE_WEBHOOK_MAX_CONCURRENCY", default: 4, range: 1...256)
-        let breakerFailures = try environment.integer("PAYPIPE_WEBHOOK_BREAKER_FAILURES", default: 5, range: 1...1000)
-        let breakerOpen = try environment.seconds("PAYPIPE_WEBHOOK_BREAKER_OPEN", default: 30, range: 0...3600)
-        let maxPause = try environment.seconds("PAYPIPE_WEBHOOK_MAX_PAUSE", default: 300, range: 0...86_400)
-        let disableAfter = try environment.seconds("PAYPIPE_WEBHOOK_DISABLE_AFTER", default: 5 * 86_400, range: 1...(90 * 86_400))
-        let rate = try environment.double("PAYPIPE_WEBHOOK_RATE", default: 0, range: 0...10_000)
+        let timeout = try environment.read(PaymentSettings.webhookTimeout)
+        let maxConcurrent = try environment.read(PaymentSettings.webhookMaxConcurrency)
+        let breakerFailures = try environment.read(PaymentSettings.webhookBreakerFailures)
+        let breakerOpen = try environment.read(PaymentSettings.webhookBreakerOpen)
+        let maxPause = try environment.read(PaymentSettings.webhookMaxPause)
+        let disableAfter = try environment.read(PaymentSettings.webhookDisableAfter)
+        let rate = try environment.read(PaymentSettings.webhookRate)
         let vault = DataVault(keyring: keyring)
         logger.info("notify_configured", [
             ("allowPrivateTargets", .bool(allowPrivate)), ("timeoutSeconds", .double(timeout)),

@@ -14,7 +14,8 @@ extension SubmitStage {
     ///   before it is queried), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
     /// - `PAYPIPE_SEND_WINDOW` (5s: an AUTH not sent this long after its attempt was committed is not sent),
     ///   `PAYPIPE_NOT_FOUND_CONFIRMATIONS` (1: "not found" answers, 10 s apart, required before a resend);
-    /// - `PAYPIPE_CIRCUIT_FAILURES` (5), `PAYPIPE_CIRCUIT_OPEN` (30s), `PAYPIPE_MERCHANT_CONCURRENCY` (4),
+    /// - `PAYPIPE_GATEWAY_BREAKER_FAILURES` (5), `PAYPIPE_GATEWAY_BREAKER_OPEN` (30s; old names `PAYPIPE_CIRCUIT_FAILURES`,
+    ///   `PAYPIPE_CIRCUIT_OPEN`), `PAYPIPE_MERCHANT_CONCURRENCY` (4),
     ///   `PAYPIPE_GATEWAY_CONCURRENCY` (32: calls in flight per worker, each thread with a keep-alive connection);
     /// - `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
     public static func fromEnvironment(
@@ -23,19 +24,19 @@ extension SubmitStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let vault = DataVault(keyring: keyring)
         let http = HTTPClientConfiguration(
-            connectTimeout: try environment.seconds("PAYPIPE_GATEWAY_CONNECT_TIMEOUT", default: 5, range: 0.1...120),
+            connectTimeout: try environment.read(PaymentSettings.gatewayConnectTimeout),
             totalTimeout: try gatewayTimeout(environment),
-            caCertificatePath: environment.raw("PAYPIPE_GATEWAY_CA_FILE"))
+            caCertificatePath: try environment.raw(PaymentSettings.gatewayCAFile))
         let settings = SubmitSettings(
             reconcileGrace: try reconcileGrace(environment),
-            maxInconclusiveQueries: try environment.integer("PAYPIPE_MAX_STATUS_QUERIES", default: 5, range: 1...100),
-            paymentDeadline: try environment.seconds("PAYPIPE_PAYMENT_DEADLINE", default: 600, range: 1...86_400),
-            circuitFailureThreshold: try environment.integer("PAYPIPE_CIRCUIT_FAILURES", default: 5, range: 1...1000),
-            circuitOpenSeconds: try environment.seconds("PAYPIPE_CIRCUIT_OPEN", default: 30, range: 0...3600),
-            merchantConcurrency: try environment.integer("PAYPIPE_MERCHANT_CONCURRENCY", default: 4, range: 1...256),
-            callConcurrency: try environment.integer("PAYPIPE_GATEWAY_CONCURRENCY", default: WorkerConfiguration.defaultGatewayConcurrency, range: 1...256),
+            maxInconclusiveQueries: try environment.read(PaymentSettings.maxStatusQueries),
+            paymentDeadline: try environment.read(PaymentSettings.paymentDeadline),
+            circuitFailureThreshold: try environment.read(PaymentSettings.gatewayBreakerFailures),
+            circuitOpenSeconds: try environment.read(PaymentSettings.gatewayBreakerOpen),
+            merchantConcurrency: try environment.read(PaymentSettings.merchantConcurrency),
+            callConcurrency: try environment.read(PaymentSettings.gatewayConcurrency),
             sendWindow: try sendWindow(environment),
-            notFoundConfirmations: try environment.integer("PAYPIPE_NOT_FOUND_CONFIRMATIONS", default: 1, range: 1...10))
+            notFoundConfirmations: try environment.read(PaymentSettings.notFoundConfirmations))
         if configuration.concurrency * configuration.batchSize > settings.callConcurrency {
             // Safe (the send window refuses an AUTH that queued too long, and it is re-planned), and the default: a
             // fact for the operator who tunes for a slow gateway, not a fault.
@@ -44,7 +45,7 @@ extension SubmitStage {
                 ("gatewayConcurrency", .int(settings.callConcurrency)),
             ])
         }
-        let merchantCacheSeconds = try environment.seconds("PAYPIPE_MERCHANT_CACHE_TTL", default: 5, range: 0...3600)
+        let merchantCacheSeconds = try environment.read(PaymentSettings.merchantCacheTTL)
         logger.info("submit_configured", [
             ("gatewayTimeout", .double(http.totalTimeout)), ("webservicesTimeout", .double(try webservicesTransport(environment).totalTimeout)),
             ("reconcileGrace", .double(settings.reconcileGrace)),
@@ -63,24 +64,24 @@ extension SubmitStage {
 
     /// The least `PAYPIPE_RECONCILE_GRACE`: an AUTH's `exp` is rounded up to the second after its send deadline plus
     /// the total timeout, and the gateway's clock may differ from the database's by about a second.
-    public static let minimumReconcileGrace: Double = 2
+    public static let minimumReconcileGrace: Double = PaymentSettings.reconcileGrace.range.lowerBound
 
     static func gatewayTimeout(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
-        try environment.seconds("PAYPIPE_GATEWAY_TIMEOUT", default: 30, range: 0.2...600)
+        try environment.read(PaymentSettings.gatewayTimeout)
     }
 
     static func webservicesTransport(_ environment: EnvironmentReader) throws(ConfigurationError) -> WebservicesTransport {
         WebservicesTransport(
-            connectTimeout: try environment.seconds("PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT", default: 10, range: 0.1...120),
-            totalTimeout: try environment.seconds("PAYPIPE_WEBSERVICES_TIMEOUT", default: 60, range: 0.2...600))
+            connectTimeout: try environment.read(PaymentSettings.webservicesConnectTimeout),
+            totalTimeout: try environment.read(PaymentSettings.webservicesTimeout))
     }
 
     static func reconcileGrace(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
-        try environment.seconds("PAYPIPE_RECONCILE_GRACE", default: 30, range: minimumReconcileGrace...3600)
+        try environment.read(PaymentSettings.reconcileGrace)
     }
 
     static func sendWindow(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
-        try environment.seconds("PAYPIPE_SEND_WINDOW", default: 5, range: 0.1...600)
+        try environment.read(PaymentSettings.sendWindow)
     }
 
     /// Seconds from an attempt's start to its reconciliation with this environment's settings: send window + the

@@ -130,13 +130,15 @@ extension StageRuntime {
 
 extension WorkerLauncher {
     /// Runs a worker of `stage` of the payment pipeline until signalled (see the runtime's
-    /// ``run(stage:layout:environment:registry:configure:components:makeHandler:)``).
+    /// ``run(stage:layout:environment:registry:variables:configure:components:makeHandler:)``); its `--help` lists the
+    /// stage's entries of ``ConfigurationCatalogue``.
     public static func run<Handler: StageHandler>(
         stage: Stage, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry = MetricsRegistry(),
         components: @escaping @Sendable (Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] = { _ in { _ in [] } },
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
         run(stage: stage.name, layout: PipelineTopology.layout, environment: environment, registry: registry,
+            variables: ConfigurationCatalogue.production,
             configure: { reader throws(ConfigurationError) in try WorkerConfiguration(stage: stage, environment: reader) },
             components: components, makeHandler: makeHandler)
     }

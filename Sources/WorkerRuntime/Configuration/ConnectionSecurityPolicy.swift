@@ -29,7 +29,7 @@ public enum ConnectionSecurityPolicy {
     @discardableResult
     public static func enforce(_ reader: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> Bool {
         guard deployment != .sandbox else { return false }
-        let allowInsecure = try reader.flag(allowInsecureTransportVariable, default: false)
+        let allowInsecure = try reader.read(RuntimeSettings.allowInsecureTransport)
         try checkBroker(try required(amqpVariable, reader), allowInsecure: allowInsecure)
         try checkDatabase(try required(databaseVariable, reader), reader: reader, allowInsecure: allowInsecure)
         return allowInsecure
@@ -40,7 +40,7 @@ public enum ConnectionSecurityPolicy {
     public static func databaseURL(_ reader: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> String {
         guard deployment != .sandbox else { return reader.string(databaseVariable, default: WorkerConfiguration.defaultDatabaseURL) }
         let url = try required(databaseVariable, reader)
-        try checkDatabase(url, reader: reader, allowInsecure: try reader.flag(allowInsecureTransportVariable, default: false))
+        try checkDatabase(url, reader: reader, allowInsecure: try reader.read(RuntimeSettings.allowInsecureTransport))
         return url
     }
 

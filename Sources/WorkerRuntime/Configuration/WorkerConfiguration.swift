@@ -1,7 +1,7 @@
 import Foundation
 
-/// Everything a stage worker reads from its environment, with the documented defaults
-/// (README "Configuration"). Parsing is pure: give it any dictionary.
+/// Everything a stage worker reads from its environment, through the declarations of ``RuntimeSettings`` (whose
+/// defaults docs/configuration.md shows). Parsing is pure: give it any dictionary.
 public struct WorkerConfiguration: Sendable {
     public var amqpURL: String
     public var databaseURL: String
@@ -50,30 +50,31 @@ public struct WorkerConfiguration: Sendable {
     /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share
     /// one host without configuration). The payment side's `init(stage:environment:)` adds its own checks.
     public init(defaultMetricsPort: UInt16, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
-        amqpURL = reader.string("PAYPIPE_AMQP_URL", default: Self.defaultAMQPURL)
-        databaseURL = reader.string("PAYPIPE_DATABASE_URL", default: Self.defaultDatabaseURL)
-        environment = try reader.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
-        logLevel = try reader.choice("PAYPIPE_LOG_LEVEL", default: LogLevel.info)
-        prefetch = try reader.integer("PAYPIPE_PREFETCH", default: 100, range: 1...5000)
-        concurrency = try reader.integer("PAYPIPE_CONCURRENCY", default: 2, range: 1...64)
-        batchSize = try reader.integer("PAYPIPE_BATCH_SIZE", default: Self.defaultBatchSize, range: 1...1000)
-        batchLingerSeconds = try reader.seconds("PAYPIPE_BATCH_LINGER", default: Self.defaultBatchLinger, range: 0...1)
-        heartbeatSeconds = try reader.integer("PAYPIPE_HEARTBEAT_SECONDS", default: 10, range: 2...600)
-        metricsPort = try reader.integer("PAYPIPE_METRICS_PORT", default: defaultMetricsPort, range: 0...65535)
-        metricsHost = reader.string("PAYPIPE_METRICS_HOST", default: "0.0.0.0")
-        maxMessageBytes = try reader.integer("PAYPIPE_MAX_MESSAGE_BYTES", default: 262_144, range: 1024...16_777_216)
-        let maxRetries = try reader.integer("PAYPIPE_MAX_RETRIES", default: RetrySchedule.standard.maxRetries, range: 0...100)
-        if let text = reader.raw("PAYPIPE_RETRY_DELAYS") {
+        typealias S = RuntimeSettings
+        amqpURL = try reader.read(S.amqpURL)
+        databaseURL = try reader.read(S.databaseURL)
+        environment = try reader.read(S.deployment)
+        logLevel = try reader.read(S.logLevel)
+        prefetch = try reader.read(S.prefetch)
+        concurrency = try reader.read(S.concurrency)
+        batchSize = try reader.read(S.batchSize)
+        batchLingerSeconds = try reader.read(S.batchLinger)
+        heartbeatSeconds = try reader.read(S.heartbeatSeconds)
+        metricsPort = try reader.read(S.metricsPort, default: defaultMetricsPort)
+        metricsHost = try reader.read(S.metricsHost)
+        maxMessageBytes = try reader.read(S.maxMessageBytes)
+        let maxRetries = try reader.read(S.maxRetries)
+        if let text = try reader.raw(S.retryDelays) {
             guard let delays = RetrySchedule.parseDelays(text) else {
-                throw ConfigurationError(variable: "PAYPIPE_RETRY_DELAYS", problem: "expected comma-separated positive durations such as 1s,5s,30s, got '\(text)'")
+                throw ConfigurationError(variable: S.retryDelays.name, problem: "expected comma-separated positive durations such as 1s,5s,30s, got '\(text)'")
             }
             retrySchedule = RetrySchedule(delays: delays, maxRetries: maxRetries)
         } else {
             retrySchedule = RetrySchedule(delays: RetrySchedule.standard.delays, maxRetries: maxRetries)
         }
-        shutdownTimeoutSeconds = try reader.seconds("PAYPIPE_SHUTDOWN_TIMEOUT", default: 30, range: 1...3600)
-        stuckAfterSeconds = try reader.seconds("PAYPIPE_STUCK_AFTER", default: 300, range: 1...86_400)
-        reconcileIntervalSeconds = try reader.seconds("PAYPIPE_RECONCILE_INTERVAL", default: 60, range: 0...86_400)
+        shutdownTimeoutSeconds = try reader.read(S.shutdownTimeout)
+        stuckAfterSeconds = try reader.read(S.stuckAfter)
+        reconcileIntervalSeconds = try reader.read(S.reconcileInterval)
         guard prefetch >= UInt16(batchSize) || batchSize == 1 else {
             throw ConfigurationError(variable: "PAYPIPE_BATCH_SIZE", problem: "must not exceed PAYPIPE_PREFETCH (\(prefetch)), or batches can never fill")
         }

@@ -5,14 +5,16 @@ import Foundation
 public enum WorkerLauncher {
     /// Runs a worker of `stage` until signalled, declaring `layout`, with its configuration read by `configure` and the
     /// stage side's own `components` for its handler (the reconciler). Exit codes: 0 clean stop, 1 in-flight work did
-    /// not drain in time, 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start.
+    /// not drain in time, 78 (EX_CONFIG) invalid configuration, 69 (EX_UNAVAILABLE) could not start, 64 (EX_USAGE) an
+    /// argument other than `--help` or `--version`. `variables`: the catalogue its `--help` lists (the stage's entries).
     public static func run<Handler: StageHandler>(
         stage: StageName, layout: BrokerLayout, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry = MetricsRegistry(),
+        variables: [ConfigurationVariable] = RuntimeSettings.all,
         configure: (EnvironmentReader) throws(ConfigurationError) -> WorkerConfiguration,
         components: @escaping @Sendable (Handler) -> @Sendable (WorkerContext) -> [any WorkerComponent] = { _ in { _ in [] } },
         makeHandler: (WorkerConfiguration, Logger) throws -> Handler
     ) -> Never {
-        answerVersion(Array(CommandLine.arguments.dropFirst()), program: "paypipe-\(stage.rawValue)")
+        answerArguments(Array(CommandLine.arguments.dropFirst()), stage: stage, variables: variables)
         // Before any configuration (keys) is read: nothing in this process may end up in a core file.
         let hardeningFailures = ProcessHardening.disableCoreDumps()
         let configuration: WorkerConfiguration
@@ -51,10 +53,39 @@ public enum WorkerLauncher {
         exit(runtime.waitUntilStopped() ? 0 : 1)
     }
 
-    /// `paypipe-<stage> --version`: prints the version (and the git commit) and exits 0, reading no configuration.
-    static func answerVersion(_ arguments: [String], program: String) {
-        guard arguments.contains("--version") else { return }
-        print(BuildInfo.current.versionLine(program: program))
-        exit(0)
+    /// What a worker's command line asks before anything starts. A worker takes no arguments: `--help` prints its
+    /// variables and `--version` its version (and git commit), each exiting 0; any other argument exits 64 naming it,
+    /// before configuration is read or a connection opened. Returns when the worker should go on starting.
+    static func answerArguments(_ arguments: [String], stage: StageName, variables: [ConfigurationVariable]) {
+        switch WorkerArguments.decide(arguments) {
+        case .start:
+            return
+        case .help:
+            print(ConfigurationReference.workerHelp(stage: stage, variables: variables), terminator: "")
+            exit(0)
+        case .version:
+            print(BuildInfo.current.versionLine(program: "paypipe-\(stage.rawValue)"))
+            exit(0)
+        case .unknown(let argument):
+            let message = "paypipe-\(stage.rawValue): unknown argument '\(argument)'; a worker takes none but --help and --version "
+                + "(it is configured by environment variables: --help lists them)\n"
+            FileHandle.standardError.write(Data(message.utf8))
+            exit(64)
+        }
+    }
+}
+
+/// The decision on a worker's arguments, pure for its unit test.
+enum WorkerArguments: Equatable {
+    case start
+    case help
+    case version
+    case unknown(String)
+
+    /// `--help` wins over `--version` when both are given; anything else is unknown.
+    static func decide(_ arguments: [String]) -> WorkerArguments {
+        if let unknown = arguments.first(where: { $0 != "--help" && $0 != "--version" }) { return .unknown(unknown) }
+        if arguments.contains("--help") { return .help }
+        return arguments.contains("--version") ? .version : .start
     }
 }
