@@ -6,6 +6,7 @@ drives the run; this file reads the counters, plans the operations, reports and 
   bench_cost.py prepare DBURL                       the measured database: pg_stat_statements on, autovacuum off
   bench_cost.py checkpoint DBURL                    CHECKPOINT (from the postgres database), before every measured stage
   bench_cost.py snapshot DBURL PROMETHEUS OUT       every counter, into OUT (JSON)
+  bench_cost.py wait-acked PROMETHEUS BEFORE N      until N deliveries were acknowledged since snapshot BEFORE
   bench_cost.py wait-backends DBURL                 until no session of the measured database is left (their statistics
                                                     are flushed when they end)
   bench_cost.py backend-cpu DBURL                   CPU seconds (utime + stime) of the measured database's sessions
@@ -64,6 +65,10 @@ def prepare(url):
         # workload. Off for this database's tables, so the WAL and the rows counted are the pipeline's alone.
         for (table,) in c.execute("SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables").fetchall():
             c.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)")
+        # The system catalogs keep autovacuum, and the migration and the lines above left them enough dead rows to start
+        # it in the middle of the first stage: vacuumed and analysed now, they give it nothing to do during the run
+        # (each snapshot counts autovacuum and autoanalyze runs, and the guard says when one happened).
+        c.execute("VACUUM (ANALYZE)")
 
 
 def checkpoint(url):
@@ -72,16 +77,20 @@ def checkpoint(url):
 
 
 # ------------------------------------------------------------------------------------------------------ snapshot
+def prometheus_counters(url):
+    counters = {}
+    for line in urllib.request.urlopen(f"{url}/metrics", timeout=30).read().decode().splitlines():
+        m = re.match(r'rabbitmq_global_messages_([a-z_]+)_total(\{[^}]*\})? ([0-9.e+]+)$', line)
+        if m:
+            counters[m[1]] = counters.get(m[1], 0) + float(m[3])
+    return counters
+
+
 def prometheus(url):
     """RabbitMQ's counters: the global message counters of the Prometheus endpoint (live, and kept when channels
     close), and each queue's depth from rabbitmqctl (the endpoint's queue gauges lag by its statistics interval)."""
     import subprocess
-    text = urllib.request.urlopen(f"{url}/metrics", timeout=30).read().decode()
-    counters, depth = {}, {}
-    for line in text.splitlines():
-        m = re.match(r'rabbitmq_global_messages_([a-z_]+)_total(\{[^}]*\})? ([0-9.e+]+)$', line)
-        if m:
-            counters[m[1]] = counters.get(m[1], 0) + float(m[3])
+    counters, depth = prometheus_counters(url), {}
     services = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "services")
     listing = subprocess.run([services, "rabbitmqctl", "list_queues", "-q", "name", "messages"], check=True,
                              capture_output=True, text=True, timeout=120).stdout
@@ -100,6 +109,8 @@ def snapshot(url, rabbit, out):
         lsn = c.execute(f"{PROBE} SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").fetchone()[0]
         wal = c.execute(f"{PROBE} SELECT wal_records, wal_fpi, wal_bytes::bigint FROM pg_stat_wal").fetchone()
         checkpoints = c.execute(f"{PROBE} SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter").fetchone()[0]
+        autovacuum = c.execute(f"{PROBE} SELECT coalesce(sum(autovacuum_count + autoanalyze_count), 0)::bigint "
+                               "FROM pg_stat_all_tables").fetchone()[0]
         tables = {r[0]: {"inserted": r[1], "updated": r[2], "hotUpdated": r[3], "deleted": r[4]} for r in c.execute(
             f"{PROBE} SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables").fetchall()}
         statements = {}
@@ -108,10 +119,25 @@ def snapshot(url, rabbit, out):
             if PROBE in query:
                 continue
             statements[f"{queryid}:{toplevel}"] = {"calls": calls, "rows": rows, "query": query}
-        probe_statements = 7  # the autocommit statements above, each one transaction (subtracted from the next delta)
+        probe_statements = 8  # the autocommit statements above, each one transaction (subtracted from the next delta)
     json.dump({"xactCommit": xact[0], "xactRollback": xact[1], "walLsn": lsn, "walRecords": wal[0], "walFpi": wal[1],
-               "walBytesStat": wal[2], "checkpoints": checkpoints, "tables": tables, "statements": statements,
+               "walBytesStat": wal[2], "checkpoints": checkpoints, "autovacuumRuns": autovacuum, "tables": tables, "statements": statements,
                "probeTransactions": probe_statements, "rabbitmq": prometheus(rabbit), "at": time.time()}, open(out, "w"))
+
+
+def wait_acked(rabbit, before_path, expected, timeout=900):
+    """Until the broker has had `expected` acknowledgements since the snapshot BEFORE_PATH: the one worker running
+    acks each delivery after its commit and its hand-offs' confirms, so then its stage is done. The broker's global
+    counters are live; its queue depths (rabbitmqctl, the Prometheus queue gauges) lag by a statistics interval and
+    could read empty early."""
+    start = json.load(open(before_path))["rabbitmq"]["counters"].get("acknowledged", 0)
+    expected, deadline = int(expected), time.time() + timeout
+    while time.time() < deadline:
+        acked = prometheus_counters(rabbit).get("acknowledged", 0) - start
+        if acked >= expected:
+            return 0
+        time.sleep(0.5)
+    sys.exit(f"bench_cost: {acked:.0f} of {expected} deliveries acknowledged after {timeout} s")
 
 
 def wait_backends(url, timeout=60):
@@ -234,6 +260,7 @@ def delta(before, after):
         "walRecords": after["walRecords"] - before["walRecords"],
         "walFpi": after["walFpi"] - before["walFpi"],
         "checkpointsDuring": after["checkpoints"] - before["checkpoints"],
+        "autovacuumRunsDuring": after.get("autovacuumRuns", 0) - before.get("autovacuumRuns", 0),
         "tables": tables,
         "statementCalls": statements,
         "published": counters.get("received", 0),
@@ -253,6 +280,7 @@ def normalise(query):
 def phase_summary(stages, units):
     """Totals over a phase's stages, per unit (payment or operation)."""
     total = {k: 0 for k in ("commits", "rollbacks", "statements", "walBytes", "walRecords", "walFpi", "checkpointsDuring",
+                            "autovacuumRunsDuring",
                             "published", "routed", "delivered", "acknowledged", "redelivered", "deadLettered")}
     tables, statements, per_stage, wal_by_relation = {}, {}, {}, {}
     for name, d in stages.items():
@@ -328,7 +356,7 @@ def table(result):
             cpu = s.get("cpuSeconds", {})
             worker = next((v for k, v in cpu.items() if k != "postgres"), None)
             pg = cpu.get("postgres")
-            lines.append(f"{stage:<12}{s['statements']:>11.2f}{s['commits']:>9.2f}{s['walBytes']:>11.0f}{s['walRecords']:>9.1f}"
+            lines.append(f"{stage:<12}{s['statements']:>11.3f}{s['commits']:>9.3f}{s['walBytes']:>11.0f}{s['walRecords']:>9.1f}"
                          f"{s['walFpi']:>7.2f}{s['published']:>10.2f}{s['delivered']:>10.2f}{s['acknowledged']:>7.2f}"
                          f"{'' if worker is None else f'{worker * 1000:.2f}':>14}{'' if pg is None else f'{pg * 1000:.2f}':>10}")
         lines.append("rows per " + unit + ": " + ", ".join(
@@ -349,7 +377,7 @@ def write_doc(result, path):
     for phase, unit in (("payments", "payment"), ("operations", "operation")):
         p = result["phases"][phase]
         for stage, s in list(p["perStage"].items()) + [("**total**", p["perUnit"])]:
-            rows.append(f"| {unit} | {stage} | {s['statements']:.2f} | {s['commits']:.2f} | {s['walBytes']:.0f} | {s['walRecords']:.1f} "
+            rows.append(f"| {unit} | {stage} | {s['statements']:.3f} | {s['commits']:.3f} | {s['walBytes']:.0f} | {s['walRecords']:.1f} "
                         f"| {s['walFpi']:.2f} | {s['published']:.2f} | {s['delivered']:.2f} | {s['acknowledged']:.2f} |")
     text = "\n".join([DOC_START,
                       f"Run {result['date']} ({result['run']['commit']}): {result['phases']['payments']['units']} payments, "
@@ -387,6 +415,9 @@ def check(result_path, baseline_path):
     checkpoints = sum(result["phases"][p]["totals"]["checkpointsDuring"] for p in ("payments", "operations"))
     if checkpoints:
         print(f"note: {checkpoints} checkpoint(s) started inside measured stages: WAL bytes include extra full-page images")
+    autovacuum = sum(result["phases"][p]["totals"].get("autovacuumRunsDuring", 0) for p in ("payments", "operations"))
+    if autovacuum:
+        print(f"note: {autovacuum} autovacuum/autoanalyze run(s) inside measured stages: their transactions and WAL are counted")
     if failures:
         # Which statements moved: the first place to look.
         by_query = {}
@@ -449,34 +480,22 @@ def compare(a_path, b_path):
     return 1 if beyond else 0
 
 
+COMMANDS = {
+    "prepare": prepare, "checkpoint": checkpoint, "snapshot": snapshot, "wait-backends": wait_backends,
+    "backend-cpu": backend_cpu, "wait-acked": wait_acked, "publish-operations": publish_operations, "waldump": waldump, "check": check,
+    "compare": compare, "update-baseline": update_baseline,
+}
+
+
 def main(argv):
+    if len(argv) < 2 or (argv[1] not in COMMANDS and argv[1] != "report"):
+        sys.exit(__doc__)
     command, args = argv[1], argv[2:]
-    if command == "prepare":
-        prepare(args[0])
-    elif command == "checkpoint":
-        checkpoint(args[0])
-    elif command == "snapshot":
-        snapshot(args[0], args[1], args[2])
-    elif command == "wait-backends":
-        wait_backends(args[0])
-    elif command == "backend-cpu":
-        backend_cpu(args[0])
-    elif command == "publish-operations":
-        publish_operations(args[0], args[1], args[2])
-    elif command == "report":
+    if command == "report":
         doc = args[args.index("--doc") + 1] if "--doc" in args else None
         report(args[0], args[1], doc)
-    elif command == "check":
-        return check(args[0], args[1])
-    elif command == "waldump":
-        waldump(*args[:5])
-    elif command == "compare":
-        return compare(args[0], args[1])
-    elif command == "update-baseline":
-        return update_baseline(args[0], args[1])
-    else:
-        sys.exit(__doc__)
-    return 0
+        return 0
+    return COMMANDS[command](*args) or 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@
 #   operations  500 operations on those payments (bench_cost.py publish-operations: voids, captures, refunds, one per
 #               payment), all queued; then operations alone, then notify alone.
 #
+# A stage is done when the broker counted as many acknowledgements as it had deliveries to make (its global counters
+# are live; queue depths lag by a statistics interval and once read empty too early).
+#
 # Every stage runs one worker with one lane, PAYPIPE_BATCH_SIZE (50, the default) and a prefetch of four batches, so
 # with the whole input queued every batch is full but the last (a lane's first batch waits to fill too, BatchFill),
 # and the number of batches, hence of set-based statements and commits, is the same on every run. Around each stage:
@@ -23,27 +26,9 @@
 
 cost_python() { python3 "$ROOT/scripts/lib/bench_cost.py" "$@"; }
 
-# cost_wait_queue QUEUE: until QUEUE and its retry tiers hold nothing (ready or unacknowledged).
-cost_wait_queue() {
-    local queue="$1" waited=0 left listing
-    while :; do
-        # Only an answer that lists the queue counts: a failed or timed-out rabbitmqctl must not read as empty.
-        if listing=$(scripts/services rabbitmqctl list_queues -q name messages 2>/dev/null); then
-            left=$(awk -v q="$queue" '$1 == q {seen = 1} ($1 == q || index($1, q ".retry") == 1) {n += $2}
-                                      END {print seen ? n + 0 : "unknown"}' <<<"$listing")
-        else
-            left=unknown
-        fi
-        [ "$left" = 0 ] && return 0
-        waited=$((waited + 1))
-        [ "$waited" -lt 900 ] || { echo "bench cost: $queue still holds $left messages after 15 min" >&2; return 1; }
-        sleep 1
-    done
-}
-
-# cost_stage PHASE STAGE: one measured stage (see the header).
+# cost_stage PHASE STAGE COUNT: one measured stage (see the header), done once COUNT deliveries were acknowledged.
 cost_stage() {
-    local phase="$1" stage="$2" prefix="$cost_dir/$1-$2" pid perf_pid="" worker_cpu pg_cpu
+    local phase="$1" stage="$2" count="$3" prefix="$cost_dir/$1-$2" pid perf_pid="" worker_cpu pg_cpu
     echo "== cost: $phase, $stage" >&2
     cost_python checkpoint "$PAYPIPE_DATABASE_URL"
     cost_python snapshot "$PAYPIPE_DATABASE_URL" "$cost_prometheus" "$prefix-before.json"
@@ -54,7 +39,7 @@ cost_stage() {
         perf stat -e instructions:u -x, -o "$prefix-perf.txt" -p "$pid" >/dev/null 2>&1 &
         perf_pid=$!
     fi
-    cost_wait_queue "paypipe.$stage"
+    cost_python wait-acked "$cost_prometheus" "$prefix-before.json" "$count"
     worker_cpu=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_cost; print(bench_cost.process_cpu(int(sys.argv[2])))' \
         "$ROOT/scripts/lib" "$pid")
     pg_cpu=$(cost_python backend-cpu "$PAYPIPE_DATABASE_URL")
@@ -113,11 +98,12 @@ PY
         count=$(( payments / 3 + (i < payments % 3 ? 1 : 0) )); i=$((i + 1))
         "$BIN/paypipe" job publish --sample "$count" --merchant "$merchant" --all-good --prefix "$prefix-$merchant" >/dev/null
     done
-    for stage in decrypt authorize submit notify; do cost_stage payments "$stage"; done
+    for stage in decrypt authorize submit notify; do cost_stage payments "$stage" "$payments"; done
 
     local operations
     operations=$(cost_python publish-operations "$PAYPIPE_AMQP_URL" "$PAYPIPE_DATABASE_URL" "$cost_dir/operations.jsonl")
-    for stage in operations notify; do cost_stage operations "$stage"; done
+    # Each operation ends in one event for notify.
+    for stage in operations notify; do cost_stage operations "$stage" "$operations"; done
     stack_stop_all
 
     # What the run did, checked after the measurement: every payment authorised and notified, every operation ended.
