@@ -18,7 +18,8 @@
 # run), a snapshot of every counter, the stage, the worker stopped and its database sessions gone (their statistics
 # are flushed when they end), a second snapshot. Timing-dependent work is switched off, not subtracted:
 # PAYPIPE_RECONCILE_INTERVAL=0 (no reconciler or upkeep rounds), PAYPIPE_MERCHANT_CACHE_TTL=1h (one load per worker),
-# autovacuum off for the measured database's tables, no /healthz probes (they ask the database); the bench's own
+# autovacuum off (for the measured tables, and for the server during the run: ALTER SYSTEM, reset on every exit of
+# scripts/bench), no /healthz probes (they ask the database); the bench's own
 # snapshot statements are marked and left out, its one session's transactions subtracted.
 #
 # Output: $STACK_LOGS/cost/ (every snapshot), var/bench/cost-<UTC date>.json, the table on stdout; with --check the
@@ -87,6 +88,7 @@ document["gateway"]["captureMode"] = "manual"
 json.dump(document, open(sys.argv[2], "w"))
 PY
     "$BIN/paypipe" merchant apply --file "$PAYPIPE_SANDBOX_DIR/cost-merchant-opp-manual.json" >/dev/null
+    cost_prepared=1
     cost_python prepare "$PAYPIPE_DATABASE_URL"
     # Trust Payments' AUTHs never settle in this run (no PAYPIPE_SIM_SETTLE_DELAY): its operations are voids.
     stack_start_simulator PAYPIPE_SIM_SEED=42
@@ -105,6 +107,7 @@ PY
     # Each operation ends in one event for notify.
     for stage in operations notify; do cost_stage operations "$stage" "$operations"; done
     stack_stop_all
+    cost_python finish "$PAYPIPE_DATABASE_URL"
 
     # What the run did, checked after the measurement: every payment authorised and notified, every operation ended.
     python3 - "$PAYPIPE_DATABASE_URL" "$cost_dir/outcomes.json" "$payments" "$operations" <<'PY'
