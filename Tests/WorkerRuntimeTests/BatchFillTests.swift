@@ -21,6 +21,16 @@ import Testing
         #expect(fill.next(count: 45, foundWaiting: 30, elapsed: 0.5) == .handle)
     }
 
+    /// A just started lane meets a backlog whose deliveries are still arriving: its first batch waits up to the linger
+    /// to fill whatever it found, so a queued backlog always goes in full batches (scripts/bench --only cost).
+    @Test func aLanesFirstBatchWaitsToFillEvenIfItWaitedForItsFirstDelivery() {
+        #expect(fill.next(count: 1, foundWaiting: 0, elapsed: 0, first: true) == .wait(more: 49, seconds: 0.010))
+        #expect(fill.next(count: 30, foundWaiting: 0, elapsed: 0.004, first: true) == .wait(more: 20, seconds: 0.006))
+        #expect(fill.next(count: 30, foundWaiting: 0, elapsed: 0.010, first: true) == .handle, "still only up to the linger")
+        #expect(fill.next(count: 50, foundWaiting: 0, elapsed: 0, first: true) == .handle)
+        #expect(BatchFill(limit: 50, linger: 0).next(count: 1, foundWaiting: 0, elapsed: 0, first: true) == .handle)
+    }
+
     @Test func aFullBatchNeverWaits() {
         #expect(fill.next(count: 50, foundWaiting: 50, elapsed: 0) == .handle)
         #expect(BatchFill(limit: 1, linger: 1).next(count: 1, foundWaiting: 1, elapsed: 0) == .handle)

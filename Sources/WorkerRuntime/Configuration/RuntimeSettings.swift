@@ -31,7 +31,7 @@ public enum RuntimeSettings {
         "deliveries a lane handles in one database transaction and one confirm window (≤ `PAYPIPE_PREFETCH`); docs/submit.md for submit")
     public static let batchLinger = DurationSetting(
         "PAYPIPE_BATCH_LINGER", readers: [.everyWorker], default: WorkerConfiguration.defaultBatchLinger, range: 0...1,
-        "how long a lane that found at least half a batch already waiting may wait for the rest (0 never waits; a lane that keeps up never waits); docs/performance.md")
+        "how long a lane that found at least half a batch already waiting, or a lane's first batch after it starts, may wait for the rest (0 never waits; a lane that keeps up never waits); docs/performance.md")
     public static let heartbeatSeconds = IntegerSetting<Int>(
         "PAYPIPE_HEARTBEAT_SECONDS", readers: [.everyWorker], default: 10, range: 2...600, "AMQP heartbeat interval in seconds")
     /// The default is the stage's own port; the runtime takes it from the payment side (`defaultMetricsPort`).

@@ -5,8 +5,12 @@
 /// saturated, that work is taken from the stage that binds, so small batches lower the throughput of the whole
 /// pipeline (bench/results/performance-history.md, set Q). A lane that comes back to at least half a batch already
 /// waiting has fallen behind its input, so it may wait up to `linger` for the batch to fill. A lane that finds less
-/// has kept up: it handles what it has at once, so a pipeline with spare capacity adds no latency. The policy is a
-/// value: ``StageRuntime`` asks it after every receive.
+/// has kept up: it handles what it has at once, so a pipeline with spare capacity adds no latency. A lane's first
+/// batch after it starts also waits up to `linger` to fill: a worker starts (is restarted, or added by scale-out on
+/// queue depth) mostly in front of a backlog, whose deliveries are still arriving when the first one is in hand;
+/// without the wait that first batch held however many had arrived by then, and how many batches the backlog took
+/// depended on timing (scripts/bench --only cost counts statements per payment, docs/performance.md "Cost budget").
+/// The policy is a value: ``StageRuntime`` asks it after every receive.
 public struct BatchFill: Sendable, Equatable {
     /// What the lane does next.
     public enum Step: Sendable, Equatable {
@@ -27,9 +31,10 @@ public struct BatchFill: Sendable, Equatable {
     }
 
     /// `count` deliveries in hand, `elapsed` seconds since the first receive returned them; `foundWaiting` is how many
-    /// were already buffered when the lane asked for its batch (0: it waited for the first one).
-    public func next(count: Int, foundWaiting: Int, elapsed: Double) -> Step {
-        guard count < limit, isBehind(foundWaiting: foundWaiting), elapsed < linger else { return .handle }
+    /// were already buffered when the lane asked for its batch (0: it waited for the first one); `first`: the lane's
+    /// first batch since it started.
+    public func next(count: Int, foundWaiting: Int, elapsed: Double, first: Bool = false) -> Step {
+        guard count < limit, first || isBehind(foundWaiting: foundWaiting), elapsed < linger else { return .handle }
         return .wait(more: limit - count, seconds: linger - elapsed)
     }
 

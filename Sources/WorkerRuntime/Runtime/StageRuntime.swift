@@ -185,28 +185,32 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private func runLane(_ lane: Int) {
         var database: PostgresConnection?
         let fill = BatchFill(limit: configuration.batchSize, linger: configuration.batchLingerSeconds)
+        var first = true
         while true {
-            let deliveries = receiveBatch(fill)
+            let deliveries = receiveBatch(fill, first: first)
             if deliveries.isEmpty {
                 if isStopRequested { break }
                 continue
             }
+            first = false
             handleBatch(deliveries, database: &database)
         }
         database?.close()
     }
 
-    /// Up to a batch of deliveries, or none after 0.2 s without any; `fill` says how long a busy lane waits for more.
-    private func receiveBatch(_ fill: BatchFill) -> [AMQPDelivery] {
+    /// Up to a batch of deliveries, or none after 0.2 s without any; `fill` says how long a busy (or, `first`, a
+    /// just started) lane waits for more.
+    private func receiveBatch(_ fill: BatchFill, first: Bool) -> [AMQPDelivery] {
         var deliveries = consumer.receive(maxCount: fill.limit, timeout: 0)
         let foundWaiting = deliveries.count
         if foundWaiting == 0 {
             deliveries = consumer.receive(maxCount: fill.limit, timeout: 0.2)
             guard !deliveries.isEmpty else { return [] }
         }
-        let first = DispatchTime.now()
+        let received = DispatchTime.now()
         while case .wait(let more, let seconds) = fill.next(count: deliveries.count, foundWaiting: foundWaiting,
-                                                            elapsed: Self.seconds(from: first, to: DispatchTime.now())) {
+                                                            elapsed: Self.seconds(from: received, to: DispatchTime.now()),
+                                                            first: first) {
             let next = consumer.receive(maxCount: more, timeout: seconds)
             guard !next.isEmpty else { break }  // the linger passed, or the consumer shut down
             deliveries += next
