@@ -44,12 +44,12 @@ func gitBuildFiles() -> [CSetting] {
     // A worktree keeps its own HEAD; the refs are in the repository's common directory.
     let common = read(gitDirectory + "/commondir").map { absolute($0, from: gitDirectory) } ?? gitDirectory
     var settings: [CSetting] = [
-        .define("PAYPIPE_GIT_HEAD_FILE", to: quoted(gitDirectory + "/HEAD")),
-        .define("PAYPIPE_GIT_PACKED_REFS_FILE", to: quoted(common + "/packed-refs")),
+        .define("BUILDINFO_GIT_HEAD_FILE", to: quoted(gitDirectory + "/HEAD")),
+        .define("BUILDINFO_GIT_PACKED_REFS_FILE", to: quoted(common + "/packed-refs")),
     ]
     if let head = read(gitDirectory + "/HEAD"), head.hasPrefix("ref: ") {
         let ref = String(head.dropFirst("ref: ".count))
-        settings += [.define("PAYPIPE_GIT_REF_NAME", to: quoted(ref)), .define("PAYPIPE_GIT_LOOSE_REF_FILE", to: quoted(common + "/" + ref))]
+        settings += [.define("BUILDINFO_GIT_REF_NAME", to: quoted(ref)), .define("BUILDINFO_GIT_LOOSE_REF_FILE", to: quoted(common + "/" + ref))]
     }
     return settings
 }

@@ -9,47 +9,47 @@
 
 #pragma clang diagnostic ignored "-Wc23-extensions"
 
-#if defined(__has_embed) && defined(PAYPIPE_GIT_HEAD_FILE)
-#if __has_embed(PAYPIPE_GIT_HEAD_FILE)
-#define PAYPIPE_HAS_HEAD
+#if defined(__has_embed) && defined(BUILDINFO_GIT_HEAD_FILE)
+#if __has_embed(BUILDINFO_GIT_HEAD_FILE)
+#define BUILDINFO_HAS_HEAD
 #endif
 #endif
-#ifdef PAYPIPE_HAS_HEAD
+#ifdef BUILDINFO_HAS_HEAD
 static const char head[] = {
-#embed PAYPIPE_GIT_HEAD_FILE suffix(,)
+#embed BUILDINFO_GIT_HEAD_FILE suffix(,)
     0};
 #else
 static const char head[] = "";
 #endif
 
-#if defined(__has_embed) && defined(PAYPIPE_GIT_LOOSE_REF_FILE)
-#if __has_embed(PAYPIPE_GIT_LOOSE_REF_FILE)
-#define PAYPIPE_HAS_LOOSE_REF
+#if defined(__has_embed) && defined(BUILDINFO_GIT_LOOSE_REF_FILE)
+#if __has_embed(BUILDINFO_GIT_LOOSE_REF_FILE)
+#define BUILDINFO_HAS_LOOSE_REF
 #endif
 #endif
-#ifdef PAYPIPE_HAS_LOOSE_REF
+#ifdef BUILDINFO_HAS_LOOSE_REF
 static const char loose_ref[] = {
-#embed PAYPIPE_GIT_LOOSE_REF_FILE suffix(,)
+#embed BUILDINFO_GIT_LOOSE_REF_FILE suffix(,)
     0};
 #else
 static const char loose_ref[] = "";
 #endif
 
-#if defined(__has_embed) && defined(PAYPIPE_GIT_PACKED_REFS_FILE)
-#if __has_embed(PAYPIPE_GIT_PACKED_REFS_FILE)
-#define PAYPIPE_HAS_PACKED_REFS
+#if defined(__has_embed) && defined(BUILDINFO_GIT_PACKED_REFS_FILE)
+#if __has_embed(BUILDINFO_GIT_PACKED_REFS_FILE)
+#define BUILDINFO_HAS_PACKED_REFS
 #endif
 #endif
-#ifdef PAYPIPE_HAS_PACKED_REFS
+#ifdef BUILDINFO_HAS_PACKED_REFS
 static const char packed_refs[] = {
-#embed PAYPIPE_GIT_PACKED_REFS_FILE suffix(,)
+#embed BUILDINFO_GIT_PACKED_REFS_FILE suffix(,)
     0};
 #else
 static const char packed_refs[] = "";
 #endif
 
-#ifdef PAYPIPE_GIT_REF_NAME
-static const char ref_name[] = PAYPIPE_GIT_REF_NAME;
+#ifdef BUILDINFO_GIT_REF_NAME
+static const char ref_name[] = BUILDINFO_GIT_REF_NAME;
 #else
 static const char ref_name[] = "";
 #endif

@@ -1,5 +1,5 @@
-#ifndef PAYPIPE_CBUILDINFO_H
-#define PAYPIPE_CBUILDINFO_H
+#ifndef CBUILDINFO_H
+#define CBUILDINFO_H
 
 // The git files that name the commit a binary is built from, embedded at compile time (build_info.c). Each is the
 // file's text, or "" when the package was not built from a git checkout (WorkerRuntime's BuildInfo reads them).
