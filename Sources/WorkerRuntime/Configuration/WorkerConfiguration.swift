@@ -28,6 +28,9 @@ public struct WorkerConfiguration: Sendable {
     public var stuckAfterSeconds: Double
     /// How often the reconciler looks; 0 disables it in this process.
     public var reconcileIntervalSeconds: Double
+    /// `/livez` fails once a lane has made no progress for longer than this (``LivenessPolicy``): longer than any
+    /// batch may legitimately take (its calls' timeouts, plus the 30 s confirm wait of its hand-offs).
+    public var laneStuckAfterSeconds: Double
     /// `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` outside sandbox: plain transport to remote hosts was allowed
     /// (``ConnectionSecurityPolicy`` rule 4), which the launcher logs as a warning.
     public var insecureTransportAllowed: Bool
@@ -46,6 +49,11 @@ public struct WorkerConfiguration: Sendable {
     /// saturated cores 10 ms gave the 1x layout larger batches and a higher sustained rate (docs/performance.md, set Q).
     /// A lane that keeps up with its input never waits.
     public static let defaultBatchLinger = 0.010
+
+    /// `PAYPIPE_LANE_STUCK_AFTER`: 5 minutes is more than twice the longest batch the default timeouts allow (submit:
+    /// `PAYPIPE_SEND_WINDOW` 5 s + `PAYPIPE_WEBSERVICES_TIMEOUT` 60 s for a call, then up to 30 s of confirm wait per
+    /// publish attempt), so a slow processor never gets a worker restarted; a lane blocked for good is noticed.
+    public static let defaultLaneStuckAfter = 300.0
 
     /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share
     /// one host without configuration). The payment side's `init(stage:environment:)` adds its own checks.
@@ -74,6 +82,7 @@ public struct WorkerConfiguration: Sendable {
         shutdownTimeoutSeconds = try reader.seconds("PAYPIPE_SHUTDOWN_TIMEOUT", default: 30, range: 1...3600)
         stuckAfterSeconds = try reader.seconds("PAYPIPE_STUCK_AFTER", default: 300, range: 1...86_400)
         reconcileIntervalSeconds = try reader.seconds("PAYPIPE_RECONCILE_INTERVAL", default: 60, range: 0...86_400)
+        laneStuckAfterSeconds = try reader.seconds("PAYPIPE_LANE_STUCK_AFTER", default: Self.defaultLaneStuckAfter, range: 1...86_400)
         guard prefetch >= UInt16(batchSize) || batchSize == 1 else {
             throw ConfigurationError(variable: "PAYPIPE_BATCH_SIZE", problem: "must not exceed PAYPIPE_PREFETCH (\(prefetch)), or batches can never fill")
         }
