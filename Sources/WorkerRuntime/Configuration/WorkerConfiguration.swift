@@ -3,7 +3,9 @@ import Foundation
 /// Everything a stage worker reads from its environment, with the documented defaults
 /// (README "Configuration"). Parsing is pure: give it any dictionary.
 public struct WorkerConfiguration: Sendable {
+    /// `PAYPIPE_AMQP_URL`, with `PAYPIPE_AMQP_PASSWORD_FILE`'s password written in if that is set (``PasswordFiles``).
     public var amqpURL: String
+    /// `PAYPIPE_DATABASE_URL`, with `PAYPIPE_DATABASE_PASSWORD_FILE`'s password added if that is set.
     public var databaseURL: String
     public var environment: DeploymentEnvironment
     public var logLevel: LogLevel
@@ -58,9 +60,10 @@ public struct WorkerConfiguration: Sendable {
     /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share
     /// one host without configuration). The payment side's `init(stage:environment:)` adds its own checks.
     public init(defaultMetricsPort: UInt16, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
-        amqpURL = reader.string("PAYPIPE_AMQP_URL", default: Self.defaultAMQPURL)
-        databaseURL = reader.string("PAYPIPE_DATABASE_URL", default: Self.defaultDatabaseURL)
         environment = try reader.choice("PAYPIPE_ENV", default: DeploymentEnvironment.production)
+        amqpURL = try PasswordFiles.amqpURL(reader.string("PAYPIPE_AMQP_URL", default: Self.defaultAMQPURL), reader, deployment: environment)
+        databaseURL = try PasswordFiles.databaseURL(
+            reader.string("PAYPIPE_DATABASE_URL", default: Self.defaultDatabaseURL), reader, deployment: environment)
         logLevel = try reader.choice("PAYPIPE_LOG_LEVEL", default: LogLevel.info)
         prefetch = try reader.integer("PAYPIPE_PREFETCH", default: 100, range: 1...5000)
         concurrency = try reader.integer("PAYPIPE_CONCURRENCY", default: 2, range: 1...64)
