@@ -14,23 +14,30 @@ public enum PasswordFiles {
 
     /// `url` (`PAYPIPE_AMQP_URL`) with the password of `PAYPIPE_AMQP_PASSWORD_FILE` set, if that is set.
     public static func amqpURL(_ url: String, _ reader: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> String {
-        guard let path = reader.raw(amqpVariable) else { return url }
-        let password = try read(path, variable: amqpVariable, deployment: deployment)
-        do {
-            return try AMQPConfiguration.url(url, settingPassword: password)
-        } catch {
-            throw ConfigurationError(variable: "PAYPIPE_AMQP_URL", problem: "with \(amqpVariable): \(error)")
+        try resolve(url, urlVariable: "PAYPIPE_AMQP_URL", fileVariable: amqpVariable, reader, deployment) {
+            try AMQPConfiguration.url($0, settingPassword: $1)
         }
     }
 
     /// `url` (`PAYPIPE_DATABASE_URL`) with the password of `PAYPIPE_DATABASE_PASSWORD_FILE` set, if that is set.
     public static func databaseURL(_ url: String, _ reader: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> String {
-        guard let path = reader.raw(databaseVariable) else { return url }
-        let password = try read(path, variable: databaseVariable, deployment: deployment)
+        try resolve(url, urlVariable: "PAYPIPE_DATABASE_URL", fileVariable: databaseVariable, reader, deployment) {
+            try PostgresConfiguration.url($0, settingPassword: $1)
+        }
+    }
+
+    /// `url` with the password of the file `fileVariable` names set by `setting`; a URL that cannot take it is an
+    /// error naming both variables.
+    private static func resolve(
+        _ url: String, urlVariable: String, fileVariable: String, _ reader: EnvironmentReader, _ deployment: DeploymentEnvironment,
+        setting: (String, String) throws -> String
+    ) throws(ConfigurationError) -> String {
+        guard let path = reader.raw(fileVariable) else { return url }
+        let password = try read(path, variable: fileVariable, deployment: deployment)
         do {
-            return try PostgresConfiguration.url(url, settingPassword: password)
+            return try setting(url, password)
         } catch {
-            throw ConfigurationError(variable: "PAYPIPE_DATABASE_URL", problem: "with \(databaseVariable): \(error)")
+            throw ConfigurationError(variable: urlVariable, problem: "with \(fileVariable): \(error)")
         }
     }
 
