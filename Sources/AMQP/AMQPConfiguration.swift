@@ -78,6 +78,27 @@ public struct AMQPConfiguration: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// `url` (one URL or a cluster list) with `password` written, percent-encoded, into every URL's user info: for a
+    /// password kept apart from the URL (a secret file). Each URL must name its user and carry no password of its own.
+    public static func url(_ url: String, settingPassword password: String) throws(AMQPError) -> String {
+        var urls: [String] = []
+        for node in splitList(url) {
+            guard let schemeEnd = node.range(of: "://") else { throw .invalidURL("missing scheme (expected amqp:// or amqps://)") }
+            let rest = node[schemeEnd.upperBound...]
+            let authority = rest[..<(rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex)]
+            guard let at = authority.lastIndex(of: "@"), at > authority.startIndex else {
+                throw .invalidURL("names no user for the separate password (write amqps://USER@host/vhost)")
+            }
+            guard !authority[..<at].contains(":") else {
+                throw .invalidURL("carries a password of its own as well as the separate one: give it in one place only")
+            }
+            urls.append(String(node[..<at]) + ":" + encode(password) + String(node[at...]))
+        }
+        let joined = urls.joined(separator: ",")
+        _ = try AMQPConfiguration(url: joined)
+        return joined
+    }
+
     /// The list split where a comma starts another `amqp://` / `amqps://` URL.
     static func splitList(_ text: String) -> [String] {
         var urls: [String] = []

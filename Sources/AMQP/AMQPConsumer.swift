@@ -94,6 +94,10 @@ public final class AMQPConsumer: Sendable {
     /// True while the connection is up and prepared.
     public var isConnected: Bool { core.isConnected }
 
+    /// True while the consumer is attached to its queue: connected, and `basic.consume` in force (not yet stopped by
+    /// ``stopConsuming()`` or cancelled by the broker).
+    public var isConsuming: Bool { core.isConsuming }
+
     #if DEBUG
     /// Test hook (debug builds only): simulates a network failure of the consuming connection.
     func dropConnection() {

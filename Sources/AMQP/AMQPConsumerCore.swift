@@ -22,6 +22,8 @@ final class AMQPConsumerCore: AMQPOwnerCore {
         var stopWaiters: [DispatchSemaphore] = []
         var shutdown = false
         var connected = false
+        /// `basic.consume` is in force on the current connection (false after `stopConsuming` or a disconnect).
+        var consuming = false
         var generation: UInt64 = 0
         #if DEBUG
         var dropConnectionRequested = false
@@ -120,6 +122,12 @@ final class AMQPConsumerCore: AMQPOwnerCore {
 
     var isConnected: Bool { shared.withLock { $0.connected } }
 
+    var isConsuming: Bool { shared.withLock { $0.connected && $0.consuming } }
+
+    func setConsuming(_ consuming: Bool) {
+        shared.withLock { $0.consuming = consuming }
+    }
+
     var isShutdown: Bool { shared.withLock { $0.shutdown } }
 
     // MARK: - Owner-thread side
@@ -153,9 +161,10 @@ final class AMQPConsumerCore: AMQPOwnerCore {
         for receiver in receivers { receiver.signal() }
     }
 
-    func setConnected(generation: UInt64) {
+    func setConnected(generation: UInt64, consuming: Bool) {
         shared.withLock { state in
             state.connected = true
+            state.consuming = consuming
             state.generation = generation
         }
     }
@@ -165,6 +174,7 @@ final class AMQPConsumerCore: AMQPOwnerCore {
     func setDisconnected() {
         shared.withLock { state in
             state.connected = false
+            state.consuming = false
             state.deliveries.removeAll()
             state.settlements.removeAll()
         }

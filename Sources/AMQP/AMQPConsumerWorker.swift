@@ -57,7 +57,7 @@ final class AMQPConsumerWorker {
             },
             didConnect: { generation in
                 outstanding.removeAll()
-                core.setConnected(generation: generation)
+                core.setConnected(generation: generation, consuming: consumerTag != nil)
             })
     }
 
@@ -157,6 +157,7 @@ final class AMQPConsumerWorker {
         do {
             try connection.cancelConsuming(consumerTag: tag)
             consumerTag = nil
+            core.setConsuming(false)
         } catch {
             connectionLost(error)
         }

@@ -56,6 +56,17 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         self = try PostgresConninfo.parse(url)
     }
 
+    /// `url` with `password` added as its `password` parameter (percent-encoded): for a password kept apart from the
+    /// URL (a secret file). The URL must carry no password of its own.
+    public static func url(_ url: String, settingPassword password: String) throws(PostgresError) -> String {
+        guard try PostgresConfiguration(url: url).password == nil else {
+            throw .invalidURL("carries a password of its own as well as the separate one: give it in one place only")
+        }
+        let joined = url + (url.contains("?") ? "&" : "?") + "password=" + PostgresConninfo.percentEncode(password)
+        _ = try PostgresConfiguration(url: joined)
+        return joined
+    }
+
     /// A configuration for a host without a URL, e.g. assembled from separate environment variables.
     public init(host: String? = nil, port: Int? = nil, user: String? = nil, password: String? = nil,
                 database: String? = nil, sslMode: PostgresSSLMode? = nil, sslRootCert: String? = nil)

@@ -19,6 +19,9 @@ import Postgres
 ///    mesh's mutual TLS sidecar); the worker then logs `insecure_transport_allowed` at start-up.
 /// 5. Client private keys named in the URLs (`keyfile=`, `sslkey=`) must be private files (``FilePermissions``).
 ///
+/// A password given in a file (``PasswordFiles``: `PAYPIPE_AMQP_PASSWORD_FILE`, `PAYPIPE_DATABASE_PASSWORD_FILE`) counts as
+/// the URL's own for rules 2 and 3.
+///
 /// Errors name the variable and the rule, never the URL (which may hold a password).
 public enum ConnectionSecurityPolicy {
     public static let allowInsecureTransportVariable = "PAYPIPE_ALLOW_INSECURE_TRANSPORT"
@@ -30,16 +33,20 @@ public enum ConnectionSecurityPolicy {
     public static func enforce(_ reader: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> Bool {
         guard deployment != .sandbox else { return false }
         let allowInsecure = try reader.read(RuntimeSettings.allowInsecureTransport)
-        try checkBroker(try required(amqpVariable, reader), allowInsecure: allowInsecure)
-        try checkDatabase(try required(databaseVariable, reader), reader: reader, allowInsecure: allowInsecure)
+        try checkBroker(try PasswordFiles.amqpURL(try required(amqpVariable, reader), reader, deployment: deployment), allowInsecure: allowInsecure)
+        try checkDatabase(try PasswordFiles.databaseURL(try required(databaseVariable, reader), reader, deployment: deployment),
+                          reader: reader, allowInsecure: allowInsecure)
         return allowInsecure
     }
 
-    /// `PAYPIPE_DATABASE_URL` for tools that need only the database (`paypipe migrate`, `merchant apply`): the
-    /// sandbox default in sandbox, else the variable checked by rules 1, 3, 4 and 5.
+    /// `PAYPIPE_DATABASE_URL` (with `PAYPIPE_DATABASE_PASSWORD_FILE`'s password, if set) for tools that need only the
+    /// database (`paypipe migrate`, `merchant apply`): the sandbox default in sandbox, else the variable checked by
+    /// rules 1, 3, 4 and 5.
     public static func databaseURL(_ reader: EnvironmentReader, deployment: DeploymentEnvironment) throws(ConfigurationError) -> String {
-        guard deployment != .sandbox else { return reader.string(databaseVariable, default: WorkerConfiguration.defaultDatabaseURL) }
-        let url = try required(databaseVariable, reader)
+        guard deployment != .sandbox else {
+            return try PasswordFiles.databaseURL(reader.string(databaseVariable, default: WorkerConfiguration.defaultDatabaseURL), reader, deployment: deployment)
+        }
+        let url = try PasswordFiles.databaseURL(try required(databaseVariable, reader), reader, deployment: deployment)
         try checkDatabase(url, reader: reader, allowInsecure: try reader.read(RuntimeSettings.allowInsecureTransport))
         return url
     }

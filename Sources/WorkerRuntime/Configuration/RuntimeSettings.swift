@@ -38,7 +38,7 @@ public enum RuntimeSettings {
     public static let metricsPort = IntegerSetting<UInt16>(
         "PAYPIPE_METRICS_PORT", readers: [.everyWorker], default: 9100, range: 0...65535,
         defaultText: "the worker's own: decrypt 9101, authorize 9102, submit 9103, notify 9104, operations 9105 (the CLI: 9100)",
-        "port of `/healthz` and `/metrics`; 0 picks a free port")
+        "port of `/healthz`, `/livez`, `/readyz` and `/metrics`; 0 picks a free port")
     public static let metricsHost = TextSetting(
         "PAYPIPE_METRICS_HOST", readers: [.everyWorker], default: "0.0.0.0", format: "IP address",
         "address the health and metrics server binds")
@@ -62,6 +62,15 @@ public enum RuntimeSettings {
     public static let reconcileInterval = DurationSetting(
         "PAYPIPE_RECONCILE_INTERVAL", readers: [.everyWorker], default: 60, range: 0...86_400,
         "how often a worker's reconciler and upkeep run; 0 disables them in this process")
+    public static let laneStuckAfter = DurationSetting(
+        "PAYPIPE_LANE_STUCK_AFTER", readers: [.everyWorker], default: WorkerConfiguration.defaultLaneStuckAfter, range: 1...86_400,
+        "`/livez` answers 503 when a lane has made no progress for this long (a lane blocked inside one call); outages of the broker or database never fail it (docs/operations.md, \"Probes\")")
+    public static let amqpPasswordFile = ConfigurationVariable(
+        PasswordFiles.amqpVariable, readers: workersAndCLI, default: "unset", format: "path of a file (mode 0600/0400 outside sandbox)",
+        "the broker password, written into every URL of `PAYPIPE_AMQP_URL` (which then names the user only); for Kubernetes Secrets and Docker secrets (docs/security.md)")
+    public static let databasePasswordFile = ConfigurationVariable(
+        PasswordFiles.databaseVariable, readers: workersAndCLI, default: "unset", format: "path of a file (mode 0600/0400 outside sandbox)",
+        "the database password, added to `PAYPIPE_DATABASE_URL` as libpq's `password` (the URL then carries none) (docs/security.md)")
     public static let allowInsecureTransport = FlagSetting(
         ConnectionSecurityPolicy.allowInsecureTransportVariable, readers: workersAndCLI, default: false,
         "outside sandbox, allow plain `amqp://` and `sslmode` below `verify-full` to non-loopback hosts (service-mesh mutual TLS only); logged as `insecure_transport_allowed` at start-up")
@@ -73,6 +82,7 @@ public enum RuntimeSettings {
         amqpURL.variable, databaseURL.variable, deployment.variable, logLevel.variable, prefetch.variable, concurrency.variable,
         batchSize.variable, batchLinger.variable, heartbeatSeconds.variable, metricsPort.variable, metricsHost.variable,
         maxMessageBytes.variable, maxRetries.variable, retryDelays, shutdownTimeout.variable, stuckAfter.variable,
-        reconcileInterval.variable, allowInsecureTransport.variable, benchSlowdown,
+        reconcileInterval.variable, laneStuckAfter.variable, amqpPasswordFile, databasePasswordFile, allowInsecureTransport.variable,
+        benchSlowdown,
     ]
 }

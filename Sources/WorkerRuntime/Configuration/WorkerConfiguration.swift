@@ -3,7 +3,9 @@ import Foundation
 /// Everything a stage worker reads from its environment, through the declarations of ``RuntimeSettings`` (whose
 /// defaults docs/configuration.md shows). Parsing is pure: give it any dictionary.
 public struct WorkerConfiguration: Sendable {
+    /// `PAYPIPE_AMQP_URL`, with `PAYPIPE_AMQP_PASSWORD_FILE`'s password written in if that is set (``PasswordFiles``).
     public var amqpURL: String
+    /// `PAYPIPE_DATABASE_URL`, with `PAYPIPE_DATABASE_PASSWORD_FILE`'s password added if that is set.
     public var databaseURL: String
     public var environment: DeploymentEnvironment
     public var logLevel: LogLevel
@@ -28,6 +30,9 @@ public struct WorkerConfiguration: Sendable {
     public var stuckAfterSeconds: Double
     /// How often the reconciler looks; 0 disables it in this process.
     public var reconcileIntervalSeconds: Double
+    /// `/livez` fails once a lane has made no progress for longer than this (``LivenessPolicy``): longer than any
+    /// batch may legitimately take (its calls' timeouts, plus the 30 s confirm wait of its hand-offs).
+    public var laneStuckAfterSeconds: Double
     /// `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` outside sandbox: plain transport to remote hosts was allowed
     /// (``ConnectionSecurityPolicy`` rule 4), which the launcher logs as a warning.
     public var insecureTransportAllowed: Bool
@@ -47,13 +52,18 @@ public struct WorkerConfiguration: Sendable {
     /// (bench/results/performance-history.md, set Q). A lane that keeps up with its input never waits.
     public static let defaultBatchLinger = 0.010
 
+    /// `PAYPIPE_LANE_STUCK_AFTER`: 5 minutes is more than twice the longest batch the default timeouts allow (submit:
+    /// `PAYPIPE_SEND_WINDOW` 5 s + `PAYPIPE_WEBSERVICES_TIMEOUT` 60 s for a call, then up to 30 s of confirm wait per
+    /// publish attempt), so a slow processor never gets a worker restarted; a lane blocked for good is noticed.
+    public static let defaultLaneStuckAfter = 300.0
+
     /// `defaultMetricsPort`: `PAYPIPE_METRICS_PORT` when unset (each stage has its own, so several workers can share
     /// one host without configuration). The payment side's `init(stage:environment:)` adds its own checks.
     public init(defaultMetricsPort: UInt16, environment reader: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) {
         typealias S = RuntimeSettings
-        amqpURL = try reader.read(S.amqpURL)
-        databaseURL = try reader.read(S.databaseURL)
         environment = try reader.read(S.deployment)
+        amqpURL = try PasswordFiles.amqpURL(try reader.read(S.amqpURL), reader, deployment: environment)
+        databaseURL = try PasswordFiles.databaseURL(try reader.read(S.databaseURL), reader, deployment: environment)
         logLevel = try reader.read(S.logLevel)
         prefetch = try reader.read(S.prefetch)
         concurrency = try reader.read(S.concurrency)
@@ -75,6 +85,7 @@ public struct WorkerConfiguration: Sendable {
         shutdownTimeoutSeconds = try reader.read(S.shutdownTimeout)
         stuckAfterSeconds = try reader.read(S.stuckAfter)
         reconcileIntervalSeconds = try reader.read(S.reconcileInterval)
+        laneStuckAfterSeconds = try reader.read(S.laneStuckAfter)
         guard prefetch >= UInt16(batchSize) || batchSize == 1 else {
             throw ConfigurationError(variable: "PAYPIPE_BATCH_SIZE", problem: "must not exceed PAYPIPE_PREFETCH (\(prefetch)), or batches can never fill")
         }

@@ -28,6 +28,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private let amqpConfiguration: AMQPConfiguration
     private let topology: AMQPTopology
     private let state = Mutex(State())
+    /// Each lane's last progress, for `/livez`.
+    private let heartbeats = Heartbeats()
     /// The stage side's own components (e.g. the payments' reconciler), given what the runtime lends them.
     private let extraComponents: @Sendable (WorkerContext) -> [any WorkerComponent]
 
@@ -106,7 +108,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             ClosingComponent(name: "observability", start: { [self] in
                 let server = try ObservabilityServer(
                     host: configuration.metricsHost, port: configuration.metricsPort, registry: metrics.registry,
-                    health: { [weak self] in self?.health() ?? HealthReport(checks: ["runtime": false]) })
+                    health: { [weak self] in self?.health() ?? HealthReport(checks: ["runtime": false]) },
+                    liveness: { [weak self] in self?.liveness() ?? HealthReport(checks: ["runtime": false]) },
+                    readiness: { [weak self] in self?.readiness() ?? HealthReport(checks: ["runtime": false]) })
                 state.withLock { $0.observability = server }
             }, close: { [self] in state.withLock { $0.observability }?.stop() }),
             ClosingComponent(name: "publisher", close: { [publisher] in publisher.close() }),
@@ -133,7 +137,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         ])
     }
 
-    /// The port `/healthz` and `/metrics` listen on (useful when configured as 0).
+    /// The port `/healthz`, `/livez`, `/readyz` and `/metrics` listen on (useful when configured as 0).
     public var observabilityPort: UInt16? { state.withLock { $0.observability?.port } }
 
     /// Begins a graceful stop (SIGTERM): no new deliveries are taken; lanes finish what was already
@@ -178,6 +182,18 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         return HealthReport(checks: ["broker": consumer.isConnected, "database": database, "accepting": !stopping])
     }
 
+    /// `/livez`: every lane made progress within `PAYPIPE_LANE_STUCK_AFTER` (``LivenessPolicy``); outages do not count.
+    public func liveness() -> HealthReport {
+        LivenessPolicy(stuckAfterSeconds: configuration.laneStuckAfterSeconds).report(secondsSinceProgress: heartbeats.secondsSinceProgress())
+    }
+
+    /// `/readyz`: consumer attached, publisher connected, database reachable at the latest operation, not stopping.
+    public func readiness() -> HealthReport {
+        let (stopping, database) = state.withLock { ($0.stopRequested, $0.databaseHealthy) }
+        return Readiness(consumerAttached: consumer.isConsuming, publisherConnected: publisher.isConnected,
+                         databaseReachable: database, stopping: stopping).report
+    }
+
     private var isStopRequested: Bool { state.withLock { $0.stopRequested } }
 
     // MARK: - Lanes
@@ -185,16 +201,20 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private func runLane(_ lane: Int) {
         var database: PostgresConnection?
         let fill = BatchFill(limit: configuration.batchSize, linger: configuration.batchLingerSeconds)
+        let name = "lane-\(lane)"
+        let beat: @Sendable () -> Void = { [heartbeats] in heartbeats.beat(name) }
         var first = true
         while true {
+            beat()
             let deliveries = receiveBatch(fill, first: first)
             if deliveries.isEmpty {
                 if isStopRequested { break }
                 continue
             }
             first = false
-            handleBatch(deliveries, database: &database)
+            handleBatch(deliveries, database: &database, beat: beat)
         }
+        heartbeats.finished(name)
         database?.close()
     }
 
@@ -218,7 +238,8 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         return deliveries
     }
 
-    private func handleBatch(_ received: [AMQPDelivery], database: inout PostgresConnection?) {
+    /// `beat`: the lane's heartbeat, also given on every retry through an outage (waiting is progress for `/livez`).
+    private func handleBatch(_ received: [AMQPDelivery], database: inout PostgresConnection?, beat: @Sendable () -> Void) {
         let started = DispatchTime.now()
         let deliveries = received.map(router.admitted)
         metrics.consumed(deliveries.count)
@@ -235,7 +256,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         }
 
         if !decoded.isEmpty {
-            guard let results = process(decoded.map(\.message), database: &database) else {
+            guard let results = process(decoded.map(\.message), database: &database, beat: beat) else {
                 return  // stopping while the database is down: leave unacked, the broker redelivers
             }
             #if DEBUG
@@ -252,7 +273,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         }
 
         let handled = DispatchTime.now()
-        guard publishConfirmed(outbound) else { return }
+        guard publishConfirmed(outbound, beat: beat) else { return }
         let published = DispatchTime.now()
         consumer.ack(deliveries)  // one command and one wake-up of the consumer thread for the batch
         metrics.acked(deliveries.count)
@@ -287,7 +308,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
 
     /// Runs the handler, holding the batch across database outages: reconnects with backoff and retries
     /// the messages whose result was `databaseUnavailable`. Returns `nil` if asked to stop meanwhile.
-    private func process(_ messages: [Handler.Message], database: inout PostgresConnection?) -> [Result<StageOutcome, StageFailure>]? {
+    private func process(
+        _ messages: [Handler.Message], database: inout PostgresConnection?, beat: @Sendable () -> Void
+    ) -> [Result<StageOutcome, StageFailure>]? {
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: messages.count)
         var attempt = 0
         while true {
@@ -301,6 +324,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                 if isStopRequested { return nil }
                 let delay = AMQPBackoff(baseSeconds: 0.2, capSeconds: 5).delay(forAttempt: attempt)
                 Thread.sleep(forTimeInterval: delay)
+                beat()
             }
             attempt += 1
             guard let connection = connectedDatabase(&database) else { continue }
@@ -396,7 +420,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     /// A mandatory message the broker returns as unroutable (a queue or binding deleted under the running worker; the
     /// publisher declares the topology only when it connects) does not make this retry the same publish forever:
     /// see ``reroute(_:)``.
-    private func publishConfirmed(_ messages: [AMQPOutboundMessage]) -> Bool {
+    private func publishConfirmed(_ messages: [AMQPOutboundMessage], beat: @Sendable () -> Void = {}) -> Bool {
         guard !messages.isEmpty else { return true }
         var pending = messages
         var attempt = 0
@@ -415,6 +439,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                 if isStopRequested { return false }
                 attempt += 1
                 Thread.sleep(forTimeInterval: AMQPBackoff(baseSeconds: 0.5, capSeconds: 10).delay(forAttempt: attempt))
+                beat()
             }
         }
     }

@@ -14,6 +14,8 @@ final class AdvanceStage: TransactionalStageHandler {
         var delay: Double = 0
         /// Hand off to a routing key no queue is bound to (a message no re-declaration can route).
         var unroutable = false
+        /// When set, each message's handling waits for it to be signalled (a lane blocked inside a call).
+        var hold: DispatchSemaphore?
         var handled = 0
     }
 
@@ -26,12 +28,13 @@ final class AdvanceStage: TransactionalStageHandler {
 
     func handle(_ batch: [StageMessage], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
         try batch.map { message in
-            let (fail, delay, unroutable) = controls.withLock { controls -> (Bool, Double, Bool) in
+            let (fail, delay, unroutable, hold) = controls.withLock { controls -> (Bool, Double, Bool, DispatchSemaphore?) in
                 controls.handled += 1
                 let remaining = controls.transientFailures[message.paymentId] ?? 0
                 if remaining > 0 { controls.transientFailures[message.paymentId] = remaining - 1 }
-                return (remaining > 0, controls.delay, controls.unroutable)
+                return (remaining > 0, controls.delay, controls.unroutable, controls.hold)
             }
+            hold?.wait()
             if unroutable {
                 return .success(.publish([.event(exchange: PipelineTopology.stagesExchange, type: "nowhere", id: message.paymentId.paymentIDText,
                                                  body: message.encoded(), timestamp: Date(), mandatory: true)]))
