@@ -137,9 +137,15 @@ extension Integration {
                                                            now: Date(), window: nil, using: client).transactionReference)
             let trade = try #require(Self.tapPay.authorize(try Self.tapPayRequest(100_000), reference: "REF-TP-0030", endpoint: tapPay, requestId: "A32",
                                                            now: Date(), window: nil, using: client).transactionReference)
-            for operation in [ConnectorOperation.capture(transactionId: captured, amountMinor: 1500, currency: "GBP"),
-                              .refund(transactionId: captured, amountMinor: 500, currency: "GBP"), .refund(transactionId: captured, amountMinor: 500, currency: "GBP"),
-                              .void(transactionId: reversed)] {
+            let capture = Self.opp.perform(.capture(transactionId: captured, amountMinor: 1500, currency: "GBP"), endpoint: opp, requestId: "O", now: Date(),
+                                           window: nil, using: client)
+            #expect(capture.outcome == .authorized)
+            let captureId = try #require(capture.transactionReference)
+            // A captured pre-authorisation is refunded by its capture's id (docs/connectors.md), not by its own.
+            #expect(Self.opp.perform(.refund(transactionId: captured, amountMinor: 500, currency: "GBP"), endpoint: opp, requestId: "O", now: Date(),
+                                     window: nil, using: client).outcome == .permanentError)
+            for operation in [ConnectorOperation.refund(transactionId: captureId, amountMinor: 500, currency: "GBP"),
+                              .refund(transactionId: captureId, amountMinor: 500, currency: "GBP"), .void(transactionId: reversed)] {
                 #expect(Self.opp.perform(operation, endpoint: opp, requestId: "O", now: Date(), window: nil, using: client).outcome == .authorized)
             }
             #expect(Self.tapPay.perform(.refund(transactionId: trade, amountMinor: 40_000, currency: "TWD"), endpoint: tapPay, requestId: "O", now: Date(),
