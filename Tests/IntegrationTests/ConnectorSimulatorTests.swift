@@ -114,10 +114,14 @@ extension Integration {
             func perform(_ operation: ConnectorOperation) -> GatewayResult {
                 Self.opp.perform(operation, endpoint: endpoint, requestId: "O", now: Date(), window: nil, using: client)
             }
-            #expect(perform(.capture(transactionId: id, amountMinor: 1500, currency: "GBP")).outcome == .authorized)
-            #expect(perform(.refund(transactionId: id, amountMinor: 500, currency: "GBP")).outcome == .authorized)
+            let capture = perform(.capture(transactionId: id, amountMinor: 1500, currency: "GBP"))
+            #expect(capture.outcome == .authorized)
+            let captureId = try #require(capture.transactionReference)
+            // A captured pre-authorisation is refunded by its capture's id (docs/connectors.md), never by its own.
+            #expect(perform(.refund(transactionId: id, amountMinor: 500, currency: "GBP")).outcome == .permanentError)
+            #expect(perform(.refund(transactionId: captureId, amountMinor: 500, currency: "GBP")).outcome == .authorized)
             // More than captured, or a reversal after capture: refused by the face (a reference validation code).
-            #expect(perform(.refund(transactionId: id, amountMinor: 1001, currency: "GBP")).outcome == .permanentError)
+            #expect(perform(.refund(transactionId: captureId, amountMinor: 1001, currency: "GBP")).outcome == .permanentError)
             #expect(perform(.void(transactionId: id)).outcome == .permanentError)
             let other = Self.opp.authorize(try Self.oppRequest(2000, type: "PA"), reference: "REF-OPP-0021", endpoint: endpoint, requestId: "A21", now: Date(),
                                            window: nil, using: client)
