@@ -15,6 +15,10 @@ public enum StageFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// May succeed later (gateway 5xx, serialization conflict that outlived its retries): delayed retry
     /// through the stage's retry tiers; dead-lettered as `retries_exhausted` when they run out.
     case transient(code: String, reason: String)
+    /// Not now, and the moment it may succeed is known (an uncertain AUTH's `reconcile_after`, an operation attempt's):
+    /// re-driven at `until` (an instant on the runtime's clock) through the retry tiers, not on their fixed delays, and
+    /// not counted as a retry (RetrySchedule, docs/scaling.md).
+    case waiting(code: String, reason: String, until: Date)
     /// The database cannot be reached: the delivery is held and retried in place after reconnecting,
     /// so an outage neither burns retries nor loses messages.
     case databaseUnavailable(reason: String)
@@ -22,7 +26,7 @@ public enum StageFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: String {
         switch self {
         case .permanent(let failure): failure.code
-        case .unattributable(let code, _), .transient(let code, _): code
+        case .unattributable(let code, _), .transient(let code, _), .waiting(let code, _, _): code
         case .databaseUnavailable: "database_unavailable"
         }
     }
@@ -30,11 +34,17 @@ public enum StageFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public var reason: String {
         switch self {
         case .permanent(let failure): failure.reason
-        case .unattributable(_, let reason), .transient(_, let reason), .databaseUnavailable(let reason): reason
+        case .unattributable(_, let reason), .transient(_, let reason), .waiting(_, let reason, _), .databaseUnavailable(let reason): reason
         }
     }
 
     public var description: String { "\(code): \(reason)" }
+
+    /// A wait for `until` as read on the clock that decided it (the database's, which showed `decidedAt` then), on the
+    /// runtime's clock (`now`): the same time still to wait, whatever the two clocks' offset.
+    public static func waiting(code: String, reason: String, until: Date, decidedAt: Date, now: Date = Date()) -> StageFailure {
+        .waiting(code: code, reason: reason, until: now.addingTimeInterval(until.timeIntervalSince(decidedAt)))
+    }
 }
 
 /// A permanent failure as the runtime carries it to the stage's record step: the stable code and reason it dead-letters

@@ -5,7 +5,7 @@ The wrapper authenticates the legacy way, with `authentication.userId`, `authent
 `authentication.entityId` body parameters, adds `customParameters[SHOPPER_pluginId]=Python` and (in its default
 TEST_INTERNAL mode) `testMode=INTERNAL`, and form-encodes every POST. With it this script sends: the pre-authorisation
 PayPipe sent (the form fields given in --form-json, under its own merchantTransactionId), a capture and a partial refund
-of it (the wrapper's Captures and Refunds), a GET of the payment, a reversal of a second pre-authorisation (Reversals),
+of it by the capture's id (the wrapper's Captures and Refunds), a GET of the payment, a reversal of a second pre-authorisation (Reversals),
 a declined debit, a `/v3/query` by merchantTransactionId through the wrapper's own HTTP client, and a request with a
 wrong password. Each answer's group is the wrapper's own `opp.utils.check_result_code`. Prints a JSON summary; exits
 non-zero on any failure, and with 2 when the wrapper is missing (scripts/bootstrap installs it).
@@ -55,7 +55,8 @@ def main():
     summary["capture"] = captured.result.code
     expect("capture", captured.response_successful() and captured.payment_type == "CP", vars(captured))
 
-    refunded = api.refunds(payment_id=payment_id).create(opp.facade.BasicPayment(amount="1.00", currency=form["currency"]))
+    # A captured pre-authorisation is refunded by its capture's id, as OPP's refund example does (docs/connectors.md).
+    refunded = api.refunds(payment_id=captured.id).create(opp.facade.BasicPayment(amount="1.00", currency=form["currency"]))
     summary["refund"] = refunded.result.code
     expect("refund", refunded.response_successful() and refunded.payment_type == "RF", vars(refunded))
 

@@ -104,8 +104,11 @@ extension Integration {
     }
 
     static func transientCode(_ result: Result<StageOutcome, StageFailure>) -> String? {
-        guard case .failure(.transient(let code, _)) = result else { return nil }
-        return code
+        // A wait whose end is known is retried too, at that time.
+        switch result {
+        case .failure(.transient(let code, _)), .failure(.waiting(let code, _, _)): return code
+        default: return nil
+        }
     }
 
     @Test func applySealsTheConnectorsSecrets() throws {
@@ -154,6 +157,48 @@ extension Integration {
         #expect(try harness.status(lost) == .authorized)
         #expect(harness.auths("E2E-1096") == 1)
         #expect(harness.auths("E2E-1050") == 1)
+    }
+
+    /// Issue 40, defect 1: an AUTH lost before OPP processed it. OPP's query answers "not found" as OPP does (HTTP 404,
+    /// `700.400.580`); once confirmed, the AUTH is sent again, exactly once, and authorised, never left for review.
+    @Test func oppAuthLostBeforeProcessingIsSentAgainOnceAfterAConfirmedNotFound() throws {
+        let harness = try Harness()
+        let stage = harness.stage()
+        let message = try harness.prepared("opp-m", amount: 1060, currency: "GBP", data: Self.oppData(1060))
+        let lose = harness.simulator.holds.hold(.init(requestType: "AUTH", orderReferencePrefix: "E2E-1060", loseUnprocessed: true))
+        #expect(Self.transientCode(try harness.process(stage, message)) == "gateway_outcome_uncertain")
+        harness.simulator.holds.release(lose)
+        #expect(harness.auths("E2E-1060") == 0)
+        for _ in 0..<6 where try harness.status(message) == .submitting || harness.status(message) == .prepared {
+            try harness.ageAttempts(message)
+            _ = try harness.process(stage, message)
+        }
+        let ended = try harness.authorize.payment(message.paymentId)
+        #expect(ended?.status == .authorized, "\(ended?.errorCode ?? "-"): \(ended?.errorMessage ?? "-")")
+        #expect(harness.auths("E2E-1060") == 1)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let outcomes = try database.query("SELECT string_agg(request_type || ':' || coalesce(outcome, ''), ',' ORDER BY id) AS o FROM gateway_attempts WHERE payment_id = $1",
+                                          [message.paymentId]).first?.decode("o", as: String?.self)
+        #expect(outcomes?.contains(":not_found") == true, "the resend followed OPP's \"not found\": \(outcomes ?? "-")")
+        #expect(outcomes?.hasSuffix(":authorized") == true, "\(outcomes ?? "-")")
+    }
+
+    /// Issue 40, defect 2: a TapPay merchant's document without `identities` (TapPay decrypts; PayPipe holds no Apple
+    /// identity for it), applied as `paypipe merchant apply` reads it, authorises a prime.
+    @Test func tapPayMerchantWithoutIdentitiesAuthorisesAPrime() throws {
+        let harness = try Harness()
+        let json = #"{"id":"tappay-noid","gateway":{"type":"tappay","baseUrl":"\#(harness.simulator.baseURL)","mode":"gateway-decrypts","tapPay":{"merchantId":"tappay_e2e","partnerKey":"partner_e2e"}}}"#
+        let document = try JSONDecoder().decode(MerchantDocument.self, from: Data(json.utf8))
+        do {
+            let database = try harness.authorize.database()
+            defer { database.close() }
+            try MerchantStore(vault: harness.authorize.vault).apply(document, baseDirectory: nil, deployment: .sandbox, on: database)
+        }
+        let message = try harness.prepared("tappay-noid", amount: 100_000, currency: "TWD", data: Self.tapPayData())
+        #expect(try harness.process(harness.stage(), message) == .success(.handOff(to: .notify, message)))
+        #expect(try harness.status(message) == .authorized)
+        #expect(try harness.authorize.merchant("tappay-noid")?.config.identities.isEmpty == true)
     }
 
     @Test func tapPayAuthorisesDeclinesAndReconcilesALostAnswer() throws {

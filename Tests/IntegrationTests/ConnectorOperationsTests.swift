@@ -139,6 +139,12 @@ extension Integration {
             == ["succeeded", "succeeded", "failed amount_exceeds_refundable"])
         #expect(try harness.lifecycle(payment).map { "\($0.status.rawValue) \($0.capturedAmount) \($0.refundedAmount)" } == "partially_refunded 600 500")
         #expect(harness.ledger(id) == ["CP 600", "RF 200", "RF 300"])
+        // Issue 40, item 5: the refunds of the captured pre-authorisation referenced the capture's id, as OPP's refund
+        // example does (docs/connectors.md), not the PA's.
+        let captureId = try #require(try harness.operation(payment, "ship")?.gatewayReference)
+        #expect(captureId != id)
+        let refundPaths = harness.simulator.ledger.captured.filter { $0["form"]?["paymentType"] == "RF" }.compactMap { $0["path"]?.stringValue }
+        #expect(refundPaths == ["/v1/payments/\(captureId)", "/v1/payments/\(captureId)"])
         // Each operation carried its own merchantTransactionId.
         let references = harness.simulator.ledger.operations.filter { $0["transactionreference"]?.stringValue == id }.compactMap { $0["requestreference"]?.stringValue }
         #expect(Set(references).count == 3 && references.allSatisfy { $0.hasPrefix(payment.paymentId.paymentIDText + "-op") })
@@ -228,6 +234,28 @@ extension Integration {
             FROM operation_attempts a JOIN payment_operations o ON o.id = a.operation_id WHERE o.payment_id = $1
             """, [payment.paymentId]).first?.decode("attempts", as: String?.self)
         #expect(attempts == "CAPTURE:completed:succeeded,QUERY:completed:took_effect,REFUND:completed:succeeded,QUERY:completed:took_effect")
+    }
+
+    /// Issue 40, defect 1: a capture lost before OPP processed it. The query by the operation's merchantTransactionId
+    /// answers "not found" as OPP does (HTTP 404, `700.400.580`): the capture is sent again, once, and succeeds.
+    @Test func oppCaptureLostBeforeProcessingIsSentAgainOnce() throws {
+        let harness = try Harness()
+        let stage = harness.operations()
+        let payment = try harness.authorized("opp-ops", amount: 1700, currency: "GBP", data: ConnectorEndToEndTests.oppData(1700))
+        let id = try harness.processorId(payment)
+        let lose = harness.simulator.holds.hold(.init(requestType: "CP", orderReferencePrefix: "E2E-1700", loseUnprocessed: true))
+        #expect(ConnectorEndToEndTests.transientCode(try harness.run(stage, .capture, "ship", payment)) == "reconciliation_pending")
+        harness.simulator.holds.release(lose)
+        #expect(harness.ledger(id).isEmpty)
+        var outcome: Result<StageOutcome, StageFailure> = .success(.completed)
+        for _ in 0..<3 where !Self.published(outcome) {
+            try harness.ageAttempts(payment)
+            outcome = try harness.run(stage, .capture, "ship", payment)
+        }
+        #expect(Self.published(outcome), "\(outcome)")
+        #expect(try harness.outcome(payment, "ship") == "succeeded")
+        #expect(harness.ledger(id) == ["CP 1700"])
+        #expect(try harness.lifecycle(payment).map { "\($0.status.rawValue) \($0.capturedAmount)" } == "captured 1700")
     }
 
     /// The Trust Payments settlement poll never selects another connector's captured payments (their settlement is

@@ -114,10 +114,14 @@ extension Integration {
             func perform(_ operation: ConnectorOperation) -> GatewayResult {
                 Self.opp.perform(operation, endpoint: endpoint, requestId: "O", now: Date(), window: nil, using: client)
             }
-            #expect(perform(.capture(transactionId: id, amountMinor: 1500, currency: "GBP")).outcome == .authorized)
-            #expect(perform(.refund(transactionId: id, amountMinor: 500, currency: "GBP")).outcome == .authorized)
+            let capture = perform(.capture(transactionId: id, amountMinor: 1500, currency: "GBP"))
+            #expect(capture.outcome == .authorized)
+            let captureId = try #require(capture.transactionReference)
+            // A captured pre-authorisation is refunded by its capture's id (docs/connectors.md), never by its own.
+            #expect(perform(.refund(transactionId: id, amountMinor: 500, currency: "GBP")).outcome == .permanentError)
+            #expect(perform(.refund(transactionId: captureId, amountMinor: 500, currency: "GBP")).outcome == .authorized)
             // More than captured, or a reversal after capture: refused by the face (a reference validation code).
-            #expect(perform(.refund(transactionId: id, amountMinor: 1001, currency: "GBP")).outcome == .permanentError)
+            #expect(perform(.refund(transactionId: captureId, amountMinor: 1001, currency: "GBP")).outcome == .permanentError)
             #expect(perform(.void(transactionId: id)).outcome == .permanentError)
             let other = Self.opp.authorize(try Self.oppRequest(2000, type: "PA"), reference: "REF-OPP-0021", endpoint: endpoint, requestId: "A21", now: Date(),
                                            window: nil, using: client)
@@ -137,9 +141,15 @@ extension Integration {
                                                            now: Date(), window: nil, using: client).transactionReference)
             let trade = try #require(Self.tapPay.authorize(try Self.tapPayRequest(100_000), reference: "REF-TP-0030", endpoint: tapPay, requestId: "A32",
                                                            now: Date(), window: nil, using: client).transactionReference)
-            for operation in [ConnectorOperation.capture(transactionId: captured, amountMinor: 1500, currency: "GBP"),
-                              .refund(transactionId: captured, amountMinor: 500, currency: "GBP"), .refund(transactionId: captured, amountMinor: 500, currency: "GBP"),
-                              .void(transactionId: reversed)] {
+            let capture = Self.opp.perform(.capture(transactionId: captured, amountMinor: 1500, currency: "GBP"), endpoint: opp, requestId: "O", now: Date(),
+                                           window: nil, using: client)
+            #expect(capture.outcome == .authorized)
+            let captureId = try #require(capture.transactionReference)
+            // A captured pre-authorisation is refunded by its capture's id (docs/connectors.md), not by its own.
+            #expect(Self.opp.perform(.refund(transactionId: captured, amountMinor: 500, currency: "GBP"), endpoint: opp, requestId: "O", now: Date(),
+                                     window: nil, using: client).outcome == .permanentError)
+            for operation in [ConnectorOperation.refund(transactionId: captureId, amountMinor: 500, currency: "GBP"),
+                              .refund(transactionId: captureId, amountMinor: 500, currency: "GBP"), .void(transactionId: reversed)] {
                 #expect(Self.opp.perform(operation, endpoint: opp, requestId: "O", now: Date(), window: nil, using: client).outcome == .authorized)
             }
             #expect(Self.tapPay.perform(.refund(transactionId: trade, amountMinor: 40_000, currency: "TWD"), endpoint: tapPay, requestId: "O", now: Date(),

@@ -339,7 +339,11 @@ extension Integration {
             throw TestFailure("capture not sent")
         }
         let settled = try connection.transaction { try steps.settle(operation, attempt: attempt, answer: .uncertain(code: "paypipe.transport", reason: "timeout"), actor: "t", on: $0) }
-        #expect(settled == .retry(code: "reconciliation_pending", reason: "TRANSACTIONUPDATE answer lost (paypipe.transport): the AUTH is queried before anything else"))
+        guard case .retry("reconciliation_pending", "TRANSACTIONUPDATE answer lost (paypipe.transport): the AUTH is queried before anything else", let until?) = settled else {
+            throw TestFailure("not a retry at the reconciliation time: \(settled)")
+        }
+        // Its reconciliation time (settle seconds 0: now) is when the message comes back.
+        #expect(abs(until.timeIntervalSinceNow) < 60)
         // Redelivered: a status query, not a resend.
         guard case .query(let queried, let query, let reference) = try connection.transaction({ try steps.plan(capture, transport: .webservices, timing: timing, on: $0) }) else {
             throw TestFailure("no query planned")

@@ -128,6 +128,42 @@ extension Integration {
         #expect(try harness.lifecycle(payment).map { ($0.status, $0.capturedAmount) } ?? (.voided, 0) == (.captured, 800))
     }
 
+    /// Issue 40, defect 4: an invalid operation is recorded so that it never collides with a usable one. The issue's two
+    /// messages end `invalid_job`, then `operation_conflict` (both dead-lettered with their reasons, nothing sent), even
+    /// when a real payment's `jobId` is `-` (the stand-in invalid operations were once recorded under); that payment's
+    /// own capture is carried out.
+    @Test func anInvalidOperationNeverReadsAsARepeatOfAUsableOne() throws {
+        let harness = try Harness(settleDelay: 60)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let payment = try harness.authorizedPayment(amount: 1000, mode: .manual)
+        do {
+            let database = try harness.authorize.database()
+            defer { database.close() }
+            try database.query("UPDATE payments SET job_id = '-' WHERE id = $1", [payment])
+        }
+        func capture(_ json: String) -> InboundMessage { InboundMessage(job: Array(json.utf8), routingKey: OperationRequest.Kind.capture.routingKey) }
+        let merchant = Self.merchantId
+        let invalid = try harness.run(stage, capture(#"{"operationId":"X","merchantId":"\#(merchant)","paymentId":"\#(payment.paymentIDText)","amount":8.0}"#))
+        guard case .failure(.unattributable("invalid_job", let invalidReason)) = invalid else { throw TestFailure("not invalid_job: \(invalid)") }
+        #expect(invalidReason.contains("amount"))
+        #expect(try harness.operation("X").map { "\($0.state.rawValue) \($0.errorCode ?? "-") \($0.paymentId == nil)" } == "failed invalid_job true")
+
+        let second = try harness.run(stage, capture(#"{"operationId":"X","merchantId":"\#(merchant)","jobId":"-"}"#))
+        guard case .failure(.unattributable("operation_conflict", let conflictReason)) = second else {
+            throw TestFailure("the second message did not end as operation_conflict: \(second)")
+        }
+        #expect(conflictReason.contains("X"))
+        #expect(harness.simulator.ledger.operations.isEmpty, "nothing was sent for either message")
+        #expect(try harness.lifecycle(payment)?.status == .authorized)
+
+        let own = try harness.run(stage, capture(#"{"operationId":"Y","merchantId":"\#(merchant)","jobId":"-"}"#))
+        guard case .success(.publish) = own else { throw TestFailure("the capture of job '-' was not carried out: \(own)") }
+        #expect(try harness.operation("Y")?.state == .succeeded)
+        #expect(try harness.lifecycle(payment).map { "\($0.status.rawValue) \($0.capturedAmount)" } == "captured 1000")
+        #expect(harness.simulator.ledger.operations.count == 1)
+    }
+
     @Test func manualCapturePartialCaptureSettlementTwoRefundsAndARefusedOverRefund() throws {
         let harness = try Harness(settleDelay: 0.5)
         defer { harness.tearDown() }
@@ -202,13 +238,12 @@ extension Integration {
         let payment = try harness.authorizedPayment(amount: 500, mode: .manual)
         let hold = harness.simulator.holds.hold(SimulatorHolds.Rule(requestType: "TRANSACTIONUPDATE", loseProcessed: true))
         let void = harness.delivery(.void, "cancel-1", payment: payment)
-        guard case .failure(.transient(let code, _)) = try harness.run(stage, void) else { throw TestFailure("lost void not retried") }
-        #expect(code == "reconciliation_pending")
+        #expect(ConnectorEndToEndTests.transientCode(try harness.run(stage, void)) == "reconciliation_pending", "lost void retried")
         harness.simulator.holds.release(hold)
         // The redelivery waits out the attempt's reconciliation time, then queries: settle status 3, it took effect.
         var outcome = try harness.run(stage, void)
         let deadline = Date().addingTimeInterval(10)
-        while case .failure(.transient("attempt_open", _)) = outcome, Date() < deadline {
+        while ConnectorEndToEndTests.transientCode(outcome) == "attempt_open", Date() < deadline {
             Thread.sleep(forTimeInterval: 0.1)
             outcome = try harness.run(stage, void)
         }

@@ -59,7 +59,7 @@ extension Integration {
         switch result {
         case .success(.handOff(let handOff)): "handOff \(handOff.target) \(handOff.message == message ? "self" : "other")"
         case .success(let other): "\(other)"
-        case .failure(.transient(let code, _)): "transient \(code)"
+        case .failure(.transient(let code, _)), .failure(.waiting(let code, _, _)): "transient \(code)"
         case .failure(let failure): "failure \(failure)"
         }
     }

@@ -21,8 +21,11 @@ extension Integration {
     }
 
     static func transientCode(_ result: Result<StageOutcome, StageFailure>) -> String? {
-        guard case .failure(.transient(let code, _)) = result else { return nil }
-        return code
+        // A wait whose end is known is retried too, at that time.
+        switch result {
+        case .failure(.transient(let code, _)), .failure(.waiting(let code, _, _)): return code
+        default: return nil
+        }
     }
 
     @Test func authorisedDeclinedAndPermanentErrorsAreRecordedAndPurged() throws {
@@ -126,6 +129,32 @@ extension Integration {
             try PaymentStore().transition(message.paymentId, from: .prepared, to: .submitting, actor: "submit", on: transaction)
         }
         return (message, order)
+    }
+
+    /// Issue 40, defect 3: a message waiting for an uncertain AUTH's `reconcile_after` is re-driven at that time by the
+    /// runtime's retry routing, not parked on a fixed tier: here already retried three times (the fixed schedule's next
+    /// tier is 120 s), its copy comes back no later than `reconcile_after` plus the shortest tier.
+    @Test func theRuntimeRedrivesAWaitingAuthAtItsReconciliationTime() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let stage = harness.makeStage()
+        let (message, _) = try Self.crashedAfterSending(harness, amount: 1000, sent: false)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        try database.query("UPDATE gateway_attempts SET reconcile_after = clock_timestamp() + interval '20 seconds' WHERE payment_id = $1", [message.paymentId])
+        guard case .failure(let failure) = try harness.process(stage, message) else { throw TestFailure("the AUTH was not waited for") }
+        #expect(failure.code == "awaiting_reconciliation")
+        let remaining = try #require(try database.query(
+            "SELECT extract(epoch FROM reconcile_after - clock_timestamp())::float8 AS s FROM gateway_attempts WHERE payment_id = $1", [message.paymentId]
+        ).first?.decode("s", as: Double.self))
+        var properties = AMQPProperties()
+        properties.headers[DeliveryRouter.Header.retries] = .int(3)
+        let delivery = AMQPDelivery(body: message.encoded(), properties: properties, exchange: BrokerLayout.stagesExchange, routingKey: "submit",
+                                    redelivered: false, deliveryTag: 1, generation: 1)
+        let (copy, exhausted) = DeliveryRouter(stage: Stage.submit.name, retrySchedule: .standard).retry(delivery, after: failure)
+        #expect(!exhausted)
+        let expiration = try #require(copy.properties.expiration.flatMap(Double.init)) / 1000
+        #expect(expiration <= remaining + RetrySchedule.standard.delays[0], "back after \(expiration) s for a wait of \(remaining) s (\(copy.routingKey))")
     }
 
     @Test func aCrashAfterSendingIsReconciledWithoutASecondAuth() throws {

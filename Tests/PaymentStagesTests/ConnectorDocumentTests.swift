@@ -35,6 +35,22 @@ import Testing
         #expect(MerchantDocument(id: "m", appleMerchantIdentifier: nil, identities: [], gateway: gateway, webhook: nil).containsInlineSecrets)
     }
 
+    /// Issue 40, defect 2: a TapPay merchant holds no Apple identity (TapPay decrypts with the certificate registered
+    /// there), so its document may leave `identities` out; where PayPipe decrypts, leaving it out is still refused.
+    @Test func identitiesMayBeLeftOutOnlyWhereTheProcessorDecrypts() throws {
+        let tapPay = #"{"id":"tp-1","gateway":{"type":"tappay","baseUrl":"https://sandbox.tappaysdk.com","mode":"gateway-decrypts","tapPay":{"merchantId":"m_CTBC","partnerKey":"partner_x"}}}"#
+        let document = try JSONDecoder().decode(MerchantDocument.self, from: Data(tapPay.utf8))
+        #expect(document.identities.isEmpty)
+        #expect(document.gateway?.connector == .tapPay)
+        let decrypting = [
+            #"{"id":"opp-1","gateway":{"type":"opp","baseUrl":"https://eu-test.oppwa.com","mode":"merchant-decrypts","opp":{"entityId":"e1","accessToken":"t"}}}"#,
+            #"{"id":"none-1"}"#,
+        ]
+        for json in decrypting {
+            #expect(throws: DecodingError.self, "\(json)") { try JSONDecoder().decode(MerchantDocument.self, from: Data(json.utf8)) }
+        }
+    }
+
     @Test func tapPayDocument() throws {
         let gateway = try Self.decode(#"{"type":"tappay","baseUrl":"https://sandbox.tappaysdk.com","mode":"gateway-decrypts","tapPay":{"merchantId":"example_merchant_CTBC","partnerKey":"partner_xxx","delayCaptureInDays":-1}}"#)
         #expect(gateway.connector == .tapPay)

@@ -193,6 +193,32 @@ import Testing
         #expect(OPPWire.result(["result": ["code": 7]], sandbox: false).outcome == .uncertain)
     }
 
+    /// Issue 40, defect 1: OPP answers a reference it holds nothing under with HTTP 404 and `700.400.580`; only that
+    /// pair is "not found" (for the AUTH's query and an operation's). Any other 4xx/5xx, or the code on another status,
+    /// stays inconclusive.
+    @Test func oppsNotFoundIsHTTP404WithCannotFindTransaction() throws {
+        let notFound: JSONValue = ["result": ["code": "700.400.580", "description": "cannot find transaction"], "buildNumber": "b", "timestamp": "t"]
+        #expect(OPPWire.queryResult(notFound, status: 404, expected: Self.expected, sandbox: false) == .notFound)
+        #expect(OPPWire.operationEvidence(notFound, status: 404, reference: "REF-1-op1", transactionId: "8ac7", currency: "GBP", sandbox: false)
+            == .success(.transactions([])))
+        let other: [(JSONValue, Int)] = [
+            (notFound, 400), (notFound, 200), (notFound, 500),
+            (["result": ["code": "800.900.300", "description": "user authorization failed"]], 404),
+            (["result": ["code": "200.300.404", "description": "invalid or missing parameter"]], 400),
+            (["result": ["code": "800.120.100", "description": "Rejected by Throttling."]], 429),
+        ]
+        for (answer, status) in other {
+            guard case .inconclusive = OPPWire.queryResult(answer, status: status, expected: Self.expected, sandbox: false) else {
+                Issue.record("conclusive: \(status) \(answer.serializedString)")
+                continue
+            }
+            guard case .failure = OPPWire.operationEvidence(answer, status: status, reference: "REF-1-op1", transactionId: "8ac7", currency: "GBP", sandbox: false) else {
+                Issue.record("operation evidence from \(status) \(answer.serializedString)")
+                continue
+            }
+        }
+    }
+
     @Test func queryVerdicts() throws {
         #expect(OPPWire.queryResult(Self.query([]), expected: Self.expected, sandbox: false) == .notFound)
         // A back-office operation under the reference is not an authorisation.

@@ -6,7 +6,8 @@ import Pipeline
 import Synchronization
 
 /// The simulator's OPP face (docs/connectors.md): `POST /v1/payments` (PA/DB), `POST /v1/payments/{id}` (CP/RV/RF),
-/// `GET /v1/payments/{id}`, `GET /v3/query?entityId=…&merchantTransactionId=…`, form-encoded as OPP takes them.
+/// `GET /v1/payments/{id}`, `GET /v3/query?entityId=…&merchantTransactionId=…`, form-encoded as OPP takes them. A query
+/// of a reference the entity holds nothing under is answered as OPP does: HTTP 404 with `700.400.580`.
 ///
 /// Authentication as OPP documents it (`Authorization: Bearer <token>` with `entityId`) or as PAY.ON's own Python
 /// wrapper (PyPI `opp` 1.3.1) still sends it: `authentication.userId`, `authentication.password`,
@@ -69,6 +70,8 @@ public final class OPPSimulatorFace: Sendable {
             }
             let found = payments.withLock { $0.values.filter { $0.reference == reference && $0.answer["ndc"]?.stringValue == entity }.map(\.answer) }
                 .sorted { ($0["timestamp"]?.stringValue ?? "") < ($1["timestamp"]?.stringValue ?? "") }
+            // As OPP answers a reference it holds nothing under (docs/connectors.md): HTTP 404, "cannot find transaction".
+            guard !found.isEmpty else { return Self.error("700.400.580", "cannot find transaction", status: 404) }
             let answer: JSONValue = ["result": ["code": "000.000.100", "description": "successful request"], "payments": .array(found)]
             return .json(answer.serialized())
         default:
@@ -163,8 +166,8 @@ public final class OPPSimulatorFace: Sendable {
 
     /// `CP`, `RV` or `RF` on `/v1/payments/{id}`, with OPP's rules as its white-label back-office pages state them
     /// [doc]: a capture of a pre-authorisation (PA) once, for all or part of it (the rest released); a reversal of an
-    /// uncaptured PA; a refund of a debit (DB) or a captured PA, never beyond what was captured (a refund of an
-    /// uncaptured PA is refused: nothing is settled). Amount and currency (the payment's) on `CP` and `RF`; an optional
+    /// uncaptured PA; a refund of a debit (DB) by its id, or of a captured PA by its capture's (CP) id, never beyond what
+    /// was captured (a refund of an uncaptured PA, or by a captured PA's own id, is refused). Amount and currency (the payment's) on `CP` and `RF`; an optional
     /// `merchantTransactionId` (8-255 characters), under which `/v3/query` finds the new transaction. One that took
     /// effect is on the operation ledger (``SimulatorEngine/recordOperation(_:)``); lost and slow answers as every
     /// operation's, test holds by the request type (`CP`, `RV`, `RF`) and the payment's merchantTransactionId.
@@ -173,8 +176,19 @@ public final class OPPSimulatorFace: Sendable {
         if let reference = fields["merchantTransactionId"], !(8...255).contains(reference.count) {
             return Self.error("200.300.404", "invalid or missing parameter: merchantTransactionId")
         }
-        guard let original = payments.withLock({ $0[id] }), original.parent == nil, original.answer["ndc"]?.stringValue == entity else {
+        // A refund of a captured pre-authorisation references the capture (CP), as OPP's refund example does
+        // (docs/connectors.md); the money is the pre-authorisation's, so `target` is the PA.
+        let referenced = payments.withLock { $0[id] }
+        let capture = referenced.flatMap { $0.answer["paymentType"]?.stringValue == "CP" && $0.answer["result"]?["code"]?.stringValue == "000.000.000" ? $0 : nil }
+        let target = type == "RF" ? capture?.parent ?? id : id
+        guard let original = payments.withLock({ $0[target] }), original.parent == nil, original.answer["ndc"]?.stringValue == entity,
+              referenced?.parent == nil || capture != nil else {
             return Self.error("700.400.580", "cannot find transaction", status: 404)
+        }
+        if type == "RF", capture == nil, original.answer["paymentType"]?.stringValue == "PA" {
+            // Refunding a captured PA by its own id is not what OPP's pages show: the simulator refuses it, so that
+            // PayPipe's use of the capture's id is what tests exercise.
+            return Self.error("700.400.100", "cannot refund a pre-authorisation: refund its capture (CP)")
         }
         var minor: Int64 = 0
         if type != "RV" {
@@ -188,7 +202,7 @@ public final class OPPSimulatorFace: Sendable {
         if holds.losesUnprocessed(requestTypes: [type], orderReference: paymentReference) || engine.losesOperation() { return .connectionReset }
         let newId = nextId()
         let outcome: (code: String, description: String) = payments.withLock { all in
-            guard var payment = all[id] else { return ("700.400.580", "cannot find transaction") }
+            guard var payment = all[target] else { return ("700.400.580", "cannot find transaction") }
             let authorisedType = payment.answer["paymentType"]?.stringValue
             let refusal = ("700.400.100", "cannot capture/refund/reverse: invalid state")
             switch type {
@@ -204,7 +218,7 @@ public final class OPPSimulatorFace: Sendable {
                 guard capturedTotal > 0, payment.refunded + minor <= capturedTotal else { return refusal }
                 payment.refunded += minor
             }
-            all[id] = payment
+            all[target] = payment
             return ("000.000.000", "Transaction succeeded")
         }
         let tookEffect = outcome.code.hasPrefix("000.")
@@ -215,11 +229,11 @@ public final class OPPSimulatorFace: Sendable {
             ("result", ["code": .string(outcome.code), "description": .string(outcome.description)]), ("timestamp", .string(Self.timestamp())),
             ("ndc", .string(entity)),
         ])
-        payments.withLock { $0[newId] = Payment(answer: answer, reference: fields["merchantTransactionId"], amountMinor: minor, parent: id) }
+        payments.withLock { $0[newId] = Payment(answer: answer, reference: fields["merchantTransactionId"], amountMinor: minor, parent: target) }
         if tookEffect {
             engine.recordOperation([
                 ("connector", "opp"), ("requesttypedescription", .string(type)), ("requestreference", fields["merchantTransactionId"].map(JSONValue.string)),
-                ("transactionreference", .string(id)), ("orderreference", .string(paymentReference)),
+                ("transactionreference", .string(target)), ("referencedid", capture.map { _ in .string(id) }), ("orderreference", .string(paymentReference)),
                 ("baseamount", type == "RV" ? nil : .string(String(minor))), ("oppid", .string(newId)),
             ])
         }

@@ -513,11 +513,14 @@ extension OperationProtocol {
         public var kind: OperationRequest.Kind?
         public var amount: Int64?
         public var result: Result
+        /// The processor's id of the transaction (OPP's `id`): a capture's is what a later refund references.
+        public var id: String?
 
-        public init(kind: OperationRequest.Kind?, amount: Int64?, result: Result) {
+        public init(kind: OperationRequest.Kind?, amount: Int64?, result: Result, id: String? = nil) {
             self.kind = kind
             self.amount = amount
             self.result = result
+            self.id = id
         }
     }
 
@@ -533,6 +536,23 @@ extension OperationProtocol {
     /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
     /// into a second refund. A capture or reversal the query does not show may be sent again (OPP and TapPay refuse a
     /// second capture of one authorisation anyway [doc]).
+    /// The processor's id of the one successful transaction of `operation`'s kind that `evidence` shows (OPP's record
+    /// `id`), which is what a "took effect" rests on; nil when the evidence names none.
+    public func transactionId(_ operation: GatewayOperation, evidence: Evidence) -> String? {
+        guard case .transactions(let records) = evidence else { return nil }
+        let mine = records.filter { $0.kind == Self.recordKind(operation) && $0.result == .succeeded }
+        return mine.count == 1 ? mine[0].id : nil
+    }
+
+    /// The kind of record a status query shows for `operation`.
+    static func recordKind(_ operation: GatewayOperation) -> OperationRequest.Kind {
+        switch operation {
+        case .capture: .capture
+        case .reversal: .void
+        case .refund, .transactionUpdate: .refund
+        }
+    }
+
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, evidence: Evidence) -> Reconciliation {
         let lostRefund = Reconciliation.review(code: "refund_outcome_unknown",
                                                reason: "the refund's answer was lost and the status query does not show it: never resent automatically")
@@ -559,11 +579,7 @@ extension OperationProtocol {
                 return .review(code: "operation_state_unexpected", reason: "TapPay has no \(operation.requestType) to reconcile")
             }
         case .transactions(let records):
-            let kind: OperationRequest.Kind = switch operation {
-            case .capture: .capture
-            case .reversal: .void
-            case .refund, .transactionUpdate: .refund
-            }
+            let kind = Self.recordKind(operation)
             let mine = records.filter { $0.kind == kind }
             guard let record = mine.first else {
                 if case .refund = operation { return lostRefund }

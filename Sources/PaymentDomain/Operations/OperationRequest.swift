@@ -45,12 +45,30 @@ public struct OperationRequest: Sendable, Equatable {
     public static let maximumAmount: Int64 = 99_999_999_999
 
     public init(kind: Kind, operationId: String, merchantId: String, payment: PaymentReference, amount: Int64?) {
+        self.init(kind: kind, operationId: operationId, merchantId: merchantId, payment: payment, amount: amount,
+                  contentHash: Self.contentHash(kind: kind, operationId: operationId, merchantId: merchantId, payment: payment, amount: amount))
+    }
+
+    private init(kind: Kind, operationId: String, merchantId: String, payment: PaymentReference, amount: Int64?, contentHash: [UInt8]) {
         self.kind = kind
         self.operationId = operationId
         self.merchantId = merchantId
         self.payment = payment
         self.amount = amount
-        self.contentHash = Self.contentHash(kind: kind, operationId: operationId, merchantId: merchantId, payment: payment, amount: amount)
+        self.contentHash = contentHash
+    }
+
+    /// An operation that could not be used (``DecodingError/invalid``) as it is recorded (`failed`, `invalid_job`): its
+    /// kind, id and merchant, no payment and no amount, and a content hash no usable operation can have (it covers the
+    /// reason under a member no contract has). A usable operation published later under the same `operationId` is
+    /// therefore an `operation_conflict`, never a repeat of the invalid one, whatever payment it names (a payment whose
+    /// `jobId` is `-` included). `payment` is not recorded; it names no payment.
+    public static func unusable(kind: Kind, operationId: String, merchantId: String, reason: String) -> OperationRequest {
+        let record = JSONValue.object([
+            ("invalid", .string(reason)), ("kind", .string(kind.rawValue)), ("merchantId", .string(merchantId)), ("operationId", .string(operationId)),
+        ])
+        return OperationRequest(kind: kind, operationId: operationId, merchantId: merchantId, payment: .jobId(""), amount: nil,
+                                contentHash: SHA256.hash(PaymentJob.canonicalJSON(record)))
     }
 
     /// Why an operation could not be used. `unaddressed` errors name no merchant and operation id, so nothing can be

@@ -96,8 +96,9 @@ public struct SubmitProtocol: Sendable, Equatable {
     public enum Plan: Sendable, Equatable, Hashable {
         /// Already terminal (its card data purged by the trigger): hand to notification again.
         case handOff
-        /// Nothing to do now: retry the message later (payment unchanged).
-        case wait(code: String, reason: String)
+        /// Nothing to do now: retry the message later (payment unchanged), at `until` (on the snapshot's clock) when the
+        /// wait's end is known: an attempt's reconciliation time, a confirming query's due time.
+        case wait(code: String, reason: String, until: Date? = nil)
         /// End the payment without a call.
         case end(PaymentStatus, code: String, detail: String)
         /// Record a `sending` attempt, `prepared → submitting`, commit, then send the AUTH.
@@ -183,7 +184,7 @@ public struct SubmitProtocol: Sendable, Equatable {
         }
         guard snapshot.now >= attempt.reconcileAfter else {
             return .wait(code: "awaiting_reconciliation",
-                         reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(attempt.reconcileAfter)")
+                         reason: "AUTH attempt \(attempt.id) may still be in flight; query after \(attempt.reconcileAfter)", until: attempt.reconcileAfter)
         }
         switch snapshot.gateway {
         case .notConfigured(let reason):
@@ -193,7 +194,8 @@ public struct SubmitProtocol: Sendable, Equatable {
         case .ready: break
         }
         if let last = snapshot.lastNotFound, snapshot.now < last.addingTimeInterval(Self.confirmationSpacing) {
-            return .wait(code: "awaiting_confirmation", reason: "a second 'not found' for AUTH attempt \(attempt.id) is due after \(last.addingTimeInterval(Self.confirmationSpacing))")
+            let due = last.addingTimeInterval(Self.confirmationSpacing)
+            return .wait(code: "awaiting_confirmation", reason: "a second 'not found' for AUTH attempt \(attempt.id) is due after \(due)", until: due)
         }
         return .query(attemptId: attempt.id)
     }

@@ -23,6 +23,17 @@ struct ConnectorExchange: Sendable {
     /// without a result object are a credentials problem; any other status or a body that is not a JSON object leaves
     /// the outcome unknown.
     func send(_ request: HTTPRequest, client: HTTPClient) -> Result<JSONValue, Failure> {
+        answer(request, client: client).map(\.body)
+    }
+
+    /// An answer's JSON object with the HTTP status it came with (a connector's query may read "not found" from both).
+    struct Answer {
+        let status: Int
+        let body: JSONValue
+    }
+
+    /// ``send(_:client:)`` keeping the HTTP status of the answer.
+    func answer(_ request: HTTPRequest, client: HTTPClient) -> Result<Answer, Failure> {
         if let refusal = transport.refusal(request.url) {
             return .failure(Failure(result: .local(.permanentError, code: "paypipe.insecure_gateway_url", message: refusal)))
         }
@@ -38,7 +49,7 @@ struct ConnectorExchange: Sendable {
         let document = response.body.count <= Self.maximumAnswerBytes ? try? JSONValue.parse(response.body) : nil
         switch (response.status, document?.objectValue) {
         case (200...299, .some), (400...499, .some):
-            return .success(document!)
+            return .success(Answer(status: response.status, body: document!))
         case (401, nil), (403, nil):
             return .failure(Failure(result: .local(.permanentError, code: "paypipe.http_\(response.status)",
                                                    message: "gateway refused the credentials (HTTP \(response.status))")))

@@ -53,6 +53,11 @@ public protocol GatewayConnector: Sendable {
         using client: HTTPClient
     ) -> GatewayResult
 
+    /// The processor's id a refund of a payment references: `payment` (the authorisation's id) unless the processor
+    /// refunds a separately captured payment by its capture's id (`capture`: the id the processor gave the payment's
+    /// capture, when a capture operation made one).
+    func refundTarget(payment: String, capture: String?) -> String
+
     /// The status query reconciling an operation whose answer was lost, by filters a source confirms
     /// (docs/connectors.md): what the processor shows of it, for ``OperationProtocol/reconcile(_:before:effect:evidence:)``.
     func findOperation(
@@ -61,6 +66,9 @@ public protocol GatewayConnector: Sendable {
 }
 
 extension GatewayConnector {
+    /// Most processors refund the payment they authorised.
+    public func refundTarget(payment: String, capture: String?) -> String { payment }
+
     /// A processor whose operations carry no reference of PayPipe's sends them as they are.
     public func perform(
         _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
@@ -221,6 +229,11 @@ public struct GatewayConnectors: GatewayConnector {
     ) -> GatewayResult {
         connector(endpoint.connector).perform(operation, reference: reference, endpoint: endpoint, requestId: requestId, now: now, window: window,
                                               using: client)
+    }
+
+    /// ``GatewayConnector/refundTarget(payment:capture:)`` of the endpoint's connector.
+    public func refundTarget(payment: String, capture: String?, endpoint: GatewayEndpoint) -> String {
+        connector(endpoint.connector).refundTarget(payment: payment, capture: capture)
     }
 
     public func findOperation(

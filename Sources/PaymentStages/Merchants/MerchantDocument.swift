@@ -147,6 +147,34 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     }
 }
 
+extension MerchantDocument {
+    enum CodingKeys: String, CodingKey {
+        case id, appleMerchantIdentifier, identities, gateway, webhook, merchantIdentityCertificateFile, applicationDataCheck
+    }
+
+    /// As synthesised, except that `identities` may be absent when the processor decrypts (`gateway.mode`
+    /// `gateway-decrypts`: a TapPay merchant sends primes, an OPP merchant may send Apple's encrypted token), where
+    /// PayPipe holds no Apple identity; it reads as none. Wherever PayPipe decrypts (merchant-decrypts, or no gateway)
+    /// a document without it is still refused as before.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        appleMerchantIdentifier = try container.decodeIfPresent(String.self, forKey: .appleMerchantIdentifier)
+        gateway = try container.decodeIfPresent(Gateway.self, forKey: .gateway)
+        webhook = try container.decodeIfPresent(Webhook.self, forKey: .webhook)
+        merchantIdentityCertificateFile = try container.decodeIfPresent(String.self, forKey: .merchantIdentityCertificateFile)
+        applicationDataCheck = try container.decodeIfPresent(ApplicationDataBinding.Check.self, forKey: .applicationDataCheck)
+        if let identities = try container.decodeIfPresent([Identity].self, forKey: .identities) {
+            self.identities = identities
+        } else if gateway?.mode == .gatewayDecrypts {
+            identities = []
+        } else {
+            throw DecodingError.keyNotFound(CodingKeys.identities, .init(
+                codingPath: container.codingPath, debugDescription: "identities is required unless gateway.mode is gateway-decrypts"))
+        }
+    }
+}
+
 extension MerchantDocument.Gateway {
     enum CodingKeys: String, CodingKey {
         case type, baseUrl, siteReference, jwtUsername, jwtSecret, mode, requestTypes, transport, webservicesUsername, webservicesPassword, opp, tapPay,

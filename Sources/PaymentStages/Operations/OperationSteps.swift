@@ -34,8 +34,8 @@ public struct OperationSteps: Sendable {
         case review(OperationStore.Operation)
         /// The operationId was used with other content: dead-letter, the first untouched.
         case conflict(existing: OperationStore.Operation)
-        /// Not now: retry later (nothing recorded).
-        case wait(code: String, reason: String)
+        /// Not now: retry later (nothing recorded), at `until` (this worker's clock) when the wait's end is known.
+        case wait(code: String, reason: String, until: Date? = nil)
         /// Nothing to send, nothing to report (a late AUTH already cancelled, or one a person must handle).
         case nothing(reason: String)
     }
@@ -217,8 +217,9 @@ public struct OperationSteps: Sendable {
         switch last.state {
         case .sending where last.reconcileAfter.map { last.now < $0 } ?? false, .uncertain where last.reconcileAfter.map { last.now < $0 } ?? false:
             // Until its reconciliation time the request may still be in flight or be processed: querying earlier
-            // could see it "not applied" just before it is.
-            return .wait(code: "attempt_open", reason: "attempt \(last.id) of operation \(operation.operationId) may still be in flight")
+            // could see it "not applied" just before it is. The message comes back at that time.
+            return .wait(code: "attempt_open", reason: "attempt \(last.id) of operation \(operation.operationId) may still be in flight",
+                         until: Self.reconciliationTime(of: last))
         case .notSent:
             guard let attempt = try store.beginAttempt(operation.id, requestType: request.requestType, timing: timing, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
@@ -248,6 +249,12 @@ public struct OperationSteps: Sendable {
         }
     }
 
+    /// When `attempt` may be reconciled, on this worker's clock: its `reconcile_after` as far ahead as the database's
+    /// clock shows it (the two clocks may differ).
+    static func reconciliationTime(of attempt: OperationStore.Attempt) -> Date? {
+        attempt.reconcileAfter.map { Date().addingTimeInterval($0.timeIntervalSince(attempt.now)) }
+    }
+
     /// The status query reconciling a lost answer, as its attempt is recorded: Trust Payments' TRANSACTIONQUERY of the
     /// AUTH, or another connector's query (OPP `/v3/query`, TapPay's Record API).
     static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.isConnector ? "QUERY" : "TRANSACTIONQUERY" }
@@ -271,8 +278,9 @@ public struct OperationSteps: Sendable {
     public enum Settled: Sendable, Equatable {
         case finished(OperationStore.Operation)
         case review(OperationStore.Operation)
-        /// Still `requested`: retry later (a new attempt, or a status query first).
-        case retry(code: String, reason: String)
+        /// Still `requested`: retry later (a new attempt, or a status query first), at `until` (this worker's clock)
+        /// when that time is known (a lost answer is queried at its attempt's reconciliation time).
+        case retry(code: String, reason: String, until: Date? = nil)
     }
 
     /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first.
@@ -301,7 +309,9 @@ public struct OperationSteps: Sendable {
                 return .review(try store.load(current.id, on: transaction) ?? current)
             }
             let queried = transport.isConnector ? "the processor is queried" : "the AUTH is queried"
-            return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else")
+            let lost = try store.attempts(current.id, on: transaction).first { $0.id == attempt }
+            return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else",
+                          until: lost.flatMap(Self.reconciliationTime(of:)))
         }
         return .finished(try store.load(current.id, on: transaction) ?? current)
     }
@@ -339,7 +349,8 @@ public struct OperationSteps: Sendable {
         switch verdict {
         case .tookEffect:
             if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }
-            return try confirm(current, gatewayReference: nil, actor: actor, on: transaction)
+            // The transaction the query found (an OPP capture's id is what a later refund references).
+            return try confirm(current, gatewayReference: rules.transactionId(request, evidence: evidence), actor: actor, on: transaction)
         case .notApplied:
             if let lost { try store.finishAttempt(lost.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(query): not applied"), on: transaction) }
             return .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it")

@@ -140,7 +140,7 @@ public struct OperationsStage: CallingStageHandler {
         let transport: OperationProtocol.Transport
     }
 
-    /// An OPP or TapPay operation as its connector takes it (``connectorCall(_:_:database:)``), read in the prepare.
+    /// An OPP or TapPay operation as its connector takes it (``connectorCall(_:_:endpoint:database:)``), read in the prepare.
     public struct ConnectorCall: Sendable {
         let operation: ConnectorOperation
         let reference: String
@@ -160,9 +160,10 @@ public struct OperationsStage: CallingStageHandler {
         switch message {
         case .invalid(let kind, let merchantId, let operationId, let reason):
             // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
-            // names, there is no webhook target to report it to.
-            let placeholder = OperationRequest(kind: kind, operationId: operationId, merchantId: merchantId, payment: .jobId("-"), amount: nil)
-            _ = try steps.store.refuse(placeholder, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
+            // names, there is no webhook target to report it to. Recorded so that no usable operation can ever read as
+            // a repeat of it (``OperationRequest/unusable(kind:operationId:merchantId:reason:)``).
+            let unusable = OperationRequest.unusable(kind: kind, operationId: operationId, merchantId: merchantId, reason: reason)
+            _ = try steps.store.refuse(unusable, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
             return .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
         case .request(let request):
             guard let entry = try directory.entry(request.merchantId, on: transaction) else {
@@ -194,14 +195,20 @@ public struct OperationsStage: CallingStageHandler {
         let timing = OperationStore.SendTiming(
             sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
         switch try planning(transport, timing) {
-        case .wait(let code, let reason):
-            return .failed(.transient(code: code, reason: reason))
+        case .wait(let code, let reason, let until):
+            return .failed(Self.retried(code: code, reason: reason, until: until))
         case .nothing:
             return .finished(.completed)
         case .conflict(let existing):
             return .failed(.unattributable(code: "operation_conflict",
                                            reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
         case .finished(let operation):
+            guard operation.paymentId != nil else {
+                // A repeat of an operation recorded without a payment has no webhook target: it is dead-lettered with
+                // the recorded code, never acknowledged without a trace.
+                return .failed(.unattributable(code: operation.errorCode ?? "operation_failed",
+                                               reason: "operation \(operation.operationId) was recorded failed without a payment: \(operation.errorMessage ?? "no reason")"))
+            }
             return .finished(try report(operation, transaction: transaction))
         case .review(let operation):
             return .finished(reviewed(operation))
@@ -210,7 +217,7 @@ public struct OperationsStage: CallingStageHandler {
             if let endpoint {
                 let planned = Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport)
                 guard endpoint.connector != .trustPayments else { return .call(.send(planned, request: gatewayRequest, connector: nil)) }
-                if let call = try connectorCall(operation, gatewayRequest, database: transaction) {
+                if let call = try connectorCall(operation, gatewayRequest, endpoint: endpoint, database: transaction) {
                     return .call(.send(planned, request: gatewayRequest, connector: call))
                 }
                 refusal = .refused(code: "operation_not_supported", message: "\(gatewayRequest.requestType) is not a \(endpoint.connector.rawValue) operation")
@@ -224,7 +231,7 @@ public struct OperationsStage: CallingStageHandler {
             }
         case .query(let operation, let attempt, let reference):
             guard let endpoint else { return .failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")) }
-            let connector = endpoint.connector == .trustPayments ? nil : try operation.request.flatMap { try connectorCall(operation, $0, database: transaction) }
+            let connector = endpoint.connector == .trustPayments ? nil : try operation.request.flatMap { try connectorCall(operation, $0, endpoint: endpoint, database: transaction) }
             return .call(.query(Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport),
                                 transactionReference: reference, connector: connector))
         }
@@ -299,9 +306,14 @@ public struct OperationsStage: CallingStageHandler {
         switch settled {
         case .finished(let operation): .finished(try report(operation, transaction: transaction))
         case .review(let operation): .finished(reviewed(operation))
-        case .retry(let code, _) where code == "operation_not_applied": .again
-        case .retry(let code, let reason): .failed(.transient(code: code, reason: reason))
+        case .retry(let code, _, _) where code == "operation_not_applied": .again
+        case .retry(let code, let reason, let until): .failed(Self.retried(code: code, reason: reason, until: until))
         }
+    }
+
+    /// A message to retry: at `until` when its time is known, else on the retry tiers.
+    static func retried(code: String, reason: String, until: Date?) -> StageFailure {
+        until.map { .waiting(code: code, reason: reason, until: $0) } ?? .transient(code: code, reason: reason)
     }
 
     private static let unsettled = StageFailure.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts")
@@ -342,11 +354,18 @@ public struct OperationsStage: CallingStageHandler {
 
     /// An OPP or TapPay operation as its connector takes it: the decided request in the processor-neutral form, in the
     /// payment's currency, with the operation's own reference (``OPPWire/operationReference(paymentReference:operationRowId:)``).
+    /// A refund references what the connector refunds (``GatewayConnector/refundTarget(payment:capture:)``): at OPP a
+    /// captured pre-authorisation's capture, whose id the payment's succeeded capture operation recorded.
     func connectorCall(
-        _ operation: OperationStore.Operation, _ request: GatewayOperation, database: PostgresConnection
+        _ operation: OperationStore.Operation, _ request: GatewayOperation, endpoint: GatewayEndpoint, database: PostgresConnection
     ) throws -> ConnectorCall? {
         guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: database),
-              let call = ConnectorOperation(request, currency: payment.currency ?? "") else { return nil }
+              var call = ConnectorOperation(request, currency: payment.currency ?? "") else { return nil }
+        if case .refund(let authorisation, let amount, let currency) = call {
+            let capture = try steps.store.operations(paymentId: paymentId, on: database)
+                .last { $0.kind == .capture && $0.state == .succeeded && $0.gatewayReference != nil }?.gatewayReference
+            call = .refund(transactionId: connectors.refundTarget(payment: authorisation, capture: capture, endpoint: endpoint), amountMinor: amount, currency: currency)
+        }
         return ConnectorCall(operation: call, reference: OPPWire.operationReference(paymentReference: paymentId.paymentIDText, operationRowId: operation.id))
     }
 

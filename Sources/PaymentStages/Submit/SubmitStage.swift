@@ -269,12 +269,14 @@ public struct SubmitStage: CallingStageHandler {
             }
             if payment.status == .prepared { request = try requests.load(payment.id, on: transaction) }
         }
-        let decision = machine.plan(snapshot(payment, view: view, gateway: gateway, requestStored: payment.status != .prepared || request != nil))
-        switch decision {
+        let current = snapshot(payment, view: view, gateway: gateway, requestStored: payment.status != .prepared || request != nil)
+        switch machine.plan(current) {
         case .handOff:
             return .finished(.handOff(to: .notify, payment.message))
-        case .wait(let code, let reason):
-            return .failed(.transient(code: code, reason: "payment \(payment.id): \(reason)"))
+        case .wait(let code, let reason, let until):
+            // A wait whose end is known is re-driven then (the database's time, as this worker's clock reads it).
+            guard let until else { return .failed(.transient(code: code, reason: "payment \(payment.id): \(reason)")) }
+            return .failed(.waiting(code: code, reason: "payment \(payment.id): \(reason)", until: until, decidedAt: current.now, now: clock()))
         case .end(let status, let code, let detail):
             return .finished(try finish(payment, as: status, code: code, detail: detail, transaction: transaction))
         case .send:

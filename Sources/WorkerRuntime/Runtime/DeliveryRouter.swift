@@ -74,29 +74,38 @@ public struct DeliveryRouter: Sendable {
         return Int(clamping: min(max(count, 0), Int64(retrySchedule.maxRetries)))
     }
 
-    /// A transient failure: a copy for the next retry tier, or a dead letter once retries are exhausted.
-    public func retry(_ delivery: AMQPDelivery, after failure: StageFailure) -> (message: AMQPOutboundMessage, exhausted: Bool) {
+    /// A transient failure: a copy for the next retry tier, or a dead letter once retries are exhausted. A wait for a
+    /// known instant (``StageFailure/waiting``) is re-driven at that instant (``RetrySchedule/hop(toward:)``, measured
+    /// from `now`) and not counted.
+    public func retry(_ delivery: AMQPDelivery, after failure: StageFailure, now: Date = Date()) -> (message: AMQPOutboundMessage, exhausted: Bool) {
         let previous = previousRetries(of: delivery)
+        if case .waiting(_, _, let until) = failure, let (tier, delay) = retrySchedule.hop(toward: until.timeIntervalSince(now)) {
+            return (copy(delivery, to: tier, expiration: delay, retries: previous, after: failure), false)
+        }
         switch retrySchedule.decision(previousRetries: previous) {
         case .exhausted:
             return (exhausted(delivery, after: failure), true)
         case .retry(let tier, let delay):
-            var properties = delivery.properties
-            properties.persistent = true
-            // The broker's count belongs to the delivery, not to the fresh copy (which starts at zero on its way back).
-            properties.headers[AMQPDelivery.deliveryCountHeader] = nil
             // Jitter: each message expires after 80–100 % of its tier's delay, so retries of a burst spread out.
             // A per-message expiration shorter than the queue TTL cannot overtake the head of the queue, so the
             // tier delay stays an upper bound and no message waits behind a longer one by more than the tier.
-            properties.expiration = String(Int(delay * 1000 * Double.random(in: 0.8...1.0)))
-            properties.headers[Header.retries] = .int(Int64(previous + 1))
-            Self.keepingJobRoutingKey(&properties, origin: delivery.exchange, routingKey: delivery.routingKey)
-            properties.headers[Header.errorCode] = .string(failure.code)
-            properties.headers[Header.error] = .string(Self.truncate(failure.reason))
-            return (AMQPOutboundMessage(
-                exchange: "", routingKey: retrySchedule.queueName(for: stage, tier: tier),
-                body: delivery.body, properties: properties, mandatory: true), false)
+            return (copy(delivery, to: tier, expiration: delay * Double.random(in: 0.8...1.0), retries: previous + 1, after: failure), false)
         }
+    }
+
+    /// The copy of `delivery` for retry tier `tier`, expiring after `expiration` seconds, with `retries` recorded.
+    private func copy(_ delivery: AMQPDelivery, to tier: Int, expiration: Double, retries: Int, after failure: StageFailure) -> AMQPOutboundMessage {
+        var properties = delivery.properties
+        properties.persistent = true
+        // The broker's count belongs to the delivery, not to the fresh copy (which starts at zero on its way back).
+        properties.headers[AMQPDelivery.deliveryCountHeader] = nil
+        properties.expiration = String(Int(expiration * 1000))
+        properties.headers[Header.retries] = .int(Int64(retries))
+        Self.keepingJobRoutingKey(&properties, origin: delivery.exchange, routingKey: delivery.routingKey)
+        properties.headers[Header.errorCode] = .string(failure.code)
+        properties.headers[Header.error] = .string(Self.truncate(failure.reason))
+        return AMQPOutboundMessage(exchange: "", routingKey: retrySchedule.queueName(for: stage, tier: tier),
+                                   body: delivery.body, properties: properties, mandatory: true)
     }
 
     /// The dead letter of a delivery whose last allowed attempt failed (`retries_exhausted`): what ``retry(_:after:)``

@@ -33,6 +33,22 @@ public struct RetrySchedule: Sendable, Equatable {
         return .retry(tier: tier, delay: delays[tier])
     }
 
+    /// The tier that re-drives a message waiting `seconds` more for a known instant (``StageFailure/waiting``), and the
+    /// message's own expiration: the longest tier not past the instant, for exactly its delay, or the shortest tier
+    /// when the instant is nearer than that (or already passed on this clock). A message whose expiration equals its
+    /// tier's TTL is never held behind an earlier one (each of those expires no later), so it leaves on time; repeated
+    /// at each delivery (the handler decides the wait again), the message arrives at most the shortest tier after the
+    /// instant. Nil when the instant is further than ``maximumWait``, or passed by more than the shortest tier (a stale
+    /// instant, not a wait): such a wait is an ordinary, counted retry, so no wait can loop without a budget.
+    public func hop(toward seconds: Double) -> (tier: Int, delay: Double)? {
+        guard seconds <= maximumWait, seconds >= -delays[0] else { return nil }
+        let tier = delays.lastIndex { $0 <= seconds } ?? 0
+        return (tier, delays[tier])
+    }
+
+    /// The longest wait re-driven by ``hop(toward:)`` without counting: as long as the whole schedule's retries.
+    public var maximumWait: Double { delays.last! * Double(maxRetries) }
+
     /// Name of the tier queue for `stage`, e.g. `paypipe.submit.retry.30s`. The delay is part of the name
     /// because a queue's TTL argument cannot change after declaration: a new schedule gets new queues.
     public func queueName(for stage: StageName, tier: Int) -> String {

@@ -383,7 +383,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             switch failure {
             case .unattributable, .permanent:
                 return [deadLetter(delivery, failure)]
-            case .transient, .databaseUnavailable:
+            case .transient, .waiting, .databaseUnavailable:
                 return [retryOrDeadLetter(delivery, failure)]
             }
         }

@@ -59,9 +59,9 @@ public struct OPPConnector: GatewayConnector {
         let request = HTTPRequest(method: "GET", url: endpoint.trimmedBase + OPPWire.queryPath(entityId: endpoint.siteReference, reference: reference),
                                   headers: [HTTPHeader(name: "Authorization", value: "Bearer \(endpoint.secret)"),
                                             HTTPHeader(name: "Accept", value: "application/json")])
-        switch exchange.send(request, client: client) {
+        switch exchange.answer(request, client: client) {
         case .failure(let failure): return ConnectorExchange.inconclusive(failure)
-        case .success(let answer): return OPPWire.queryResult(answer, expected: expected, sandbox: sandbox)
+        case .success(let answer): return OPPWire.queryResult(answer.body, status: answer.status, expected: expected, sandbox: sandbox)
         }
     }
 
@@ -80,6 +80,12 @@ public struct OPPConnector: GatewayConnector {
         perform(operation, reference: Optional(reference), endpoint: endpoint, window: window, using: client)
     }
 
+    /// A captured pre-authorisation is refunded by its capture's (`CP`) id, a debit (`DB`) by its own
+    /// (``OPPWire/refundReference(payment:capture:)``).
+    public func refundTarget(payment: String, capture: String?) -> String {
+        OPPWire.refundReference(payment: payment, capture: capture)
+    }
+
     /// A lost operation answer: `GET /v3/query?entityId=…&merchantTransactionId=<the operation's own>` [doc].
     public func findOperation(
         _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
@@ -91,10 +97,11 @@ public struct OPPConnector: GatewayConnector {
         case .capture(_, _, let code), .refund(_, _, let code): code
         case .void: ""
         }
-        switch exchange.send(request, client: client) {
+        switch exchange.answer(request, client: client) {
         case .failure(let failure): return .failure(OperationQueryFailure(failure.result))
         case .success(let answer):
-            return OPPWire.operationEvidence(answer, reference: reference, transactionId: operation.transactionId, currency: currency, sandbox: sandbox)
+            return OPPWire.operationEvidence(answer.body, status: answer.status, reference: reference, transactionId: operation.transactionId,
+                                             currency: currency, sandbox: sandbox)
         }
     }
 

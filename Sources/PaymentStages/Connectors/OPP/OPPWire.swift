@@ -175,6 +175,15 @@ public enum OPPWire {
         }
     }
 
+    /// The payment a refund (`RF` on `/v1/payments/{id}`) references: a pre-authorisation captured by a `CP` is
+    /// refunded by the **capture's id**, a debit (`DB`) by its own [doc: docs.cardcorp.com "Refund a payment", an OPP
+    /// white-label page, refunds "a debit (DB) or captured pre-authorisation (PA->CP)" and its worked example sends
+    /// the `RF` to the id of the `CP` answer; docs.latam.ppro.com and Peach Payments' pages say only "referencing its
+    /// payment.id"]. Whether OPP also accepts the `PA`'s id is [UNCONFIRMED] (docs/connectors.md).
+    public static func refundReference(payment: String, capture: String?) -> String {
+        capture ?? payment
+    }
+
     /// The `merchantTransactionId` of one operation (AN255, at least 8 characters [secondary]): `op-` and its row id,
     /// after the payment's reference so two databases' operations never share one at the same entity.
     public static func operationReference(paymentReference: String, operationRowId: Int64) -> String {
@@ -186,8 +195,9 @@ public enum OPPWire {
     /// ``OperationProtocol/TransactionRecord``. A failed query, a record of another reference (the filter not applied)
     /// or one without `paymentType` is a failure: query again, never decide on it.
     public static func operationEvidence(
-        _ answer: JSONValue, reference: String, transactionId: String, currency: String, sandbox: Bool
+        _ answer: JSONValue, status: Int = 200, reference: String, transactionId: String, currency: String, sandbox: Bool
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        if isNotFound(answer, status: status) { return .success(.transactions([])) }
         guard let code = answer["result"]?["code"]?.stringValue, OPPResultCode.group(code) == .success, let records = answer["payments"]?.arrayValue else {
             return .failure(OperationQueryFailure(code: String((answer["result"]?["code"]?.stringValue ?? "paypipe.invalid_response").prefix(32)),
                                                   reason: "the query failed or returned no list"))
@@ -211,10 +221,21 @@ public enum OPPWire {
             case .uncertain, .transient, .needsReview: .pending
             case .declined, .permanentError: .rejected
             }
-            found.append(OperationProtocol.TransactionRecord(kind: kind, amount: minor, result: result))
+            found.append(OperationProtocol.TransactionRecord(kind: kind, amount: minor, result: result, id: record["id"]?.stringValue.map { String($0.prefix(64)) }))
         }
         return .success(.transactions(found))
     }
+
+    /// Whether a `/v3/query` answer says OPP holds no transaction under the queried `merchantTransactionId`:
+    /// **HTTP 404 with `700.400.580`** "cannot find transaction" (docs/connectors.md: the code [doc: ACI's result-code
+    /// list], its status on this query [secondary]). Both are required; any other 4xx or 5xx, or this code with another
+    /// status, proves nothing (inconclusive, asked again).
+    public static func isNotFound(_ answer: JSONValue, status: Int) -> Bool {
+        status == 404 && answer["result"]?["code"]?.stringValue == notFoundCode
+    }
+
+    /// OPP's "cannot find transaction".
+    public static let notFoundCode = "700.400.580"
 
     /// `/v3/query?entityId=…&merchantTransactionId=…` [doc].
     public static func queryPath(entityId: String, reference: String) -> String {
@@ -240,11 +261,13 @@ public enum OPPWire {
     }
 
     /// Interprets a `/v3/query` answer for the payment described by `expected` (amount in minor units, currency,
-    /// the reference queried). Only a successful query whose `payments` list (all matches [doc]; the list's key is
-    /// [UNCONFIRMED]) holds no authorisation (`PA`/`DB`) proves "no such payment". Two authorisations under one
+    /// the reference queried). "No such payment" is proven by OPP's own "not found" (``isNotFound(_:status:)``), or by
+    /// a successful query whose `payments` list (all matches [doc]; the list's key is [UNCONFIRMED]) holds no
+    /// authorisation (`PA`/`DB`). Two authorisations under one
     /// reference, or one whose reference, amount or currency differs, are ambiguous: needs review, never adopted,
     /// never resent. A record without a final outcome (pending, communication error) proves nothing.
-    public static func queryResult(_ answer: JSONValue, expected: GatewayResponseMapper.Expected, sandbox: Bool) -> TransactionQueryResult {
+    public static func queryResult(_ answer: JSONValue, status: Int = 200, expected: GatewayResponseMapper.Expected, sandbox: Bool) -> TransactionQueryResult {
+        if isNotFound(answer, status: status) { return .notFound }
         guard let code = answer["result"]?["code"]?.stringValue else {
             return .inconclusive(code: "paypipe.invalid_response", reason: "query answer has no result.code")
         }
