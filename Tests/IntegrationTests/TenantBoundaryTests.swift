@@ -191,7 +191,6 @@ extension Integration {
             #expect(try Self.publish(as: backendA, exchange: "", routingKey: Stage.decrypt.name.queueName, body: [], userId: nil) == 403)
             #expect(try Self.publish(as: backendA, exchange: PipelineTopology.stagesExchange, routingKey: "authorize", body: [], userId: nil) == 403)
             #expect(try Self.publish(as: backendA, exchange: PipelineTopology.resultsExchange, routingKey: "payment.authorized", body: [], userId: nil) == 403)
-            #expect(try Self.publish(as: backendA, routingKey: "payment.anything", body: [], userId: nil) == 403)
 
             // Every worker connection is the worker user's.
             let connections = try Self.rabbitmqctl(["list_connections", "-q", "user", "client_properties"]).text
