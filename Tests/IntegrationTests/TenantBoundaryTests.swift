@@ -120,6 +120,15 @@ extension Integration {
                 #expect(shown.contains("\"publishers\""), "merchant show prints publishers: \(shown)")
             }
 
+            // merchant apply refuses a publishers value of another type, naming the field.
+            var wrong = document
+            wrong.set(.integer(42), forKey: "publishers")
+            let wrongPath = stack.sandboxDirectory + "/merchant-wrong.json"
+            #expect(FileManager.default.createFile(atPath: wrongPath, contents: Data(wrong.serialized()), attributes: [.posixPermissions: 0o600]))
+            let refused = try ChildProcess.runCapturingOutput(PipelineProcesses.binary("paypipe"), ["merchant", "apply", "--file", wrongPath],
+                                                              environment: stack.environment)
+            #expect(refused.status != 0 && refused.text.contains("publishers must be an array of broker user names"), "\(refused.status): \(refused.text)")
+
             // Queues left by an earlier run go first (their messages would count).
             let queueA = "\(Self.readerA).results", queueB = "\(Self.readerB).results", legacy = "tenant-legacy-results"
             let admin = try TestServices.amqp()
