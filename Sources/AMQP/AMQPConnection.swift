@@ -278,7 +278,8 @@ public final class AMQPConnection {
                     routingKey: AMQPTableCodec.string(envelope.routing_key),
                     redelivered: envelope.redelivered != 0,
                     deliveryTag: envelope.delivery_tag,
-                    generation: generation))
+                    generation: generation,
+                    userId: AMQPProperties.userId(envelope.message.properties)))
             }
             if reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION {
                 if reply.library_error == AMQP_STATUS_TIMEOUT.rawValue { return nil }
@@ -373,7 +374,7 @@ public final class AMQPConnection {
         try readMessage(channel: Self.channel, state: state) { message in
             AMQPDelivery(body: AMQPTableCodec.bytes(message.body), properties: AMQPProperties(message.properties),
                          exchange: exchange, routingKey: routingKey, redelivered: redelivered,
-                         deliveryTag: tag, generation: generation)
+                         deliveryTag: tag, generation: generation, userId: AMQPProperties.userId(message.properties))
         }
     }
 

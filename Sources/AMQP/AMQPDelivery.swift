@@ -14,9 +14,14 @@ public struct AMQPDelivery: Sendable, Equatable {
     /// Quorum queues' `x-delivery-count` header (failed delivery attempts so far), 0 if absent. The broker writes it
     /// only when it redelivers, so on a delivery not marked `redelivered` the header is the publisher's and counts 0.
     public var deliveryCount: Int
+    /// The message's AMQP `user_id` property: the broker user that published it, which RabbitMQ verified against the
+    /// publishing connection's user (a publish claiming another user is refused). Nil when the publisher set none.
+    /// Kept out of ``properties`` (see ``AMQPProperties/userId``).
+    public var userId: String?
 
     public init(body: [UInt8], properties: AMQPProperties, exchange: String, routingKey: String,
-                redelivered: Bool, deliveryTag: UInt64, generation: UInt64) {
+                redelivered: Bool, deliveryTag: UInt64, generation: UInt64, userId: String? = nil) {
+        self.userId = userId
         self.body = body
         self.properties = properties
         self.exchange = exchange

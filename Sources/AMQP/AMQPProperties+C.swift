@@ -25,6 +25,12 @@ extension AMQPProperties {
         )
     }
 
+    /// The `user_id` of a received message (``AMQPDelivery/userId``), which the broker checked against the publisher's
+    /// connection.
+    static func userId(_ properties: amqp_basic_properties_t) -> String? {
+        properties._flags & AMQPPropertyFlag.userId != 0 ? AMQPTableCodec.string(properties.user_id) : nil
+    }
+
     /// Encodes into `arena`-owned C memory, valid until the arena is reset.
     func encode(into arena: AMQPCArena) -> amqp_basic_properties_t {
         var result = amqp_basic_properties_t()
@@ -43,6 +49,7 @@ extension AMQPProperties {
         set(type, AMQPPropertyFlag.type, &result.type)
         set(appId, AMQPPropertyFlag.appId, &result.app_id)
         set(expiration, AMQPPropertyFlag.expiration, &result.expiration)
+        set(userId, AMQPPropertyFlag.userId, &result.user_id)
         if let priority {
             result.priority = priority
             flags |= AMQPPropertyFlag.priority
@@ -73,5 +80,6 @@ enum AMQPPropertyFlag {
     static let messageId: amqp_flags_t = 1 << 7
     static let timestamp: amqp_flags_t = 1 << 6
     static let type: amqp_flags_t = 1 << 5
+    static let userId: amqp_flags_t = 1 << 4
     static let appId: amqp_flags_t = 1 << 3
 }

@@ -18,6 +18,11 @@ public struct AMQPProperties: Sendable, Equatable {
     public var timestamp: Date?
     /// Per-message TTL in milliseconds, as a string (AMQP's type for it).
     public var expiration: String?
+    /// `user_id`: the broker user the publisher claims to be. RabbitMQ refuses a publish whose `user_id` is not the
+    /// connection's user, so on a received message it is the publisher's authenticated identity. Only sent: a received
+    /// message's value is ``AMQPDelivery/userId``, never copied into these properties, so a message another user
+    /// re-publishes (a retry, a dead letter) is not refused by the broker for claiming the first publisher.
+    public var userId: String?
 
     public init(
         contentType: String? = nil,
@@ -31,7 +36,8 @@ public struct AMQPProperties: Sendable, Equatable {
         priority: UInt8? = nil,
         headers: [String: AMQPFieldValue] = [:],
         timestamp: Date? = nil,
-        expiration: String? = nil
+        expiration: String? = nil,
+        userId: String? = nil
     ) {
         self.contentType = contentType
         self.contentEncoding = contentEncoding
@@ -45,5 +51,6 @@ public struct AMQPProperties: Sendable, Equatable {
         self.headers = headers
         self.timestamp = timestamp
         self.expiration = expiration
+        self.userId = userId
     }
 }

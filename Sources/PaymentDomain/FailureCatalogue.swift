@@ -27,6 +27,8 @@ public enum FailureCatalogue {
         FailureCode("malformed_job", [.deadLettered], origin: "decrypt, operations",
                     "the job is not strict JSON, not UTF-8, or has no valid `jobId`/`merchantId` (an operation: `operationId`/`merchantId`): it cannot be tied to a payment"),
         FailureCode("unknown_merchant", [.deadLettered], origin: "decrypt", "the job names a merchant that was never applied"),
+        FailureCode("publisher_not_allowed", [.deadLettered], origin: "decrypt, operations",
+                    "the job or operation names a merchant whose `publishers` do not include its AMQP `user_id` (or it has none): nothing is charged or recorded"),
         FailureCode("message_too_large", [.deadLettered], origin: "runtime", "the message is larger than `PAYPIPE_MAX_MESSAGE_BYTES`"),
         FailureCode("idempotency_conflict", [.deadLettered], origin: "decrypt",
                     "a job id already used with other content; the first payment is untouched"),

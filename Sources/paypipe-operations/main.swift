@@ -3,8 +3,9 @@ import Pipeline
 
 // paypipe-operations: consumes paypipe.operations (capture, void and refund jobs from paypipe.jobs), performs each
 // exactly once at the gateway (Webservices TRANSACTIONUPDATE or REFUND, reconciled before any resend) and hands the
-// finished operation to paypipe.notify for its event.
+// finished operation to paypipe.notify for its event. Operations whose merchant lists `publishers` are screened first
+// (PublisherScreen).
 let registry = MetricsRegistry()
-WorkerLauncher.run(stage: .operations, registry: registry, components: { ReconcilerComponent.components(for: $0) }) { configuration, logger in
-    try OperationsStage.fromEnvironment(configuration, logger: logger)
+WorkerLauncher.run(stage: .operations, registry: registry, components: { ReconcilerComponent.components(for: $0.stage) }) { configuration, logger in
+    try OperationsStage.fromEnvironment(configuration, logger: logger).publisherScreened
 }

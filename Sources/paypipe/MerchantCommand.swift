@@ -105,6 +105,8 @@ enum MerchantCommand: CLICommand {
             let webhookSecretsSet: Int
             /// What the merchant's connector supports (``ConnectorKind/capabilities``): chaos runs plan operations by it.
             let connector: Connector?
+            /// The broker users allowed to publish its jobs and operations; absent: any.
+            let publishers: [String]?
             let updatedAt: Date
         }
         struct Connector: Encodable {
@@ -128,6 +130,7 @@ enum MerchantCommand: CLICommand {
                 return Connector(type: gateway.connector.rawValue, modes: capabilities.modes.map(\.rawValue).sorted(), capture: capabilities.capture.rawValue,
                                  void: capabilities.void, refund: capabilities.refund.rawValue, reconciliationKey: capabilities.reconciliationKey)
             },
+            publishers: merchant.config.publishers,
             updatedAt: merchant.updatedAt)
         return String(decoding: try encoder.encode(summary), as: UTF8.self)
     }

@@ -79,6 +79,34 @@ struct AMQPConnectionTests {
         }
     }
 
+    /// RabbitMQ checks `user_id` against the connection's user: the publisher's own name arrives as
+    /// ``AMQPDelivery/userId`` (not in the properties, which re-publishing copies), another user's is refused (406).
+    @Test func userIdIsTheBrokerCheckedPublisher() throws {
+        let queue = TestBroker.uniqueName("userid")
+        let user = try TestBroker.configuration().user
+        try TestBroker.withConnection { connection in
+            defer { _ = try? connection.deleteQueue(queue) }
+            try connection.declareQueue(AMQPQueue(name: queue))
+            var claimed = TestBroker.message(to: queue, "own")
+            claimed.properties.userId = user
+            try connection.publish(claimed)
+            #expect(try TestBroker.eventually { try connection.queueDeclarePassive(queue).messages == 1 })
+            let delivery = try #require(try connection.get(queue: queue))
+            #expect(delivery.userId == user)
+            #expect(delivery.properties.userId == nil)
+            try connection.ack(deliveryTag: delivery.deliveryTag)
+
+            var forged = TestBroker.message(to: queue, "forged")
+            forged.properties.userId = "someone-else"
+            // basic.publish has no reply: the broker's channel.close arrives with the next RPC.
+            #expect(channelErrorCode {
+                try connection.publish(forged)
+                _ = try connection.queueDeclarePassive(queue)
+            } == 406)
+            #expect(try connection.queueDeclarePassive(queue).messages == 0)
+        }
+    }
+
     @Test func negotiatesTheRequestedHeartbeat() throws {
         let connection = try AMQPConnection(configuration: TestBroker.configuration(heartbeatSeconds: 2))
         defer { connection.close() }

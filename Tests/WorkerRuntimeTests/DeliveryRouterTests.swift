@@ -139,3 +139,51 @@ import Testing
         #expect(dead.routingKey == "paypipe.submit.dlq" && dead.properties.headers[DeliveryRouter.Header.originalRoutingKey] == .string("submit"))
     }
 }
+
+/// The publisher of a job (its broker-checked AMQP `user_id`) survives the runtime's copies, which a worker publishes
+/// and so may not carry the publisher's `user_id` (RabbitMQ would refuse them).
+@Suite struct DeliveryRouterPublisherTests {
+    let router = DeliveryRouter(stage: .decrypt, retrySchedule: RetrySchedule(delays: [1], maxRetries: 1))
+
+    func job(userId: String?, headers: [String: AMQPFieldValue] = [:], exchange: String = "paypipe.jobs") -> AMQPDelivery {
+        AMQPDelivery(body: Array("{}".utf8), properties: AMQPProperties(headers: headers), exchange: exchange,
+                     routingKey: "payment.requested", redelivered: false, deliveryTag: 1, generation: 1, userId: userId)
+    }
+
+    @Test func retryAndDeadLetterCopiesKeepThePublisherInAHeaderNotInUserId() {
+        let first = job(userId: "backend-a")
+        #expect(DeliveryRouter.publisher(of: first) == "backend-a")
+        let (retry, exhausted) = router.retry(first, after: .transient(code: "database_conflict", reason: "x"))
+        #expect(!exhausted)
+        #expect(retry.properties.userId == nil)
+        #expect(retry.properties.headers[DeliveryRouter.Header.publisher] == .string("backend-a"))
+        // The copy comes back through the stages exchange (the tier queue dead-letters it there): same publisher.
+        let back = job(userId: nil, headers: retry.properties.headers, exchange: "paypipe.stages")
+        #expect(DeliveryRouter.publisher(of: router.admitted(back)) == "backend-a")
+        let dead = router.deadLetter(first, code: "publisher_not_allowed", reason: "r")
+        #expect(dead.properties.userId == nil)
+        #expect(dead.properties.headers[DeliveryRouter.Header.publisher] == .string("backend-a"))
+    }
+
+    @Test func aPublisherCannotClaimAnotherPublisherByHeader() {
+        // On a job from paypipe.jobs the header is the publisher's own: dropped on admission, the user_id counts.
+        let forged = router.admitted(job(userId: "backend-a", headers: [DeliveryRouter.Header.publisher: .string("backend-b")]))
+        #expect(DeliveryRouter.publisher(of: forged) == "backend-a")
+        let none = router.admitted(job(userId: nil, headers: [DeliveryRouter.Header.publisher: .string("backend-b")]))
+        #expect(DeliveryRouter.publisher(of: none) == nil)
+        // Straight into the queue (the default exchange): the same.
+        let direct = router.admitted(job(userId: nil, headers: [DeliveryRouter.Header.publisher: .string("backend-b")], exchange: ""))
+        #expect(DeliveryRouter.publisher(of: direct) == nil)
+    }
+
+    @Test func anEventIsAlsoRoutedByItsCarbonCopyKeys() {
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        let plain = router.message(for: .event(exchange: "paypipe.results", type: "payment.authorized", id: "evt_1", body: [1], timestamp: at))
+        #expect(plain.routingKey == "payment.authorized")
+        #expect(plain.properties.headers["CC"] == nil)
+        let merchant = router.message(for: .event(exchange: "paypipe.results", type: "payment.authorized", id: "evt_1", body: [1], timestamp: at,
+                                                  alsoRoutedAs: ["payment.authorized.merchant-a"]))
+        #expect(merchant.routingKey == "payment.authorized")
+        #expect(merchant.properties.headers["CC"] == .array([.string("payment.authorized.merchant-a")]))
+    }
+}

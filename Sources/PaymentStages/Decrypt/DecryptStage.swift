@@ -11,7 +11,7 @@ import Postgres
 /// merchant's keys, which the pure domain does not link.
 public struct DecryptStage: TransactionalStageHandler {
     public let stage = Stage.decrypt
-    private let directory: MerchantDirectory
+    let directory: MerchantDirectory
     let cardData: CardDataStore
     private let decryptor: ApplePayDecryptor
     private let verificationClock: VerificationClock

@@ -64,9 +64,12 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
     public var merchantIdentityCertificate: CertificateSummary?
     /// The document's `applicationDataCheck`; absent (rows applied before it existed) means strict.
     public var applicationDataCheck: ApplicationDataBinding.Check?
+    /// The document's `publishers` (``PublisherRule``); absent (also in rows applied before it existed): any publisher.
+    public var publishers: [String]?
 
     public init(identities: [IdentitySummary], gateway: Gateway?, webhook: Webhook?, merchantIdentityCertificate: CertificateSummary? = nil,
-                applicationDataCheck: ApplicationDataBinding.Check? = nil) {
+                applicationDataCheck: ApplicationDataBinding.Check? = nil, publishers: [String]? = nil) {
+        self.publishers = publishers
         self.identities = identities
         self.gateway = gateway
         self.webhook = webhook

@@ -18,6 +18,9 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     /// header's (``ApplicationDataBinding``); `when-present` accepts a header value from a job without one, during a
     /// migration of the publishers.
     public var applicationDataCheck: ApplicationDataBinding.Check?
+    /// Optional: the broker users allowed to publish this merchant's jobs and operations (``MerchantPublishers``);
+    /// absent, any publisher may.
+    public var publishers: MerchantPublishers?
 
     /// A payment-processing identity: certificate + private key, from files or inline PEM.
     public struct Identity: Codable, Sendable, Equatable {
@@ -136,7 +139,9 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     }
 
     public init(id: String, appleMerchantIdentifier: String?, identities: [Identity], gateway: Gateway?, webhook: Webhook?,
-                merchantIdentityCertificateFile: String? = nil, applicationDataCheck: ApplicationDataBinding.Check? = nil) {
+                merchantIdentityCertificateFile: String? = nil, applicationDataCheck: ApplicationDataBinding.Check? = nil,
+                publishers: MerchantPublishers? = nil) {
+        self.publishers = publishers
         self.id = id
         self.appleMerchantIdentifier = appleMerchantIdentifier
         self.identities = identities

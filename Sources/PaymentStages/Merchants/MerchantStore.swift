@@ -97,13 +97,17 @@ public struct MerchantStore: Sendable {
         let identityCertificate = try document.merchantIdentityCertificateFile.map { file in
             try Self.certificateSummary(try Self.pem(nil, file: file, base: baseDirectory, what: "merchantIdentityCertificateFile", secret: nil))
         }
+        if let publishers = document.publishers, let problem = MerchantPublishers.problem(publishers.names) {
+            throw MerchantError.invalidDocument(problem)
+        }
         if let rate = document.webhook?.ratePerSecond, !(rate > 0 && rate <= 10_000) {
             throw MerchantError.invalidDocument("webhook.ratePerSecond must be > 0 and at most 10000")
         }
         let config = MerchantConfig(
             identities: summaries, gateway: gateway,
             webhook: document.webhook.map { MerchantConfig.Webhook(url: $0.url, enabled: true, ratePerSecond: $0.ratePerSecond) },
-            merchantIdentityCertificate: identityCertificate, applicationDataCheck: document.applicationDataCheck)
+            merchantIdentityCertificate: identityCertificate, applicationDataCheck: document.applicationDataCheck,
+            publishers: document.publishers?.names)
         if let webhook = document.webhook {
             let named = (webhook.secret.map { [("webhook.secret", $0)] } ?? [])
                 + (webhook.previousSecrets ?? []).enumerated().map { ("webhook.previousSecrets[\($0.offset)]", $0.element) }

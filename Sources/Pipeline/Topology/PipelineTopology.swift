@@ -12,6 +12,13 @@ public enum PipelineTopology {
     public static let stagesExchange = BrokerLayout.stagesExchange
     /// Topic exchange of payment results, routing key = event type (`payment.authorized`, …).
     public static let resultsExchange = "paypipe.results"
+
+    /// The second routing key of a merchant's event on ``resultsExchange`` (sent as the `CC` header, so bindings by
+    /// event type keep receiving it once): `<type>.<merchantId>`, e.g. `payment.authorized.merchant-a`. A reader binds
+    /// `payment.*.<merchantId>`; topic permissions (scripts/broker-permissions) let it bind nothing else.
+    public static func merchantResultsKey(type: String, merchantId: String) -> String {
+        "\(type).\(merchantId)"
+    }
     /// See ``BrokerLayout/deliveryLimit``.
     public static let deliveryLimit = BrokerLayout.deliveryLimit
     public static let runtimeRedeliveryLimit = BrokerLayout.runtimeRedeliveryLimit

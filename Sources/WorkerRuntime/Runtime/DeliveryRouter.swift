@@ -17,6 +17,26 @@ public struct DeliveryRouter: Sendable {
         /// The routing key a job was published to `paypipe.jobs` with, kept on its retry and dead-letter copies (which
         /// travel under other routing keys): an operation's kind is its routing key.
         public static let jobRoutingKey = "x-paypipe-job-routing-key"
+        /// The AMQP `user_id` a job was published with (``AMQPDelivery/userId``), kept on its retry and dead-letter
+        /// copies: those are published by a worker, which may not claim the publisher's `user_id` (the broker refuses
+        /// that), and the publisher check (merchant `publishers`) must judge a retried job like its first delivery.
+        public static let publisher = "x-paypipe-publisher"
+        /// RabbitMQ's sender-selected distribution header: routing keys a message is routed by besides its own.
+        public static let carbonCopy = "CC"
+    }
+
+    /// The broker user that published `delivery`'s job: its `user_id` (which the broker checked), or for a runtime copy
+    /// arriving through the stages exchange the one that copy carries (honoured only there, ``admitted(_:)``); nil when
+    /// the publisher claimed none, and for a hand-off between stages.
+    public static func publisher(of delivery: AMQPDelivery) -> String? {
+        if delivery.exchange == BrokerLayout.stagesExchange, case .string(let user)? = delivery.properties.headers[Header.publisher] {
+            return user
+        }
+        return delivery.userId
+    }
+
+    private static func keepingPublisher(_ properties: inout AMQPProperties, of delivery: AMQPDelivery) {
+        properties.headers[Header.publisher] = publisher(of: delivery).map { .string($0) }
     }
 
     /// The routing key `delivery` was first published to `paypipe.jobs` with: its own on a first delivery, else the
@@ -102,6 +122,7 @@ public struct DeliveryRouter: Sendable {
         properties.expiration = String(Int(expiration * 1000))
         properties.headers[Header.retries] = .int(Int64(retries))
         Self.keepingJobRoutingKey(&properties, origin: delivery.exchange, routingKey: delivery.routingKey)
+        Self.keepingPublisher(&properties, of: delivery)
         properties.headers[Header.errorCode] = .string(failure.code)
         properties.headers[Header.error] = .string(Self.truncate(failure.reason))
         return AMQPOutboundMessage(exchange: "", routingKey: retrySchedule.queueName(for: stage, tier: tier),
@@ -123,8 +144,10 @@ public struct DeliveryRouter: Sendable {
     /// A copy of the delivery for the stage's dead-letter queue. A broker dead-letter exchange cannot add
     /// headers, which is why the runtime publishes this copy itself (with confirm) before acking.
     public func deadLetter(_ delivery: AMQPDelivery, code: String, reason: String, now: Date = Date()) -> AMQPOutboundMessage {
-        deadLetter(body: delivery.body, properties: delivery.properties, code: code, reason: reason,
-                   origin: (delivery.exchange, delivery.routingKey), now: now)
+        var properties = delivery.properties
+        Self.keepingPublisher(&properties, of: delivery)
+        return deadLetter(body: delivery.body, properties: properties, code: code, reason: reason,
+                          origin: (delivery.exchange, delivery.routingKey), now: now)
     }
 
     /// A message the broker could not route even after the topology was re-declared, as a dead letter in this stage's
@@ -155,7 +178,7 @@ public struct DeliveryRouter: Sendable {
     /// What a handler's ``OutboundMessage`` is on the broker.
     public func message(for outbound: OutboundMessage, now: Date = Date()) -> AMQPOutboundMessage {
         switch outbound {
-        case .event(let exchange, let type, let id, let body, let timestamp, let mandatory):
+        case .event(let exchange, let type, let id, let body, let timestamp, let mandatory, let alsoRoutedAs):
             var properties = AMQPProperties()
             properties.contentType = "application/json"
             properties.messageId = id
@@ -163,6 +186,7 @@ public struct DeliveryRouter: Sendable {
             properties.persistent = true
             properties.appId = "paypipe-\(stage.rawValue)"
             properties.timestamp = timestamp
+            if !alsoRoutedAs.isEmpty { properties.headers[Header.carbonCopy] = .array(alsoRoutedAs.map { .string($0) }) }
             return AMQPOutboundMessage(exchange: exchange, routingKey: type, body: body, properties: properties, mandatory: mandatory)
         case .deadLetter(let inbound, let code, let reason):
             return deadLetter(inbound.delivery, code: code, reason: reason, now: now)

@@ -14,6 +14,9 @@ public struct InboundMessage: Sendable, Equatable {
     /// The routing key it was first published to `paypipe.jobs` with (an operation's kind), kept on the runtime's retry
     /// copies (``DeliveryRouter/jobRoutingKey(of:)``); nil for a hand-off between stages.
     public var jobRoutingKey: String? { DeliveryRouter.jobRoutingKey(of: delivery) }
+    /// The broker user that published it (AMQP `user_id`, checked by the broker; kept on retry copies), nil if it
+    /// claimed none (``DeliveryRouter/publisher(of:)``).
+    public var publisher: String? { DeliveryRouter.publisher(of: delivery) }
     /// Whether it came through the stages exchange, which only workers publish to: a hand-off, or a retry copy.
     public var isFromWorkers: Bool { delivery.exchange == BrokerLayout.stagesExchange }
     /// The routing key it was delivered with (for a refusal's reason).
@@ -38,9 +41,9 @@ public struct InboundMessage: Sendable, Equatable {
 
     /// A job as `paypipe.jobs` would deliver it under `routingKey` (e.g. `payment.capture.requested`), for driving a
     /// handler without a broker.
-    public init(job body: [UInt8], routingKey: String, redelivered: Bool = false) {
+    public init(job body: [UInt8], routingKey: String, redelivered: Bool = false, publisher: String? = nil) {
         self.init(AMQPDelivery(body: body, properties: AMQPProperties(), exchange: BrokerLayout.jobsExchange, routingKey: routingKey,
-                               redelivered: redelivered, deliveryTag: 0, generation: 0),
+                               redelivered: redelivered, deliveryTag: 0, generation: 0, userId: publisher),
                   previousRetries: 0)
     }
 }
@@ -50,8 +53,9 @@ public struct InboundMessage: Sendable, Equatable {
 public enum OutboundMessage: Sendable, Equatable {
     /// A persistent JSON event on `exchange`: routing key and AMQP `type` = `type`, `message_id` = `id` (consumers dedupe
     /// on it), `timestamp` = when it happened, `app_id` = the worker. Not mandatory unless asked: an exchange nobody
-    /// binds to is a valid deployment.
-    case event(exchange: String, type: String, id: String, body: [UInt8], timestamp: Date, mandatory: Bool = false)
+    /// binds to is a valid deployment. `alsoRoutedAs`: more routing keys it is routed by, sent as RabbitMQ's `CC` header
+    /// (sender-selected distribution): a queue bound by several of its keys still receives it once.
+    case event(exchange: String, type: String, id: String, body: [UInt8], timestamp: Date, mandatory: Bool = false, alsoRoutedAs: [String] = [])
     /// The inbound message's copy for this stage's dead-letter queue, with the code, the reason and its origin.
     case deadLetter(InboundMessage, code: String, reason: String)
 }

@@ -36,8 +36,9 @@ final class PipelineProcesses {
 
     /// Resets the shared broker and database, creates the sandbox and merchant, starts every process.
     /// `processEnvironment` adds variables for single processes, by executable name.
-    init(processEnvironment: [String: [String: String]] = [:]) throws {
-        for name in ["paypipe", "paypipe-gateway-sim", "paypipe-webhook-receiver"] + Self.workers
+    /// `workers`: the stage workers to run (the four AUTH-path stages by default; add `paypipe-operations`).
+    init(processEnvironment: [String: [String: String]] = [:], workers: [String] = PipelineProcesses.workers) throws {
+        for name in ["paypipe", "paypipe-gateway-sim", "paypipe-webhook-receiver"] + workers
         where !FileManager.default.isExecutableFile(atPath: Self.binary(name)) {
             throw TestFailure("build first (swift build): \(Self.binary(name)) is missing")
         }
@@ -68,7 +69,7 @@ final class PipelineProcesses {
             try start("paypipe-gateway-sim", extra: services.merging(processEnvironment["paypipe-gateway-sim"] ?? [:]) { $1 })
             try start("paypipe-webhook-receiver", extra: services.merging(processEnvironment["paypipe-webhook-receiver"] ?? [:]) { $1 },
                       log: receiverLog)
-            for worker in Self.workers { try start(worker, extra: processEnvironment[worker] ?? [:]) }
+            for worker in workers { try start(worker, extra: processEnvironment[worker] ?? [:]) }
             try TestServices.eventually(timeout: 30, "receiver listening") {
                 (try? String(contentsOfFile: receiverLog, encoding: .utf8))?.contains("receiver_listening") == true
             }
