@@ -12,6 +12,7 @@ extension Integration {
     /// `paypipe_*` words of the docs that are not metrics, with what they are. Each must still occur in the docs.
     static let notMetrics: [String: String] = [
         "paypipe_bench": "the benchmark's database",
+        "paypipe_test": "the test suite's database (`PAYPIPE_TEST_DATABASE_URL`)",
         "paypipe_chaos": "the chaos run's database",
         "paypipe_lifecycle_invariants": "the SQL function of the lifecycle CHECK (migration 10)",
         "paypipe_sandbox_tappay": "the TapPay sandbox merchant's partner identifier",
