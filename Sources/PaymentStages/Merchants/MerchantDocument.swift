@@ -154,7 +154,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
 
 extension MerchantDocument {
     enum CodingKeys: String, CodingKey {
-        case id, appleMerchantIdentifier, identities, gateway, webhook, merchantIdentityCertificateFile, applicationDataCheck
+        case id, appleMerchantIdentifier, identities, gateway, webhook, merchantIdentityCertificateFile, applicationDataCheck, publishers
     }
 
     /// As synthesised, except that `identities` may be absent when the processor decrypts (`gateway.mode`
@@ -169,6 +169,7 @@ extension MerchantDocument {
         webhook = try container.decodeIfPresent(Webhook.self, forKey: .webhook)
         merchantIdentityCertificateFile = try container.decodeIfPresent(String.self, forKey: .merchantIdentityCertificateFile)
         applicationDataCheck = try container.decodeIfPresent(ApplicationDataBinding.Check.self, forKey: .applicationDataCheck)
+        publishers = try container.decodeIfPresent(MerchantPublishers.self, forKey: .publishers)
         if let identities = try container.decodeIfPresent([Identity].self, forKey: .identities) {
             self.identities = identities
         } else if gateway?.mode == .gatewayDecrypts {
