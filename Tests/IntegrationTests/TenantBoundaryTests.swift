@@ -103,7 +103,7 @@ extension Integration {
             let readerB = try Self.createUser(Self.readerB, role: ["reader", Self.merchantB])
             // The workers run as the worker user, nothing else; merchant changes are seen at once.
             let workerEnvironment = ["PAYPIPE_AMQP_URL": workerURL, "PAYPIPE_MERCHANT_CACHE_TTL": "0"]
-            let workers = PipelineProcesses.workers + ["paypipe-operations"]
+            let workers = PipelineProcesses.workers
             let stack = try PipelineProcesses(processEnvironment: Dictionary(uniqueKeysWithValues: workers.map { ($0, workerEnvironment) }),
                                               workers: workers)
             defer { stack.stop(); stack.removeFiles() }

@@ -36,7 +36,7 @@ final class PipelineProcesses {
 
     /// Resets the shared broker and database, creates the sandbox and merchant, starts every process.
     /// `processEnvironment` adds variables for single processes, by executable name.
-    /// `workers`: the stage workers to run (the four AUTH-path stages by default; add `paypipe-operations`).
+    /// `workers`: the stage workers to run (all five by default).
     init(processEnvironment: [String: [String: String]] = [:], workers: [String] = PipelineProcesses.workers) throws {
         for name in ["paypipe", "paypipe-gateway-sim", "paypipe-webhook-receiver"] + workers
         where !FileManager.default.isExecutableFile(atPath: Self.binary(name)) {
