@@ -217,12 +217,14 @@ extension Integration {
         let payment = try harness.authorizedPayment(amount: 500, mode: .automatic)
         let hold = harness.simulator.holds.hold(SimulatorHolds.Rule(requestType: "REFUND", loseProcessed: true))
         let refund = harness.delivery(.refund, "lost-1", payment: payment, amount: 200)
-        guard case .success(.completed) = try harness.run(stage, refund) else { throw TestFailure("lost refund not for review") }
+        guard case .success(.settled("under_review", _)) = try harness.run(stage, refund) else { throw TestFailure("lost refund not for review") }
         #expect(try harness.operation("lost-1").map { ($0.state, $0.errorCode) } ?? (.failed, nil) == (.needsReview, "refund_outcome_unknown"))
         harness.simulator.holds.release(hold)
         // Redelivered: still for review, nothing sent; another refund of the payment is refused (and reported) while it
         // is for review: only an operator ends it, so waiting would only exhaust the retries and dead-letter the job.
-        guard case .success(.completed) = try harness.run(stage, refund) else { throw TestFailure("redelivered refund not for review") }
+        guard case .success(.settled("under_review", _)) = try harness.run(stage, refund) else {
+            throw TestFailure("redelivered refund not for review")
+        }
         guard case .success(.publish) = try harness.run(stage, harness.delivery(.refund, "lost-2", payment: payment, amount: 1)) else {
             throw TestFailure("a second refund was not refused and reported")
         }

@@ -197,8 +197,8 @@ public struct OperationsStage: CallingStageHandler {
         switch try planning(transport, timing) {
         case .wait(let code, let reason, let until):
             return .failed(Self.retried(code: code, reason: reason, until: until))
-        case .nothing:
-            return .finished(.completed)
+        case .nothing(let reason):
+            return .finished(.settled(note: "nothing_to_do", reason: reason))
         case .conflict(let existing):
             return .failed(.unattributable(code: "operation_conflict",
                                            reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
@@ -469,8 +469,9 @@ public struct OperationsStage: CallingStageHandler {
     }
 
     /// An operation for review sends nothing: an operator resolves it (its payment takes no other operation meanwhile).
+    /// Its message, and any repeat of it, ends in a log line naming the operation.
     private func reviewed(_ operation: OperationStore.Operation) -> StageOutcome {
-        .completed
+        .settled(note: "under_review", reason: "operation \(operation.operationId) waits for review; nothing was sent")
     }
 }
 

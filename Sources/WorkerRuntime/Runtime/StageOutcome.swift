@@ -4,6 +4,10 @@ public enum StageOutcome: Sendable, Equatable {
     case handOff(HandOffMessage)
     /// Nothing further to publish (e.g. notification delivered).
     case completed
+    /// Nothing to publish and nobody to report to now (e.g. an operation that waits for a person): the runtime acks
+    /// it and logs `message_settled` with `note` (a short snake_case word, not a failure code) and `reason`, so that
+    /// the message's end is never silent.
+    case settled(note: String, reason: String)
     /// Publish these messages (with confirms, like hand-offs) before acking: e.g. the result event on
     /// `paypipe.results`. Used by stages whose effect is itself a message.
     case publish([OutboundMessage])

@@ -377,6 +377,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             return [router.handOff(handOff)]
         case .success(.completed):
             return []
+        case .success(.settled(let note, let reason)):
+            logger.info("message_settled", fields(of: delivery) + [("note", .string(note)), ("reason", .string(reason))])
+            return []
         case .success(.publish(let messages)):
             return messages.map { router.message(for: $0) }
         case .failure(let failure):
