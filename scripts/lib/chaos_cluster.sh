@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # `scripts/chaos cluster [short|full]` (docs/scaling.md, docs/chaos.md): the usual load against scripts/cluster (three
-# RabbitMQ nodes, a PostgreSQL primary with a synchronous standby), the workers given every node and both servers
-# (PAYPIPE_AMQP_URL as a list, PAYPIPE_DATABASE_URL multi-host with target_session_attrs=read-write), and three faults:
+# RabbitMQ nodes, a PostgreSQL primary and its synchronous standby under Patroni, etcd as Patroni's store), the workers
+# given every node and both servers (PAYPIPE_AMQP_URL as a list, PAYPIPE_DATABASE_URL multi-host with
+# target_session_attrs=read-write), and four faults. Nothing here promotes, demotes or rewinds a server: Patroni does.
 #   1. the RabbitMQ node leading most stage queues (rabbitmqctl list_queues name leader) SIGKILLed, restarted later;
-#   2. the PostgreSQL primary crashed (immediate shutdown) and the standby promoted (pg_ctl promote, standing in for
-#      Patroni; synchronous_standby_names cleared on it), the old primary re-joined as its standby (pg_rewind);
-#   3. the standby killed alone: commits block (synchronous_commit waits for it), and resume when it returns.
+#   2. the PostgreSQL primary's postmaster SIGKILLed (a crash under a running Patroni): Patroni fails over to the
+#      synchronous standby at once (primary_start_timeout 0) and re-joins the old primary as its standby;
+#   3. the new primary's machine lost (its Patroni and its PostgreSQL SIGKILLed): Patroni on the standby takes the
+#      leader key when it expires (ttl) and promotes; the lost member's Patroni is started again and re-joins it
+#      (pg_rewind);
+#   4. the standby's machine lost alone: commits wait for it until Patroni on the primary drops it from
+#      synchronous_standby_names; it is started again and becomes the synchronous standby.
 # The time to recover from each fault is measured with a probe: CHAOS_PROBE (5) jobs published right after the fault
-# (for 3: when the standby is back); recovered when all of them are done. Each must be under CHAOS_RECOVERY_LIMIT
+# (for 4: when the standby is back); recovered when all of them are done. Each must be under CHAOS_RECOVERY_LIMIT
 # (120 s) with the documented heartbeat and backoff defaults, or the run fails. Then the checks of scripts/chaos
 # (scripts/lib/chaos_check.py: 0 lost, 0 double charges, every payment terminal, webhooks, dead letters) and those of
 # the adversarial mode (scripts/lib/chaos_adversarial_check.py: the gateway's ledger against every payment).
@@ -101,7 +106,7 @@ publish_until() {  # keeps the waves coming until $1 of them are out
     while [ "$wave" -lt "$1" ]; do keep_publishing; sleep 1; done
 }
 
-echo "== publishing $JOBS sample jobs ($PREFIX-*) in $waves waves of $WAVE, one every ${WAVE_INTERVAL}s; faults at 20%, 45% and 70% of the waves"
+echo "== publishing $JOBS sample jobs ($PREFIX-*) in $waves waves of $WAVE, one every ${WAVE_INTERVAL}s; faults at 20%, 40%, 60% and 80% of the waves"
 publish_until $(( waves / 5 ))
 leader="$(scripts/cluster rabbit-leader-node)"
 RMQ_NODE=$(( (leader + 1) % 3 )); CAPTURE_URL="$(node_url "$RMQ_NODE")"
@@ -110,22 +115,54 @@ fault=$(date +%s); scripts/cluster rabbit-kill "$leader"
 recover "RabbitMQ node $leader (stage-queue leader) killed" "$fault"
 scripts/cluster rabbit-start "$leader" >/dev/null; log "RabbitMQ node $leader restarted"
 
-publish_until $(( waves * 45 / 100 ))
-primary="$(scripts/cluster pg-primary)"
-log "crash PostgreSQL primary $primary, promote the standby ($(chaos_done_count) done)"
-fault=$(date +%s); scripts/cluster pg-kill "$primary"
-promoted="$(scripts/cluster pg-promote)"; log "promoted $promoted (synchronous_standby_names cleared)"
-recover "PostgreSQL primary $primary crashed, standby $promoted promoted" "$fault"
-scripts/cluster pg-rejoin "$primary"; log "$primary re-joined as the synchronous standby of $promoted (pg_rewind)"
+# Patroni's promotion, watched (not made) here: the seconds from the fault until the other server is the primary.
+watch_promotion() {  # FROM_MEMBER FAULT_TIME → $RUN_DIR/promoted-FROM_MEMBER holds the seconds (or "none" after 180 s)
+    local from="$1" since="$2" to; to="$( [ "$1" = a ] && echo b || echo a )"
+    ( for _ in $(seq 1 360); do
+          if [ "$(scripts/cluster pg-primary 2>/dev/null)" = "$to" ]; then echo "$(( $(date +%s) - since ))" > "$RUN_DIR/promoted-$from"; exit 0; fi
+          sleep 0.5
+      done; echo none > "$RUN_DIR/promoted-$from" ) &
+    WATCH_PID=$!
+}
+rewinds() { grep -c 'pg_rewind exit code=0' "$(scripts/cluster patroni-log "$1")" 2>/dev/null || true; }
+# Waits (bounded) for Patroni to re-join member $1 as the synchronous standby; logs how long it took and whether it
+# rewound.
+await_rejoin() {
+    local s="$1" since="$2" before="$3" how
+    if scripts/cluster pg-rejoin "$s" 300; then
+        [ "$(rewinds "$s")" -gt "$before" ] && how="pg_rewind" || how="no rewind needed"
+        log "Patroni re-joined $s as the synchronous standby $(( $(date +%s) - since ))s after the fault ($how)"
+    else
+        log "Patroni did not re-join $s within 300 s"; status=1
+    fi
+}
 
-publish_until $(( waves * 70 / 100 ))
+publish_until $(( waves * 40 / 100 ))
+primary="$(scripts/cluster pg-primary)"; rewound=$(rewinds "$primary")
+log "SIGKILL the PostgreSQL primary $primary's postmaster; Patroni is left to fail over ($(chaos_done_count) done)"
+fault=$(date +%s); scripts/cluster pg-kill "$primary"; watch_promotion "$primary" "$fault"
+recover "PostgreSQL primary $primary crashed, Patroni failed over" "$fault"
+wait "$WATCH_PID"; log "Patroni promoted $(scripts/cluster pg-primary) $(cat "$RUN_DIR/promoted-$primary")s after the crash"
+await_rejoin "$primary" "$fault" "$rewound"
+
+publish_until $(( waves * 60 / 100 ))
+primary="$(scripts/cluster pg-primary)"; rewound=$(rewinds "$primary")
+log "SIGKILL the PostgreSQL primary $primary's Patroni and postmaster (its machine lost) ($(chaos_done_count) done)"
+fault=$(date +%s); scripts/cluster pg-node-kill "$primary"; watch_promotion "$primary" "$fault"
+recover "PostgreSQL primary $primary's Patroni and server killed, Patroni failed over" "$fault"
+wait "$WATCH_PID"; log "Patroni promoted $(scripts/cluster pg-primary) $(cat "$RUN_DIR/promoted-$primary")s after the loss (leader key expired)"
+scripts/cluster pg-start "$primary"; log "Patroni on $primary started again"
+await_rejoin "$primary" "$fault" "$rewound"
+
+publish_until $(( waves * 80 / 100 ))
 standby="$(scripts/cluster pg-standby)"
-log "kill PostgreSQL standby $standby alone ($(chaos_done_count) done)"
-scripts/cluster pg-kill "$standby"
+log "SIGKILL the PostgreSQL standby $standby's Patroni and server alone ($(chaos_done_count) done)"
+scripts/cluster pg-node-kill "$standby"
 before=$(chaos_done_count); sleep "${CHAOS_STANDBY_OUTAGE:-10}"; after=$(chaos_done_count)
-log "commits blocked while the standby was down: $before done before, $after after ${CHAOS_STANDBY_OUTAGE:-10}s"
-scripts/cluster pg-start "$standby"; back=$(date +%s); log "standby $standby back"
-recover "PostgreSQL standby $standby killed alone (from its return)" "$back"
+log "while the standby was down: $before done before, $after after ${CHAOS_STANDBY_OUTAGE:-10}s (synchronous_standby_names on the primary: '$(scripts/cluster pg-sync-names)')"
+scripts/cluster pg-start "$standby"; back=$(date +%s); log "Patroni on standby $standby started again"
+recover "PostgreSQL standby $standby lost alone (from its return)" "$back"
+await_rejoin "$standby" "$back" "$(rewinds "$standby")"
 
 publish_until "$waves"
 log "all $published jobs published; converging (limit ${TIMEOUT}s)"
@@ -135,7 +172,7 @@ while [ $(( $(date +%s) - started )) -lt "$TIMEOUT" ]; do
     sleep 2
 done
 elapsed=$(( $(date +%s) - started ))
-chaos_checks "$elapsed" "cluster: RabbitMQ leader node killed, PostgreSQL failover, standby outage" || status=1
+chaos_checks "$elapsed" "cluster: RabbitMQ leader node killed, Patroni failovers (PostgreSQL crash, machine loss), standby outage" || status=1
 # And the adversarial run's assertions, on the gateway's own ledger: at most one AUTH per payment, each for that
 # payment's amount and card, and every final status what the gateway processed.
 python3 scripts/lib/chaos_adversarial_check.py --prefix "$PREFIX" --jobs "$RUN_DIR/jobs.jsonl" --cards "$RUN_DIR/card-secrets.jsonl" \
