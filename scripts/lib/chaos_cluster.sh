@@ -58,9 +58,11 @@ rmq() { scripts/cluster rabbitmqctl "$RMQ_NODE" "$@"; }
 node_url() { echo "$CLUSTER_AMQP_URL" | tr ',' '\n' | sed -n "$(( $1 + 1 ))p"; }
 CAPTURE_URL="$(node_url "$RMQ_NODE")"
 
+declare -A WATCH_PID=()   # the watchers of Patroni's promotions and re-joins (below)
 cleanup() {
     trap - EXIT INT TERM
     stack_stop_all
+    kill "${WATCH_PID[@]}" 2>/dev/null || true
     rmq delete_queue "$RESULTS_QUEUE" >/dev/null 2>&1 || true
     rm -f "$RUN_DIR/card-secrets.jsonl"
     [ "${PAYPIPE_CHAOS_KEEP:-0}" = 1 ] || scripts/cluster stop >/dev/null 2>&1 || true
@@ -115,44 +117,53 @@ fault=$(date +%s); scripts/cluster rabbit-kill "$leader"
 recover "RabbitMQ node $leader (stage-queue leader) killed" "$fault"
 scripts/cluster rabbit-start "$leader" >/dev/null; log "RabbitMQ node $leader restarted"
 
-# Patroni's promotion, watched (not made) here: the seconds from the fault until the other server is the primary.
-watch_promotion() {  # FROM_MEMBER FAULT_TIME → $RUN_DIR/promoted-FROM_MEMBER holds the seconds (or "none" after 180 s)
-    local from="$1" since="$2" to; to="$( [ "$1" = a ] && echo b || echo a )"
-    ( for _ in $(seq 1 360); do
-          if [ "$(scripts/cluster pg-primary 2>/dev/null)" = "$to" ]; then echo "$(( $(date +%s) - since ))" > "$RUN_DIR/promoted-$from"; exit 0; fi
+# Patroni's promotions and re-joins, watched (not made) here: each watcher polls (every 0.5 s, up to 600 s) in the
+# background from the fault on, so a measurement never waits for the probe or the other way round.
+watch_until() {  # NAME SINCE COMMAND… → `watched NAME` prints the seconds from SINCE until COMMAND succeeded, or "none"
+    local name="$1" since="$2"; shift 2
+    ( for _ in $(seq 1 1200); do
+          if "$@" >/dev/null 2>&1; then echo "$(( $(date +%s) - since ))s" > "$RUN_DIR/watch-$name"; exit 0; fi
           sleep 0.5
-      done; echo none > "$RUN_DIR/promoted-$from" ) &
-    WATCH_PID=$!
+      done; echo none > "$RUN_DIR/watch-$name" ) &
+    WATCH_PID[$name]=$!
 }
+watched() { wait "${WATCH_PID[$1]}" 2>/dev/null || true; cat "$RUN_DIR/watch-$1" 2>/dev/null || echo none; }
+unwatch() { kill "${WATCH_PID[$1]}" 2>/dev/null || true; }
+primary_is() { [ "$(scripts/cluster pg-primary)" = "$1" ]; }
+sync_standby_is() { [ "$(scripts/cluster pg-sync-standby)" = "$1" ]; }
 rewinds() { grep -c 'pg_rewind exit code=0' "$(scripts/cluster patroni-log "$1")" 2>/dev/null || true; }
-# Waits (bounded) for Patroni to re-join member $1 as the synchronous standby; logs how long it took and whether it
-# rewound.
+# Waits (bounded, 300 s) until Patroni has re-joined member $1 as the synchronous standby; logs when it did (watched
+# since the fault or $4, name $2) and whether it rewound (pg_rewind runs since $3).
 await_rejoin() {
-    local s="$1" since="$2" before="$3" how
+    local s="$1" name="$2" before="$3" since="${4:-the fault}" how
     if scripts/cluster pg-rejoin "$s" 300; then
         [ "$(rewinds "$s")" -gt "$before" ] && how="pg_rewind" || how="no rewind needed"
-        log "Patroni re-joined $s as the synchronous standby $(( $(date +%s) - since ))s after the fault ($how)"
+        log "Patroni re-joined $s as the synchronous standby $(watched "$name") after $since ($how)"
     else
-        log "Patroni did not re-join $s within 300 s"; status=1
+        unwatch "$name"; log "Patroni did not re-join $s within 300 s"; status=1
     fi
 }
 
 publish_until $(( waves * 40 / 100 ))
 primary="$(scripts/cluster pg-primary)"; rewound=$(rewinds "$primary")
 log "SIGKILL the PostgreSQL primary $primary's postmaster; Patroni is left to fail over ($(chaos_done_count) done)"
-fault=$(date +%s); scripts/cluster pg-kill "$primary"; watch_promotion "$primary" "$fault"
+other="$(scripts/cluster pg-standby)"
+fault=$(date +%s); scripts/cluster pg-kill "$primary"
+watch_until promote1 "$fault" primary_is "$other"; watch_until rejoin1 "$fault" sync_standby_is "$primary"
 recover "PostgreSQL primary $primary crashed, Patroni failed over" "$fault"
-wait "$WATCH_PID"; log "Patroni promoted $(scripts/cluster pg-primary) $(cat "$RUN_DIR/promoted-$primary")s after the crash"
-await_rejoin "$primary" "$fault" "$rewound"
+log "Patroni promoted $other $(watched promote1) after the crash"
+await_rejoin "$primary" rejoin1 "$rewound"
 
 publish_until $(( waves * 60 / 100 ))
 primary="$(scripts/cluster pg-primary)"; rewound=$(rewinds "$primary")
 log "SIGKILL the PostgreSQL primary $primary's Patroni and postmaster (its machine lost) ($(chaos_done_count) done)"
-fault=$(date +%s); scripts/cluster pg-node-kill "$primary"; watch_promotion "$primary" "$fault"
+other="$(scripts/cluster pg-standby)"
+fault=$(date +%s); scripts/cluster pg-node-kill "$primary"
+watch_until promote2 "$fault" primary_is "$other"; watch_until rejoin2 "$fault" sync_standby_is "$primary"
 recover "PostgreSQL primary $primary's Patroni and server killed, Patroni failed over" "$fault"
-wait "$WATCH_PID"; log "Patroni promoted $(scripts/cluster pg-primary) $(cat "$RUN_DIR/promoted-$primary")s after the loss (leader key expired)"
+log "Patroni promoted $other $(watched promote2) after the loss (leader key expired)"
 scripts/cluster pg-start "$primary"; log "Patroni on $primary started again"
-await_rejoin "$primary" "$fault" "$rewound"
+await_rejoin "$primary" rejoin2 "$rewound"
 
 publish_until $(( waves * 80 / 100 ))
 standby="$(scripts/cluster pg-standby)"
@@ -160,9 +171,11 @@ log "SIGKILL the PostgreSQL standby $standby's Patroni and server alone ($(chaos
 scripts/cluster pg-node-kill "$standby"
 before=$(chaos_done_count); sleep "${CHAOS_STANDBY_OUTAGE:-10}"; after=$(chaos_done_count)
 log "while the standby was down: $before done before, $after after ${CHAOS_STANDBY_OUTAGE:-10}s (synchronous_standby_names on the primary: '$(scripts/cluster pg-sync-names)')"
+rewound=$(rewinds "$standby")
 scripts/cluster pg-start "$standby"; back=$(date +%s); log "Patroni on standby $standby started again"
+watch_until rejoin3 "$back" sync_standby_is "$standby"
 recover "PostgreSQL standby $standby lost alone (from its return)" "$back"
-await_rejoin "$standby" "$back" "$(rewinds "$standby")"
+await_rejoin "$standby" rejoin3 "$rewound" "its return"
 
 publish_until "$waves"
 log "all $published jobs published; converging (limit ${TIMEOUT}s)"
