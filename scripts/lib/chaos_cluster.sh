@@ -119,7 +119,7 @@ scripts/cluster rabbit-start "$leader" >/dev/null; log "RabbitMQ node $leader re
 
 # Patroni's promotions and re-joins, watched (not made) here: each watcher polls (every 0.5 s, up to 600 s) in the
 # background from the fault on, so a measurement never waits for the probe or the other way round.
-watch_until() {  # NAME SINCE COMMAND… → `watched NAME` prints the seconds from SINCE until COMMAND succeeded, or "none"
+watch_until() {  # NAME SINCE COMMAND… → `watched NAME` sets WATCHED: seconds from SINCE until COMMAND succeeded, or "none"
     local name="$1" since="$2"; shift 2
     ( for _ in $(seq 1 1200); do
           if "$@" >/dev/null 2>&1; then echo "$(( $(date +%s) - since ))s" > "$RUN_DIR/watch-$name"; exit 0; fi
@@ -127,7 +127,8 @@ watch_until() {  # NAME SINCE COMMAND… → `watched NAME` prints the seconds f
       done; echo none > "$RUN_DIR/watch-$name" ) &
     WATCH_PID[$name]=$!
 }
-watched() { wait "${WATCH_PID[$1]}" 2>/dev/null || true; cat "$RUN_DIR/watch-$1" 2>/dev/null || echo none; }
+# Sets WATCHED to watcher NAME's result once it ended (never in a $(…): a subshell cannot wait for the watcher).
+watched() { wait "${WATCH_PID[$1]}" 2>/dev/null || true; WATCHED="$(cat "$RUN_DIR/watch-$1" 2>/dev/null || echo none)"; }
 unwatch() { kill "${WATCH_PID[$1]}" 2>/dev/null || true; }
 primary_is() { [ "$(scripts/cluster pg-primary)" = "$1" ]; }
 sync_standby_is() { [ "$(scripts/cluster pg-sync-standby)" = "$1" ]; }
@@ -138,7 +139,7 @@ await_rejoin() {
     local s="$1" name="$2" before="$3" since="${4:-the fault}" how
     if scripts/cluster pg-rejoin "$s" 300; then
         [ "$(rewinds "$s")" -gt "$before" ] && how="pg_rewind" || how="no rewind needed"
-        log "Patroni re-joined $s as the synchronous standby $(watched "$name") after $since ($how)"
+        watched "$name"; log "Patroni re-joined $s as the synchronous standby $WATCHED after $since ($how)"
     else
         unwatch "$name"; log "Patroni did not re-join $s within 300 s"; status=1
     fi
@@ -151,7 +152,7 @@ other="$(scripts/cluster pg-standby)"
 fault=$(date +%s); scripts/cluster pg-kill "$primary"
 watch_until promote1 "$fault" primary_is "$other"; watch_until rejoin1 "$fault" sync_standby_is "$primary"
 recover "PostgreSQL primary $primary crashed, Patroni failed over" "$fault"
-log "Patroni promoted $other $(watched promote1) after the crash"
+watched promote1; log "Patroni promoted $other $WATCHED after the crash"
 await_rejoin "$primary" rejoin1 "$rewound"
 
 publish_until $(( waves * 60 / 100 ))
@@ -161,7 +162,7 @@ other="$(scripts/cluster pg-standby)"
 fault=$(date +%s); scripts/cluster pg-node-kill "$primary"
 watch_until promote2 "$fault" primary_is "$other"; watch_until rejoin2 "$fault" sync_standby_is "$primary"
 recover "PostgreSQL primary $primary's Patroni and server killed, Patroni failed over" "$fault"
-log "Patroni promoted $other $(watched promote2) after the loss (leader key expired)"
+watched promote2; log "Patroni promoted $other $WATCHED after the loss (leader key expired)"
 scripts/cluster pg-start "$primary"; log "Patroni on $primary started again"
 await_rejoin "$primary" rejoin2 "$rewound"
 
