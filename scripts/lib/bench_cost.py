@@ -59,6 +59,12 @@ def prepare(url):
         if "pg_stat_statements" not in loaded:
             sys.exit("bench_cost: PostgreSQL runs without pg_stat_statements preloaded (a server started by an older "
                      "scripts/services): run `scripts/services restart postgres` first")
+        # The baseline's WAL bytes were counted with compressed full-page images (docs/scaling.md, "PostgreSQL settings
+        # for the primary"); without them every stage's images would be counted at full size.
+        compression = c.execute("SHOW wal_compression").fetchone()[0]
+        if compression != "lz4":
+            sys.exit(f"bench_cost: PostgreSQL runs with wal_compression = {compression}, the baseline with lz4 (a server "
+                     "started by an older scripts/services): run `scripts/services restart postgres` first")
         c.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         # Sessions opened from now on count their top-level statements (scripts/services tracks none elsewhere).
         c.execute(f"ALTER DATABASE {name} SET pg_stat_statements.track = 'top'")
