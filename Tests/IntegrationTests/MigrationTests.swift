@@ -87,6 +87,68 @@ extension Integration {
         #expect(try store.transition(id, from: .prepared, to: .failed, actor: "test", errorCode: "x", on: connection) == .applied)
         #expect(try held() == 0)
     }
+
+    /// Migration 11: the updates after an insert — the purge of card data and gateway request, the attempt's outcome —
+    /// are HOT (no index entry, only the changed bytes logged) even when a batch filled the pages, and a payment's
+    /// stage update writes its new version on the same page. Counted in the transaction itself
+    /// (`pg_stat_get_xact_tuples_hot_updated`), so nothing waits for the statistics to be flushed.
+    @Test func updatesAfterAnInsertStayOnTheirPage() throws {
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        try TestServices.resetDatabase()
+        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
+        // More rows than a page holds at any fillfactor, each with a ciphertext the size a decrypted token seals to.
+        let count = 60
+        let ids = (0..<count).map { _ in UUID() }
+        try connection.query(
+            """
+            INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, status, stage, first_received_at)
+            SELECT id, 'm1', 'job-' || n, '\\x01', 'order-' || n, 'decrypted', 'authorize', now()
+            FROM unnest($1::uuid[]) WITH ORDINALITY AS t(id, n)
+            """, [PostgresArray(ids)])
+        try connection.query(
+            """
+            INSERT INTO card_data (payment_id, key_id, nonce, ciphertext)
+            SELECT id, 'k', '\\x0102', decode(repeat('ab', 400), 'hex') FROM unnest($1::uuid[]) AS t(id)
+            """, [PostgresArray(ids)])
+        try connection.query(
+            """
+            INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext)
+            SELECT id, 'order-' || id, '{AUTH}', 'k', '\\x0102', decode(repeat('ab', 500), 'hex') FROM unnest($1::uuid[]) AS t(id)
+            """, [PostgresArray(ids)])
+        try connection.query(
+            """
+            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, send_deadline, reconcile_after, site_reference)
+            SELECT id, 'order-' || id, 'AUTH', 'sending', now(), now(), 'site' FROM unnest($1::uuid[]) AS t(id)
+            """, [PostgresArray(ids)])
+        /// The page of each payment's current row version, in id order.
+        func paymentPages() throws -> [Int32] {
+            try connection.query("SELECT ((ctid::text::point)[0])::int AS page FROM payments ORDER BY id").map { try $0.decode("page", as: Int32.self) }
+        }
+        let pages = try paymentPages()
+        try connection.transaction { transaction in
+            try transaction.query(
+                """
+                UPDATE gateway_attempts SET state = 'completed', outcome = 'authorised', transaction_reference = 'ref-' || id,
+                    settle_status = '0', acquirer_response_code = '00', auth_code = 'AUTH01', masked_pan = '411111######1111',
+                    finished_at = clock_timestamp()
+                WHERE payment_id = ANY($1::uuid[])
+                """, [PostgresArray(ids)])
+            // A terminal status: the trigger of migration 2 purges card data and gateway request.
+            try transaction.query(
+                "UPDATE payments SET status = 'failed', stage = 'notify', updated_at = clock_timestamp() WHERE id = ANY($1::uuid[])",
+                [PostgresArray(ids)])
+            for table in ["card_data", "gateway_requests", "gateway_attempts"] {
+                let hot = try transaction.query("SELECT pg_stat_get_xact_tuples_hot_updated($1::regclass) AS n", [table])[0]
+                    .decode("n", as: Int64.self)
+                #expect(hot == Int64(count), "\(table): \(hot) of \(count) updates HOT")
+            }
+        }
+        #expect(try paymentPages() == pages, "each payment's new version on its page")
+        let names = try connection.query("SELECT indexname FROM pg_indexes WHERE tablename IN ('gateway_attempts', 'webhook_deliveries')")
+            .map { try $0.decode("indexname", as: String.self) }
+        #expect(!names.contains("gateway_attempts_sending") && !names.contains("webhook_deliveries_event"))
+    }
 }
 }
 

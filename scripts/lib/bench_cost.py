@@ -59,6 +59,12 @@ def prepare(url):
         if "pg_stat_statements" not in loaded:
             sys.exit("bench_cost: PostgreSQL runs without pg_stat_statements preloaded (a server started by an older "
                      "scripts/services): run `scripts/services restart postgres` first")
+        # The baseline's WAL bytes were counted with compressed full-page images (docs/scaling.md, "PostgreSQL settings
+        # for the primary"); without them every stage's images would be counted at full size.
+        compression = c.execute("SHOW wal_compression").fetchone()[0]
+        if compression != "lz4":
+            sys.exit(f"bench_cost: PostgreSQL runs with wal_compression = {compression}, the baseline with lz4 (a server "
+                     "started by an older scripts/services): run `scripts/services restart postgres` first")
         c.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         # Sessions opened from now on count their top-level statements (scripts/services tracks none elsewhere).
         c.execute(f"ALTER DATABASE {name} SET pg_stat_statements.track = 'top'")
@@ -126,11 +132,12 @@ def snapshot(url, rabbit, out):
         tables = {r[0]: {"inserted": r[1], "updated": r[2], "hotUpdated": r[3], "deleted": r[4]} for r in c.execute(
             f"{PROBE} SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables").fetchall()}
         statements = {}
-        for queryid, toplevel, calls, rows, query in c.execute(
-                f"{PROBE} SELECT queryid, toplevel, calls, rows, query FROM pg_stat_statements WHERE dbid = %s", (oid,)).fetchall():
+        for queryid, toplevel, calls, rows, query, ms in c.execute(
+                f"{PROBE} SELECT queryid, toplevel, calls, rows, query, total_exec_time FROM pg_stat_statements WHERE dbid = %s",
+                (oid,)).fetchall():
             if PROBE in query:
                 continue
-            statements[f"{queryid}:{toplevel}"] = {"calls": calls, "rows": rows, "query": query}
+            statements[f"{queryid}:{toplevel}"] = {"calls": calls, "rows": rows, "query": query, "execMs": ms}
         probe_statements = 8  # the autocommit statements above, each one transaction (subtracted from the next delta)
     json.dump({"xactCommit": xact[0], "xactRollback": xact[1], "walLsn": lsn, "walRecords": wal[0], "walFpi": wal[1],
                "walBytesStat": wal[2], "checkpoints": checkpoints, "autovacuumRuns": autovacuum, "tables": tables, "statements": statements,
@@ -200,7 +207,7 @@ def waldump(url, wal_dir, before_path, after_path, out):
     with connect(url) as c:
         names = {str(r[0]): r[1] for r in c.execute(f"{PROBE} SELECT pg_relation_filenode(oid), relname FROM pg_class "
                                                     "WHERE pg_relation_filenode(oid) IS NOT NULL").fetchall()}
-    per, fpi = {}, {}
+    per, fpi, fpi_bytes = {}, {}, {}
     for line in run.stdout.splitlines():
         m = re.match(r"rmgr: (\S+)\s+len \(rec/tot\):\s*(\d+)/\s*(\d+),.*?desc: (.*)$", line)
         if not m:
@@ -210,7 +217,10 @@ def waldump(url, wal_dir, before_path, after_path, out):
         per[key] = per.get(key, 0) + int(m[3])
         if "FPW" in m[4]:
             fpi[key] = fpi.get(key, 0) + 1
-    json.dump({"bytes": per, "fullPageImages": fpi, "error": run.stderr.strip()[-300:] or None}, open(out, "w"))
+            # tot − rec: the record's block images (pg_waldump's rec excludes them), compressed if wal_compression is on.
+            fpi_bytes[key] = fpi_bytes.get(key, 0) + int(m[3]) - int(m[2])
+    json.dump({"bytes": per, "fullPageImages": fpi, "fullPageImageBytes": fpi_bytes, "error": run.stderr.strip()[-300:] or None},
+              open(out, "w"))
 
 
 # ---------------------------------------------------------------------------------------------------- operations
@@ -259,7 +269,8 @@ def delta(before, after):
         calls = entry["calls"] - before["statements"].get(key, {}).get("calls", 0)
         if calls:
             statements[key] = {"calls": calls, "rows": entry["rows"] - before["statements"].get(key, {}).get("rows", 0),
-                               "query": entry["query"]}
+                               "query": entry["query"],
+                               "execMs": entry.get("execMs", 0) - before["statements"].get(key, {}).get("execMs", 0)}
     rb, ra = before["rabbitmq"], after["rabbitmq"]
     counters = {k: v - rb["counters"].get(k, 0) for k, v in ra["counters"].items()}
     depth = {q: ra["queueDepth"].get(q, 0) - rb["queueDepth"].get(q, 0)
@@ -268,6 +279,8 @@ def delta(before, after):
         "commits": after["xactCommit"] - before["xactCommit"] - before["probeTransactions"],
         "rollbacks": after["xactRollback"] - before["xactRollback"],
         "statements": sum(s["calls"] for s in statements.values()),
+        # pg_stat_statements' execution time (planning and the commit's WAL flush not included): measured, not guarded.
+        "statementMs": sum(s["execMs"] for s in statements.values()),
         "walBytes": after["walLsn"] - before["walLsn"],
         "walRecords": after["walRecords"] - before["walRecords"],
         "walFpi": after["walFpi"] - before["walFpi"],
@@ -291,10 +304,10 @@ def normalise(query):
 
 def phase_summary(stages, units):
     """Totals over a phase's stages, per unit (payment or operation)."""
-    total = {k: 0 for k in ("commits", "rollbacks", "statements", "walBytes", "walRecords", "walFpi", "checkpointsDuring",
+    total = {k: 0 for k in ("commits", "rollbacks", "statements", "statementMs", "walBytes", "walRecords", "walFpi", "checkpointsDuring",
                             "autovacuumRunsDuring",
                             "published", "routed", "delivered", "acknowledged", "redelivered", "deadLettered")}
-    tables, statements, per_stage, wal_by_relation = {}, {}, {}, {}
+    tables, statements, per_stage, wal_by_relation, fpi_by_relation = {}, {}, {}, {}, {}
     for name, d in stages.items():
         for k in total:
             total[k] += d[k]
@@ -308,10 +321,12 @@ def phase_summary(stages, units):
             into["rows"] += entry["rows"]
             if name not in into["stages"]:
                 into["stages"].append(name)
-        per_stage[name] = {k: round(d[k] / units, 3) for k in ("statements", "commits", "walBytes", "walRecords", "walFpi")}
+        per_stage[name] = {k: round(d[k] / units, 3) for k in ("statements", "statementMs", "commits", "walBytes", "walRecords", "walFpi")}
         if "walByRelation" in d:
             for relation, size in d["walByRelation"]["bytes"].items():
                 wal_by_relation[relation] = wal_by_relation.get(relation, 0) + size
+            for relation, size in d["walByRelation"].get("fullPageImageBytes", {}).items():
+                fpi_by_relation[relation] = fpi_by_relation.get(relation, 0) + size
         per_stage[name]["messages"] = round((d["published"] + d["delivered"] + d["acknowledged"]) / units, 3)
         per_stage[name].update({"published": round(d["published"] / units, 3), "delivered": round(d["delivered"] / units, 3),
                                 "acknowledged": round(d["acknowledged"] / units, 3),
@@ -325,6 +340,9 @@ def phase_summary(stages, units):
         "perUnit": per_unit,
         "perStage": per_stage,
         "walBytesPerUnitByRelation": {r: round(v / units) for r, v in sorted(wal_by_relation.items(), key=lambda i: -i[1])},
+        # Of those, the full-page images' bytes (the first change of each page after a checkpoint).
+        "fullPageImageBytesPerUnitByRelation": {r: round(fpi_by_relation.get(r, 0) / units)
+                                                for r, _ in sorted(wal_by_relation.items(), key=lambda i: -i[1])},
         "rowsPerUnit": {t: {k: round(v / units, 3) for k, v in c.items()} for t, c in sorted(tables.items())},
         "statementsPerUnit": sorted(({"query": q, "calls": round(s["calls"] / units, 3), "rows": round(s["rows"] / units, 3),
                                       "stages": s["stages"]} for q, s in statements.items()), key=lambda s: -s["calls"]),
@@ -362,7 +380,7 @@ def table(result):
         p = result["phases"][phase]
         lines.append(f"\nper {unit} ({p['units']} {phase}; stages measured one after the other, each from a CHECKPOINT)")
         lines.append(f"{'stage':<12}{'statements':>11}{'commits':>9}{'WAL bytes':>11}{'WAL rec':>9}{'FPI':>7}{'published':>10}"
-                     f"{'delivered':>10}{'acked':>7}{'worker CPU ms':>14}{'PG CPU ms':>10}")
+                     f"{'delivered':>10}{'acked':>7}{'worker CPU ms':>14}{'PG CPU ms':>10}{'PG exec ms':>11}")
         rows = list(p["perStage"].items()) + [("total", dict(p["perUnit"], cpuSeconds={}))]
         for stage, s in rows:
             cpu = s.get("cpuSeconds", {})
@@ -370,13 +388,15 @@ def table(result):
             pg = cpu.get("postgres")
             lines.append(f"{stage:<12}{s['statements']:>11.3f}{s['commits']:>9.3f}{s['walBytes']:>11.0f}{s['walRecords']:>9.1f}"
                          f"{s['walFpi']:>7.2f}{s['published']:>10.2f}{s['delivered']:>10.2f}{s['acknowledged']:>7.2f}"
-                         f"{'' if worker is None else f'{worker * 1000:.2f}':>14}{'' if pg is None else f'{pg * 1000:.2f}':>10}")
+                         f"{'' if worker is None else f'{worker * 1000:.2f}':>14}{'' if pg is None else f'{pg * 1000:.2f}':>10}"
+                         f"{s.get('statementMs', 0):>11.3f}")
         lines.append("rows per " + unit + ": " + ", ".join(
             f"{t} +{c.get('inserted', 0):g}/~{c.get('updated', 0):g}(hot {c.get('hotUpdated', 0):g})/-{c.get('deleted', 0):g}"
             for t, c in p["rowsPerUnit"].items()))
         if p.get("walBytesPerUnitByRelation"):
-            lines.append(f"WAL bytes per {unit} by relation (pg_waldump): " + ", ".join(
-                f"{r} {v}" for r, v in list(p["walBytesPerUnitByRelation"].items())[:14]))
+            images = p.get("fullPageImageBytesPerUnitByRelation", {})
+            lines.append(f"WAL bytes per {unit} by relation (pg_waldump; of which full-page images): " + ", ".join(
+                f"{r} {v} ({images.get(r, 0)})" for r, v in list(p["walBytesPerUnitByRelation"].items())[:16]))
     return "\n".join(lines)
 
 
@@ -473,7 +493,8 @@ def compare(a_path, b_path):
     for phase in ("payments", "operations"):
         pa, pb = a["phases"][phase], b["phases"][phase]
         for k in pa["totals"]:
-            one(f"{phase}.{k}", pa["totals"][k], pb["totals"][k])
+            if k != "statementMs":  # a time, not a counter
+                one(f"{phase}.{k}", pa["totals"][k], pb["totals"].get(k, 0))
         for stage in pa["perStage"]:
             for k in ("statements", "commits", "walBytes", "walRecords", "walFpi", "messages"):
                 one(f"{phase}.{stage}.{k}", pa["perStage"][stage][k], pb["perStage"][stage].get(k, 0))
