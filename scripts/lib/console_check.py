@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """The operator console (prometheus/consoles/paypipe.html) rendered in headless Chromium, every panel with data.
 
+  console_check.py PROMETHEUS_URL --targets [--timeout SECONDS]
   console_check.py PROMETHEUS_URL --artifacts DIR [--timeout SECONDS] [--chromium BINARY]
+
+--targets waits until Prometheus has scraped every target successfully (bounded by --timeout): the workers' series
+start at zero, so what happens after that counts in rate() and increase(). Traffic sent before a (re)started
+Prometheus first scrapes a (re)started worker would be the starting value of its series, invisible to them.
 
 1. Waits, polling, until the console has data: the page Prometheus serves has every panel, each with at least one
    value cell (<td class="value" data-query=EXPR>), none in the "nodata" or "idle" state, and every cell's EXPR
@@ -93,6 +98,19 @@ def wait_for_data(base, timeout):
         time.sleep(2)
 
 
+def wait_for_targets(base, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            targets = json.loads(fetch(f"{base}/api/v1/targets"))["data"]["activeTargets"]
+            waiting = [f"{t['scrapeUrl']} {t['health']}" for t in targets if t["health"] != "up"] if targets else ["no targets"]
+        except (OSError, KeyError, ValueError) as error:
+            waiting = [f"{base}/api/v1/targets: {error}"]
+        if not waiting or time.monotonic() >= deadline:
+            return waiting
+        time.sleep(1)
+
+
 def chromium(binary, *arguments):
     with tempfile.TemporaryDirectory() as profile:
         command = [binary, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
@@ -103,10 +121,17 @@ def chromium(binary, *arguments):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url")
-    parser.add_argument("--artifacts", required=True)
+    parser.add_argument("--targets", action="store_true")
+    parser.add_argument("--artifacts")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--chromium", default="chromium")
     arguments = parser.parse_args()
+    if arguments.targets:
+        waiting = wait_for_targets(arguments.url.rstrip("/"), arguments.timeout)
+        print("console: " + ("every target scraped" if not waiting else "targets not up: " + ", ".join(waiting)))
+        return 0 if not waiting else 1
+    if not arguments.artifacts:
+        parser.error("--artifacts DIR is required")
     base, url = arguments.url.rstrip("/"), arguments.url.rstrip("/") + PAGE
     os.makedirs(arguments.artifacts, exist_ok=True)
     screenshot = os.path.join(arguments.artifacts, "console.png")
@@ -123,7 +148,7 @@ def main():
     dom = chromium(arguments.chromium, "--dump-dom", url)
     with open(dom_file, "w") as out:
         out.write(dom)
-    chromium(arguments.chromium, "--window-size=1400,1100", f"--screenshot={screenshot}", url)
+    chromium(arguments.chromium, "--window-size=1400,1500", f"--screenshot={screenshot}", url)
     with open(screenshot, "rb") as image:
         is_png = image.read(8) == b"\x89PNG\r\n\x1a\n"
     rendered = problems_of(panels(dom))
