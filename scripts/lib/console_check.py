@@ -113,7 +113,7 @@ def wait_for_targets(base, timeout):
 
 def chromium(binary, *arguments):
     with tempfile.TemporaryDirectory() as profile:
-        command = [binary, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+        command = [binary, "--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage", "--hide-scrollbars",
                    f"--user-data-dir={profile}", *arguments]
         return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
 
