@@ -2,7 +2,7 @@
 """The operator console (prometheus/consoles/paypipe.html) rendered in headless Chromium, every panel with data.
 
   console_check.py PROMETHEUS_URL --targets [--timeout SECONDS]
-  console_check.py PROMETHEUS_URL --artifacts DIR [--timeout SECONDS] [--chromium BINARY]
+  console_check.py PROMETHEUS_URL --artifacts DIR [--timeout SECONDS] [--chromium BINARY] [--grafana DASHBOARD.json]
 
 --targets waits until Prometheus has scraped every target successfully (bounded by --timeout): the workers' series
 start at zero, so what happens after that counts in rate() and increase(). Traffic sent before a (re)started
@@ -15,6 +15,9 @@ Prometheus first scrapes a (re)started worker would be the starting value of its
 2. Renders the page in headless Chromium: --dump-dom (kept as DIR/console.html) and --screenshot (DIR/console.png).
 3. Asserts on Chromium's DOM: every panel present, each with a value cell, no cell "no data", "NaN" or "idle", and a
    row for every stage in the stages panel.
+With --grafana, step 1 also waits for every query of that Grafana dashboard (its panels' targets) to answer the
+same way: the compose stack's dashboard (docker/grafana/dashboards/paypipe.json) asks this Prometheus what the
+console asks, and no Grafana runs here.
 Exit 0 when all hold, 1 otherwise.
 """
 import argparse
@@ -80,14 +83,19 @@ def problems_of(found):
     return problems
 
 
-def wait_for_data(base, timeout):
+def grafana_queries(path):
+    with open(path) as dashboard:
+        return {target["expr"] for panel in json.load(dashboard)["panels"] for target in panel.get("targets", [])}
+
+
+def wait_for_data(base, timeout, extra_queries=()):
     deadline = time.monotonic() + timeout
     problems = ["the console never answered"]
     while True:
         try:
             found = panels(fetch(base + PAGE))
             problems = problems_of(found)
-            queries = {query for cells in found.values() for _, query, _ in cells}
+            queries = {query for cells in found.values() for _, query, _ in cells} | set(extra_queries)
             # A cell already named (no data, idle) is not named again for its query.
             problems += [f"query answers nothing finite: {query}" for query in sorted(queries)
                          if not any(query in problem for problem in problems) and not answers(base, query)]
@@ -125,6 +133,7 @@ def main():
     parser.add_argument("--artifacts")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--chromium", default="chromium")
+    parser.add_argument("--grafana", metavar="DASHBOARD.json")
     arguments = parser.parse_args()
     if arguments.targets:
         waiting = wait_for_targets(arguments.url.rstrip("/"), arguments.timeout)
@@ -138,8 +147,10 @@ def main():
     dom_file = os.path.join(arguments.artifacts, "console.html")
 
     started = time.monotonic()
-    problems = wait_for_data(base, arguments.timeout)
+    extra = grafana_queries(arguments.grafana) if arguments.grafana else set()
+    problems = wait_for_data(base, arguments.timeout, extra)
     print(f"console: {url}: " + ("every panel has data" if not problems else "data still missing")
+          + (f" (and every query of {arguments.grafana} answers)" if extra and not problems else "")
           + f" after {time.monotonic() - started:.0f}s")
     for problem in problems:
         print(f"  {problem}")
