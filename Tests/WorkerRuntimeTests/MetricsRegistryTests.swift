@@ -22,6 +22,24 @@ import Testing
         #expect(text.contains("paypipe_batch_phase_seconds_count{phase=\"ack\",stage=\"decrypt\"} 1"))
     }
 
+    /// Prometheus' rate() and increase() count a series' increments from its second sample on: a series that first
+    /// appears after a worker's first batch hides that batch, and an idle stage shows as no data. So the stage's
+    /// series exist at zero from start-up.
+    @Test func aStagesSeriesAreExportedAtZeroBeforeItsFirstBatch() {
+        let registry = MetricsRegistry()
+        _ = StageMetrics(registry: registry, stage: StageName("operations"))
+        let text = registry.render()
+        #expect(text.contains("paypipe_messages_consumed_total{stage=\"operations\"} 0\n"))
+        #expect(text.contains("paypipe_messages_acked_total{stage=\"operations\"} 0\n"))
+        #expect(text.contains("paypipe_in_flight_messages{stage=\"operations\"} 0\n"))
+        #expect(text.contains("paypipe_handler_duration_seconds_bucket{le=\"+Inf\",stage=\"operations\"} 0\n"))
+        #expect(text.contains("paypipe_handler_duration_seconds_count{stage=\"operations\"} 0\n"))
+        #expect(text.contains("paypipe_batch_size_count{stage=\"operations\"} 0\n"))
+        for phase in ["handle", "publish", "ack"] {
+            #expect(text.contains("paypipe_batch_phase_seconds_count{phase=\"\(phase)\",stage=\"operations\"} 0\n"))
+        }
+    }
+
     @Test func escapesLabelValues() {
         #expect(MetricsRegistry.labelText(["reason": "a\"b\\c\nd"]) == "{reason=\"a\\\"b\\\\c\\nd\"}")
     }

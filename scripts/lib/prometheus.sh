@@ -4,7 +4,8 @@
 #                                every instance started with stack_start_worker) and RabbitMQ's rabbitmq_prometheus
 #                                endpoint (job rabbitmq, per-queue series), with prometheus/alerts.yml as its rules
 #   stack_start_prometheus       validates that configuration with `promtool check config`, then runs Prometheus
-#                                on base + 95 (9195 by default), data in $STACK_VAR/prometheus
+#                                on base + 95 (9195 by default), data in $STACK_VAR/prometheus, serving the operator
+#                                console (prometheus/consoles/, console_libraries/) at stack_console_url
 #   prometheus_check             waits for every target to be up, then asserts that each series the alert rules
 #                                use exists and every rule evaluates (scripts/lib/prometheus_check.py)
 
@@ -43,8 +44,12 @@ stack_start_prometheus() {
     promtool check config "$dir/prometheus.yml" >/dev/null
     stack_spawn prometheus "$STACK_LOGS/prometheus.log" -- prometheus --config.file="$dir/prometheus.yml" \
         --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=1d \
-        --web.listen-address="127.0.0.1:$((STACK_PORT_BASE + 95))"
+        --web.listen-address="127.0.0.1:$((STACK_PORT_BASE + 95))" \
+        --web.console.templates="$STACK_ROOT/prometheus/consoles" --web.console.libraries="$STACK_ROOT/prometheus/console_libraries"
 }
+
+# The operator console (prometheus/consoles/paypipe.html, docs/operations.md "Operator console").
+stack_console_url() { echo "$(stack_prometheus_url)/consoles/paypipe.html"; }
 
 prometheus_check() {
     python3 "$STACK_ROOT/scripts/lib/prometheus_check.py" "$(stack_prometheus_url)" "$STACK_ROOT/prometheus/alerts.yml"

@@ -45,6 +45,14 @@ public final class MetricsRegistry: Sendable {
         update(name, labels: labels) { series, _ in series.value = value }
     }
 
+    /// Creates a series at zero (a histogram's buckets too) unless it exists, so it is exported before its first event:
+    /// Prometheus' rate() and increase() count a series' increments only from its second sample on.
+    public func zero(_ name: String, labels: [String: String] = [:]) {
+        update(name, labels: labels) { series, buckets in
+            if series.bucketCounts.isEmpty { series.bucketCounts = Array(repeating: 0, count: buckets.count) }
+        }
+    }
+
     public func observe(_ name: String, labels: [String: String] = [:], _ value: Double) {
         update(name, labels: labels) { series, buckets in
             if series.bucketCounts.isEmpty { series.bucketCounts = Array(repeating: 0, count: buckets.count) }

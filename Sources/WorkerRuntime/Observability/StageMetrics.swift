@@ -36,6 +36,10 @@ public struct StageMetrics: Sendable {
         registry.register(Name.reconnects, kind: .counter, help: "Reconnections to the broker or the database.")
         registry.register(Name.databaseUp, kind: .gauge, help: "1 while the last database operation succeeded.")
         registry.register(Name.brokerUp, kind: .gauge, help: "1 while the consuming connection is up.")
+        // The stage's series exist from start-up at zero: a worker's first batch then counts in rate() and increase(),
+        // and an idle stage reads 0 on a dashboard rather than no data.
+        for name in [Name.consumed, Name.acked, Name.handlerSeconds, Name.batchSize, Name.inFlight] { registry.zero(name, labels: labels) }
+        for phase in BatchPhases.names { registry.zero(Name.batchPhaseSeconds, labels: labels.merging(["phase": phase]) { $1 }) }
         BuildInfo.current.register(in: registry)
     }
 
@@ -47,7 +51,7 @@ public struct StageMetrics: Sendable {
     public func handled(batch: Int, phases: BatchPhases) {
         registry.observe(Name.batchSize, labels: labels, Double(batch))
         for _ in 0..<batch { registry.observe(Name.handlerSeconds, labels: labels, phases.total / Double(max(batch, 1))) }
-        for (phase, seconds) in [("handle", phases.handle), ("publish", phases.publish), ("ack", phases.ack)] {
+        for (phase, seconds) in zip(BatchPhases.names, [phases.handle, phases.publish, phases.ack]) {
             registry.observe(Name.batchPhaseSeconds, labels: labels.merging(["phase": phase]) { $1 }, seconds)
         }
     }
@@ -65,6 +69,8 @@ public struct BatchPhases: Sendable, Equatable {
     /// Publishing the batch's hand-offs, retries and dead letters until the broker confirmed them.
     public var publish: Double
     public var ack: Double
+    /// The `phase` label of each, in the order of the lane.
+    public static let names = ["handle", "publish", "ack"]
 
     public init(handle: Double, publish: Double, ack: Double) {
         (self.handle, self.publish, self.ack) = (handle, publish, ack)
