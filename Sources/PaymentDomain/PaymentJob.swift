@@ -101,7 +101,9 @@ public struct PaymentJob: Sendable, Equatable {
         }
         let token: [UInt8]
         // `null` reads as absent, as for the other optional members.
-        let prime = object["tapPayPrime"].flatMap { $0.isNull ? nil : $0 }
+        // `.none`, not `nil`: JSONValue is ExpressibleByNilLiteral, so a bare `nil` in this ternary was `.null`, and a
+        // null prime counted as given (refusing `"tapPayPrime": null` next to an applePayToken).
+        let prime = object["tapPayPrime"].flatMap { $0.isNull ? JSONValue?.none : $0 }
         switch object["applePayToken"] {
         case _ where prime != nil:
             guard object["applePayToken"] == nil else { throw invalid("give applePayToken or tapPayPrime, not both") }

@@ -121,7 +121,7 @@ extension Integration {
                     guard case .publish(let messages) = outcome else { return outcome }
                     return .publish(messages.map { message in
                         // `webhook.exhausted` carries the wall-clock time of the exhaustion (and an id derived from it).
-                        guard case .event(let exchange, let type, _, _, _, let mandatory, _) = message,
+                        guard case .event(let exchange, let type, _, _, _, let mandatory, _, _, _) = message,
                               type == OperationalEvent.Kind.webhookExhausted.rawValue else { return message }
                         return .event(exchange: exchange, type: type, id: "", body: [], timestamp: Date(timeIntervalSince1970: 0), mandatory: mandatory)
                     })

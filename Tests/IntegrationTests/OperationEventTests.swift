@@ -57,6 +57,12 @@ extension Integration {
         #expect(event["data"]?["amount"] == ["value": 1050, "currency": "GBP"])
         #expect(event["data"]?["lifecycle"]?["status"] == "voided")
         #expect(published.map(\.rendered.routingKey) == ["payment.voided"] && published[0].rendered.body == requests[0].body)
+        // Correlated by the operation's id; the headers name the payment's job (docs/job-contract.md "Receiving results").
+        #expect(published[0].rendered.properties.correlationId == "cancel-9")
+        #expect(published[0].rendered.properties.headers.compactMapValues(\.stringValue) == [
+            "merchantId": payment.merchantId, "jobId": payment.jobId, "paymentId": payment.paymentId.paymentIDText,
+            "operationId": "cancel-9", "type": "payment.voided",
+        ])
         #expect(try harness.deliveries(payment.paymentId).map(\.eventType) == ["payment.voided"])
         // Again: the result is published again, the webhook is not sent again.
         guard case .success(.publish(let again)) = stage.process([message], database: database)[0] else { throw TestFailure("not re-published") }

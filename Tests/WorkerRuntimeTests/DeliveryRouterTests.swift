@@ -186,4 +186,17 @@ import Testing
         #expect(merchant.routingKey == "payment.authorized")
         #expect(merchant.properties.headers["CC"] == .array([.string("payment.authorized.merchant-a")]))
     }
+
+    @Test func anEventCarriesItsCorrelationIdAndStringHeaders() {
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        let plain = router.message(for: .event(exchange: "paypipe.results", type: "payment.authorized", id: "evt_1", body: [1], timestamp: at))
+        #expect(plain.properties.correlationId == nil && plain.properties.headers.isEmpty)
+        let correlated = router.message(for: .event(exchange: "paypipe.results", type: "payment.authorized", id: "evt_1", body: [1], timestamp: at,
+                                                    alsoRoutedAs: ["payment.authorized.m"], correlationId: "job-1",
+                                                    headers: ["jobId": "job-1", "type": "payment.authorized"]))
+        #expect(correlated.properties.correlationId == "job-1")
+        #expect(correlated.properties.messageId == "evt_1")
+        #expect(correlated.properties.headers == ["jobId": .string("job-1"), "type": .string("payment.authorized"),
+                                                  "CC": .array([.string("payment.authorized.m")])])
+    }
 }

@@ -37,7 +37,7 @@ extension NotifyStage {
                                    lifecycle: try PaymentStore().money(paymentId, forUpdate: false, on: database)?.lifecycle, metadata: metadata)
         let body = event.body
         let result = Self.resultsExchangeMessage(id: event.id, type: event.type, body: body, timestamp: event.occurredAt,
-                                                merchantId: payment.merchantId)
+                                                merchantId: payment.merchantId, about: event.subject)
         if try extra.decode("notified_at", as: Date?.self) != nil {
             // Settled before: the webhook is never sent twice, the results event may not have been published.
             return .success(.publish([result]))

@@ -118,7 +118,7 @@ public struct NotifyStage: CallingStageHandler {
         case .failure(.unattributable(let code, let reason)): return .failure(.unattributable(code: code, reason: reason))
         case .success(.publish(let messages)):
             let result = messages.first { message in
-                guard case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _) = message else { return false }
+                guard case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _, _, _) = message else { return false }
                 return PaymentEventType(rawValue: type) != nil
             }
             return .success(result.map { .publish([$0]) } ?? .completed)
@@ -234,7 +234,7 @@ public struct NotifyStage: CallingStageHandler {
     /// The operational events of what committed: `paypipe_webhook_events_total` and `paypipe_webhooks_exhausted_total`.
     public func committed(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], _ recorded: [Result<Recorded, StageFailure>]) {
         for case .success(.decided(.success(.publish(let messages)))) in recorded {
-            for case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _) in messages {
+            for case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _, _, _) in messages {
                 switch OperationalEvent.Kind(rawValue: type) {
                 case .webhookExhausted?: countExhausted()
                 case .endpointDisabled?: countEvent(.endpointDisabled)
@@ -489,18 +489,26 @@ public struct NotifyStage: CallingStageHandler {
     }
 
     /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
-    /// it like on `webhook-id`). Not mandatory: a results exchange nobody binds to is a valid deployment.
+    /// it like on `webhook-id`), `correlation_id` = the job's id. Not mandatory: a results exchange nobody binds to is a
+    /// valid deployment.
     public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> OutboundMessage {
-        resultsExchangeMessage(id: event.id, type: event.type.rawValue, body: body, timestamp: event.occurredAt, merchantId: event.merchantId)
+        resultsExchangeMessage(id: event.id, type: event.type.rawValue, body: body, timestamp: event.occurredAt, merchantId: event.merchantId,
+                               about: event.subject)
     }
 
     /// Any event on `paypipe.results` (payment results and ``OperationalEvent``s): routing key and AMQP `type` = the
     /// event type, `message_id` = the event id, persistent, not mandatory. A merchant's event is also routed by
     /// `<type>.<merchantId>` (``PipelineTopology/merchantResultsKey(type:merchantId:)``), for readers bound to their
-    /// merchants only.
-    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date, merchantId: String? = nil) -> OutboundMessage {
-        .event(exchange: PipelineTopology.resultsExchange, type: type, id: id, body: body, timestamp: timestamp,
-               alsoRoutedAs: merchantId.map { [PipelineTopology.merchantResultsKey(type: type, merchantId: $0)] } ?? [])
+    /// merchants only. `subject` gives the `correlation_id` and the headers (``ResultSubject``); the `type` header is
+    /// always set, and `merchantId` falls back to the routing merchant.
+    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date, merchantId: String? = nil,
+                                       about subject: ResultSubject = ResultSubject()) -> OutboundMessage {
+        var headers = subject.headers
+        headers["type"] = type
+        if headers["merchantId"] == nil { headers["merchantId"] = merchantId }
+        return .event(exchange: PipelineTopology.resultsExchange, type: type, id: id, body: body, timestamp: timestamp,
+                      alsoRoutedAs: merchantId.map { [PipelineTopology.merchantResultsKey(type: type, merchantId: $0)] } ?? [],
+                      correlationId: subject.correlationId, headers: headers)
     }
 
     /// `scheme://host:port` of a URL: the unit of the endpoint gate's concurrency slots, circuit and rate.

@@ -178,7 +178,7 @@ public struct DeliveryRouter: Sendable {
     /// What a handler's ``OutboundMessage`` is on the broker.
     public func message(for outbound: OutboundMessage, now: Date = Date()) -> AMQPOutboundMessage {
         switch outbound {
-        case .event(let exchange, let type, let id, let body, let timestamp, let mandatory, let alsoRoutedAs):
+        case .event(let exchange, let type, let id, let body, let timestamp, let mandatory, let alsoRoutedAs, let correlationId, let headers):
             var properties = AMQPProperties()
             properties.contentType = "application/json"
             properties.messageId = id
@@ -186,6 +186,8 @@ public struct DeliveryRouter: Sendable {
             properties.persistent = true
             properties.appId = "paypipe-\(stage.rawValue)"
             properties.timestamp = timestamp
+            properties.correlationId = correlationId
+            for (name, value) in headers { properties.headers[name] = .string(value) }
             if !alsoRoutedAs.isEmpty { properties.headers[Header.carbonCopy] = .array(alsoRoutedAs.map { .string($0) }) }
             return AMQPOutboundMessage(exchange: exchange, routingKey: type, body: body, properties: properties, mandatory: mandatory)
         case .deadLetter(let inbound, let code, let reason):

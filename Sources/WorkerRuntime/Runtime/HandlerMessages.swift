@@ -54,8 +54,11 @@ public enum OutboundMessage: Sendable, Equatable {
     /// A persistent JSON event on `exchange`: routing key and AMQP `type` = `type`, `message_id` = `id` (consumers dedupe
     /// on it), `timestamp` = when it happened, `app_id` = the worker. Not mandatory unless asked: an exchange nobody
     /// binds to is a valid deployment. `alsoRoutedAs`: more routing keys it is routed by, sent as RabbitMQ's `CC` header
-    /// (sender-selected distribution): a queue bound by several of its keys still receives it once.
-    case event(exchange: String, type: String, id: String, body: [UInt8], timestamp: Date, mandatory: Bool = false, alsoRoutedAs: [String] = [])
+    /// (sender-selected distribution): a queue bound by several of its keys still receives it once. `correlationId`:
+    /// the AMQP `correlation_id` (what the event answers, e.g. a job id); `headers`: string headers for readers that
+    /// select without parsing the body.
+    case event(exchange: String, type: String, id: String, body: [UInt8], timestamp: Date, mandatory: Bool = false, alsoRoutedAs: [String] = [],
+               correlationId: String? = nil, headers: [String: String] = [:])
     /// The inbound message's copy for this stage's dead-letter queue, with the code, the reason and its origin.
     case deadLetter(InboundMessage, code: String, reason: String)
 }

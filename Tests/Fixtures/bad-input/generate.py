@@ -141,6 +141,11 @@ for cid, url, note in [("notifyUrl-number", 8080, "notifyUrl is a number"), ("no
                        ("notifyUrl-no-host", "http://", "notifyUrl without a host"), ("notifyUrl-opaque", "https:shop.example", "notifyUrl without //host"),
                        ("notifyUrl-relative", "/paypipe-events", "a relative URL"), ("notifyUrl-spaces", "https://shop example/hook", "space in the host")]:
     failed(cid, C, job(cid, notifyUrl=url), "invalid_job", note)
+for cid, over, note in [("captureWithin-without-captureMode", {"captureWithin": "P7D"}, "captureWithin without captureMode (the merchant's manual mode does not count)"),
+                        ("captureWithin-automatic", {"captureMode": "automatic", "captureWithin": "P7D"}, "captureWithin with captureMode automatic"),
+                        ("captureWithin-empty-duration", {"captureMode": "manual", "captureWithin": "P"}, "captureWithin \"P\": no duration at all"),
+                        ("captureWithin-time-without-unit", {"captureMode": "manual", "captureWithin": "P1DT"}, "captureWithin with a \"T\" and no time unit")]:
+    failed(cid, C, job(cid, **over), "invalid_job", note)
 failed("metadata-array", C, job("metadata-array", metadata=["a"]), "invalid_job", "metadata is an array")
 failed("metadata-number-value", C, job("metadata-number-value", metadata={"cartId": 42}), "invalid_job", "a metadata value is a number")
 failed("metadata-nested", C, job("metadata-nested", metadata={"cart": {"id": "42"}}), "invalid_job", "a metadata value is an object")
