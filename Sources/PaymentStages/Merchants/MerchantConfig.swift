@@ -35,7 +35,7 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         public var tapPay: TapPaySettings? = nil
 
         /// The connector `type` names (``MerchantDocument/Gateway/connector``).
-        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
+        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback }
         /// The document's `gateway.captureMode` / `gateway.captureWithin` as applied (absent: automatic).
         public var captureMode: String? = nil
         public var captureWithin: String? = nil

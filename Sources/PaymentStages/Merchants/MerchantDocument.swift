@@ -76,7 +76,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         public var tapPay: TapPaySettings?
 
         /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it).
-        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
+        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback }
         /// `automatic` (absent: the behaviour before operations existed) or `manual`: the AUTH is suspended
         /// (settlestatus 2) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.
         public var captureMode: String?

@@ -33,14 +33,9 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
         }
     }
 
-    /// The secret calls to `gateway`'s connector need: Trust Payments' transport secret, OPP's access token or
-    /// TapPay's partner key.
+    /// The secret calls to `gateway`'s connector need (``ConnectorPlugin/secret(in:for:)``).
     public func connectorSecret(for gateway: MerchantConfig.Gateway) -> String? {
-        switch gateway.connector {
-        case .trustPayments: gatewaySecret(for: gateway.resolvedTransport)
-        case .opp: oppAccessToken
-        case .tapPay: tapPayPartnerKey
-        }
+        gateway.connector.plugin.secret(in: self, for: gateway)
     }
 
     public var customMirror: Mirror { Mirror(reflecting: description) }

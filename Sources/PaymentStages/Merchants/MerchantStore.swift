@@ -67,14 +67,8 @@ public struct MerchantStore: Sendable {
         }
         if let gateway = document.gateway {
             do throws(CapturePolicy.Invalid) {
-                let manual = try gateway.capturePolicy().mode == .manual
-                if manual, ConnectorKind(gatewayType: gateway.type) == nil {
-                    // Each connector holds a manual AUTH its own way (``CaptureSuspension``); an unknown type has none.
-                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs a known gateway.type (trustpayments, opp, tappay)")
-                }
-                if manual, gateway.connector == .trustPayments, gateway.resolvedTransport != .webservices {
-                    // A suspended AUTH is captured by TRANSACTIONUPDATE, which only the webservices transport sends.
-                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs transport \"webservices\" (captures are TRANSACTIONUPDATEs)")
+                if try gateway.capturePolicy().mode == .manual, let problem = ConnectorDocument.manualCaptureProblem(gateway) {
+                    throw CapturePolicy.Invalid(reason: problem)
                 }
             } catch {
                 throw MerchantError.invalidDocument("gateway.\(error.reason)")
