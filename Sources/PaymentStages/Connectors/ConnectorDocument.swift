@@ -9,6 +9,10 @@ public enum ConnectorDocument {
         guard connector.capabilities.modes.contains(gateway.mode) else {
             return "gateway.mode \(gateway.mode.rawValue) is not supported by the \(connector.rawValue) connector"
         }
+        let foreign = ConnectorRegistry.all.filter { $0.kind != connector && $0.plugin.carriesSection(gateway) }.map(\.kind.rawValue)
+        guard foreign.isEmpty else {
+            return "a \(connector.rawValue) gateway carries no settings or credentials of \(foreign.joined(separator: " or ")) (their gateway.type's)"
+        }
         return connector.plugin.documentProblem(gateway)
     }
 

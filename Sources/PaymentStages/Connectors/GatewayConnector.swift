@@ -47,7 +47,7 @@ public protocol GatewayConnector: Sendable {
     ) -> GatewayResult
 
     /// ``perform(_:endpoint:requestId:now:window:using:)`` carrying `reference`, PayPipe's own key of the operation,
-    /// where the processor takes one (OPP's `merchantTransactionId`): what ``findOperation`` looks it up by.
+    /// where the processor takes one (a merchant transaction id): what ``findOperation`` looks it up by.
     func perform(
         _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
         using client: HTTPClient
@@ -256,6 +256,9 @@ public protocol ConnectorPlugin: GatewayConnector {
     /// Why the merchant document's `gateway` (of this connector's type) cannot be used, or nil: `paypipe merchant
     /// apply` refuses it then, not at its first payment. The mode is checked against the capabilities before.
     static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String?
+
+    /// Whether the document carries this connector's own section or credentials (another connector's document must not).
+    static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool
 
     /// Why `captureMode` `manual` cannot work for this document, or nil.
     static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String?

@@ -30,7 +30,7 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         /// Absent in rows applied before transports existed: those are `jwt` (``resolvedTransport``).
         public var transport: MerchantDocument.Gateway.Transport? = nil
         public var webservicesUsername: String? = nil
-        /// OPP's and TapPay's non-secret settings (absent for Trust Payments, and in rows applied before connectors).
+        /// Connector sections' non-secret settings (absent for connectors without one, and in rows applied before them).
         public var opp: OPPSettings? = nil
         public var tapPay: TapPaySettings? = nil
 

@@ -46,18 +46,18 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// How submit reaches the gateway (docs/merchant-config.md, docs/submit.md).
         public enum Transport: String, Codable, Sendable, CaseIterable {
             /// The Webservices JSON API: `POST {baseUrl}/json/` with HTTP Basic as a Webservices user, the route
-            /// of Trust Payments' server-side SDKs, on which TRANSACTIONQUERY is documented.
+            /// of the processor's server-side SDKs, on which its status query is documented.
             case webservices
             /// `POST {baseUrl}/jwt/` with a request JWT signed by a "Webservices JWT" user: for accounts that only
             /// have such a user.
             case jwt
         }
 
-        /// Picks the connector (``ConnectorKind/init(gatewayType:)``): `trustpayments` (or `securetrading`), `opp`, `tappay`.
+        /// Picks the connector (``ConnectorKind/init(gatewayType:)``): one of ``ConnectorRegistry``'s aliases.
         public var type: String
         public var baseUrl: String
-        /// Trust Payments' site reference; may be left out for OPP and TapPay, whose account is `opp.entityId` or
-        /// `tapPay.merchantId` (it then reads as that).
+        /// The processor account ("site reference"); may be left out when the connector's own section names the
+        /// account (it then reads as that).
         public var siteReference: String
         /// Needed by the `jwt` transport only.
         public var jwtUsername: String?
@@ -75,7 +75,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// The TapPay connector's settings (`type` `tappay`); its `partnerKey` is a secret.
         public var tapPay: TapPaySettings?
 
-        /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it).
+        /// The connector `type` names (``ConnectorRegistry/fallback`` for a type no connector claims: the authorize stage refuses it).
         public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback }
         /// `automatic` (absent: the behaviour before operations existed) or `manual`: the AUTH is suspended
         /// (settlestatus 2) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.
@@ -158,7 +158,7 @@ extension MerchantDocument {
     }
 
     /// As synthesised, except that `identities` may be absent when the processor decrypts (`gateway.mode`
-    /// `gateway-decrypts`: a TapPay merchant sends primes, an OPP merchant may send Apple's encrypted token), where
+    /// `gateway-decrypts`: the merchant sends a processor's one-time credential or Apple's encrypted token), where
     /// PayPipe holds no Apple identity; it reads as none. Wherever PayPipe decrypts (merchant-decrypts, or no gateway)
     /// a document without it is still refused as before.
     public init(from decoder: any Decoder) throws {
@@ -188,7 +188,7 @@ extension MerchantDocument.Gateway {
     }
 
     /// As synthesised, except that `siteReference` may be absent when `opp.entityId` or `tapPay.merchantId` names the
-    /// account (Trust Payments documents keep requiring it: `paypipe merchant apply` refuses an empty one).
+    /// account (other documents keep requiring it: `paypipe merchant apply` refuses an empty one).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         type = try container.decode(String.self, forKey: .type)

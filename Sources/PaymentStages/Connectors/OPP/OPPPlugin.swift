@@ -13,13 +13,12 @@ extension OPPConnector: ConnectorPlugin {
 
     public static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String? {
         guard let settings = gateway.opp else { return "the opp type needs gateway.opp {entityId, accessToken}" }
-        guard gateway.tapPay == nil, gateway.jwtSecret == nil, gateway.webservicesPassword == nil else {
-            return "an opp gateway carries no Trust Payments or TapPay credentials"
-        }
         if let problem = settings.problem(mode: gateway.mode) { return problem }
         guard let token = settings.accessToken, !token.isEmpty, token.utf8.count <= 1024 else { return "gateway.opp.accessToken is required (at most 1024 characters)" }
         return ConnectorDocument.siteProblem(gateway, account: settings.entityId, field: "opp.entityId")
     }
+
+    public static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool { gateway.opp != nil }
 
     public static func secret(in secrets: MerchantSecrets, for gateway: MerchantConfig.Gateway) -> String? { secrets.oppAccessToken }
 

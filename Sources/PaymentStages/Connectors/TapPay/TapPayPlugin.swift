@@ -13,13 +13,12 @@ extension TapPayConnector: ConnectorPlugin {
 
     public static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String? {
         guard let settings = gateway.tapPay else { return "the tappay type needs gateway.tapPay {merchantId, partnerKey}" }
-        guard gateway.opp == nil, gateway.jwtSecret == nil, gateway.webservicesPassword == nil else {
-            return "a tappay gateway carries no Trust Payments or OPP credentials"
-        }
         if let problem = settings.problem(mode: gateway.mode) { return problem }
         guard let key = settings.partnerKey, (1...64).contains(key.utf8.count) else { return "gateway.tapPay.partnerKey is required (String(64))" }
         return ConnectorDocument.siteProblem(gateway, account: settings.merchantId, field: "tapPay.merchantId")
     }
+
+    public static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool { gateway.tapPay != nil }
 
     public static func secret(in secrets: MerchantSecrets, for gateway: MerchantConfig.Gateway) -> String? { secrets.tapPayPartnerKey }
 

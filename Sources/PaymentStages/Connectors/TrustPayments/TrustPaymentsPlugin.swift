@@ -7,13 +7,12 @@ import Pipeline
 extension TrustPaymentsClient: ConnectorPlugin {
     public static var kind: ConnectorKind { .trustPayments }
 
-    /// The pool's HTTP settings for the `jwt` transport; the `webservices` transport's from `PAYPIPE_WEBSERVICES_*`.
+    /// The pool's HTTP settings for the `jwt` transport; the `webservices` transport's from its two variables.
     public static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> TrustPaymentsClient {
         TrustPaymentsClient(http: settings.http, transport: settings.transport, webservices: try WebservicesTransport(settings.environment))
     }
 
     public static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String? {
-        guard gateway.opp == nil, gateway.tapPay == nil else { return "gateway.opp and gateway.tapPay belong to the opp and tappay types" }
         guard gateway.resolvedTransport == .webservices else { return nil }
         // The transport cannot send without its user.
         guard let user = gateway.webservicesUsername, !user.isEmpty, user.utf8.count <= 255 else {
@@ -24,6 +23,9 @@ extension TrustPaymentsClient: ConnectorPlugin {
         }
         return nil
     }
+
+    /// The transports' secrets.
+    public static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool { gateway.jwtSecret != nil || gateway.webservicesPassword != nil }
 
     /// A suspended AUTH is captured by TRANSACTIONUPDATE, which only the webservices transport sends.
     public static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String? {
