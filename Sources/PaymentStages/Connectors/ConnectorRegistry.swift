@@ -80,6 +80,9 @@ public enum ConnectorRegistry {
     /// How `gateway.type` is compared: lower-cased, without `-` and `_`.
     public static func normalized(_ gatewayType: String) -> String { gatewayType.lowercased().filter { $0 != "-" && $0 != "_" } }
 
+    /// Every connector's merchant-document section type (``ConnectorPlugin/sectionType``).
+    static var sectionTypes: [any ConnectorSection.Type] { all.compactMap { $0.plugin.sectionType } }
+
     /// Every connector's keys holding card data or secrets in its stored requests (``ClaimsRedactor``).
     public static var sensitiveKeys: Set<String> { all.reduce(into: []) { $0.formUnion($1.plugin.sensitiveKeys) } }
     /// The keys among them that hold a PAN (shown with its last four digits).

@@ -257,6 +257,9 @@ public protocol ConnectorPlugin: GatewayConnector {
     /// apply` refuses it then, not at its first payment. The mode is checked against the capabilities before.
     static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String?
 
+    /// Its own section of the merchant document's `gateway`, if it has one (``ConnectorSection``).
+    static var sectionType: (any ConnectorSection.Type)? { get }
+
     /// Whether the document carries this connector's own section or credentials (another connector's document must not).
     static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool
 
@@ -289,4 +292,5 @@ extension ConnectorPlugin {
     public static var capabilities: ConnectorCapabilities { kind.capabilities }
 
     public static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String? { nil }
+    public static var sectionType: (any ConnectorSection.Type)? { nil }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JWT
 @testable import PaymentStages
 import Pipeline
 import Testing
@@ -88,5 +89,48 @@ import Testing
         #expect(throws: ConfigurationError.self) {
             try ConnectorRegistry.connectors(ConnectorWorkerSettings(http: http, transport: .strict, environment: EnvironmentReader(["PAYPIPE_WEBSERVICES_TIMEOUT": "x"])))
         }
+    }
+}
+
+/// The connector sections keep the merchant documents, `merchants.config` and the sealed secrets as they were: each
+/// section under its own key beside the other fields, its secret sealed under its own name.
+@Suite struct ConnectorSectionTests {
+    @Test func sectionsDecodeAndEncodeUnderTheirKeys() throws {
+        let json = #"{"type":"tappay","baseUrl":"https://sandbox.tappaysdk.com","mode":"gateway-decrypts","tapPay":{"merchantId":"m1","partnerKey":"partner_k"}}"#
+        let gateway = try JSONDecoder().decode(MerchantDocument.Gateway.self, from: Data(json.utf8))
+        #expect(gateway.tapPay == TapPaySettings(merchantId: "m1", partnerKey: "partner_k"))
+        #expect(gateway.opp == nil)
+        #expect(gateway.siteReference == "m1", "the section's account stands for a missing siteReference")
+        let encoded = try JSONValue.parse(Array(JSONEncoder().encode(gateway)))
+        #expect(encoded["tapPay"]?["merchantId"]?.stringValue == "m1")
+        #expect(encoded["tapPay"]?["partnerKey"]?.stringValue == "partner_k")
+        #expect(try JSONDecoder().decode(MerchantDocument.Gateway.self, from: JSONEncoder().encode(gateway)) == gateway)
+        #expect(MerchantDocument(id: "m", appleMerchantIdentifier: nil, identities: [], gateway: gateway, webhook: nil).containsInlineSecrets)
+    }
+
+    @Test func configKeepsTheSectionWithoutItsSecret() throws {
+        let stored = #"{"type":"opp","baseUrl":"https://x","siteReference":"e1","mode":"merchant-decrypts","requestTypes":["AUTH"],"transport":"webservices","opp":{"entityId":"e1","paymentType":"PA"}}"#
+        let config = try JSONDecoder().decode(MerchantConfig.Gateway.self, from: Data(stored.utf8))
+        #expect(config.opp == OPPSettings(entityId: "e1", paymentType: "PA"))
+        let again = try JSONValue.parse(Array(JSONEncoder().encode(config)))
+        #expect(again["opp"]?["entityId"]?.stringValue == "e1" && again["opp"]?["paymentType"]?.stringValue == "PA")
+        #expect(again["transport"]?.stringValue == "webservices" && again["requestTypes"]?[0]?.stringValue == "AUTH")
+        #expect(try JSONDecoder().decode(MerchantConfig.Gateway.self, from: JSONEncoder().encode(config)) == config, "a row reads and writes back as it was")
+        var document = MerchantDocument.Gateway(type: "opp", baseUrl: "https://x", siteReference: "e1", mode: .merchantDecrypts,
+                                                opp: OPPSettings(entityId: "e1", accessToken: "tok"))
+        #expect(document.sections.withoutSecrets[OPPSettings.self]?.accessToken == nil)
+        #expect(document.sections.secrets == ["oppAccessToken": "tok"])
+        document.opp = nil
+        #expect(document.sections.isEmpty)
+    }
+
+    @Test func sealedSecretsKeepTheirNames() throws {
+        let older = #"{"privateKeys":[],"jwtSecret":null,"webhookSecrets":["whsec_a"],"oppAccessToken":"tok","tapPayPartnerKey":"pk"}"#
+        let secrets = try JSONDecoder().decode(MerchantSecrets.self, from: Data(older.utf8))
+        #expect(secrets.oppAccessToken == "tok" && secrets.tapPayPartnerKey == "pk" && secrets.webhookSecrets == ["whsec_a"])
+        let written = try JSONValue.parse(Array(JSONEncoder().encode(secrets)))
+        #expect(written["oppAccessToken"]?.stringValue == "tok" && written["tapPayPartnerKey"]?.stringValue == "pk")
+        #expect("\(secrets)" == "MerchantSecrets(privateKeys: 0, jwtSecret: unset, webservicesPassword: unset, oppAccessToken: set, tapPayPartnerKey: set, webhookSecrets: 1)")
+        #expect(try JSONDecoder().decode(MerchantSecrets.self, from: Data(#"{"privateKeys":[],"webhookSecrets":[]}"#.utf8)).connectorSecrets.isEmpty)
     }
 }

@@ -18,6 +18,8 @@ extension OPPConnector: ConnectorPlugin {
         return ConnectorDocument.siteProblem(gateway, account: settings.entityId, field: "opp.entityId")
     }
 
+    public static var sectionType: (any ConnectorSection.Type)? { OPPSettings.self }
+
     public static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool { gateway.opp != nil }
 
     public static func secret(in secrets: MerchantSecrets, for gateway: MerchantConfig.Gateway) -> String? { secrets.oppAccessToken }

@@ -18,6 +18,8 @@ extension TapPayConnector: ConnectorPlugin {
         return ConnectorDocument.siteProblem(gateway, account: settings.merchantId, field: "tapPay.merchantId")
     }
 
+    public static var sectionType: (any ConnectorSection.Type)? { TapPaySettings.self }
+
     public static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool { gateway.tapPay != nil }
 
     public static func secret(in secrets: MerchantSecrets, for gateway: MerchantConfig.Gateway) -> String? { secrets.tapPayPartnerKey }
