@@ -83,6 +83,21 @@ public enum ConnectorRegistry {
     /// Every connector's merchant-document section type (``ConnectorPlugin/sectionType``).
     static var sectionTypes: [any ConnectorSection.Type] { all.compactMap { $0.plugin.sectionType } }
 
+    /// The replay key of a job carrying a connector's own credential instead of a token, or nil (decrypt).
+    public static func credentialReplayKey(_ job: PaymentJob) -> String? {
+        all.lazy.compactMap { $0.plugin.credentialReplayKey(job) }.first
+    }
+
+    /// What decrypt stores for a job carrying a connector's own credential, or nil for a token job.
+    public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? {
+        all.lazy.compactMap { $0.plugin.credentialData(job, publishedAt: publishedAt) }.first
+    }
+
+    /// Why `job` does not fit its merchant's connector (`malformed_token`), or nil.
+    public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? {
+        all.lazy.compactMap { $0.plugin.jobMismatch(job, connector: connector) }.first
+    }
+
     /// Every connector's keys holding card data or secrets in its stored requests (``ClaimsRedactor``).
     public static var sensitiveKeys: Set<String> { all.reduce(into: []) { $0.formUnion($1.plugin.sensitiveKeys) } }
     /// The keys among them that hold a PAN (shown with its last four digits).

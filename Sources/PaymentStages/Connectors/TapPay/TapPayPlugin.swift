@@ -43,6 +43,17 @@ extension TapPayConnector: ConnectorPlugin {
         return try TapPayWire.payByPrimeRequest(settings: settings, payment: payment, data: data)
     }
 
+    /// A TapPay job carries the prime TapPay's SDK gave the app.
+    public static func credentialReplayKey(_ job: PaymentJob) -> String? { job.tapPayPrime.map(TapPayJob.transactionId(prime:)) }
+
+    public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? {
+        job.tapPayPrime.map {
+            StoredPaymentData.tapPay(prime: $0, publishedAt: publishedAt, billingContact: job.billingContact, shippingContact: job.shippingContact)
+        }
+    }
+
+    public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? { TapPayJob.mismatch(job, connector: connector) }
+
     /// The prime is a one-time credential for the card.
     public static var sensitiveKeys: Set<String> { ["prime", "partner_key"] }
     public static var panKeys: Set<String> { [] }
