@@ -185,7 +185,7 @@ extension MerchantDocument.Gateway {
              captureMode, captureWithin
     }
 
-    /// As synthesised, except that `siteReference` may be absent when `opp.entityId` or `tapPay.merchantId` names the
+    /// As synthesised, except that `siteReference` may be absent when the connector's section names the
     /// account (other documents keep requiring it: `paypipe merchant apply` refuses an empty one).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
