@@ -83,6 +83,9 @@ public enum ConnectorRegistry {
     /// Every connector's merchant-document section type (``ConnectorPlugin/sectionType``).
     static var sectionTypes: [any ConnectorSection.Type] { all.compactMap { $0.plugin.sectionType } }
 
+    /// The names stored payment data keeps connectors' credentials under (``ProcessorCredential``).
+    static let credentialNames: [String] = all.compactMap { $0.plugin.credentialName }
+
     /// The replay key of a job carrying a connector's own credential instead of a token, or nil (decrypt).
     public static func credentialReplayKey(_ job: PaymentJob) -> String? {
         all.lazy.compactMap { $0.plugin.credentialReplayKey(job) }.first

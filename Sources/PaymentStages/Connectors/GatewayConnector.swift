@@ -284,6 +284,8 @@ public protocol ConnectorPlugin: GatewayConnector {
     /// For a connector whose jobs carry its own one-time credential in place of an Apple Pay token: the job's replay
     /// key (decrypt's `transaction_id`), or nil for a job without one.
     static func credentialReplayKey(_ job: PaymentJob) -> String?
+    /// The credential's name in stored payment data (``ProcessorCredential``), for such a connector.
+    static var credentialName: String? { get }
     /// What decrypt stores for such a job (no card data), its credential's age measured from `publishedAt`.
     static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData?
     /// Why `job` does not fit a merchant whose connector is `connector` (`malformed_token`), or nil.
@@ -302,6 +304,7 @@ extension ConnectorPlugin {
     public static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String? { nil }
     public static var sectionType: (any ConnectorSection.Type)? { nil }
     public static func credentialReplayKey(_ job: PaymentJob) -> String? { nil }
+    public static var credentialName: String? { nil }
     public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? { nil }
     public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? { nil }
 }

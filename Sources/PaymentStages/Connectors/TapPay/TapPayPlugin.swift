@@ -46,6 +46,8 @@ extension TapPayConnector: ConnectorPlugin {
     /// A TapPay job carries the prime TapPay's SDK gave the app.
     public static func credentialReplayKey(_ job: PaymentJob) -> String? { job.tapPayPrime.map(TapPayJob.transactionId(prime:)) }
 
+    public static var credentialName: String? { StoredPaymentData.tapPayPrimeName }
+
     public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? {
         job.tapPayPrime.map {
             StoredPaymentData.tapPay(prime: $0, publishedAt: publishedAt, billingContact: job.billingContact, shippingContact: job.shippingContact)
