@@ -4,7 +4,7 @@ extension JSONValue {
     /// Rules: no whitespace; object members in stored order; integers in decimal; doubles in Swift's shortest
     /// round-trip form (`1.5`, `1e-07`), non-finite ones as `null`; strings escape only `"`, `\` and control
     /// characters (`\b \f \n \r \t`, others as lowercase `\u00XX`); `/` and non-ASCII characters are written as is
-    /// (UTF-8). This matches the compact output of common JWT libraries (e.g. the Trust Payments vector).
+    /// (UTF-8). This matches the compact output of common JWT libraries (e.g. processors' published vectors).
     public func serialized() -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(256)

@@ -1,6 +1,6 @@
 import Crypto
 
-/// The JWS algorithms PayPipe accepts: HMAC only (Trust Payments signs request and response JWTs with a shared
+/// The JWS algorithms PayPipe accepts: HMAC only (payment gateways sign request and response JWTs with a shared
 /// secret). `none` and asymmetric algorithms are deliberately absent, so they cannot be selected by a token.
 public enum JWTAlgorithm: String, Sendable, Hashable, CaseIterable {
     case hs256 = "HS256"

@@ -1,4 +1,4 @@
-/// Why a JWT was not signed or accepted. Cases are stable so callers can map them (e.g. Trust Payments 10300
+/// Why a JWT was not signed or accepted. Cases are stable so callers can map them (e.g. a gateway's 10300
 /// "JWT decoding error" vs an expired token); descriptions never include the token, its claims or the key.
 public enum JWTError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not a compact JWS, bad base64url, header/claims not a JSON object, bad `alg`/`iat`/`exp` types, `crit`.

@@ -14,7 +14,7 @@ public struct JWTHeader: Sendable, Equatable {
     /// The exact UTF-8 JSON that is base64url-encoded into the token.
     public let json: [UInt8]
 
-    /// A header serialised deterministically as `{"alg":…,"typ":…[,"kid":…]}`, which is what Trust Payments'
+    /// A header serialised deterministically as `{"alg":…,"typ":…[,"kid":…]}`, which is what the gateways'
     /// examples and most JWT libraries emit.
     public init(algorithm: JWTAlgorithm, type: String? = "JWT", keyID: String? = nil) {
         var object: JSONValue = ["alg": .string(algorithm.rawValue)]

@@ -19,8 +19,8 @@ public struct JWTVerifier: Sendable {
     private let now: @Sendable () -> Date
 
     /// - Parameters:
-    ///   - algorithms: accepted `alg` values; pin the one your counterpart uses (Trust Payments: HS256).
-    ///   - maxAge: e.g. 15 * 60 for Trust Payments' 15-minute window on `iat`.
+    ///   - algorithms: accepted `alg` values; pin the one your counterpart uses (e.g. HS256).
+    ///   - maxAge: e.g. 15 * 60 for a 15-minute window on `iat`.
     ///   - now: the clock, injectable for tests.
     public init(
         key: [UInt8],

@@ -64,7 +64,7 @@ public struct FailureCode: Sendable, Hashable, CustomStringConvertible {
         let prefix = code[..<open]
         guard text.hasPrefix(prefix) else { return false }
         let rest = text.dropFirst(prefix.count)
-        // Digits, or dot-separated groups of them (OPP's `ddd.ddd.ddd`).
+        // Digits, or dot-separated groups of them (a result code such as `ddd.ddd.ddd`).
         return rest == "unknown" || rest.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }
     }
 

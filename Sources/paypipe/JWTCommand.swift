@@ -2,7 +2,7 @@ import Foundation
 import JWT
 import PaymentStages
 
-/// `paypipe jwt decode`: shows a Trust Payments request or response JWT for support work.
+/// `paypipe jwt decode`: shows a gateway request or response JWT (the `jwt` transport) for support work.
 ///
 /// Card fields (`pan`, `tavv`, `wallettoken`, `expirydate`, and nested JWTs) are masked unless `--reveal` is given,
 /// so pasting the output into a ticket does not leak card data. The signature is verified only when a secret is
@@ -10,7 +10,7 @@ import PaymentStages
 /// 65 malformed or bad signature, 64 usage, 66 unreadable secret file.
 enum JWTCommand: CLICommand {
     static let name = "jwt"
-    static let summary = "decode (and verify) Trust Payments JWTs, card fields masked"
+    static let summary = "decode (and verify) gateway JWTs (the jwt transport), card fields masked"
     static let usage = """
         usage: paypipe jwt decode [--secret S | --secret-file FILE] [--reveal] [--json] JWT
           Prints {"header":…,"claims":…,"signature":…} as one JSON line. JWT may be "-" to read it from stdin.

@@ -18,10 +18,7 @@ enum JobCommand: CLICommand {
           --sample N mints N sandbox tokens (sandbox PKI in DIR, default var/sandbox) in a mix of outcomes:
           mostly valid, plus per ten jobs one RSA_v1, one amount mismatch, one invalid job and one replayed
           token; from 20 jobs on, also one unknown merchant and one malformed message (dead-lettered).
-          The jobs follow the merchant's connector: sandbox-merchant-opp's tokens are in GBP, EUR and USD;
-          sandbox-merchant-tappay's jobs carry a fresh tapPayPrime (valid 90 s from now) instead of a token,
-          in TWD, USD and HKD, with a valid job for the RSA_v1 one and a TWD amount in cents
-          (amountNotRepresentable) for the amount mismatch.
+        \(SandboxEnvironment.sampleJobsUsage)
           --all-good makes every sample a valid EC_v1 job the simulator authorises (benchmark load).
           Jobs are published in confirm windows of 500, as fast as the broker confirms; --rate R instead offers
           R jobs per second, in windows of R/100 every 10 ms (all tokens are minted before the first publish).

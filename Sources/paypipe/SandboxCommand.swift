@@ -18,12 +18,7 @@ enum SandboxCommand: CLICommand {
                         gateway transport is webservices (/json/, HTTP Basic)
             merchant-jwt.json  a second merchant (sandbox-merchant-jwt), the same identities and webhook, on the
                         jwt transport (/jwt/)
-            merchant-opp.json  a merchant on ACI's OPP (sandbox-merchant-opp, the simulator's OPP face), the same
-                        identities and webhook, merchant-decrypts
-            merchant-tappay.json  a merchant on TapPay (sandbox-merchant-tappay, the simulator's TapPay face), the
-                        same webhook; its jobs carry a tapPayPrime
-            services.env   PAYPIPE_SIM_WEBSERVICES_USERS, PAYPIPE_SIM_MERCHANTS, PAYPIPE_SIM_OPP_TOKENS,
-                        PAYPIPE_SIM_TAPPAY_PARTNERS and PAYPIPE_WEBHOOK_SECRET for the simulator and receiver
+        \(SandboxEnvironment.connectorDocumentsUsage)
           Workers accept the sandbox root only when PAYPIPE_APPLEPAY_TRUST_ROOT names it.
           Prints the paths as JSON.
         """
@@ -35,14 +30,7 @@ enum SandboxCommand: CLICommand {
         do {
             let endpoints = SandboxEnvironment.Endpoints(gatewayURL: arguments.value("--gateway-url"), webhookURL: arguments.value("--webhook-url"))
             let sandbox = try SandboxEnvironment.open(directory: directory, endpoints: endpoints)
-            print("""
-                {"directory":"\(sandbox.directory)","trustRoot":"\(sandbox.trustRootPath)",\
-                "dataKeyFile":"\(sandbox.dataKeyPath)","merchantDocument":"\(sandbox.merchantDocumentPath)",\
-                "jwtMerchantDocument":"\(sandbox.jwtMerchantDocumentPath)",\
-                "oppMerchantDocument":"\(sandbox.oppMerchantDocumentPath)",\
-                "tapPayMerchantDocument":"\(sandbox.tapPayMerchantDocumentPath)",\
-                "servicesEnvironment":"\(sandbox.servicesEnvironmentPath)"}
-                """)
+            print(sandbox.pathsJSON)
             return ExitCode.ok
         } catch {
             return OperatorContext.report(error)

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import JWT
 import PaymentStages
 import Testing
 
@@ -41,6 +42,14 @@ import Testing
         #expect(throws: StoredPaymentData.FormatError.invalidMember("tapPayPrimePublishedAt")) {
             try StoredPaymentData(serialized: Array(#"{"tapPayPrime":"p","tapPayPrimePublishedAt":"soon"}"#.utf8))
         }
+        // The credential keeps its own names in both encodings (the connector's, not a nested object).
+        let sealed = try JSONValue.parse(data.serialized())
+        #expect(sealed["tapPayPrime"]?.stringValue == "ap_test_x" && sealed["tapPayPrimePublishedAt"]?.int64Value == 1_735_689_600_123)
+        let encoded = try JSONEncoder().encode(data)
+        #expect(try JSONValue.parse(Array(encoded))["tapPayPrime"]?.stringValue == "ap_test_x")
+        let decoded = try JSONDecoder().decode(StoredPaymentData.self, from: encoded)
+        #expect(decoded.tapPayPrime == "ap_test_x" && decoded.tapPayPrimePublishedAt == data.tapPayPrimePublishedAt)
+        #expect(decoded.credential == data.credential)
     }
 
     @Test(arguments: [Self.full, Self.gatewayDecrypts])

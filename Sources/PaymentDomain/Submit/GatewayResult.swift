@@ -14,7 +14,7 @@ public struct GatewayResult: Sendable, Equatable {
     public var maskedPan: String?
     /// Why the outcome differs from what the code alone says (e.g. `3ds_challenge_required`).
     public var reason: String?
-    /// Trust Payments' `settleduedate` of an AUTH (``SettlementSchedule/dueDate(_:)``): when settlement is first queried.
+    /// The processor's settlement due date of an AUTH, where it gives one (``SettlementSchedule/dueDate(_:)``): when settlement is first queried.
     public var settleDueDate: String?
 
     public init(

@@ -2,17 +2,17 @@ import Foundation
 import Pipeline
 import Postgres
 
-/// Stage 2: decrypted payment → stored, ready-to-sign Trust Payments request.
+/// Stage 2: decrypted payment → the stored, ready-to-send request of the merchant's connector.
 ///
 /// Per batch, inside the batch transaction: lock the payments; a payment already past `decrypted` (a redelivery, a
 /// duplicate hand-off) is handed to wherever it is now; otherwise the merchant's gateway settings and the stored
-/// card data are validated and built into claims (``TrustPaymentsClaimsBuilder``), stored encrypted in
+/// card data are validated and built into the connector's request (``ConnectorRequestBuilder``), stored encrypted in
 /// `gateway_requests`, and the payment advances `decrypted → prepared` and is handed to submit. A validation error
 /// ends the payment `failed` with its ``AuthorizeError`` code and hands it to notification. The rules are
 /// ``Authorize/decide(_:_:merchants:now:build:)``'s (PaymentDomain).
 ///
 /// No network I/O happens here, so the whole effect is part of the batch transaction; signing happens in
-/// the submit stage at send time with a fresh `iat` (``TrustPaymentsClaimsBuilder/signedJWT(claims:secret:issuedAt:algorithm:)``).
+/// the submit stage at send time, by the connector (a signed request is signed then, with a fresh `iat`).
 public struct AuthorizeStage: TransactionalStageHandler {
     public let stage = Stage.authorize
     private let directory: MerchantDirectory
@@ -109,7 +109,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
         return locked
     }
 
-    /// The request of `payment` for its merchant's connector (Trust Payments claims, an OPP form, a TapPay body).
+    /// The request of `payment` for its merchant's connector (``ConnectorPlugin/request(gateway:secrets:payment:data:issuedAt:)``).
     private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(ConnectorBuildError) -> GatewayRequest {
         try ConnectorRequestBuilder.build(
             gateway: merchant?.config.gateway, secrets: merchant?.secrets, payment: GatewayPaymentDetails(payment), data: data, issuedAt: issuedAt)

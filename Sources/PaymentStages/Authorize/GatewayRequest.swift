@@ -1,6 +1,6 @@
 import JWT
 
-/// A built Trust Payments request: the JWT claims (`iss`, `iat`, `payload`) plus the two facts the submit stage
+/// A built connector request: claims-shaped JSON (`iss`, `iat`, `payload`) plus the two facts the submit stage
 /// needs without decrypting them (the order reference and the request types).
 ///
 /// The claims are what is persisted (encrypted) and re-signed at send time, so every attempt for a payment sends

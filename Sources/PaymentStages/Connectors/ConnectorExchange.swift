@@ -3,9 +3,9 @@ import HTTP
 import JWT
 import Pipeline
 
-/// The thin HTTP part the OPP and TapPay connectors share: the endpoint gate before anything is sent, the send window,
-/// the per-request timeouts, and the reduction of every transport failure to an outcome (the same rules as Trust
-/// Payments': refused before sending is `transient`, anything that may have left is `uncertain`).
+/// The thin HTTP part the JSON-answering connectors share: the endpoint gate before anything is sent, the send window,
+/// the per-request timeouts, and the reduction of every transport failure to an outcome (the same rules as every
+/// connector's: refused before sending is `transient`, anything that may have left is `uncertain`).
 struct ConnectorExchange: Sendable {
     let transport: CardDataTransportPolicy
     let connectTimeout: Double
@@ -19,7 +19,7 @@ struct ConnectorExchange: Sendable {
     }
 
     /// Sends `request` (its URL checked first) and returns the answer's JSON object: HTTP 200-299 and 400-499 both carry
-    /// one at OPP and TapPay (OPP answers a validation error with 400 and a result code), so the body decides; 401/403
+    /// one at these processors (a validation error may come with 400 and a result code), so the body decides; 401/403
     /// without a result object are a credentials problem; any other status or a body that is not a JSON object leaves
     /// the outcome unknown.
     func send(_ request: HTTPRequest, client: HTTPClient) -> Result<JSONValue, Failure> {

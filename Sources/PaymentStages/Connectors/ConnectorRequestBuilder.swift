@@ -17,40 +17,19 @@ public struct ConnectorBuildError: Error, Sendable, Equatable, CustomStringConve
         self.init(code: error.code, reason: error.reason)
     }
 
-    static func notConfigured(_ reason: String) -> ConnectorBuildError { ConnectorBuildError(AuthorizeError.merchantNotConfigured(reason)) }
+    public static func notConfigured(_ reason: String) -> ConnectorBuildError { ConnectorBuildError(AuthorizeError.merchantNotConfigured(reason)) }
 
     public var description: String { "\(code): \(reason)" }
 }
 
 /// The authorize stage's one entry point for building the stored request of any connector, chosen by the merchant's
-/// `gateway.type`: Trust Payments' claims (``TrustPaymentsClaimsBuilder``, unchanged), OPP's form fields
-/// (``OPPWire/authorizationRequest(settings:mode:payment:data:)``), TapPay's Pay-by-Prime body
-/// (``TapPayWire/payByPrimeRequest(settings:payment:data:)``). Pure.
+/// `gateway.type` (``ConnectorPlugin/request(gateway:secrets:payment:data:issuedAt:)``). Pure.
 public enum ConnectorRequestBuilder {
     public static func build(
         gateway: MerchantConfig.Gateway?, secrets: MerchantSecrets?, payment: GatewayPaymentDetails, data: StoredPaymentData?, issuedAt: Date
     ) throws(ConnectorBuildError) -> GatewayRequest {
         guard let gateway else { throw .notConfigured("the merchant has no gateway configuration") }
-        switch gateway.connector {
-        case .trustPayments:
-            do {
-                return try TrustPaymentsClaimsBuilder.build(
-                    gateway: gateway, jwtSecret: secrets?.jwtSecret, webservicesPassword: secrets?.webservicesPassword, payment: payment,
-                    data: data, issuedAt: issuedAt)
-            } catch {
-                throw ConnectorBuildError(error)
-            }
-        case .opp:
-            guard let settings = gateway.opp, secrets?.oppAccessToken?.isEmpty == false else {
-                throw .notConfigured("the OPP gateway has no opp.entityId or opp.accessToken")
-            }
-            return try OPPWire.authorizationRequest(settings: settings, mode: gateway.mode, payment: payment, data: data)
-        case .tapPay:
-            guard let settings = gateway.tapPay, secrets?.tapPayPartnerKey?.isEmpty == false else {
-                throw .notConfigured("the TapPay gateway has no tapPay.merchantId or tapPay.partnerKey")
-            }
-            return try TapPayWire.payByPrimeRequest(settings: settings, payment: payment, data: data)
-        }
+        return try gateway.connector.plugin.request(gateway: gateway, secrets: secrets, payment: payment, data: data, issuedAt: issuedAt)
     }
 
     /// The payment's currency and positive amount, or the authorize stage's codes.
@@ -90,7 +69,7 @@ struct NetworkTokenFields: Sendable {
         }
         let expiry: String
         do {
-            expiry = try TrustPaymentsClaimsBuilder.expiryDate(fromYYMMDD: card.applicationExpirationDate)
+            expiry = try ApplePayPaymentForm.expiryDate(fromYYMMDD: card.applicationExpirationDate)
         } catch {
             throw ConnectorBuildError(error)
         }

@@ -3,9 +3,9 @@ import HTTP
 import JWT
 import Pipeline
 
-/// What PayPipe needs from a payment processor (docs/connectors.md). One implementation per processor: Trust Payments
-/// (``TrustPaymentsClient``), ACI's Open Payment Platform (``OPPConnector``) and TapPay (``TapPayConnector``);
-/// ``GatewayConnectors`` picks one per merchant by the endpoint's ``GatewayEndpoint/connector``.
+/// What PayPipe needs from a payment processor (docs/connectors.md). One implementation per processor, each in its
+/// folder `Connectors/<Name>/` and listed in ``ConnectorRegistry``; ``GatewayConnectors`` picks one per merchant by the
+/// endpoint's ``GatewayEndpoint/connector``.
 ///
 /// A connector holds wire formats and mappings only. The exactly-once state machine (``SubmitProtocol``), the send
 /// window (``SendWindow``), the endpoint gate (``CardDataTransportPolicy``, checked before any byte leaves) and the audit
@@ -47,7 +47,7 @@ public protocol GatewayConnector: Sendable {
     ) -> GatewayResult
 
     /// ``perform(_:endpoint:requestId:now:window:using:)`` carrying `reference`, PayPipe's own key of the operation,
-    /// where the processor takes one (OPP's `merchantTransactionId`): what ``findOperation`` looks it up by.
+    /// where the processor takes one (a merchant transaction id): what ``findOperation`` looks it up by.
     func perform(
         _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
         using client: HTTPClient
@@ -81,34 +81,6 @@ extension GatewayConnector {
 /// The submit stage's name for the connector protocol (it predates the other connectors).
 public typealias PaymentGateway = GatewayConnector
 
-/// Which processor a merchant uses: the merchant document's `gateway.type` (docs/merchant-config.md).
-public enum ConnectorKind: String, Codable, Sendable, CaseIterable {
-    case trustPayments = "trustpayments"
-    /// ACI Worldwide / PAY.ON Open Payment Platform (`oppwa.com`).
-    case opp
-    /// TapPay Pay by Prime.
-    case tapPay = "tappay"
-
-    /// `gateway.type`, compared lower-cased without `-`/`_`: `trustpayments` or `securetrading` (Trust Payments'
-    /// former name), `opp` or `aci`, `tappay`. Nil for anything else.
-    public init?(gatewayType: String) {
-        switch gatewayType.lowercased().filter({ $0 != "-" && $0 != "_" }) {
-        case "trustpayments", "securetrading": self = .trustPayments
-        case "opp", "aci", "acioppwa", "oppwa": self = .opp
-        case "tappay": self = .tapPay
-        default: return nil
-        }
-    }
-
-    public var capabilities: ConnectorCapabilities {
-        switch self {
-        case .trustPayments: TrustPaymentsClient.capabilities
-        case .opp: OPPConnector.capabilities
-        case .tapPay: TapPayConnector.capabilities
-        }
-    }
-}
-
 /// A back-office operation on an authorised payment, in the processor-neutral form connectors translate.
 public enum ConnectorOperation: Sendable, Equatable {
     /// Capture `amountMinor` of the authorisation `transactionId` (the processor's id of the payment).
@@ -133,8 +105,8 @@ public enum ConnectorOperation: Sendable, Equatable {
         }
     }
 
-    /// The operation the operations worker decided (``OperationProtocol``), in this form; nil for a Trust Payments
-    /// TRANSACTIONUPDATE, which is no connector operation of its own.
+    /// The operation the operations worker decided (``OperationProtocol``), in this form; nil for an operation already
+    /// written in a processor's own terms, which is no connector operation of its own.
     public init?(_ operation: GatewayOperation, currency: String) {
         switch operation {
         case .capture(let id, let amount): self = .capture(transactionId: id, amountMinor: amount, currency: currency)
@@ -153,8 +125,26 @@ public struct ConnectorCapabilities: Sendable, Equatable {
     public var capture: Amounts
     public var void: Bool
     public var refund: Amounts
+    /// Whether an authorisation can be held for a later capture (`captureMode` `manual`).
+    public var manualCapture: Bool
+    /// Merchant-initiated charges on a stored credential (none yet: room for recurring payments).
+    public var storedCredentials: Bool
+    /// An authorisation whose amount is fixed later (none yet).
+    public var deferredAmount: Bool
     /// The field that identifies one payment at the processor, written on every attempt.
     public var reconciliationKey: String
+
+    public init(modes: Set<MerchantDocument.Gateway.Mode>, capture: Amounts, void: Bool, refund: Amounts, manualCapture: Bool,
+                storedCredentials: Bool = false, deferredAmount: Bool = false, reconciliationKey: String) {
+        self.modes = modes
+        self.capture = capture
+        self.void = void
+        self.refund = refund
+        self.manualCapture = manualCapture
+        self.storedCredentials = storedCredentials
+        self.deferredAmount = deferredAmount
+        self.reconciliationKey = reconciliationKey
+    }
 
     /// Whether `operation` is possible at all (amount rules are the processor's to enforce).
     public func supports(_ operation: ConnectorOperation) -> Bool {
@@ -176,29 +166,27 @@ extension GatewayResult {
     }
 }
 
-/// The connectors of a worker, one per ``ConnectorKind``, chosen by each call's endpoint: what the submit stage holds.
+/// The connectors of a worker, one per ``ConnectorKind`` (``ConnectorRegistry/connectors(_:)``), chosen by each call's
+/// endpoint: what the submit and operations stages hold.
 public struct GatewayConnectors: GatewayConnector {
-    public let trustPayments: TrustPaymentsClient
-    public let opp: OPPConnector
-    public let tapPay: TapPayConnector
+    private let connectors: [ConnectorKind: any GatewayConnector]
 
-    public init(trustPayments: TrustPaymentsClient, opp: OPPConnector, tapPay: TapPayConnector) {
-        self.trustPayments = trustPayments
-        self.opp = opp
-        self.tapPay = tapPay
+    /// One connector for every registered kind.
+    public init(_ connectors: [ConnectorKind: any GatewayConnector]) {
+        precondition(ConnectorKind.allCases.allSatisfy { connectors[$0] != nil }, "every registered connector needs an instance")
+        self.connectors = connectors
     }
 
     public func connector(_ kind: ConnectorKind) -> any GatewayConnector {
-        switch kind {
-        case .trustPayments: trustPayments
-        case .opp: opp
-        case .tapPay: tapPay
-        }
+        guard let connector = connectors[kind] else { preconditionFailure("connector \(kind.rawValue) has no instance") }
+        return connector
     }
 
-    /// The pool's clients are Trust Payments'; the other connectors set their own timeouts on each request.
-    public var http: HTTPClientConfiguration { trustPayments.http }
-    public var totalTimeout: Double { trustPayments.totalTimeout }
+    private var primary: any GatewayConnector { connector(ConnectorRegistry.fallback) }
+
+    /// The pool's clients are the first connector's; the others set their own timeouts on each request.
+    public var http: HTTPClientConfiguration { primary.http }
+    public var totalTimeout: Double { primary.totalTimeout }
 
     public func totalTimeout(for endpoint: GatewayEndpoint) -> Double { connector(endpoint.connector).totalTimeout(for: endpoint) }
 
@@ -241,4 +229,82 @@ public struct GatewayConnectors: GatewayConnector {
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
         connector(endpoint.connector).findOperation(operation, reference: reference, endpoint: endpoint, requestId: requestId, now: now, using: client)
     }
+}
+
+/// What a worker builds its connectors from (``ConnectorPlugin/make(_:)``).
+public struct ConnectorWorkerSettings: Sendable {
+    public var http: HTTPClientConfiguration
+    public var transport: CardDataTransportPolicy
+    public var environment: EnvironmentReader
+
+    public init(http: HTTPClientConfiguration, transport: CardDataTransportPolicy, environment: EnvironmentReader = EnvironmentReader()) {
+        self.http = http
+        self.transport = transport
+        self.environment = environment
+    }
+}
+
+/// A processor's plug-in: everything the shared code asks of one connector beyond its calls, implemented in its folder
+/// (`Connectors/<Name>/`) and listed in ``ConnectorRegistry``. Pure, except ``make(_:)`` reading the environment.
+public protocol ConnectorPlugin: GatewayConnector {
+    /// Its id (its row in ``ConnectorRegistry``).
+    static var kind: ConnectorKind { get }
+
+    /// The worker's instance.
+    static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> Self
+
+    /// Why the merchant document's `gateway` (of this connector's type) cannot be used, or nil: `paypipe merchant
+    /// apply` refuses it then, not at its first payment. The mode is checked against the capabilities before.
+    static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String?
+
+    /// Its own section of the merchant document's `gateway`, if it has one (``ConnectorSection``).
+    static var sectionType: (any ConnectorSection.Type)? { get }
+
+    /// Whether the document carries this connector's own section or credentials (another connector's document must not).
+    static func carriesSection(_ gateway: MerchantDocument.Gateway) -> Bool
+
+    /// Why `captureMode` `manual` cannot work for this document, or nil.
+    static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String?
+
+    /// The secret calls need, from the merchant's sealed secrets.
+    static func secret(in secrets: MerchantSecrets, for gateway: MerchantConfig.Gateway) -> String?
+
+    /// The endpoint of a merchant's gateway section and secret (``secret(in:for:)``), or why there is none: account and
+    /// secret must both be set. `site` (an attempt's stored account) replaces the configured one.
+    static func endpoint(_ gateway: MerchantConfig.Gateway, secret: String?, site: String?) -> Result<GatewayEndpoint, ConnectorBuildError>
+
+    /// The URL an endpoint's calls post to (also the key of its circuit in the endpoint gate).
+    static func url(_ endpoint: GatewayEndpoint) -> String
+
+    /// The stored request of a payment (authorize stage).
+    static func request(
+        gateway: MerchantConfig.Gateway, secrets: MerchantSecrets?, payment: GatewayPaymentDetails, data: StoredPaymentData?, issuedAt: Date
+    ) throws(ConnectorBuildError) -> GatewayRequest
+
+    /// For a connector whose jobs carry its own one-time credential in place of an Apple Pay token: the job's replay
+    /// key (decrypt's `transaction_id`), or nil for a job without one.
+    static func credentialReplayKey(_ job: PaymentJob) -> String?
+    /// The credential's name in stored payment data (``ProcessorCredential``), for such a connector.
+    static var credentialName: String? { get }
+    /// What decrypt stores for such a job (no card data), its credential's age measured from `publishedAt`.
+    static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData?
+    /// Why `job` does not fit a merchant whose connector is `connector` (`malformed_token`), or nil.
+    static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String?
+
+    /// Lower-cased keys of its stored requests that hold card data or bearer material (``ClaimsRedactor``).
+    static var sensitiveKeys: Set<String> { get }
+    /// Those of them holding a PAN.
+    static var panKeys: Set<String> { get }
+}
+
+extension ConnectorPlugin {
+    /// The registry's row of capabilities.
+    public static var capabilities: ConnectorCapabilities { kind.capabilities }
+
+    public static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String? { nil }
+    public static var sectionType: (any ConnectorSection.Type)? { nil }
+    public static func credentialReplayKey(_ job: PaymentJob) -> String? { nil }
+    public static var credentialName: String? { nil }
+    public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? { nil }
+    public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? { nil }
 }

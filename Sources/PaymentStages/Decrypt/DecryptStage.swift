@@ -72,9 +72,9 @@ public struct DecryptStage: TransactionalStageHandler {
         for input in inputs where seen.insert(input.key).inserted {
             keys.append(input.key)
             guard case .job(let job, _) = input else { continue }
-            // A TapPay job's replay key is its prime's (``TapPayJob/transactionId(prime:)``); it has no token to parse.
-            if let prime = job.tapPayPrime {
-                transactionIds.append(TapPayJob.transactionId(prime: prime))
+            // A job carrying a processor's own credential has that credential's replay key and no token to parse.
+            if let replayKey = ConnectorRegistry.credentialReplayKey(job) {
+                transactionIds.append(replayKey)
             } else {
                 let parsed = checks.parsed(job)
                 tokens[input.key] = parsed
@@ -181,13 +181,12 @@ public struct DecryptStage: TransactionalStageHandler {
     /// and currency against the job.
     func verify(_ job: PaymentJob, token parsed: Result<ApplePayToken, ApplePayError>, merchant: MerchantDirectory.Entry,
                 at clock: Date) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> {
-        if let reason = TapPayJob.mismatch(job, connector: merchant.merchant.config.gateway?.connector) {
+        if let reason = ConnectorRegistry.jobMismatch(job, connector: merchant.merchant.config.gateway?.connector) {
             return .failure(Rejection(code: "malformed_token", reason: reason))
         }
-        if let prime = job.tapPayPrime {
-            // No token: the prime and its publish time (the prime's age is measured from it) go to authorize.
-            return .success(Decrypt.Verified(transactionId: TapPayJob.transactionId(prime: prime), payload: .tapPay(
-                prime: prime, publishedAt: clock, billingContact: job.billingContact, shippingContact: job.shippingContact)))
+        if let replayKey = ConnectorRegistry.credentialReplayKey(job), let data = ConnectorRegistry.credentialData(job, publishedAt: clock) {
+            // No token: the credential and its publish time (its age is measured from it) go to authorize.
+            return .success(Decrypt.Verified(transactionId: replayKey, payload: data))
         }
         let token: ApplePayToken
         var decrypted: DecryptedPaymentData?

@@ -30,12 +30,12 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         /// Absent in rows applied before transports existed: those are `jwt` (``resolvedTransport``).
         public var transport: MerchantDocument.Gateway.Transport? = nil
         public var webservicesUsername: String? = nil
-        /// OPP's and TapPay's non-secret settings (absent for Trust Payments, and in rows applied before connectors).
-        public var opp: OPPSettings? = nil
-        public var tapPay: TapPaySettings? = nil
+        /// The connector's own section without its secret (absent for connectors without one, and in rows applied
+        /// before them).
+        public var sections = ConnectorSections()
 
         /// The connector `type` names (``MerchantDocument/Gateway/connector``).
-        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
+        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback }
         /// The document's `gateway.captureMode` / `gateway.captureWithin` as applied (absent: automatic).
         public var captureMode: String? = nil
         public var captureWithin: String? = nil
@@ -75,5 +75,42 @@ public struct MerchantConfig: Codable, Sendable, Equatable {
         self.webhook = webhook
         self.merchantIdentityCertificate = merchantIdentityCertificate
         self.applicationDataCheck = applicationDataCheck
+    }
+}
+
+extension MerchantConfig.Gateway {
+    enum CodingKeys: String, CodingKey {
+        case type, baseUrl, siteReference, jwtUsername, mode, requestTypes, transport, webservicesUsername, captureMode, captureWithin
+    }
+
+    /// As synthesised, with the connector sections beside the other fields.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        type = try container.decode(String.self, forKey: .type)
+        baseUrl = try container.decode(String.self, forKey: .baseUrl)
+        siteReference = try container.decode(String.self, forKey: .siteReference)
+        jwtUsername = try container.decodeIfPresent(String.self, forKey: .jwtUsername)
+        mode = try container.decode(MerchantDocument.Gateway.Mode.self, forKey: .mode)
+        requestTypes = try container.decode([String].self, forKey: .requestTypes)
+        transport = try container.decodeIfPresent(MerchantDocument.Gateway.Transport.self, forKey: .transport)
+        webservicesUsername = try container.decodeIfPresent(String.self, forKey: .webservicesUsername)
+        captureMode = try container.decodeIfPresent(String.self, forKey: .captureMode)
+        captureWithin = try container.decodeIfPresent(String.self, forKey: .captureWithin)
+        sections = try ConnectorSections(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(baseUrl, forKey: .baseUrl)
+        try container.encode(siteReference, forKey: .siteReference)
+        try container.encodeIfPresent(jwtUsername, forKey: .jwtUsername)
+        try container.encode(mode, forKey: .mode)
+        try container.encode(requestTypes, forKey: .requestTypes)
+        try container.encodeIfPresent(transport, forKey: .transport)
+        try container.encodeIfPresent(webservicesUsername, forKey: .webservicesUsername)
+        try container.encodeIfPresent(captureMode, forKey: .captureMode)
+        try container.encodeIfPresent(captureWithin, forKey: .captureWithin)
+        try sections.encode(to: encoder)
     }
 }

@@ -46,18 +46,18 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// How submit reaches the gateway (docs/merchant-config.md, docs/submit.md).
         public enum Transport: String, Codable, Sendable, CaseIterable {
             /// The Webservices JSON API: `POST {baseUrl}/json/` with HTTP Basic as a Webservices user, the route
-            /// of Trust Payments' server-side SDKs, on which TRANSACTIONQUERY is documented.
+            /// of the processor's server-side SDKs, on which its status query is documented.
             case webservices
             /// `POST {baseUrl}/jwt/` with a request JWT signed by a "Webservices JWT" user: for accounts that only
             /// have such a user.
             case jwt
         }
 
-        /// Picks the connector (``ConnectorKind/init(gatewayType:)``): `trustpayments` (or `securetrading`), `opp`, `tappay`.
+        /// Picks the connector (``ConnectorKind/init(gatewayType:)``): one of ``ConnectorRegistry``'s aliases.
         public var type: String
         public var baseUrl: String
-        /// Trust Payments' site reference; may be left out for OPP and TapPay, whose account is `opp.entityId` or
-        /// `tapPay.merchantId` (it then reads as that).
+        /// The processor account ("site reference"); may be left out when the connector's own section names the
+        /// account (it then reads as that).
         public var siteReference: String
         /// Needed by the `jwt` transport only.
         public var jwtUsername: String?
@@ -70,13 +70,12 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// The Webservices user (HTTP Basic) of the `webservices` transport; its password is a secret.
         public var webservicesUsername: String?
         public var webservicesPassword: String?
-        /// The OPP connector's settings (`type` `opp`); its `accessToken` is a secret.
-        public var opp: OPPSettings?
-        /// The TapPay connector's settings (`type` `tappay`); its `partnerKey` is a secret.
-        public var tapPay: TapPaySettings?
+        /// The connector's own section, for connectors that have one (``ConnectorSection``, declared in the connector's
+        /// folder with its accessor); its secret is sealed.
+        public var sections = ConnectorSections()
 
-        /// The connector `type` names (Trust Payments for a type no connector claims: the authorize stage refuses it).
-        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? .trustPayments }
+        /// The connector `type` names (``ConnectorRegistry/fallback`` for a type no connector claims: the authorize stage refuses it).
+        public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback }
         /// `automatic` (absent: the behaviour before operations existed) or `manual`: the AUTH is suspended
         /// (settlestatus 2) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.
         public var captureMode: String?
@@ -96,9 +95,8 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
 
         public init(type: String, baseUrl: String, siteReference: String, jwtUsername: String? = nil, jwtSecret: String? = nil,
                     mode: Mode, requestTypes: [String]? = nil, transport: Transport? = nil,
-                    webservicesUsername: String? = nil, webservicesPassword: String? = nil, opp: OPPSettings? = nil, tapPay: TapPaySettings? = nil) {
-            self.opp = opp
-            self.tapPay = tapPay
+                    webservicesUsername: String? = nil, webservicesPassword: String? = nil, sections: ConnectorSections = ConnectorSections()) {
+            self.sections = sections
             self.type = type
             self.baseUrl = baseUrl
             self.siteReference = siteReference
@@ -133,7 +131,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
     /// Whether the document itself holds a secret (JWT secret, webhook secrets, an inline private key), which
     /// makes the document file a secret file (``SecretFile``) rather than only the key files it names.
     public var containsInlineSecrets: Bool {
-        gateway?.jwtSecret != nil || gateway?.webservicesPassword != nil || gateway?.opp?.accessToken != nil || gateway?.tapPay?.partnerKey != nil
+        gateway?.jwtSecret != nil || gateway?.webservicesPassword != nil || !(gateway?.sections.secrets.isEmpty ?? true)
             || webhook?.secret != nil || !(webhook?.previousSecrets ?? []).isEmpty
             || identities.contains { $0.privateKeyPem != nil }
     }
@@ -158,7 +156,7 @@ extension MerchantDocument {
     }
 
     /// As synthesised, except that `identities` may be absent when the processor decrypts (`gateway.mode`
-    /// `gateway-decrypts`: a TapPay merchant sends primes, an OPP merchant may send Apple's encrypted token), where
+    /// `gateway-decrypts`: the merchant sends a processor's one-time credential or Apple's encrypted token), where
     /// PayPipe holds no Apple identity; it reads as none. Wherever PayPipe decrypts (merchant-decrypts, or no gateway)
     /// a document without it is still refused as before.
     public init(from decoder: any Decoder) throws {
@@ -183,12 +181,12 @@ extension MerchantDocument {
 
 extension MerchantDocument.Gateway {
     enum CodingKeys: String, CodingKey {
-        case type, baseUrl, siteReference, jwtUsername, jwtSecret, mode, requestTypes, transport, webservicesUsername, webservicesPassword, opp, tapPay,
+        case type, baseUrl, siteReference, jwtUsername, jwtSecret, mode, requestTypes, transport, webservicesUsername, webservicesPassword,
              captureMode, captureWithin
     }
 
-    /// As synthesised, except that `siteReference` may be absent when `opp.entityId` or `tapPay.merchantId` names the
-    /// account (Trust Payments documents keep requiring it: `paypipe merchant apply` refuses an empty one).
+    /// As synthesised, except that `siteReference` may be absent when the connector's section names the
+    /// account (other documents keep requiring it: `paypipe merchant apply` refuses an empty one).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         type = try container.decode(String.self, forKey: .type)
@@ -200,16 +198,33 @@ extension MerchantDocument.Gateway {
         transport = try container.decodeIfPresent(Transport.self, forKey: .transport)
         webservicesUsername = try container.decodeIfPresent(String.self, forKey: .webservicesUsername)
         webservicesPassword = try container.decodeIfPresent(String.self, forKey: .webservicesPassword)
-        opp = try container.decodeIfPresent(OPPSettings.self, forKey: .opp)
-        tapPay = try container.decodeIfPresent(TapPaySettings.self, forKey: .tapPay)
+        sections = try ConnectorSections(from: decoder)
         captureMode = try container.decodeIfPresent(String.self, forKey: .captureMode)
         captureWithin = try container.decodeIfPresent(String.self, forKey: .captureWithin)
         if let site = try container.decodeIfPresent(String.self, forKey: .siteReference) {
             siteReference = site
-        } else if let account = opp?.entityId ?? tapPay?.merchantId {
+        } else if let account = sections.account {
             siteReference = account
         } else {
             throw DecodingError.keyNotFound(CodingKeys.siteReference, .init(codingPath: container.codingPath, debugDescription: "gateway.siteReference is required"))
         }
+    }
+
+    /// As synthesised, with the connector sections beside the other fields.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(baseUrl, forKey: .baseUrl)
+        try container.encode(siteReference, forKey: .siteReference)
+        try container.encodeIfPresent(jwtUsername, forKey: .jwtUsername)
+        try container.encodeIfPresent(jwtSecret, forKey: .jwtSecret)
+        try container.encode(mode, forKey: .mode)
+        try container.encodeIfPresent(requestTypes, forKey: .requestTypes)
+        try container.encodeIfPresent(transport, forKey: .transport)
+        try container.encodeIfPresent(webservicesUsername, forKey: .webservicesUsername)
+        try container.encodeIfPresent(webservicesPassword, forKey: .webservicesPassword)
+        try container.encodeIfPresent(captureMode, forKey: .captureMode)
+        try container.encodeIfPresent(captureWithin, forKey: .captureWithin)
+        try sections.encode(to: encoder)
     }
 }

@@ -7,14 +7,13 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
     public var webhookSecrets: [String]
     /// The Webservices user's password (`webservices` transport); absent in blobs sealed before it existed.
     public var webservicesPassword: String?
-    /// OPP's bearer token and TapPay's partner key (`opp.accessToken`, `tapPay.partnerKey`); absent in older blobs.
-    public var oppAccessToken: String?
-    public var tapPayPartnerKey: String?
+    /// The connector sections' secrets by their ``ConnectorSection/secretKey`` (each connector's folder gives it an
+    /// accessor), sealed beside the other fields; absent in older blobs.
+    public var connectorSecrets: [String: String]
 
     public init(privateKeys: [String], jwtSecret: String?, webhookSecrets: [String], webservicesPassword: String? = nil,
-                oppAccessToken: String? = nil, tapPayPartnerKey: String? = nil) {
-        self.oppAccessToken = oppAccessToken
-        self.tapPayPartnerKey = tapPayPartnerKey
+                connectorSecrets: [String: String] = [:]) {
+        self.connectorSecrets = connectorSecrets
         self.webservicesPassword = webservicesPassword
         self.privateKeys = privateKeys
         self.jwtSecret = jwtSecret
@@ -22,7 +21,8 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
     }
 
     public var description: String {
-        "MerchantSecrets(privateKeys: \(privateKeys.count), jwtSecret: \(jwtSecret == nil ? "unset" : "set"), webservicesPassword: \(webservicesPassword == nil ? "unset" : "set"), oppAccessToken: \(oppAccessToken == nil ? "unset" : "set"), tapPayPartnerKey: \(tapPayPartnerKey == nil ? "unset" : "set"), webhookSecrets: \(webhookSecrets.count))"
+        let connectors = ConnectorRegistry.sectionTypes.map { "\($0.secretKey): \(connectorSecrets[$0.secretKey] == nil ? "unset" : "set"), " }.joined()
+        return "MerchantSecrets(privateKeys: \(privateKeys.count), jwtSecret: \(jwtSecret == nil ? "unset" : "set"), webservicesPassword: \(webservicesPassword == nil ? "unset" : "set"), \(connectors)webhookSecrets: \(webhookSecrets.count))"
     }
 
     /// The secret of the merchant's transport: the JWT secret or the Webservices password.
@@ -33,15 +33,40 @@ public struct MerchantSecrets: Codable, Sendable, Equatable, CustomStringConvert
         }
     }
 
-    /// The secret calls to `gateway`'s connector need: Trust Payments' transport secret, OPP's access token or
-    /// TapPay's partner key.
+    /// The secret calls to `gateway`'s connector need (``ConnectorPlugin/secret(in:for:)``).
     public func connectorSecret(for gateway: MerchantConfig.Gateway) -> String? {
-        switch gateway.connector {
-        case .trustPayments: gatewaySecret(for: gateway.resolvedTransport)
-        case .opp: oppAccessToken
-        case .tapPay: tapPayPartnerKey
-        }
+        gateway.connector.plugin.secret(in: self, for: gateway)
     }
 
     public var customMirror: Mirror { Mirror(reflecting: description) }
+}
+
+extension MerchantSecrets {
+    enum CodingKeys: String, CodingKey {
+        case privateKeys, jwtSecret, webhookSecrets, webservicesPassword
+    }
+
+    /// As synthesised, with each connector's secret under its own key beside the other fields.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        privateKeys = try container.decode([String].self, forKey: .privateKeys)
+        jwtSecret = try container.decodeIfPresent(String.self, forKey: .jwtSecret)
+        webhookSecrets = try container.decode([String].self, forKey: .webhookSecrets)
+        webservicesPassword = try container.decodeIfPresent(String.self, forKey: .webservicesPassword)
+        let connectors = try decoder.container(keyedBy: AnyCodingKey.self)
+        connectorSecrets = [:]
+        for type in ConnectorRegistry.sectionTypes {
+            connectorSecrets[type.secretKey] = try connectors.decodeIfPresent(String.self, forKey: AnyCodingKey(type.secretKey))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(privateKeys, forKey: .privateKeys)
+        try container.encodeIfPresent(jwtSecret, forKey: .jwtSecret)
+        try container.encode(webhookSecrets, forKey: .webhookSecrets)
+        try container.encodeIfPresent(webservicesPassword, forKey: .webservicesPassword)
+        var connectors = encoder.container(keyedBy: AnyCodingKey.self)
+        for (key, secret) in connectorSecrets.sorted(by: { $0.key < $1.key }) { try connectors.encode(secret, forKey: AnyCodingKey(key)) }
+    }
 }

@@ -67,14 +67,8 @@ public struct MerchantStore: Sendable {
         }
         if let gateway = document.gateway {
             do throws(CapturePolicy.Invalid) {
-                let manual = try gateway.capturePolicy().mode == .manual
-                if manual, ConnectorKind(gatewayType: gateway.type) == nil {
-                    // Each connector holds a manual AUTH its own way (``CaptureSuspension``); an unknown type has none.
-                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs a known gateway.type (trustpayments, opp, tappay)")
-                }
-                if manual, gateway.connector == .trustPayments, gateway.resolvedTransport != .webservices {
-                    // A suspended AUTH is captured by TRANSACTIONUPDATE, which only the webservices transport sends.
-                    throw CapturePolicy.Invalid(reason: "captureMode \"manual\" needs transport \"webservices\" (captures are TRANSACTIONUPDATEs)")
+                if try gateway.capturePolicy().mode == .manual, let problem = ConnectorDocument.manualCaptureProblem(gateway) {
+                    throw CapturePolicy.Invalid(reason: problem)
                 }
             } catch {
                 throw MerchantError.invalidDocument("gateway.\(error.reason)")
@@ -85,7 +79,7 @@ public struct MerchantStore: Sendable {
                 type: gateway.type, baseUrl: gateway.baseUrl, siteReference: gateway.siteReference,
                 jwtUsername: gateway.jwtUsername, mode: gateway.mode, requestTypes: gateway.requestTypes ?? ["AUTH"],
                 transport: gateway.resolvedTransport, webservicesUsername: gateway.webservicesUsername,
-                opp: gateway.opp?.withoutSecret, tapPay: gateway.tapPay?.withoutSecret,
+                sections: gateway.sections.withoutSecrets,
                 captureMode: gateway.captureMode, captureWithin: gateway.captureWithin)
         }
         if let gateway, let refusal = (transport ?? CardDataTransportPolicy(deployment: deployment)).refusal(gateway.baseUrl) {
@@ -118,8 +112,7 @@ public struct MerchantStore: Sendable {
         let secrets = MerchantSecrets(
             privateKeys: privateKeys, jwtSecret: document.gateway?.jwtSecret,
             webhookSecrets: (document.webhook?.secret.map { [$0] } ?? []) + (document.webhook?.previousSecrets ?? []),
-            webservicesPassword: document.gateway?.webservicesPassword, oppAccessToken: document.gateway?.opp?.accessToken,
-            tapPayPartnerKey: document.gateway?.tapPay?.partnerKey)
+            webservicesPassword: document.gateway?.webservicesPassword, connectorSecrets: document.gateway?.sections.secrets ?? [:])
         let sealed = try vault.seal(Array(try JSONEncoder().encode(secrets)), aad: Array(document.id.utf8))
         let configJSON = String(decoding: try JSONEncoder().encode(config), as: UTF8.self)
         try connection.query(

@@ -20,17 +20,20 @@ extension StoredPaymentData {
     /// with either encoding open), written with the JSON module — `JSONEncoder`/`JSONDecoder` cost more per payment
     /// than sealing and opening it. Contact keys are sorted so the same data always gives the same bytes.
     public func serialized() -> [UInt8] {
-        JSONValue.object(omittingAbsent: [
+        var members: [(String, JSONValue?)] = [
             ("decrypted", decrypted?.jsonValue),
             ("walletToken", walletToken.map(JSONValue.string)),
             ("paymentMethodDisplayName", paymentMethodDisplayName.map(JSONValue.string)),
             ("paymentMethodNetwork", paymentMethodNetwork.map(JSONValue.string)),
             ("billingContact", billingContact.map(Self.contactValue)),
             ("shippingContact", shippingContact.map(Self.contactValue)),
-            ("tapPayPrime", tapPayPrime.map(JSONValue.string)),
+        ]
+        if let credential {
+            members.append((credential.name, credential.value.map(JSONValue.string)))
             // Milliseconds since the epoch: exact in a JSON integer.
-            ("tapPayPrimePublishedAt", tapPayPrimePublishedAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded(.down))) }),
-        ]).serialized()
+            members.append((credential.publishedAtName, credential.publishedAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded(.down))) }))
+        }
+        return JSONValue.object(omittingAbsent: members).serialized()
     }
 
     /// Reads what ``serialized()`` (or, before it, `JSONEncoder`) wrote.
@@ -63,10 +66,13 @@ extension StoredPaymentData {
             decrypted: decrypted, walletToken: try string("walletToken"), paymentMethodDisplayName: try string("paymentMethodDisplayName"),
             paymentMethodNetwork: try string("paymentMethodNetwork"), billingContact: try contact("billingContact"),
             shippingContact: try contact("shippingContact"))
-        tapPayPrime = try string("tapPayPrime")
-        if let value = root["tapPayPrimePublishedAt"], !value.isNull {
-            guard let millis = value.int64Value else { throw .invalidMember("tapPayPrimePublishedAt") }
-            tapPayPrimePublishedAt = Date(timeIntervalSince1970: Double(millis) / 1000)
+        for name in ConnectorRegistry.credentialNames {
+            var found = ProcessorCredential(name: name, value: try string(name), publishedAt: nil)
+            if let value = root[found.publishedAtName], !value.isNull {
+                guard let millis = value.int64Value else { throw .invalidMember(found.publishedAtName) }
+                found.publishedAt = Date(timeIntervalSince1970: Double(millis) / 1000)
+            }
+            if found.value != nil || found.publishedAt != nil { credential = found }
         }
     }
 

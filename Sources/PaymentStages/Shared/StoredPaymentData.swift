@@ -12,11 +12,9 @@ public struct StoredPaymentData: Codable, Sendable {
     public var paymentMethodNetwork: String?
     public var billingContact: [String: String]?
     public var shippingContact: [String: String]?
-    /// A TapPay job's prime (``PaymentJob/tapPayPrime``), in place of any Apple Pay data: single use, 90 s of life.
-    public var tapPayPrime: String?
-    /// When the prime's job was published (the AMQP `timestamp`, else its first receipt): the prime's age is measured
-    /// from here (``TapPayPrimeAge``).
-    public var tapPayPrimePublishedAt: Date?
+    /// A processor's own one-time credential the job carried in place of any Apple Pay data
+    /// (``ConnectorPlugin/credentialData(_:publishedAt:)``), its accessors in the connector's folder.
+    public var credential: ProcessorCredential?
 
     public init(
         decrypted: DecryptedPaymentData?, walletToken: String?, paymentMethodDisplayName: String?,
@@ -30,12 +28,69 @@ public struct StoredPaymentData: Codable, Sendable {
         self.shippingContact = shippingContact
     }
 
-    /// What decrypt stores for a TapPay job: the prime and its publish time, with the job's contacts; no card data.
-    public static func tapPay(prime: String, publishedAt: Date, billingContact: [String: String]?, shippingContact: [String: String]?) -> StoredPaymentData {
+    /// What decrypt stores for a job carrying a processor's credential: the credential and its publish time, with the
+    /// job's contacts; no card data.
+    public static func credential(_ credential: ProcessorCredential, billingContact: [String: String]?, shippingContact: [String: String]?) -> StoredPaymentData {
         var data = StoredPaymentData(decrypted: nil, walletToken: nil, paymentMethodDisplayName: nil, paymentMethodNetwork: nil,
                                      billingContact: billingContact, shippingContact: shippingContact)
-        data.tapPayPrime = prime
-        data.tapPayPrimePublishedAt = publishedAt
+        data.credential = credential
         return data
+    }
+}
+
+/// A processor's one-time credential (single use, short-lived), stored under the connector's name for it (`name`) and
+/// `<name>PublishedAt`: when its job was published (the AMQP `timestamp`, else its first receipt), which its age is
+/// measured from.
+public struct ProcessorCredential: Sendable, Equatable {
+    public var name: String
+    public var value: String?
+    public var publishedAt: Date?
+
+    public init(name: String, value: String?, publishedAt: Date?) {
+        self.name = name
+        self.value = value
+        self.publishedAt = publishedAt
+    }
+
+    var publishedAtName: String { name + "PublishedAt" }
+}
+
+extension StoredPaymentData {
+    enum CodingKeys: String, CodingKey {
+        case decrypted, walletToken, paymentMethodDisplayName, paymentMethodNetwork, billingContact, shippingContact
+    }
+
+    /// As synthesised, with the credential under its own names beside the other members.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            decrypted: try container.decodeIfPresent(DecryptedPaymentData.self, forKey: .decrypted),
+            walletToken: try container.decodeIfPresent(String.self, forKey: .walletToken),
+            paymentMethodDisplayName: try container.decodeIfPresent(String.self, forKey: .paymentMethodDisplayName),
+            paymentMethodNetwork: try container.decodeIfPresent(String.self, forKey: .paymentMethodNetwork),
+            billingContact: try container.decodeIfPresent([String: String].self, forKey: .billingContact),
+            shippingContact: try container.decodeIfPresent([String: String].self, forKey: .shippingContact))
+        let credentials = try decoder.container(keyedBy: AnyCodingKey.self)
+        for name in ConnectorRegistry.credentialNames {
+            var found = ProcessorCredential(name: name, value: nil, publishedAt: nil)
+            found.value = try credentials.decodeIfPresent(String.self, forKey: AnyCodingKey(name))
+            found.publishedAt = try credentials.decodeIfPresent(Date.self, forKey: AnyCodingKey(found.publishedAtName))
+            if found.value != nil || found.publishedAt != nil { credential = found }
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(decrypted, forKey: .decrypted)
+        try container.encodeIfPresent(walletToken, forKey: .walletToken)
+        try container.encodeIfPresent(paymentMethodDisplayName, forKey: .paymentMethodDisplayName)
+        try container.encodeIfPresent(paymentMethodNetwork, forKey: .paymentMethodNetwork)
+        try container.encodeIfPresent(billingContact, forKey: .billingContact)
+        try container.encodeIfPresent(shippingContact, forKey: .shippingContact)
+        if let credential {
+            var credentials = encoder.container(keyedBy: AnyCodingKey.self)
+            try credentials.encodeIfPresent(credential.value, forKey: AnyCodingKey(credential.name))
+            try credentials.encodeIfPresent(credential.publishedAt, forKey: AnyCodingKey(credential.publishedAtName))
+        }
     }
 }

@@ -1,18 +1,17 @@
-/// Where and as whom a merchant's requests go: its gateway settings, the transport, and the transport's secret (the
-/// JWT secret, which both signs the requests and verifies the answers, or the Webservices user's password for HTTP
-/// Basic). The description never shows the secret.
+/// Where and as whom a merchant's requests go: its connector, account, transport, user and secret, as the connector
+/// builds them from the merchant's gateway section (``ConnectorPlugin/endpoint(_:secret:site:)``). The description
+/// never shows the secret.
 public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     public typealias Transport = MerchantDocument.Gateway.Transport
 
-    /// e.g. `https://webservices.securetrading.net`; requests go to `{baseUrl}/jwt/` or `{baseUrl}/json/`.
+    /// The processor's base URL (`gateway.baseUrl`); the connector appends its paths (``url``).
     public let baseUrl: String
     public let siteReference: String
     public let transport: Transport
-    /// The JWT issuer (`jwt`) or the Webservices user, also the envelope's `alias` (`webservices`).
+    /// The user requests go out as, for connectors that have one (else empty).
     public let username: String
     let secret: String
-    /// The processor (``GatewayConnector``) calls to this endpoint go to. For OPP, ``siteReference`` is the `entityId`
-    /// and the secret the bearer token; for TapPay, ``siteReference`` is the `merchant_id` and the secret the partner key.
+    /// The processor (``GatewayConnector``) calls to this endpoint go to; ``siteReference`` is its account.
     public let connector: ConnectorKind
 
     /// A `jwt` endpoint.
@@ -21,7 +20,7 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     public init(baseUrl: String, siteReference: String, transport: Transport, username: String, secret: String,
-                connector: ConnectorKind = .trustPayments) {
+                connector: ConnectorKind = ConnectorRegistry.fallback) {
         self.connector = connector
         self.baseUrl = baseUrl
         self.siteReference = siteReference
@@ -33,21 +32,8 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// The `jwt` transport's issuer (the username whatever the transport, kept for existing callers).
     public var jwtUsername: String { username }
 
-    /// The `/jwt/` URL, tolerating a base URL written with or without a trailing slash.
-    public var jwtURL: String { trimmedBase + "/jwt/" }
-
-    /// The Webservices JSON API's `/json/` URL (the Python SDK's `datacenterurl` + `datacenterpath`).
-    public var jsonURL: String { trimmedBase + "/json/" }
-
-    /// The URL this endpoint's transport posts to (also the key of its circuit in the endpoint gate).
-    public var url: String {
-        switch (connector, transport) {
-        case (.opp, _): trimmedBase + "/v1/payments"
-        case (.tapPay, _): trimmedBase + TapPayWire.payByPrimePath
-        case (.trustPayments, .jwt): jwtURL
-        case (.trustPayments, .webservices): jsonURL
-        }
-    }
+    /// The URL this endpoint's calls post to (also the key of its circuit in the endpoint gate).
+    public var url: String { connector.plugin.url(self) }
 
     var trimmedBase: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
 
@@ -58,25 +44,6 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// goes where the attempt went.
     public static func forMerchant(_ gateway: MerchantConfig.Gateway?, secrets: MerchantSecrets?, site: String?) -> Result<GatewayEndpoint, ConnectorBuildError> {
         guard let gateway else { return .failure(.notConfigured("no gateway settings")) }
-        switch gateway.connector {
-        case .trustPayments:
-            guard let username = gateway.username, !username.isEmpty, let secret = secrets?.connectorSecret(for: gateway), !secret.isEmpty else {
-                return .failure(.notConfigured("no gateway settings or credentials for its transport"))
-            }
-            return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? gateway.siteReference, transport: gateway.resolvedTransport,
-                                            username: username, secret: secret))
-        case .opp:
-            guard let entity = gateway.opp?.entityId, !entity.isEmpty, let token = secrets?.connectorSecret(for: gateway), !token.isEmpty else {
-                return .failure(.notConfigured("no OPP entityId or access token"))
-            }
-            return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? entity, transport: .webservices, username: "",
-                                            secret: token, connector: .opp))
-        case .tapPay:
-            guard let merchant = gateway.tapPay?.merchantId, !merchant.isEmpty, let key = secrets?.connectorSecret(for: gateway), !key.isEmpty else {
-                return .failure(.notConfigured("no TapPay merchantId or partner key"))
-            }
-            return .success(GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: site ?? merchant, transport: .webservices, username: "",
-                                            secret: key, connector: .tapPay))
-        }
+        return gateway.connector.plugin.endpoint(gateway, secret: secrets?.connectorSecret(for: gateway), site: site)
     }
 }

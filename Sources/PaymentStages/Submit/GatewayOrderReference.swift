@@ -5,9 +5,8 @@ import Foundation
 /// same reference, as the job contract's own example shows); it stays unchanged in PayPipe's events and webhooks.
 ///
 /// Form: `<merchant reference>.<first 12 hex digits of the payment id>`, so it still reads as the merchant's order
-/// in the gateway's back office. Trust Payments gives the field 25 characters and warns that a longer value "may
-/// result in the text being truncated" (help.trustpayments.com, "3DS API Field Specification", `orderreference`;
-/// docs/submit.md). Truncation would cut the payment-id suffix first and make retries of one order share a reference
+/// in the gateway's back office. The strictest connector gives the field 25 characters and may truncate a longer
+/// value (docs/submit.md cites the field specification). Truncation would cut the payment-id suffix first and make retries of one order share a reference
 /// again, so the whole reference stays within ``maximumLength``: when the merchant's reference is too long for the
 /// combined form, the payment id alone is sent, as its first 25 hex digits (100 bits).
 public enum GatewayOrderReference {

@@ -9,7 +9,7 @@ extension SubmitStage {
     ///   outside sandbox (sandbox: also loopback and `PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS`, ``CardDataTransportPolicy``);
     ///   these timeouts are the `jwt` transport's;
     /// - `PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT` (10s, connection retries included), `PAYPIPE_WEBSERVICES_TIMEOUT` (60s,
-    ///   total per call): the `webservices` transport's, Trust Payments' Python SDK defaults (``WebservicesTransport``);
+    ///   total per call): the `webservices` transport's, its SDK's defaults (``WebservicesTransport``);
     /// - `PAYPIPE_RECONCILE_GRACE` (30s, at least 2s: the margin after an attempt's send deadline plus total timeout
     ///   before it is queried), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
     /// - `PAYPIPE_SEND_WINDOW` (5s: an AUTH not sent this long after its attempt was committed is not sent),
@@ -56,9 +56,7 @@ extension SubmitStage {
         return SubmitStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             requests: GatewayRequestStore(vault: vault),
-            client: GatewayConnectors(
-                trustPayments: TrustPaymentsClient(http: http, transport: cardDataTransport, webservices: try webservicesTransport(environment)),
-                opp: OPPConnector(http: http, transport: cardDataTransport), tapPay: TapPayConnector(http: http, transport: cardDataTransport)),
+            client: try ConnectorRegistry.connectors(ConnectorWorkerSettings(http: http, transport: cardDataTransport, environment: environment)),
             settings: settings, registry: registry)
     }
 

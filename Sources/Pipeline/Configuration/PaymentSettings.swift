@@ -55,16 +55,16 @@ public enum PaymentSettings {
 
     // MARK: Gateway calls (submit, operations)
     public static let gatewayConnectTimeout = DurationSetting(
-        "PAYPIPE_GATEWAY_CONNECT_TIMEOUT", readers: [submit], default: 5, range: 0.1...120, "TCP + TLS set-up of a gateway call (Trust Payments' `jwt` transport, OPP, TapPay)")
+        "PAYPIPE_GATEWAY_CONNECT_TIMEOUT", readers: [submit], default: 5, range: 0.1...120, "TCP + TLS set-up of a gateway call (every connector's, the `webservices` transport's aside)")
     public static let gatewayTimeout = DurationSetting(
         "PAYPIPE_GATEWAY_TIMEOUT", readers: [submit, .cli], default: 30, range: 0.2...600,
-        "the whole gateway call (`jwt` transport, OPP, TapPay); an answer after it is uncertain and reconciled")
+        "the whole gateway call (the `webservices` transport's aside); an answer after it is uncertain and reconciled")
     public static let gatewayCAFile = ConfigurationVariable(
         "PAYPIPE_GATEWAY_CA_FILE", readers: gatewayCallers, default: "unset: the system's CAs", format: "PEM path",
         "an extra CA bundle for gateway TLS; verification is always on")
     public static let webservicesConnectTimeout = DurationSetting(
         "PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT", readers: gatewayCallers, default: 10, range: 0.1...120,
-        "connecting, retries included (Trust Payments' `webservices` transport; the SDK's value); operations uses it for its calls")
+        "connecting, retries included (the `webservices` transport; its SDK's value); operations uses it for its calls")
     public static let webservicesTimeout = DurationSetting(
         "PAYPIPE_WEBSERVICES_TIMEOUT", readers: gatewayCallers + [.cli], default: 60, range: 0.2...600,
         "the whole `webservices` call (the SDK's receive timeout); an answer after it is uncertain and reconciled")

@@ -11,10 +11,6 @@ public struct OPPConnector: GatewayConnector {
     /// Which URLs may carry card data (https outside sandbox), checked before every call.
     public let transport: CardDataTransportPolicy
 
-    public static let capabilities = ConnectorCapabilities(
-        modes: [.merchantDecrypts, .gatewayDecrypts], capture: .partial, void: true, refund: .partial,
-        reconciliationKey: "merchantTransactionId")
-
     public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), transport: CardDataTransportPolicy = .strict) {
         self.http = http
         self.transport = transport

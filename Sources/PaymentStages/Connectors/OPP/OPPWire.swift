@@ -91,7 +91,7 @@ public enum OPPWire {
     // MARK: Requests
 
     /// The stored authorisation request: its form fields as the `payload` object of strings (the stored-request shape
-    /// every connector shares with Trust Payments' claims, ``GatewayRequestStore``), in sending order, without
+    /// every connector shares, ``GatewayRequestStore``), in sending order, without
     /// `entityId` and `merchantTransactionId` (added at send time, ``paymentForm(_:entityId:reference:)``) and
     /// without credentials.
     /// - merchant-decrypts: `paymentBrand` (the merchant's), `card.number` (the DPAN), `card.expiryMonth`/`expiryYear`,
@@ -134,7 +134,7 @@ public enum OPPWire {
     static func paymentToken(_ text: String) throws(ConnectorBuildError) -> String {
         let wrapped: String
         do {
-            wrapped = try TrustPaymentsClaimsBuilder.walletToken(text)
+            wrapped = try ApplePayPaymentForm.walletToken(text)
         } catch {
             throw ConnectorBuildError(error)
         }

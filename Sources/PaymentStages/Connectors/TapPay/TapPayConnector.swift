@@ -10,10 +10,6 @@ public struct TapPayConnector: GatewayConnector {
     public let http: HTTPClientConfiguration
     public let transport: CardDataTransportPolicy
 
-    /// No void API was found in TapPay's documents: voids fail `operation_not_supported`.
-    public static let capabilities = ConnectorCapabilities(
-        modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, reconciliationKey: "bank_transaction_id")
-
     /// TapPay recommends a 30 s client timeout [doc].
     public init(http: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 30), transport: CardDataTransportPolicy = .strict) {
         self.http = http

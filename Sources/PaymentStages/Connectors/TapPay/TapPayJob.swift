@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Pipeline
 
 /// What decrypt does with a TapPay job (``PaymentJob/tapPayPrime``): no token to verify or decrypt (the app gave the
@@ -18,5 +19,29 @@ public enum TapPayJob {
         case (false, true): "tapPayPrime is only for merchants whose gateway is TapPay"
         default: nil
         }
+    }
+}
+
+extension StoredPaymentData {
+    /// The prime's name in stored payment data (and the job's member carrying it).
+    static let tapPayPrimeName = "tapPayPrime"
+
+    /// A TapPay job's prime (``PaymentJob/tapPayPrime``), in place of any Apple Pay data: single use, 90 s of life.
+    public var tapPayPrime: String? {
+        get { credential?.name == Self.tapPayPrimeName ? credential?.value : nil }
+        set { credential = ProcessorCredential(name: Self.tapPayPrimeName, value: newValue, publishedAt: tapPayPrimePublishedAt) }
+    }
+
+    /// When the prime's job was published (the AMQP `timestamp`, else its first receipt): the prime's age is measured
+    /// from here (``TapPayPrimeAge``).
+    public var tapPayPrimePublishedAt: Date? {
+        get { credential?.name == Self.tapPayPrimeName ? credential?.publishedAt : nil }
+        set { credential = ProcessorCredential(name: Self.tapPayPrimeName, value: tapPayPrime, publishedAt: newValue) }
+    }
+
+    /// What decrypt stores for a TapPay job: the prime and its publish time, with the job's contacts; no card data.
+    public static func tapPay(prime: String, publishedAt: Date, billingContact: [String: String]?, shippingContact: [String: String]?) -> StoredPaymentData {
+        .credential(ProcessorCredential(name: tapPayPrimeName, value: prime, publishedAt: publishedAt),
+                    billingContact: billingContact, shippingContact: shippingContact)
     }
 }

@@ -28,7 +28,7 @@ public struct TapPaySettings: Codable, Sendable, Equatable {
     /// PayPipe's own conservative cap [UNCONFIRMED].
     public static let maximumDetailsLength = 100
 
-    /// Why the non-secret settings cannot be used, or nil (``OPPSettings/problem(mode:)``'s counterpart).
+    /// Why the non-secret settings cannot be used, or nil.
     public func problem(mode: MerchantDocument.Gateway.Mode) -> String? {
         guard (1...50).contains(merchantId.utf8.count), merchantId.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
             return "gateway.tapPay.merchantId must be 1-50 printable ASCII characters"

@@ -7,9 +7,6 @@ import Pipeline
 /// `orderreference`, AUTH over the merchant's transport, TRANSACTIONQUERY by that reference, and the back-office
 /// operations as the operations lifecycle sends them (``GatewayOperation``: TRANSACTIONUPDATE and REFUND).
 extension TrustPaymentsClient: GatewayConnector {
-    public static let capabilities = ConnectorCapabilities(
-        modes: [.merchantDecrypts, .gatewayDecrypts], capture: .partial, void: true, refund: .partial, reconciliationKey: "orderreference")
-
     public func totalTimeout(for endpoint: GatewayEndpoint) -> Double { totalTimeout(for: endpoint.transport) }
 
     public func authorize(

@@ -183,6 +183,16 @@ import Testing
         #expect(key.hasPrefix("tappay-prime:") && key.count == "tappay-prime:".count + 64)
         #expect(!key.contains("ap_test_x"))
         #expect(key != TapPayJob.transactionId(prime: "ap_test_y"))
+        // Decrypt asks the registry, which answers for every connector: only the prime job has a credential.
+        #expect(ConnectorRegistry.credentialReplayKey(primeJob) == key)
+        #expect(ConnectorRegistry.credentialReplayKey(tokenJob) == nil)
+        let published = Date(timeIntervalSince1970: 1_700_000_000)
+        let stored = try #require(ConnectorRegistry.credentialData(primeJob, publishedAt: published))
+        #expect(stored.tapPayPrime == "ap_test_x" && stored.tapPayPrimePublishedAt == published && stored.decrypted == nil)
+        #expect(ConnectorRegistry.credentialData(tokenJob, publishedAt: published) == nil)
+        #expect(ConnectorRegistry.jobMismatch(tokenJob, connector: .tapPay) == TapPayJob.mismatch(tokenJob, connector: .tapPay))
+        #expect(ConnectorRegistry.jobMismatch(primeJob, connector: .opp) != nil)
+        #expect(ConnectorRegistry.jobMismatch(tokenJob, connector: .opp) == nil)
         // The prime's SHA-256 in lower-case hex (hashlib.sha256(b"ap_test_prime").hexdigest()).
         #expect(TapPayJob.transactionId(prime: "ap_test_prime") == "tappay-prime:6f249de627a657abb6622b99b5952c11057e77f8203bb4221a00e46581c60d79")
     }

@@ -47,7 +47,8 @@ import Testing
     /// nothing it calls rejected may be authorised or reviewed here, and nothing it calls successful may be declined or
     /// permanent (its successful group also holds pending, communication and chargeback codes, which stay uncertain).
     @Test func theWrappersGroupsAgree() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Fixtures/opp/opp-1.3.1-result-groups.json")
         let groups = try #require(try JSONValue.parse(Array(Data(contentsOf: url)))["groups"]?.objectValue)
         #expect(groups.count == 5)

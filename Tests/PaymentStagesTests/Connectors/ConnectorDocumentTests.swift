@@ -81,9 +81,11 @@ import Testing
     }
 
     @Test func endpointsPerConnector() throws {
-        let opp = MerchantConfig.Gateway(type: "opp", baseUrl: "https://eu-test.oppwa.com/", siteReference: "e1", jwtUsername: nil, mode: .gatewayDecrypts,
-                                         requestTypes: ["AUTH"], opp: OPPSettings(entityId: "e1"))
-        let secrets = MerchantSecrets(privateKeys: [], jwtSecret: nil, webhookSecrets: [], oppAccessToken: "token")
+        var opp = MerchantConfig.Gateway(type: "opp", baseUrl: "https://eu-test.oppwa.com/", siteReference: "e1", jwtUsername: nil, mode: .gatewayDecrypts,
+                                         requestTypes: ["AUTH"])
+        opp.opp = OPPSettings(entityId: "e1")
+        var secrets = MerchantSecrets(privateKeys: [], jwtSecret: nil, webhookSecrets: [])
+        secrets.oppAccessToken = "token"
         let endpoint = try GatewayEndpoint.forMerchant(opp, secrets: secrets, site: nil).get()
         #expect(endpoint.connector == .opp)
         #expect(endpoint.url == "https://eu-test.oppwa.com/v1/payments")

@@ -222,7 +222,8 @@ import Testing
     /// Every code the mapper names is one Trust Payments' Python SDK lists (its data/errormessages.json, copied to
     /// Tests/Fixtures/trustpayments), and every listed code keeps the class the issue gives it.
     @Test func mappedCodesAreTheSDKsOwn() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Fixtures/trustpayments/errormessages.json")
         let listed = try #require(try JSONValue.parse(Array(Data(contentsOf: url))).objectValue).compactMap { Int($0.key) }
         let named = GatewayResponseMapper.declinedCodes.union(GatewayResponseMapper.permanentCodes).union(GatewayResponseMapper.uncertainCodes)

@@ -1,0 +1,122 @@
+import Foundation
+import HTTP
+import Pipeline
+
+/// Which processor a merchant uses: the connector's id, what ``MerchantDocument/Gateway/type`` resolves to through the
+/// registry's aliases. Its raw value is the id (docs/connectors.md).
+public enum ConnectorKind: String, Codable, Sendable, CaseIterable {
+    case trustPayments = "trustpayments"
+    case opp
+    case tapPay = "tappay"
+
+    /// `gateway.type`, compared lower-cased without `-`/`_` against every connector's aliases (``ConnectorRegistry``).
+    /// Nil for a type no connector claims.
+    public init?(gatewayType: String) {
+        guard let registration = ConnectorRegistry.registration(gatewayType: gatewayType) else { return nil }
+        self = registration.kind
+    }
+
+    /// What the connector supports (the registry's row).
+    public var capabilities: ConnectorCapabilities { registration.capabilities }
+
+    /// The `gateway.type` values that select the connector, normalised (lower case, no `-`/`_`).
+    public var aliases: [String] { registration.aliases }
+
+    var registration: ConnectorRegistration { ConnectorRegistry.registration(self) }
+    var plugin: any ConnectorPlugin.Type { registration.plugin }
+}
+
+/// One row of the registry: a connector's id, aliases, capabilities and implementation.
+public struct ConnectorRegistration: Sendable {
+    public let kind: ConnectorKind
+    /// Normalised `gateway.type` values (lower case, no `-`/`_`); the id is always one of them.
+    public let aliases: [String]
+    public let capabilities: ConnectorCapabilities
+    public let plugin: any ConnectorPlugin.Type
+}
+
+/// The connectors PayPipe knows: the one list the merchant documents, the authorize, submit and operations stages and
+/// `paypipe merchant` resolve a processor through. Adding a connector is one row here and its folder
+/// (docs/connectors.md, "Adding a connector").
+public enum ConnectorRegistry {
+    public static let all: [ConnectorRegistration] = [
+        ConnectorRegistration(
+            kind: .trustPayments, aliases: ["trustpayments", "securetrading"],
+            capabilities: ConnectorCapabilities(
+                modes: [.merchantDecrypts, .gatewayDecrypts], capture: .partial, void: true, refund: .partial, manualCapture: true,
+                reconciliationKey: "orderreference"),
+            plugin: TrustPaymentsClient.self),
+        ConnectorRegistration(
+            kind: .opp, aliases: ["opp", "aci", "acioppwa", "oppwa"],
+            capabilities: ConnectorCapabilities(
+                modes: [.merchantDecrypts, .gatewayDecrypts], capture: .partial, void: true, refund: .partial, manualCapture: true,
+                reconciliationKey: "merchantTransactionId"),
+            plugin: OPPConnector.self),
+        ConnectorRegistration(
+            // No void API was found in TapPay's documents: voids fail `operation_not_supported`.
+            kind: .tapPay, aliases: ["tappay"],
+            capabilities: ConnectorCapabilities(
+                modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true,
+                reconciliationKey: "bank_transaction_id"),
+            plugin: TapPayConnector.self),
+    ]
+
+    /// The connector of a `gateway.type` no connector claims, for the checks made before the type itself is refused:
+    /// such documents were judged by the first connector's rules before there were others, and still are.
+    public static let fallback: ConnectorKind = all[0].kind
+
+    private static let byKind: [ConnectorKind: ConnectorRegistration] = Dictionary(uniqueKeysWithValues: all.map { ($0.kind, $0) })
+    private static let byAlias: [String: ConnectorRegistration] = Dictionary(
+        uniqueKeysWithValues: all.flatMap { registration in registration.aliases.map { ($0, registration) } })
+
+    /// Every ``ConnectorKind`` has a row (``ConnectorRegistryTests`` checks it).
+    public static func registration(_ kind: ConnectorKind) -> ConnectorRegistration {
+        guard let registration = byKind[kind] else { preconditionFailure("connector \(kind.rawValue) is not registered") }
+        return registration
+    }
+
+    public static func registration(gatewayType: String) -> ConnectorRegistration? { byAlias[normalized(gatewayType)] }
+
+    /// How `gateway.type` is compared: lower-cased, without `-` and `_`.
+    public static func normalized(_ gatewayType: String) -> String { gatewayType.lowercased().filter { $0 != "-" && $0 != "_" } }
+
+    /// Every connector's merchant-document section type (``ConnectorPlugin/sectionType``).
+    static var sectionTypes: [any ConnectorSection.Type] { all.compactMap { $0.plugin.sectionType } }
+
+    /// The names stored payment data keeps connectors' credentials under (``ProcessorCredential``).
+    static let credentialNames: [String] = all.compactMap { $0.plugin.credentialName }
+
+    /// The replay key of a job carrying a connector's own credential instead of a token, or nil (decrypt).
+    public static func credentialReplayKey(_ job: PaymentJob) -> String? {
+        all.lazy.compactMap { $0.plugin.credentialReplayKey(job) }.first
+    }
+
+    /// What decrypt stores for a job carrying a connector's own credential, or nil for a token job.
+    public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? {
+        all.lazy.compactMap { $0.plugin.credentialData(job, publishedAt: publishedAt) }.first
+    }
+
+    /// Why `job` does not fit its merchant's connector (`malformed_token`), or nil.
+    public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? {
+        all.lazy.compactMap { $0.plugin.jobMismatch(job, connector: connector) }.first
+    }
+
+    /// Every connector's keys holding card data or secrets in its stored requests (``ClaimsRedactor``).
+    public static var sensitiveKeys: Set<String> { all.reduce(into: []) { $0.formUnion($1.plugin.sensitiveKeys) } }
+    /// The keys among them that hold a PAN (shown with its last four digits).
+    public static var panKeys: Set<String> { all.reduce(into: []) { $0.formUnion($1.plugin.panKeys) } }
+
+    /// One instance of every connector for a worker, from its HTTP settings, card-data policy and environment.
+    public static func connectors(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> GatewayConnectors {
+        var made: [ConnectorKind: any GatewayConnector] = [:]
+        for registration in all { made[registration.kind] = try registration.plugin.make(settings) }
+        return GatewayConnectors(made)
+    }
+}
+
+extension GatewayConnectors {
+    /// The three connectors by name (the stages' launch code and tests).
+    public init(trustPayments: TrustPaymentsClient, opp: OPPConnector, tapPay: TapPayConnector) {
+        self.init([.trustPayments: trustPayments, .opp: opp, .tapPay: tapPay])
+    }
+}
