@@ -34,17 +34,33 @@ extension Integration {
         defer { connection.close() }
         try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
         let candidates = Self.candidates()
-        let starts = candidates.filter(\.isConsistent)
         var disagreements: [String] = [], accepted = 0, refused = 0
+        var starts: [MoneyLifecycle] = []
         try connection.transaction { transaction in
-            for (n, from) in starts.enumerated() {
+            // One state: the CHECK accepts a row exactly when Swift calls the state consistent.
+            var rows: [(MoneyLifecycle, UUID)] = []
+            for (n, state) in candidates.enumerated() {
                 let id = UUID()
-                try transaction.query(
-                    """
-                    INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at, amount_minor, currency,
-                                          capture_mode, lifecycle, authorized_minor, captured_minor, refunded_minor)
-                    VALUES ($1, 'm1', $2, '\\x01', 'authorized', 'done', now(), $3, 'GBP', 'manual', $4, $3, $5, $6)
-                    """, [id, "j\(n)", from.authorizedAmount, from.status.rawValue, from.capturedAmount, from.refundedAmount])
+                try transaction.simpleQuery("SAVEPOINT state")
+                do {
+                    try transaction.query(
+                        """
+                        INSERT INTO payments (id, merchant_id, job_id, job_hash, status, stage, first_received_at, amount_minor, currency,
+                                              capture_mode, lifecycle, authorized_minor, captured_minor, refunded_minor)
+                        VALUES ($1, 'm1', $2, '\\x01', 'authorized', 'done', now(), $3, 'GBP', 'manual', $4, $3, $5, $6)
+                        """, [id, "j\(n)", state.authorizedAmount, state.status.rawValue, state.capturedAmount, state.refundedAmount])
+                    try transaction.simpleQuery("RELEASE SAVEPOINT state")
+                    rows.append((state, id))
+                } catch let error as PostgresError {
+                    #expect(error.sqlState == "23514", "a refusal is a check violation: \(error)")
+                    try transaction.simpleQuery("ROLLBACK TO SAVEPOINT state")
+                }
+                if rows.last?.1 == id ? !state.isConsistent : state.isConsistent {
+                    disagreements.append("\(Self.describe(state)): Swift consistent \(state.isConsistent), SQL \(rows.last?.1 == id)")
+                }
+            }
+            starts = rows.map(\.0)
+            for (from, id) in rows {
                 for to in candidates where to != from {
                     try transaction.simpleQuery("SAVEPOINT change")
                     var database = true

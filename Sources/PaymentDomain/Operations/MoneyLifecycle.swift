@@ -156,7 +156,7 @@ public struct MoneyLifecycle: Sendable, Equatable, Hashable {
         case .authorized: return capturedAmount == 0 && refundedAmount == 0
         case .captured, .settled: return capturedAmount > 0 && refundedAmount == 0
         case .partiallyRefunded: return refundedAmount > 0 && refundedAmount < capturedAmount
-        case .refunded: return refundedAmount == capturedAmount
+        case .refunded: return refundedAmount > 0 && refundedAmount == capturedAmount
         case .voided: return capturedAmount == 0 && refundedAmount == 0
         }
     }
