@@ -10,6 +10,9 @@ import Pipeline
 ///
 /// Like ``GatewayConnector``'s, these calls never throw: every way a call ends is an answer the stage records.
 public protocol OperationConnector: Sendable {
+    /// How the operation rules (``OperationProtocol``) see a merchant of this processor.
+    func operationTransport(_ gateway: MerchantConfig.Gateway) -> OperationProtocol.Transport
+
     /// What an operation's call needs read besides the operation itself (``OperationNeeds``).
     var operationNeeds: OperationNeeds { get }
 

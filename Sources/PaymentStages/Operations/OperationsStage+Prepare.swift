@@ -45,7 +45,7 @@ extension OperationsStage {
         merchant: MerchantStore.Merchant, clock: BatchClock, transaction: PostgresConnection,
         planning: (OperationProtocol.Transport, OperationStore.SendTiming) throws -> OperationSteps.Plan
     ) throws -> Prepared<Call> {
-        let transport = Self.transport(merchant)
+        let transport = transport(merchant)
         let endpoint = Self.endpoint(merchant)
         let timing = OperationStore.SendTiming(
             sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
@@ -112,24 +112,14 @@ extension OperationsStage {
         return Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport, context: context, clock: clock)
     }
 
-    /// How the protocol reaches the merchant's gateway: its Trust Payments transport, or its connector.
-    static func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
+    /// How the protocol reaches the merchant's gateway, as its connector says (``OperationConnector/operationTransport(_:)``).
+    func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
         guard let gateway = merchant.config.gateway else { return .webservices }
-        switch gateway.connector {
-        case .trustPayments: return gateway.resolvedTransport == .jwt ? .jwt : .webservices
-        case .opp: return .opp
-        case .tapPay: return .tapPay
-        }
+        return connectors.operations(gateway.connector).operationTransport(gateway)
     }
 
     /// The merchant's configured endpoint, nil without a gateway or its transport's (or connector's) credentials.
     static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
-        if let gateway = merchant.config.gateway, gateway.connector != .trustPayments {
-            return try? GatewayEndpoint.forMerchant(gateway, secrets: merchant.secrets, site: nil).get()
-        }
-        guard let gateway = merchant.config.gateway, let username = gateway.username, !username.isEmpty,
-              let secret = merchant.secrets.gatewaySecret(for: gateway.resolvedTransport), !secret.isEmpty else { return nil }
-        return GatewayEndpoint(baseUrl: gateway.baseUrl, siteReference: gateway.siteReference, transport: gateway.resolvedTransport,
-                               username: username, secret: secret)
+        try? GatewayEndpoint.forMerchant(merchant.config.gateway, secrets: merchant.secrets, site: nil).get()
     }
 }

@@ -5,6 +5,8 @@ import Pipeline
 /// OPP's operations (`CP`, `RV`, `RF` on `/v1/payments/{id}`) behind the one operation interface, each with its own
 /// `merchantTransactionId` (``OPPWire/operationReference(paymentReference:operationRowId:)``), found again by it.
 extension OPPConnector: OperationConnector {
+    public func operationTransport(_ gateway: MerchantConfig.Gateway) -> OperationProtocol.Transport { .opp }
+
     /// A refund of a captured pre-authorisation references its capture (``OPPWire/refundReference(payment:capture:)``).
     public var operationNeeds: OperationNeeds { [.currency, .captureReference] }
 

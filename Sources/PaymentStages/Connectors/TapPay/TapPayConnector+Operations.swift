@@ -5,6 +5,8 @@ import Pipeline
 /// TapPay's operations (`/tpc/transaction/cap`, `/tpc/transaction/refund`; no void API) behind the one operation
 /// interface. TapPay takes no reference of PayPipe's: an operation is found by its trade's `rec_trade_id`.
 extension TapPayConnector: OperationConnector {
+    public func operationTransport(_ gateway: MerchantConfig.Gateway) -> OperationProtocol.Transport { .tapPay }
+
     public func operationReference(paymentReference: String, operationRowId: Int64) -> String { "op\(operationRowId)" }
 
     /// Settled when the Record API shows the trade `is_captured` [doc]; a trade not captured (or not returned) is not.

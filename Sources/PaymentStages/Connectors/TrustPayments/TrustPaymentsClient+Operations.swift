@@ -96,6 +96,11 @@ extension TrustPaymentsClient {
 /// `{"settlestatus":"2"}`, and settlement learnt by one batched TRANSACTIONQUERY. Operations, suspension and the
 /// settlement poll need the `webservices` transport.
 extension TrustPaymentsClient: OperationConnector {
+    /// Operations need the `webservices` transport: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed.
+    public func operationTransport(_ gateway: MerchantConfig.Gateway) -> OperationProtocol.Transport {
+        gateway.resolvedTransport == .jwt ? .jwt : .webservices
+    }
+
     /// A TRANSACTIONUPDATE or REFUND names the AUTH by its transaction reference and carries its own amounts.
     public var operationNeeds: OperationNeeds { [] }
 
