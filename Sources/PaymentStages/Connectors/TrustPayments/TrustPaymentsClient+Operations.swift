@@ -181,3 +181,12 @@ extension OperationSteps.Answer {
         }
     }
 }
+
+/// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
+extension OperationProtocol.Transport {
+    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates)
+    public static let jwt = OperationProtocol.Transport(
+        name: "Trust Payments",
+        operations: .refused(reason: "needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed",
+                             lateVoid: "voids need the webservices transport"))
+}
