@@ -490,6 +490,8 @@ import Testing
         #expect(!Self.lifecycle(.settled, refunded: 1).isConsistent)
         #expect(!Self.lifecycle(.partiallyRefunded, captured: 600, refunded: 600).isConsistent)
         #expect(!Self.lifecycle(.refunded, refunded: 999).isConsistent)
+        // Refunded means something was refunded: the database's CHECK says so too (LifecycleRulesTests found the gap).
+        #expect(!Self.lifecycle(.refunded, captured: 0, refunded: 0).isConsistent)
         #expect(!Self.lifecycle(.voided, captured: 600).isConsistent)
         #expect(!Self.lifecycle(.authorized, captured: 1).isConsistent)
         #expect(!MoneyLifecycle(status: .captured, captureMode: .automatic, authorizedAmount: 0, capturedAmount: 0).isConsistent)

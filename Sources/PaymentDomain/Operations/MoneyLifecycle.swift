@@ -34,6 +34,12 @@ public enum LifecycleStatus: String, Sendable, CaseIterable, Hashable {
         case .authorized, .captured, .voided: false
         }
     }
+
+    /// Whether a change from this status may raise the captured amount: only the capture of an authorisation.
+    public var capturedMayRise: Bool { self == .authorized }
+
+    /// Whether the captured (settled) amount is fixed from this status on: after settlement only refunds move money.
+    public var capturedIsFixed: Bool { isSettled }
 }
 
 /// How an AUTH is settled: `automatic` is the behaviour before operations existed (the AUTH settles by itself);
@@ -126,6 +132,20 @@ public struct MoneyLifecycle: Sendable, Equatable, Hashable {
         }
     }
 
+    /// Whether `self → next` is a lifecycle change: both states consistent, an edge of the diagram (``LifecycleStatus/successors``),
+    /// the authorised amount kept, the refunded amount never lowered, the captured amount raised only from `authorized`
+    /// (``LifecycleStatus/capturedMayRise``) and fixed after settlement (``LifecycleStatus/capturedIsFixed``).
+    ///
+    /// The one statement of the rule: `CheckedLifecycleChange` applies it before a statement binds a change, and the
+    /// database's safety net (the trigger `payments_lifecycle`) is generated from the same table
+    /// (`PayPipeSchema.lifecycleRules`); an integration test enumerates every pair and shows both agree.
+    public func permits(_ next: MoneyLifecycle) -> Bool {
+        isConsistent && next.isConsistent && status.successors.contains(next.status)
+            && next.authorizedAmount == authorizedAmount && next.refundedAmount >= refundedAmount
+            && (status.capturedMayRise || next.capturedAmount <= capturedAmount)
+            && (!status.capturedIsFixed || next.capturedAmount == capturedAmount)
+    }
+
     /// The invariants every state must keep (the database checks the same under the payment's lock):
     /// captured ≤ authorised, refunded ≤ captured (= settled), nothing refunded before settlement, nothing left on a void.
     public var isConsistent: Bool {
@@ -136,7 +156,7 @@ public struct MoneyLifecycle: Sendable, Equatable, Hashable {
         case .authorized: return capturedAmount == 0 && refundedAmount == 0
         case .captured, .settled: return capturedAmount > 0 && refundedAmount == 0
         case .partiallyRefunded: return refundedAmount > 0 && refundedAmount < capturedAmount
-        case .refunded: return refundedAmount == capturedAmount
+        case .refunded: return refundedAmount > 0 && refundedAmount == capturedAmount
         case .voided: return capturedAmount == 0 && refundedAmount == 0
         }
     }

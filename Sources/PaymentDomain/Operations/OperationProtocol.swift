@@ -16,22 +16,49 @@ import Foundation
 public struct OperationProtocol: Sendable, Equatable {
     public init() {}
 
-    /// How the merchant reaches the gateway: Trust Payments' two transports, another connector (docs/connectors.md),
-    /// or `otherConnector` for a processor this protocol does not speak (its operations are refused).
-    public enum Transport: String, Sendable, Hashable {
-        case webservices, jwt
-        /// ACI / PAY.ON Open Payment Platform: `CP` (partial or full), `RV`, `RF` on `/v1/payments/{id}`.
-        case opp
-        /// TapPay: `/tpc/transaction/cap` (the full authorisation only) and `/tpc/transaction/refund`; no void API.
-        case tapPay = "tappay"
-        case otherConnector = "other-connector"
+    /// How the merchant's processor takes operations, as data its connector declares (Connectors/<Name>/, e.g.
+    /// `OperationProtocol.Transport.opp`): the rules reason about these capabilities, never about a processor.
+    /// ``otherConnector`` is a processor the rules do not speak (its operations are refused).
+    public struct Transport: Sendable, Hashable {
+        /// What an operation is at the processor.
+        public enum Operations: Sendable, Hashable {
+            /// Capture and void update the AUTH's settle status (a TRANSACTIONUPDATE); a refund is a REFUND of the settled
+            /// AUTH, whose lost answer no query can find.
+            case settlementUpdates
+            /// The processor's own capture, reversal and refund of its payment, each found again by its status query.
+            case processorOperations
+            /// None is carried out: `reason` follows the operation's name in its refusal; `lateVoid` says why a late
+            /// AUTH is not voided automatically.
+            case refused(reason: String, lateVoid: String)
+        }
 
-        /// A connector whose operations are captures, reversals and refunds of its own (not TRANSACTIONUPDATEs).
-        public var isConnector: Bool { self == .opp || self == .tapPay }
+        /// The processor's name, in refusals and reviews.
+        public var name: String
+        public var operations: Operations
         /// Whether a capture may take less than the authorisation (the rest released).
-        public var capturesPartially: Bool { self != .tapPay }
+        public var capturesPartially: Bool
         /// Whether an uncaptured authorisation can be cancelled.
-        public var voids: Bool { self != .tapPay }
+        public var voids: Bool
+        /// What an automatically captured authorisation is at the processor (a late one is reviewed: a refund is due).
+        public var capturedAuthorization: String
+
+        public init(name: String, operations: Operations, capturesPartially: Bool = true, voids: Bool = true,
+                    capturedAuthorization: String = "authorisation") {
+            self.name = name
+            self.operations = operations
+            self.capturesPartially = capturesPartially
+            self.voids = voids
+            self.capturedAuthorization = capturedAuthorization
+        }
+
+        /// A connector whose operations are captures, reversals and refunds of its own (not settle-status updates).
+        public var isConnector: Bool { operations == .processorOperations }
+
+        /// A processor the rules do not speak: every operation is refused.
+        public static let otherConnector = Transport(
+            name: "another connector",
+            operations: .refused(reason: "is not carried out for this merchant's gateway (docs/connectors.md)",
+                                 lateVoid: "voids are not carried out for this merchant's gateway"))
     }
 
     /// An operation already recorded under the same merchant and `operationId`.
@@ -145,14 +172,8 @@ public struct OperationProtocol: Sendable, Equatable {
         if let existing = snapshot.existing {
             return existing.contentHash == request.contentHash ? .duplicate(existing) : .conflict(existing)
         }
-        switch snapshot.transport {
-        case .webservices, .opp, .tapPay:
-            break
-        case .otherConnector:
-            return .refuse(code: "operation_not_supported", reason: "\(request.kind.rawValue) is not carried out for this merchant's gateway (docs/connectors.md)")
-        case .jwt:
-            return .refuse(code: "operation_not_supported",
-                           reason: "\(request.kind.rawValue) needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed")
+        if case .refused(let reason, _) = snapshot.transport.operations {
+            return .refuse(code: "operation_not_supported", reason: "\(request.kind.rawValue) \(reason)")
         }
         switch snapshot.paymentStatus {
         case .received, .decrypted, .prepared, .submitting:
@@ -304,7 +325,7 @@ public struct OperationProtocol: Sendable, Equatable {
     private func connectorDecision(
         _ request: OperationRequest, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, transport: Transport, now: Date
     ) -> Decision {
-        let name = transport == .opp ? "OPP" : "TapPay"
+        let name = transport.name
         switch request.kind {
         case .capture:
             let captured = request.amount ?? lifecycle.authorizedAmount
@@ -375,19 +396,20 @@ public struct OperationProtocol: Sendable, Equatable {
               let deadline = lifecycle.captureDeadline, snapshot.now >= deadline, snapshot.openOperation == nil, let gateway else {
             return nil
         }
-        switch snapshot.transport {
-        case .webservices:
+        switch snapshot.transport.operations {
+        case .settlementUpdates:
             break
-        case .opp:
+        case .processorOperations where snapshot.transport.voids:
             return .send(.reversal(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
-        case .tapPay:
-            // Not refunded instead: a refund of a trade never captured is not documented (it may not release the
-            // hold, or may be refused), and the customer was not charged: with no automatic capture
-            // (`delay_capture_in_days` -1) the authorisation lapses at the issuer. Reported, so the merchant knows
-            // it will never be captured (captures are refused from now on: authorization_expired).
+        case .processorOperations:
+            // Not refunded instead: a refund of a payment never captured is not documented (it may not release the
+            // hold, or may be refused), and the customer was not charged: with no automatic capture the
+            // authorisation lapses at the issuer. Reported, so the merchant knows it will never be captured (captures
+            // are refused from now on: authorization_expired).
+            let name = snapshot.transport.name
             return .refuse(code: "operation_not_supported",
-                           reason: "TapPay has no void API: the uncaptured authorisation is never captured and lapses at the issuer (or is released in the TapPay Portal)")
-        case .jwt, .otherConnector:
+                           reason: "\(name) has no void API: the uncaptured authorisation is never captured and lapses at the issuer (or is released in the \(name) Portal)")
+        case .refused:
             return .refuse(code: "operation_not_supported", reason: "the expiry void needs the webservices transport")
         }
         if let instead = unlessUpdatable(gateway, forSettled: "an expired, uncaptured AUTH the gateway reports settled") { return instead }
@@ -620,15 +642,16 @@ extension OperationProtocol {
     /// What to do about an AUTH that reconciliation found authorised on a payment PayPipe already ended `failed`
     /// (e.g. `deadline_exceeded`). A failed void goes to review as well, decided by the caller from its answer.
     public func lateAuthorization(_ gateway: GatewayFacts, transport: Transport, captureMode: CaptureMode = .automatic) -> LateAuthorization {
-        switch transport {
-        case .opp where captureMode == .manual:
-            // A pre-authorisation (PA): reversed whole.
+        switch transport.operations {
+        case .processorOperations where transport.voids && captureMode == .manual:
+            // A pre-authorisation: reversed whole.
             return .void(.reversal(transactionReference: gateway.transactionReference))
-        case .opp:
-            return .review(code: "late_authorization", reason: "the late OPP debit (DB) is captured: a refund is due")
-        case .tapPay:
-            return .review(code: "late_authorization", reason: "the late TapPay authorisation cannot be voided (TapPay has no void API): a refund is due")
-        case .webservices, .jwt, .otherConnector:
+        case .processorOperations where transport.voids:
+            return .review(code: "late_authorization", reason: "the late \(transport.name) \(transport.capturedAuthorization) is captured: a refund is due")
+        case .processorOperations:
+            return .review(code: "late_authorization",
+                           reason: "the late \(transport.name) authorisation cannot be voided (\(transport.name) has no void API): a refund is due")
+        case .settlementUpdates, .refused:
             break
         }
         switch gateway.settleStatus {
@@ -639,10 +662,8 @@ extension OperationProtocol {
         case .other(let text):
             return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
         case .pendingSettlement, .pendingManualSettlement, .suspended:
-            guard transport == .webservices else {
-                return .review(code: "late_authorization", reason: transport == .otherConnector
-                               ? "the late AUTH cannot be voided automatically: voids are carried out for Trust Payments merchants only"
-                               : "the late AUTH cannot be voided automatically: voids need the webservices transport")
+            if case .refused(_, let lateVoid) = transport.operations {
+                return .review(code: "late_authorization", reason: "the late AUTH cannot be voided automatically: \(lateVoid)")
             }
             return .void(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil))
         }

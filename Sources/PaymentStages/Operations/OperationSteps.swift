@@ -46,10 +46,12 @@ public struct OperationSteps: Sendable {
     /// The automatic void of a manual authorisation not captured within `captureWithin`, decided by
     /// ``OperationProtocol/expiry(_:gateway:)`` under the payment's lock and recorded as a void requested by `expiry`.
     public func planExpiry(
-        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock? = nil,
+        on transaction: PostgresConnection
     ) throws -> Plan {
-        try automaticVoid(payment, operationId: Self.expiryOperationId(payment.paymentId), requestedBy: .expiry, transport: transport, timing: timing,
-                          on: transaction) { request in
+        let clock = try clock ?? BatchClock.read(transaction)
+        return try automaticVoid(payment, operationId: Self.expiryOperationId(payment.paymentId), requestedBy: .expiry, transport: transport,
+                                 timing: timing, clock: clock, on: transaction) { request in
             guard let money = try PaymentStore().money(payment.paymentId, forUpdate: false, on: transaction) else {
                 return .nothing(reason: "payment \(payment.paymentId) does not exist")
             }
@@ -57,10 +59,9 @@ public struct OperationSteps: Sendable {
             let gateway = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction).map { facts in
                 money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
             }
-            let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
             let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
                                                       openOperation: open.map(\.operationId),
-                                                      openOperationForReview: open?.state == .needsReview, now: now)
+                                                      openOperationForReview: open?.state == .needsReview, now: clock.database)
             switch rules.expiry(snapshot, gateway: gateway) {
             case nil:
                 return .nothing(reason: "not due")
@@ -86,10 +87,12 @@ public struct OperationSteps: Sendable {
     /// payment's lock and recorded as a void operation requested by `late_authorization` (audited and reported like any
     /// other).
     public func planLateAuthorization(
-        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock? = nil,
+        on transaction: PostgresConnection
     ) throws -> Plan {
-        try automaticVoid(payment, operationId: Self.lateAuthorizationOperationId(payment.paymentId), requestedBy: .lateAuthorization,
-                          transport: transport, timing: timing, on: transaction) { _ in
+        let clock = try clock ?? BatchClock.read(transaction)
+        return try automaticVoid(payment, operationId: Self.lateAuthorizationOperationId(payment.paymentId), requestedBy: .lateAuthorization,
+                                 transport: transport, timing: timing, clock: clock, on: transaction) { _ in
             guard let record = try PaymentStore().load(payment.paymentId, on: transaction) else {
                 return .nothing(reason: "payment \(payment.paymentId) does not exist")
             }
@@ -127,14 +130,14 @@ public struct OperationSteps: Sendable {
     /// send one, which is then recorded with its `sending` attempt before the call.
     private func automaticVoid(
         _ payment: StageMessage, operationId: String, requestedBy: OperationStore.Requester, transport: OperationProtocol.Transport,
-        timing: OperationStore.SendTiming, on transaction: PostgresConnection, decide: (OperationRequest) throws -> VoidDecision
+        timing: OperationStore.SendTiming, clock: BatchClock, on transaction: PostgresConnection, decide: (OperationRequest) throws -> VoidDecision
     ) throws -> Plan {
         let request = OperationRequest(kind: .void, operationId: operationId, merchantId: payment.merchantId, payment: .paymentId(payment.paymentId), amount: nil)
         guard try PaymentStore().money(payment.paymentId, forUpdate: true, on: transaction) != nil else {
             return .nothing(reason: "payment \(payment.paymentId) does not exist")
         }
         if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-            return try resume(existing, transport: transport, timing: timing, on: transaction)
+            return try resume(existing, transport: transport, timing: timing, clock: clock, on: transaction)
         }
         switch try decide(request) {
         case .plan(let plan):
@@ -153,11 +156,12 @@ public struct OperationSteps: Sendable {
     /// merchant's; `timing` the send window of a new attempt.
     public func plan(
         _ request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
-        timing: OperationStore.SendTiming, on transaction: PostgresConnection
+        timing: OperationStore.SendTiming, clock: BatchClock? = nil, on transaction: PostgresConnection
     ) throws -> Plan {
+        let clock = try clock ?? BatchClock.read(transaction)
         guard let paymentId = try store.resolvePayment(request.payment, merchantId: request.merchantId, on: transaction) else {
             if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-                return existing.contentHash == request.contentHash ? try resume(existing, transport: transport, timing: timing, on: transaction) : .conflict(existing: existing)
+                return existing.contentHash == request.contentHash ? try resume(existing, transport: transport, timing: timing, clock: clock, on: transaction) : .conflict(existing: existing)
             }
             return .wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)")
         }
@@ -171,14 +175,12 @@ public struct OperationSteps: Sendable {
             // The payment's recorded settle status, when learnt after the AUTH, is the newer fact.
             money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
         }
-        let now = try transaction.query("SELECT clock_timestamp() AS now")[0].decode("now", as: Date.self)
         let snapshot = OperationProtocol.Snapshot(
             transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: existing?.record,
-            openOperation: open.map(\.operationId),
-                                                  openOperationForReview: open?.state == .needsReview, now: now)
+            openOperation: open.map(\.operationId), openOperationForReview: open?.state == .needsReview, now: clock.database)
         switch rules.decide(request, snapshot, gateway: gateway) {
         case .duplicate:
-            return try resume(existing!, transport: transport, timing: timing, on: transaction)
+            return try resume(existing!, transport: transport, timing: timing, clock: clock, on: transaction)
         case .conflict:
             return .conflict(existing: existing!)
         case .wait(let code, let reason):
@@ -199,9 +201,11 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// The same operation again: a finished one is reported again, an open one continues from its last attempt.
+    /// The same operation again: a finished one is reported again, an open one continues from its last attempt, as
+    /// ``resumption(of:attempts:reconcilable:maxInconclusiveQueries:clock:)`` decides on what was read under the lock.
     func resume(
-        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, on transaction: PostgresConnection
+        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
+        on transaction: PostgresConnection
     ) throws -> Plan {
         switch operation.state {
         case .succeeded, .failed: return .finished(operation)
@@ -211,37 +215,23 @@ public struct OperationSteps: Sendable {
         if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
         guard let request = operation.request else { return .review(operation) }
         let attempts = try store.attempts(operation.id, on: transaction)
-        guard let last = attempts.last(where: { !Self.isQuery($0.requestType) }) else {
+        switch Self.resumption(of: request, attempts: attempts, reconcilable: rules.reconcilable(request, transport: transport),
+                               maxInconclusiveQueries: maxInconclusiveQueries, clock: clock) {
+        case .reviewAsIs:
             return .review(operation)
-        }
-        switch last.state {
-        case .sending where last.reconcileAfter.map { last.now < $0 } ?? false, .uncertain where last.reconcileAfter.map { last.now < $0 } ?? false:
+        case .review(let code, let reason):
+            try store.review(operation.id, code: code, reason: reason, on: transaction)
+            return .review(try store.load(operation.id, on: transaction) ?? operation)
+        case .wait(let attempt, let until):
             // Until its reconciliation time the request may still be in flight or be processed: querying earlier
             // could see it "not applied" just before it is. The message comes back at that time.
-            return .wait(code: "attempt_open", reason: "attempt \(last.id) of operation \(operation.operationId) may still be in flight",
-                         until: Self.reconciliationTime(of: last))
-        case .notSent:
+            return .wait(code: "attempt_open", reason: "attempt \(attempt) of operation \(operation.operationId) may still be in flight", until: until)
+        case .sendAgain:
             guard let attempt = try store.beginAttempt(operation.id, requestType: request.requestType, timing: timing, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .send(operation, attempt: attempt, request: request)
-        case .completed:
-            // Its answer was written in the transaction that ended the operation: a requested operation with a
-            // completed attempt was changed by something else.
-            try store.review(operation.id, code: "operation_state_unexpected", reason: "a requested operation whose last attempt completed", on: transaction)
-            return .review(try store.load(operation.id, on: transaction) ?? operation)
-        case .sending, .uncertain:
-            guard rules.reconcilable(request, transport: transport) else {
-                try store.review(operation.id, code: "refund_outcome_unknown",
-                                 reason: "REFUND attempt \(last.id): answer lost, never resent automatically", on: transaction)
-                return .review(try store.load(operation.id, on: transaction) ?? operation)
-            }
-            let inconclusive = attempts.filter { Self.isQuery($0.requestType) && $0.id > last.id && $0.outcome == "inconclusive" }.count
-            if inconclusive >= maxInconclusiveQueries {
-                try store.review(operation.id, code: "reconciliation_inconclusive",
-                                 reason: "\(inconclusive) status queries could not tell whether the \(request.requestType) took effect", on: transaction)
-                return .review(try store.load(operation.id, on: transaction) ?? operation)
-            }
+        case .query:
             guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
@@ -249,10 +239,53 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// When `attempt` may be reconciled, on this worker's clock: its `reconcile_after` as far ahead as the database's
-    /// clock shows it (the two clocks may differ).
-    static func reconciliationTime(of attempt: OperationStore.Attempt) -> Date? {
-        attempt.reconcileAfter.map { Date().addingTimeInterval($0.timeIntervalSince(attempt.now)) }
+    /// What a requested operation's attempts lead to (pure; ``resume(_:transport:timing:clock:on:)`` carries it out).
+    public enum Resumption: Sendable, Equatable {
+        /// The last request may still be in flight until its reconciliation time (`until`, this worker's clock).
+        case wait(attempt: Int64, until: Date?)
+        /// The last request is known not to have been sent (or applied): a new attempt sends it.
+        case sendAgain
+        /// Its answer was lost: query the processor first.
+        case query
+        /// For a person, recorded with `code` and `reason`.
+        case review(code: String, reason: String)
+        /// For a person as it stands: no request attempt to resume.
+        case reviewAsIs
+    }
+
+    /// The rule of a resumed operation, on its attempts and the batch's clock: a request open before its
+    /// reconciliation time waits; one known not sent is sent again; a lost answer is queried first (a lost REFUND goes
+    /// to review, never resent; so does an operation after `maxInconclusiveQueries` inconclusive queries).
+    public static func resumption(
+        of request: GatewayOperation, attempts: [OperationStore.Attempt], reconcilable: Bool, maxInconclusiveQueries: Int, clock: BatchClock
+    ) -> Resumption {
+        guard let last = attempts.last(where: { !isQuery($0.requestType) }) else { return .reviewAsIs }
+        switch last.state {
+        case .sending where last.reconcileAfter.map { clock.database < $0 } ?? false, .uncertain where last.reconcileAfter.map { clock.database < $0 } ?? false:
+            return .wait(attempt: last.id, until: reconciliationTime(of: last, clock: clock))
+        case .notSent:
+            return .sendAgain
+        case .completed:
+            // Its answer was written in the transaction that ended the operation: a requested operation with a
+            // completed attempt was changed by something else.
+            return .review(code: "operation_state_unexpected", reason: "a requested operation whose last attempt completed")
+        case .sending, .uncertain:
+            guard reconcilable else {
+                return .review(code: "refund_outcome_unknown", reason: "REFUND attempt \(last.id): answer lost, never resent automatically")
+            }
+            let inconclusive = attempts.filter { isQuery($0.requestType) && $0.id > last.id && $0.outcome == "inconclusive" }.count
+            if inconclusive >= maxInconclusiveQueries {
+                return .review(code: "reconciliation_inconclusive",
+                               reason: "\(inconclusive) status queries could not tell whether the \(request.requestType) took effect")
+            }
+            return .query
+        }
+    }
+
+    /// When `attempt` may be reconciled, on this worker's clock: its `reconcile_after` as far ahead of the batch's
+    /// database time as it is (the two clocks may differ).
+    public static func reconciliationTime(of attempt: OperationStore.Attempt, clock: BatchClock) -> Date? {
+        attempt.reconcileAfter.map(clock.local)
     }
 
     /// The status query reconciling a lost answer, as its attempt is recorded: Trust Payments' TRANSACTIONQUERY of the
@@ -286,7 +319,7 @@ public struct OperationSteps: Sendable {
     /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first.
     public func settle(
         _ operation: OperationStore.Operation, attempt: Int64, answer: Answer, transport: OperationProtocol.Transport = .webservices, actor: String,
-        on transaction: PostgresConnection
+        clock: BatchClock? = nil, on transaction: PostgresConnection
     ) throws -> Settled {
         if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
         guard let current = try store.load(operation.id, on: transaction), current.state == .requested else {
@@ -310,8 +343,9 @@ public struct OperationSteps: Sendable {
             }
             let queried = transport.isConnector ? "the processor is queried" : "the AUTH is queried"
             let lost = try store.attempts(current.id, on: transaction).first { $0.id == attempt }
+            let clock = try clock ?? BatchClock.read(transaction)
             return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else",
-                          until: lost.flatMap(Self.reconciliationTime(of:)))
+                          until: lost.flatMap { Self.reconciliationTime(of: $0, clock: clock) })
         }
         return .finished(try store.load(current.id, on: transaction) ?? current)
     }

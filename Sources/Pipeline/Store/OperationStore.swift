@@ -268,16 +268,13 @@ public struct OperationStore: Sendable {
         public let settleStatus: String?
         public let settleBaseAmount: Int64?
         public let reconcileAfter: Date?
-        /// The database clock when read.
-        public let now: Date
     }
 
     /// The operation's attempts, oldest first.
     public func attempts(_ operationId: Int64, on connection: PostgresConnection) throws -> [Attempt] {
         try connection.query(
             """
-            SELECT id, request_type, state, outcome, error_code, transaction_reference, settle_status, settle_base_amount, reconcile_after,
-                   clock_timestamp() AS now
+            SELECT id, request_type, state, outcome, error_code, transaction_reference, settle_status, settle_base_amount, reconcile_after
             FROM operation_attempts WHERE operation_id = $1 ORDER BY id
             """, [operationId]).map { row in
             let stateText = try row.decode("state", as: String.self)
@@ -289,7 +286,7 @@ public struct OperationStore: Sendable {
                            transactionReference: try row.decode("transaction_reference", as: String?.self),
                            settleStatus: try row.decode("settle_status", as: String?.self),
                            settleBaseAmount: try row.decode("settle_base_amount", as: Int64?.self),
-                           reconcileAfter: try row.decode("reconcile_after", as: Date?.self), now: try row.decode("now", as: Date.self))
+                           reconcileAfter: try row.decode("reconcile_after", as: Date?.self))
         }
     }
 

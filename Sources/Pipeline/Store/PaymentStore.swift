@@ -104,10 +104,7 @@ public struct CheckedLifecycleChange: Sendable, Equatable {
     }
 
     public init(from: MoneyLifecycle, to: MoneyLifecycle) throws(Illegal) {
-        guard from.isConsistent, to.isConsistent, from.status.successors.contains(to.status),
-              to.authorizedAmount == from.authorizedAmount, to.refundedAmount >= from.refundedAmount,
-              from.status == .authorized || to.capturedAmount <= from.capturedAmount,
-              !from.status.isSettled || to.capturedAmount == from.capturedAmount else {
+        guard from.permits(to) else {
             throw Illegal(from: from, to: to)
         }
         self.from = from

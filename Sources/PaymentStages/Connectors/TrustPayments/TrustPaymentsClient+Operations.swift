@@ -91,6 +91,54 @@ extension TrustPaymentsClient {
     }
 }
 
+/// Trust Payments' operations behind the one operation interface: the decided TRANSACTIONUPDATE or REFUND as it is,
+/// the lost answer's TRANSACTIONQUERY of the AUTH, the suspension of a manual AUTH by TRANSACTIONUPDATE
+/// `{"settlestatus":"2"}`, and settlement learnt by one batched TRANSACTIONQUERY. Operations, suspension and the
+/// settlement poll need the `webservices` transport.
+extension TrustPaymentsClient: OperationConnector {
+    /// Operations need the `webservices` transport: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed.
+    public func operationTransport(_ gateway: MerchantConfig.Gateway) -> OperationProtocol.Transport {
+        gateway.resolvedTransport == .jwt ? .jwt : .webservices
+    }
+
+    /// A TRANSACTIONUPDATE or REFUND names the AUTH by its transaction reference and carries its own amounts.
+    public var operationNeeds: OperationNeeds { [] }
+
+    /// Unused: an operation is found by its AUTH's transaction reference.
+    public func operationReference(paymentReference: String, operationRowId: Int64) -> String { "op\(operationRowId)" }
+
+    public func operate(
+        _ request: GatewayOperation, _ context: OperationContext, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
+        using client: HTTPClient
+    ) -> OperationSteps.Answer {
+        operate(request, endpoint: endpoint, requestId: requestId, window: window, using: client)
+    }
+
+    public func findOperation(
+        _ request: GatewayOperation, _ context: OperationContext, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
+        queryAuth(transactionReference: request.targetReference, endpoint: endpoint, requestId: requestId, using: client).map { .auth($0) }
+    }
+
+    public func upkeep(_ endpoint: GatewayEndpoint) -> UpkeepCapabilities {
+        let webservices = endpoint.transport == .webservices
+        return UpkeepCapabilities(suspendsManualAuthorizations: webservices, pollsSettlement: webservices, learnsSettlementBeforeRefund: webservices)
+    }
+
+    public var pollsSettlement: Bool { true }
+
+    /// TRANSACTIONUPDATE `{"settlestatus":"2"}`: an absolute value, so sending it again changes nothing more.
+    public func suspend(transactionReference: String, endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient) -> OperationSteps.Answer {
+        operate(.suspend(transactionReference), endpoint: endpoint, requestId: requestId, window: nil, using: client)
+    }
+
+    public func querySettlement(
+        _ payments: [SettlementQuery], endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
+    ) -> Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure> {
+        queryAuths(transactionReferences: payments.map(\.transactionReference), endpoint: endpoint, requestId: requestId, using: client)
+    }
+}
+
 /// A status query that could not be answered.
 public struct OperationQueryFailure: Error, Sendable, Equatable {
     public let code: String
@@ -132,4 +180,13 @@ extension OperationSteps.Answer {
             self = .uncertain(code: code, reason: message)
         }
     }
+}
+
+/// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
+extension OperationProtocol.Transport {
+    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates)
+    public static let jwt = OperationProtocol.Transport(
+        name: "Trust Payments",
+        operations: .refused(reason: "needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed",
+                             lateVoid: "voids need the webservices transport"))
 }

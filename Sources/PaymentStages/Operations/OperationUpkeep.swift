@@ -1,0 +1,129 @@
+import Foundation
+import Pipeline
+
+/// The operations worker's upkeep as decisions (pure: no database, no clock of its own, no network): which calls to
+/// make for the payments read (a manual AUTH to suspend, captured payments whose settlement to learn), and what their
+/// answers write. ``OperationsStage`` reads, sends the calls through the call-out phase and applies the writes.
+public enum OperationUpkeep {
+    /// A payment the upkeep may call about: its merchant, processor reference and currency.
+    public struct Payment: Sendable, Equatable, Hashable {
+        public var id: UUID
+        public var merchantId: String
+        public var transactionReference: String
+        public var currency: String
+
+        public init(id: UUID, merchantId: String, transactionReference: String, currency: String = "") {
+            self.id = id
+            self.merchantId = merchantId
+            self.transactionReference = transactionReference
+            self.currency = currency
+        }
+
+        var query: SettlementQuery { SettlementQuery(transactionReference: transactionReference, currency: currency) }
+    }
+
+    /// A captured payment's settlement facts, for ``SettlementSchedule``.
+    public struct Captured: Sendable, Equatable {
+        public var payment: Payment
+        /// The AUTH's `settleduedate` (`YYYY-MM-DD`), when its answer carried one.
+        public var dueDate: String?
+        public var lastQueried: Date?
+        public var capturedAt: Date
+
+        public init(payment: Payment, dueDate: String?, lastQueried: Date?, capturedAt: Date) {
+            self.payment = payment
+            self.dueDate = dueDate
+            self.lastQueried = lastQueried
+            self.capturedAt = capturedAt
+        }
+    }
+
+    /// A call the upkeep makes, through the call-out phase like an operation's.
+    public enum Call: Sendable, Equatable {
+        /// Suspend the manual AUTH of `payment` (``OperationConnector/suspend(transactionReference:endpoint:requestId:using:)``).
+        case suspend(Payment)
+        /// Ask whether `payments`, all of one merchant, settled (``OperationConnector/querySettlement(_:endpoint:requestId:now:using:)``).
+        case querySettlement(merchantId: String, [Payment])
+
+        public var merchantId: String {
+            switch self {
+            case .suspend(let payment): payment.merchantId
+            case .querySettlement(let merchantId, _): merchantId
+            }
+        }
+
+        /// The request id the call carries (logs at the processor): a payment's or the merchant's, never secret.
+        var requestId: String {
+            switch self {
+            case .suspend(let payment): "U\(payment.id.paymentIDText.prefix(8))"
+            case .querySettlement(_, let payments) where payments.count == 1: "S\(payments[0].id.paymentIDText.prefix(8))"
+            case .querySettlement(let merchantId, _): "S\(merchantId.prefix(8))"
+            }
+        }
+    }
+
+    /// What a call came back with.
+    public enum Answer: Sendable, Equatable {
+        case suspended(OperationSteps.Answer)
+        case settlement(Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure>)
+    }
+
+    /// What an answer writes (through ``PaymentStore`` and ``OperationSteps/learnSettlement(_:queried:actor:on:)``).
+    public enum Write: Sendable, Equatable {
+        /// The AUTH's settle status as now known, with no lifecycle change (the suspension).
+        case settleStatus(UUID, SettleStatus)
+        /// A settlement query's answer: `captured → settled` when settled, else kept as the last learnt status.
+        case learnt(UUID, OperationProtocol.QueriedAuth)
+        /// Queried, nothing came back: checked again after the poll interval.
+        case checked(UUID)
+    }
+
+    /// Suspensions: one call per payment whose merchant's connector suspends manual AUTHs on its endpoint (nil
+    /// capabilities: no usable endpoint, nothing to call).
+    public static func suspensions(_ payments: [Payment], capabilities: (String) -> UpkeepCapabilities?) -> [Call] {
+        payments.filter { capabilities($0.merchantId)?.suspendsManualAuthorizations == true }.map(Call.suspend)
+    }
+
+    /// The settlement poll: the captured payments whose query is due at `now` (``SettlementSchedule``, `poll` seconds
+    /// apart), of merchants whose connector polls, in one query per merchant of at most `limit` payments, merchants
+    /// in the order first met.
+    public static func settlementQueries(
+        _ captured: [Captured], now: Date, poll: Double, limit: Int = 500, capabilities: (String) -> UpkeepCapabilities?
+    ) -> [Call] {
+        var order: [String] = [], due: [String: [Payment]] = [:]
+        for entry in captured where capabilities(entry.payment.merchantId)?.pollsSettlement == true
+            && SettlementSchedule.isDue(now: now, dueDate: entry.dueDate, lastQueried: entry.lastQueried, capturedAt: entry.capturedAt, poll: poll) {
+            if due[entry.payment.merchantId] == nil { order.append(entry.payment.merchantId) }
+            due[entry.payment.merchantId, default: []].append(entry.payment)
+        }
+        return order.flatMap { merchant in
+            stride(from: 0, to: due[merchant]!.count, by: limit).map { start in
+                Call.querySettlement(merchantId: merchant, Array(due[merchant]![start..<min(start + limit, due[merchant]!.count)]))
+            }
+        }
+    }
+
+    /// Before a refund of a payment still recorded `captured`: one settlement query of it, where its merchant's
+    /// connector learns settlement before a refund.
+    public static func settlementBeforeRefund(_ payment: Payment, capabilities: UpkeepCapabilities?) -> Call? {
+        capabilities?.learnsSettlementBeforeRefund == true ? .querySettlement(merchantId: payment.merchantId, [payment]) : nil
+    }
+
+    /// What `answer` to `call` writes. A suspension confirmed records settle status 2; a failed one writes nothing (it
+    /// is tried again next round). A settlement answer records what it shows of each payment; with `markUnanswered`
+    /// (the poll) a payment it does not show is marked checked, so it waits for the next interval; a failed query
+    /// writes nothing.
+    public static func writes(_ call: Call, _ answer: Answer, markUnanswered: Bool) -> [Write] {
+        switch (call, answer) {
+        case (.suspend(let payment), .suspended(.confirmed)):
+            return [.settleStatus(payment.id, .suspended)]
+        case (.querySettlement(_, let payments), .settlement(.success(let found))):
+            return payments.compactMap { payment in
+                if let queried = found[payment.transactionReference] { return .learnt(payment.id, queried) }
+                return markUnanswered ? .checked(payment.id) : nil
+            }
+        default:
+            return []
+        }
+    }
+}

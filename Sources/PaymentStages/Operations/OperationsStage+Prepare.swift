@@ -1,0 +1,125 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// Phase 1 of a round: each message read under its payment's lock and decided (``OperationSteps``, on the rules of
+/// ``OperationProtocol``), with the batch's clocks read once and passed in; what is to be sent is committed (the
+/// operation `requested`, its attempt `sending`) before any call.
+extension OperationsStage {
+    public func prepare(_ batch: [Message], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
+        let clock = try BatchClock.read(transaction)
+        return try batch.map { try prepare($0, clock: clock, transaction: transaction) }
+    }
+
+    private func prepare(_ message: Message, clock: BatchClock, transaction: PostgresConnection) throws -> Prepared<Call> {
+        switch message {
+        case .invalid(let kind, let merchantId, let operationId, let reason):
+            // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
+            // names, there is no webhook target to report it to. Recorded so that no usable operation can ever read as
+            // a repeat of it (``OperationRequest/unusable(kind:operationId:merchantId:reason:)``).
+            let unusable = OperationRequest.unusable(kind: kind, operationId: operationId, merchantId: merchantId, reason: reason)
+            _ = try steps.store.refuse(unusable, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
+            return .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
+        case .request(let request):
+            guard let entry = try directory.entry(request.merchantId, on: transaction) else {
+                return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
+            }
+            return try prepare(merchant: entry.merchant, clock: clock, transaction: transaction) { transport, timing in
+                try steps.plan(request, transport: transport, timing: timing, clock: clock, on: transaction)
+            }
+        case .reconciled(let payment):
+            guard let entry = try directory.entry(payment.merchantId, on: transaction) else {
+                return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
+            }
+            let status = try PaymentStore().load(payment.paymentId, on: transaction)?.status
+            return try prepare(merchant: entry.merchant, clock: clock, transaction: transaction) { transport, timing in
+                status == .authorized ? try steps.planExpiry(payment, transport: transport, timing: timing, clock: clock, on: transaction)
+                    : try steps.planLateAuthorization(payment, transport: transport, timing: timing, clock: clock, on: transaction)
+            }
+        }
+    }
+
+    /// One message's plan and what it leads to: a call, or a result (a request with nothing to send it to is settled
+    /// refused at once, in the same transaction).
+    private func prepare(
+        merchant: MerchantStore.Merchant, clock: BatchClock, transaction: PostgresConnection,
+        planning: (OperationProtocol.Transport, OperationStore.SendTiming) throws -> OperationSteps.Plan
+    ) throws -> Prepared<Call> {
+        let transport = transport(merchant)
+        let endpoint = Self.endpoint(merchant)
+        let timing = OperationStore.SendTiming(
+            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
+        switch try planning(transport, timing) {
+        case .wait(let code, let reason, let until):
+            return .failed(Self.retried(code: code, reason: reason, until: until))
+        case .nothing(let reason):
+            return .finished(.settled(note: "nothing_to_do", reason: reason))
+        case .conflict(let existing):
+            return .failed(.unattributable(code: "operation_conflict",
+                                           reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
+        case .finished(let operation):
+            guard operation.paymentId != nil else {
+                // A repeat of an operation recorded without a payment has no webhook target: it is dead-lettered with
+                // the recorded code, never acknowledged without a trace.
+                return .failed(.unattributable(code: operation.errorCode ?? "operation_failed",
+                                               reason: "operation \(operation.operationId) was recorded failed without a payment: \(operation.errorMessage ?? "no reason")"))
+            }
+            return .finished(try report(operation, transaction: transaction))
+        case .review(let operation):
+            return .finished(reviewed(operation))
+        case .send(let operation, let attempt, let request):
+            guard let endpoint else {
+                let refusal = OperationSteps.Answer.refused(code: "gateway_not_configured",
+                                                            message: "merchant \(merchant.id) has no gateway credentials for its transport")
+                let settled = try steps.settle(operation, attempt: attempt, answer: refusal, transport: transport, actor: Self.actor, clock: clock,
+                                               on: transaction)
+                switch try recorded(settled, transaction: transaction) {
+                case .decided(let result): return .decided(result)
+                case .again: return .failed(Self.unsettled)
+                }
+            }
+            let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
+                                           database: transaction)
+            return .call(.send(planned, request: request))
+        case .query(let operation, let attempt, _):
+            guard let endpoint, let request = operation.request else {
+                return .failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with"))
+            }
+            let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
+                                           database: transaction)
+            return .call(.query(planned, request: request))
+        }
+    }
+
+    /// The call's context as its connector needs it (``OperationConnector/operationNeeds``): the operation's own
+    /// reference, and only where needed the payment's currency and the id its capture was given (a refund at a
+    /// processor that refunds the capture).
+    private func planned(
+        _ operation: OperationStore.Operation, attempt: Int64, request: GatewayOperation, endpoint: GatewayEndpoint,
+        transport: OperationProtocol.Transport, clock: BatchClock, database: PostgresConnection
+    ) throws -> Planned {
+        let connector = connectors.operations(endpoint)
+        let needs = connector.operationNeeds
+        let paymentReference = operation.paymentId?.paymentIDText ?? operation.operationId
+        var context = OperationContext(reference: connector.operationReference(paymentReference: paymentReference, operationRowId: operation.id))
+        if let paymentId = operation.paymentId {
+            if needs.contains(.currency) { context.currency = try PaymentStore().load(paymentId, on: database)?.currency ?? "" }
+            if needs.contains(.captureReference), case .refund = request {
+                context.capture = try steps.store.operations(paymentId: paymentId, on: database)
+                    .last { $0.kind == .capture && $0.state == .succeeded && $0.gatewayReference != nil }?.gatewayReference
+            }
+        }
+        return Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport, context: context, clock: clock)
+    }
+
+    /// How the protocol reaches the merchant's gateway, as its connector says (``OperationConnector/operationTransport(_:)``).
+    func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
+        guard let gateway = merchant.config.gateway else { return .webservices }
+        return connectors.operations(gateway.connector).operationTransport(gateway)
+    }
+
+    /// The merchant's configured endpoint, nil without a gateway or its transport's (or connector's) credentials.
+    static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
+        try? GatewayEndpoint.forMerchant(merchant.config.gateway, secrets: merchant.secrets, site: nil).get()
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// Phase 3 of a round: each answer applied under the payment's lock (``OperationSteps/settle`` and
+/// ``OperationSteps/reconciled``, writing through ``OperationStore`` and ``PaymentStore``), and a finished operation
+/// handed to notify.
+extension OperationsStage {
+    /// Records each answer; an update the status query shows not applied goes another round (its plan then sends a
+    /// new attempt).
+    public func record(_ answers: [Answered<Message, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
+        try answers.map { answered in
+            switch (answered.call, answered.answer) {
+            case (.send(let planned, _), .sent(let answer)):
+                return try recorded(steps.settle(planned.operation, attempt: planned.attempt, answer: answer, transport: planned.transport,
+                                                 actor: Self.actor, clock: planned.clock, on: transaction), transaction: transaction)
+            case (.query(let planned, _), .queried(.success(let evidence))):
+                return try recorded(steps.reconciled(planned.operation, query: planned.attempt, evidence: evidence, actor: Self.actor, on: transaction),
+                                    transaction: transaction)
+            case (.query(let planned, _), .queried(.failure(let failure))):
+                try steps.store.finishAttempt(planned.attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code,
+                                                                     errorMessage: failure.reason), on: transaction)
+                return .failed(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
+            case (.send, .queried), (.query, .sent):
+                preconditionFailure("an answer of another kind of call")
+            }
+        }
+    }
+
+    func recorded(_ settled: OperationSteps.Settled, transaction: PostgresConnection) throws -> Recorded {
+        switch settled {
+        case .finished(let operation): .finished(try report(operation, transaction: transaction))
+        case .review(let operation): .finished(reviewed(operation))
+        case .retry(let code, _, _) where code == "operation_not_applied": .again
+        case .retry(let code, let reason, let until): .failed(Self.retried(code: code, reason: reason, until: until))
+        }
+    }
+
+    /// A message to retry: at `until` when its time is known, else on the retry tiers.
+    static func retried(code: String, reason: String, until: Date?) -> StageFailure {
+        until.map { .waiting(code: code, reason: reason, until: $0) } ?? .transient(code: code, reason: reason)
+    }
+
+    static let unsettled = StageFailure.transient(code: "operation_not_applied", reason: "the update was not applied after several attempts")
+
+    public func unsettled(_ message: Message) -> StageFailure { Self.unsettled }
+
+    /// A finished operation goes to notification, which sends its event.
+    func report(_ operation: OperationStore.Operation, transaction: PostgresConnection) throws -> StageOutcome {
+        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: transaction) else { return .completed }
+        var messages = [OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()]
+        if operation.requestedBy == .lateAuthorization, operation.state == .succeeded {
+            // The customer is not charged for a payment reported failed: the review closes as failed, notified again.
+            let closed = try PaymentStore().transition(
+                paymentId, from: .needsReview, to: .failed, actor: Self.actor, errorCode: "late_authorization_voided",
+                detail: "the late AUTH was voided automatically (operation \(operation.operationId))", on: transaction)
+            if closed == .applied || payment.status == .failed {
+                messages.append(OperationEventMessage.notifyHandOff(id: "\(payment.message.paymentId.paymentIDText):notify", body: payment.message.encoded()))
+            }
+        }
+        return .publish(messages)
+    }
+
+    /// An operation for review sends nothing: an operator resolves it (its payment takes no other operation meanwhile).
+    /// Its message, and any repeat of it, ends in a log line naming the operation.
+    func reviewed(_ operation: OperationStore.Operation) -> StageOutcome {
+        .settled(note: "under_review", reason: "operation \(operation.operationId) waits for review; nothing was sent")
+    }
+}
