@@ -203,14 +203,22 @@ public struct SubmitStage: CallingStageHandler {
     /// the attempt's own site for a status query (it goes where the AUTH went, not to today's configuration).
     private func endpoints(for rows: [UUID: SubmitPlanStatement.Row], transaction: PostgresConnection) throws -> [UUID: Resolved] {
         var resolved: [UUID: Resolved] = [:]
+        /// Per merchant and site: one merchant read for the batch, whatever its size.
+        var known: [String: Resolved] = [:]
         for (id, row) in rows where row.payment.status == .prepared || row.payment.status == .submitting {
+            let site = row.payment.status == .submitting ? row.siteReference : nil
+            let key = "\(row.payment.merchantId)\u{0}\(site ?? "")"
+            if let cached = known[key] {
+                resolved[id] = cached
+                continue
+            }
             do {
-                let endpoint = try self.endpoint(for: row.payment, site: row.payment.status == .submitting ? row.siteReference : nil,
-                                                 transaction: transaction)
+                let endpoint = try self.endpoint(for: row.payment, site: site, transaction: transaction)
                 resolved[id] = Resolved(endpoint: endpoint, gateway: gate.permits(endpoint.url) ? .ready : .circuitOpen)
             } catch StageFailure.permanent(let failure) {
                 resolved[id] = Resolved(endpoint: nil, gateway: .notConfigured(failure.reason))
             }
+            known[key] = resolved[id]
         }
         return resolved
     }
