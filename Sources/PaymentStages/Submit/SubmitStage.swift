@@ -85,16 +85,43 @@ public struct SubmitStage: CallingStageHandler {
         return try apply(plans, batch, read: read, endpoints: endpoints, transaction: transaction)
     }
 
-    /// Record: the batch read again under the same locks, the decisions on every answer
-    /// (``SubmitDecision/record(_:locked:now:machine:)``), and their application: the answers that end their payment
-    /// and the payments sent to review in one statement each, the rest (uncertain, not sent, a status query's record,
-    /// evidence) row by row.
+    /// Record: the decisions on every answer (``SubmitDecision/record(_:locked:now:machine:)``) and their application:
+    /// the answers that end their payment and the payments sent to review in one statement each, the rest (uncertain,
+    /// not sent, a status query's record, evidence) row by row. An AUTH's answer is first decided on the state the
+    /// prepare left (its payment `submitting`, its attempt current), which the ending statement re-checks in SQL under
+    /// the row locks; every other answer, and any ending the statement did not apply, is decided on the batch read
+    /// again under the same locks (``SubmitPlanStatement/lock(_:legacySettleSeconds:requests:on:)``). One decide and
+    /// one apply either way.
     public func record(_ answers: [Answered<StageMessage, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
-        let read = try lock(answers.map(\.message.paymentId), transaction: transaction)
-        let decisions = SubmitDecision.record(answers.map {
-            SubmitDecision.Answered(paymentId: $0.message.paymentId, attemptId: $0.call.attempt.id, answer: $0.answer)
-        }, locked: read.locked, now: read.now, machine: machine)
-        return try apply(decisions, answers, read: read, transaction: transaction)
+        var recorded = [Recorded?](repeating: nil, count: answers.count)
+        var assumed: [UUID: SubmitDecision.Locked] = [:]
+        for answered in answers {
+            guard case .send(let attemptId, _, _, _) = answered.call else { continue }
+            assumed[answered.message.paymentId] = SubmitDecision.Locked(
+                status: .submitting, firstReceivedAt: .distantPast,
+                latest: SubmitProtocol.Attempt(id: attemptId, state: .sending, reconcileAfter: .distantFuture))
+        }
+        let optimistic = SubmitDecision.record(answers.map(Self.decisionInput), locked: assumed, now: .distantPast, machine: machine)
+        let ending = answers.indices.filter { index in
+            if case .end? = optimistic[index] { return true }
+            return false
+        }
+        let ended = try apply(ending.map { optimistic[$0] }, ending.map { answers[$0] }, rows: [:], transaction: transaction)
+        for (offset, index) in ending.enumerated() { recorded[index] = ended[offset] }
+        let rest = answers.indices.filter { recorded[$0] == nil }
+        guard !rest.isEmpty else { return recorded.map { $0! } }
+        let read = try lock(rest.map { answers[$0].message.paymentId }, transaction: transaction)
+        let decisions = SubmitDecision.record(rest.map { Self.decisionInput(answers[$0]) }, locked: read.locked, now: read.now, machine: machine)
+        for (offset, result) in try apply(decisions, rest.map { answers[$0] }, rows: read.rows, transaction: transaction).enumerated() {
+            // Under the batch's row locks an ending decided on the fresh read always applies.
+            recorded[rest[offset]] = result ?? .failed(.transient(
+                code: "attempt_superseded", reason: "AUTH attempt \(answers[rest[offset]].call.attempt.id) is no longer the payment's current attempt"))
+        }
+        return recorded.map { $0! }
+    }
+
+    private static func decisionInput(_ answered: Answered<StageMessage, Call, Answer>) -> SubmitDecision.Answered {
+        SubmitDecision.Answered(paymentId: answered.message.paymentId, attemptId: answered.call.attempt.id, answer: answered.answer)
     }
 
     /// A permanent failure ends the payment `failed` (purged, notified), or `needs_review` if an AUTH may be out.
@@ -298,16 +325,28 @@ public struct SubmitStage: CallingStageHandler {
     /// Carries the recording decisions out: the endings (``SubmitRecordStatement/finish(_:on:)``) and the reviews
     /// (``Pipeline/PaymentStore/fail(_:on:)``) in one statement each; the status query's own record, an uncertain or
     /// unsent attempt and late evidence row by row.
+    /// `rows`: what the batch read found (empty when the decisions were taken on the state the prepare left: they are
+    /// then all endings, whose statement re-checks it). An ending the statement did not apply stays `nil`, to be
+    /// decided again on a fresh read.
     private func apply(
-        _ decisions: [SubmitProtocol.Record?], _ answers: [Answered<StageMessage, Call, Answer>], read: SubmitPlanStatement.Read,
+        _ decisions: [SubmitProtocol.Record?], _ answers: [Answered<StageMessage, Call, Answer>], rows: [UUID: SubmitPlanStatement.Row],
         transaction: PostgresConnection
-    ) throws -> [Recorded] {
+    ) throws -> [Recorded?] {
         var recorded = [Recorded?](repeating: nil, count: answers.count)
         var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
         var reviews: [(index: Int, failing: PaymentStore.Failing)] = []
         for (index, decision) in decisions.enumerated() {
             let answered = answers[index]
-            guard let decision, let payment = read.rows[answered.message.paymentId]?.payment else {
+            if case .end(let result, let terminal)? = decision {
+                endings.append((index, SubmitRecordStatement.Ending(
+                    paymentId: answered.message.paymentId, attemptId: answered.call.attempt.id, result: result, decision: terminal)))
+                if case .queried(let query) = answered.answer {
+                    try attempts.recordQuery(paymentId: answered.message.paymentId, orderReference: answered.call.attempt.reference,
+                                             result: query, on: transaction)
+                }
+                continue
+            }
+            guard let decision, let payment = rows[answered.message.paymentId]?.payment else {
                 recorded[index] = .failed(unknown(answered.message))
                 continue
             }
@@ -319,8 +358,7 @@ public struct SubmitStage: CallingStageHandler {
                 try attempts.recordQuery(paymentId: payment.id, orderReference: reference, result: result, current: current, on: transaction)
             }
             switch decision {
-            case .end(let result, let terminal):
-                endings.append((index, SubmitRecordStatement.Ending(paymentId: payment.id, attemptId: attemptId, result: result, decision: terminal)))
+            case .end: preconditionFailure("endings are collected above")
             case .uncertain(let result):
                 try attempts.finish(attemptId, state: .uncertain, result: result, open: true, on: transaction)
                 recorded[index] = .failed(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
@@ -351,14 +389,12 @@ public struct SubmitStage: CallingStageHandler {
         }
         let ended = endings.isEmpty ? [] : try SubmitRecordStatement.finish(endings.map(\.ending), on: transaction)
         for (offset, handOff) in ended.enumerated() {
-            let index = endings[offset].index
-            // Under the batch's row locks a current attempt's payment always ends.
-            guard let handOff else { preconditionFailure("a locked submitting payment did not end") }
-            recorded[index] = .finished(.handOff(to: .notify, handOff))
+            // Not ended: the payment is no longer `submitting` on this attempt (decided again on a fresh read).
+            recorded[endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
         }
         _ = try payments.fail(reviews.map(\.failing), on: transaction)
         for review in reviews { recorded[review.index] = .finished(.handOff(to: .notify, answers[review.index].message)) }
-        return recorded.map { $0! }
+        return recorded
     }
 
     /// An answer for an attempt that is no longer current: kept as evidence on its own attempt.
