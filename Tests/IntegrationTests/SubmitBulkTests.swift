@@ -145,7 +145,7 @@ extension Integration {
         // No payment was read on its own (a per-message lock never ran): one batch read per transaction.
         #expect(run.perMessageLocks == 0)
         print("submit statements per batch of \(amounts.count): \(run.statements)")
-        // Read, merchant, begin, COMMIT; read, end, COMMIT: independent of the batch size.
+        // Read, merchant, begin, COMMIT; end, COMMIT: independent of the batch size.
         #expect(run.statements <= 8)
     }
 
