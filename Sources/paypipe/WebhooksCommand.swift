@@ -142,24 +142,26 @@ enum WebhooksCommand: CLICommand {
         defer { connection.close() }
         // Enable and release in one transaction, then publish: if publishing fails the released payments have
         // `redriven_at` cleared and the reconciler re-drives them.
-        let (enabled, messages) = try connection.transaction { transaction in
+        let (enabled, messages, operations) = try connection.transaction { transaction in
             let enabled = try WebhookEndpointStore().enable(merchantId: merchant, url: arguments.value("--url"), on: transaction)
-            return (enabled, try WebhookDeliveryStore().releaseHeld(enabled, on: transaction))
+            return (enabled, try WebhookDeliveryStore().releaseHeld(enabled, on: transaction),
+                    try WebhookDeliveryStore().heldOperations(enabled, on: transaction))
         }
         guard !enabled.isEmpty else {
             printError("paypipe: no disabled endpoint of merchant \(merchant) matched")
             return ExitCode.dataError
         }
-        if !messages.isEmpty {
+        if !messages.isEmpty || !operations.isEmpty {
             let publisher = try OperatorContext.publisher(configuration)
             defer { publisher.close() }
             let replay = WebhookReplay()
-            try publisher.publish(messages.map(replay.handOff), timeout: 60)
+            try publisher.publish(messages.map(replay.handOff) + operations.map(replay.handOff), timeout: 60)
         }
         for endpoint in enabled {
             print("enabled \(NotifyStage.endpointKey(endpoint.url)) for merchant \(endpoint.merchantId)")
         }
-        print("re-delivering \(messages.count) held deliver\(messages.count == 1 ? "y" : "ies")")
+        let released = messages.count + operations.count
+        print("re-delivering \(released) held deliver\(released == 1 ? "y" : "ies")")
         return ExitCode.ok
     }
 

@@ -267,15 +267,19 @@ extension Integration {
             #expect(body.contains(#""card":{"last4":"4242"}"#))
             #expect(endpoints.ok.requests.allSatisfy { $0.verified })
 
-            // 500 with retries left: recorded `retrying`, held, transient failure, still at notify.
+            // 500 with retries left: recorded `retrying`, held, still at notify; the transient failure's retry copy goes
+            // out with the results event, published at the outcome (`PAYPIPE_RESULTS_TIMING=outcome`, the default).
             #expect(rowsOf(.retry).attempts.map(\.outcome) == ["retrying"])
             #expect(rowsOf(.retry).attempts.map(\.error) == ["http_500"])
             #expect(rowsOf(.retry).payment.stage == "notify")
             #expect(rowsOf(.retry).payment.held == true)
-            guard case .failure(.transient(code: "webhook_failed", _)) = result(.retry) else {
+            guard case .success(.publish(let retried)) = result(.retry), retried.count == 2,
+                  case .retry(_, after: .transient(code: "webhook_failed", _)) = retried[1] else {
                 Issue.record("retry: \(result(.retry))")
                 return
             }
+            #expect(published(.retry).first?.properties.messageId == eventId(.retry))
+            #expect(published(.retry).first?.exchange == PipelineTopology.resultsExchange)
             // 500 on the last attempt: `failed`, done, the results event and the dead letter.
             #expect(rowsOf(.exhausted).attempts.map(\.outcome) == ["failed"])
             #expect(rowsOf(.exhausted).payment.stage == "done")

@@ -28,6 +28,11 @@ extension Integration {
         return (payment, finished)
     }
 
+    /// Whether notify settled the operation's webhook (`notified_at`).
+    static func notified(_ operation: Int64, _ database: PostgresConnection) throws -> Bool {
+        try database.query("SELECT notified_at FROM payment_operations WHERE id = $1", [operation])[0].decode("notified_at", as: Date?.self) != nil
+    }
+
     static func notifyMessage(_ stage: NotifyStage, _ handOff: AMQPOutboundMessage) throws -> NotifyMessage {
         #expect(handOff.exchange == PipelineTopology.stagesExchange && handOff.routingKey == "notify")
         return try stage.decode(InboundMessage(body: handOff.body, to: .notify))
@@ -73,6 +78,64 @@ extension Integration {
         #expect(mixed.count == 2)
         guard case .success(.publish(let results)) = mixed[1] else { throw TestFailure("payment result not published") }
         #expect(results.first?.rendered.routingKey == "payment.authorized")
+    }
+
+    /// Issue 43, item 4: an operation's event takes the payment results' one delivery path. A 410 disables the
+    /// merchant's webhook and is recorded `disabled` (the operations path recorded `failed` and left it enabled).
+    @Test func anOperationEventAnswered410DisablesTheMerchantWebhook() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 410)
+        defer { receiver.stop() }
+        let (payment, operation) = try Self.voidedPayment(harness)
+        let stage = harness.makeStage()
+        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let database = try harness.database()
+        defer { database.close() }
+        guard case .success(.publish(let published)) = stage.process([message], database: database)[0] else { throw TestFailure("not settled") }
+        #expect(published.map(\.rendered.routingKey) == ["payment.voided"])
+        #expect(receiver.requests.count == 1)
+        let attempts = try harness.deliveries(payment.paymentId)
+        #expect(attempts.map(\.outcome) == ["disabled"])
+        #expect(attempts.map(\.error) == ["endpoint_gone"])
+        #expect(try harness.merchant()?.config.webhook?.enabled == false, "the 410 disabled the merchant's webhook")
+        #expect(try Self.notified(operation.id, database))
+    }
+
+    /// Endpoint health applies to operation events too: to an endpoint disabled for failing, the event is held (no
+    /// request, a `held` attempt, the operation not notified) and `paypipe webhooks endpoints enable` releases it.
+    @Test func anOperationEventToADisabledEndpointIsHeldAndReleasedByTheCLI() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let (payment, operation) = try Self.voidedPayment(harness)
+        let database = try harness.database()
+        defer { database.close() }
+        try database.query(
+            """
+            INSERT INTO webhook_endpoints (merchant_id, url, failing_since, last_failure_at, last_error, disabled_at, disabled_reason)
+            VALUES ('m-notify', $1, now() - interval '6 days', now(), 'http_503', now(), 'failing_continuously')
+            """, [receiver.url])
+        let stage = harness.makeStage()
+        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        _ = stage.process([message], database: database)
+        #expect(receiver.requests.isEmpty, "nothing is sent to a disabled endpoint")
+        #expect(try harness.deliveries(payment.paymentId).map(\.outcome) == ["held"])
+        #expect(try !Self.notified(operation.id, database))
+
+        _ = try harness.drain(Stage.notify.queueName)
+        let enabled = try harness.paypipe(["webhooks", "endpoints", "enable", "m-notify"])
+        #expect(enabled.status == 0, "\(enabled.text)")
+        #expect(enabled.text.contains("re-delivering 1 held delivery"))
+        let released = try harness.drain(Stage.notify.queueName)
+        #expect(released.count == 1)
+        let again = try stage.decode(InboundMessage(body: try #require(released.first).body, to: .notify))
+        #expect(again.operation == operation.id)
+        _ = stage.process([again], database: database)
+        #expect(receiver.requests.count == 1 && receiver.requests.allSatisfy(\.verified))
+        #expect(try harness.deliveries(payment.paymentId).map(\.outcome) == ["held", "delivered"])
+        #expect(try Self.notified(operation.id, database))
     }
 
     @Test func theCLIPublishesTheOperationJobAndCallsNoGateway() throws {

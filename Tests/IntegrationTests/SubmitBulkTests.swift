@@ -142,10 +142,10 @@ extension Integration {
             #expect(try harness.isPurged(message.paymentId))
             #expect(try harness.authCount(order) == (harness.payment(message.paymentId).errorCode == "gateway_30000" ? 0 : 1))
         }
-        // Neither the planning nor the recording fell back to the per-message steps (their lock never ran).
+        // No payment was read on its own (a per-message lock never ran): one batch read per transaction.
         #expect(run.perMessageLocks == 0)
         print("submit statements per batch of \(amounts.count): \(run.statements)")
-        // Lock, merchant, begin, COMMIT; record, COMMIT: independent of the batch size.
+        // Read, merchant, begin, COMMIT; end, COMMIT: independent of the batch size.
         #expect(run.statements <= 8)
     }
 

@@ -13,8 +13,10 @@ import Testing
 /// outages, forged answers, the payment deadline and card-data purging.
 extension Integration {
 @Suite struct SubmitStageTests {
-    /// Send window 0.3 s + client timeout 1 s + grace 0.2 s: a redelivery may query this long after the attempt started.
-    static let settleSeconds = 1.6
+    /// Moves the payment's attempts this far into the past, past their reconciliation time (send window 0.3 s + client
+    /// timeout 1 s + grace 0.2 s after they started): the stage reads the database's time once per batch, so no test
+    /// waits for that clock; the decisions at either side of the time are `SubmitDecisionTests`' (injected clock).
+    static let pastReconciliation = 60.0
 
     static func expectHandOffToNotify(_ result: Result<StageOutcome, StageFailure>, _ message: StageMessage) {
         #expect(result == .success(.handOff(to: .notify, message)))
@@ -73,7 +75,7 @@ extension Integration {
         #expect(try harness.authCount(order) == 1)
         // Too early: the AUTH may still be in flight, so neither a resend nor a query happens.
         #expect(Self.transientCode(try harness.process(stage, message)) == "awaiting_reconciliation")
-        Thread.sleep(forTimeInterval: Self.settleSeconds)
+        try harness.ageAttempts(message.paymentId, by: Self.pastReconciliation)
         Self.expectHandOffToNotify(try harness.process(stage, message), message)
         #expect(try harness.payment(message.paymentId).status == .authorized)
         #expect(try harness.authCount(order) == 1)
@@ -92,7 +94,7 @@ extension Integration {
         #expect(Self.transientCode(try harness.process(stage, message)) == "gateway_outcome_uncertain")
         #expect(try harness.payment(message.paymentId).status == .submitting)
         #expect(try harness.authColumns(message.paymentId)["error_code"] == "paypipe.signature_invalid")
-        Thread.sleep(forTimeInterval: Self.settleSeconds)
+        try harness.ageAttempts(message.paymentId, by: Self.pastReconciliation)
         Self.expectHandOffToNotify(try harness.process(stage, message), message)
         #expect(try harness.payment(message.paymentId).status == .authorized)
         #expect(try harness.authCount(order) == 1)
@@ -163,7 +165,7 @@ extension Integration {
         let stage = harness.makeStage()
         let (message, order) = try Self.crashedAfterSending(harness, amount: 1000, sent: true)
         #expect(Self.transientCode(try harness.process(stage, message)) == "awaiting_reconciliation")
-        Thread.sleep(forTimeInterval: Self.settleSeconds)
+        try harness.ageAttempts(message.paymentId, by: Self.pastReconciliation)
         Self.expectHandOffToNotify(try harness.process(stage, message), message)
         #expect(try harness.payment(message.paymentId).status == .authorized)
         #expect(try harness.authCount(order) == 1)
@@ -174,7 +176,7 @@ extension Integration {
         defer { harness.tearDown() }
         let stage = harness.makeStage()
         let (message, order) = try Self.crashedAfterSending(harness, amount: 1000, sent: false)
-        Thread.sleep(forTimeInterval: Self.settleSeconds)
+        try harness.ageAttempts(message.paymentId, by: Self.pastReconciliation)
         Self.expectHandOffToNotify(try harness.process(stage, message), message)
         #expect(try harness.payment(message.paymentId).status == .authorized)
         #expect(try harness.authCount(order) == 1)
@@ -189,7 +191,7 @@ extension Integration {
         let stage = harness.makeStage(maxQueries: 2)
         let (message, _) = try Self.crashedAfterSending(harness, amount: 1000, sent: false)
         try harness.useGateway(at: try Self.deadGatewayURL())
-        Thread.sleep(forTimeInterval: Self.settleSeconds)
+        try harness.ageAttempts(message.paymentId, by: Self.pastReconciliation)
         #expect(Self.transientCode(try harness.process(stage, message)) == "reconciliation_inconclusive")
         Self.expectHandOffToNotify(try harness.process(stage, message), message)
         let payment = try harness.payment(message.paymentId)

@@ -48,8 +48,10 @@ extension Integration {
             defer { harness.tearDown() }
             let receiver = try harness.appliedReceiver(answering: 503)
             defer { receiver.stop() }
+            // Results only once the webhook settles, so that `paypipe.results` shows the endpoint's events alone here
+            // (the results timing has its own suite, ResultsTimingTests).
             let runtime = try harness.startedRuntime(harness.makeStage(
-                gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1.5)))
+                gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1.5), resultsTiming: .webhook))
             defer { runtime.stopAndWait() }
 
             let first = try harness.insertPayment(status: .authorized)
@@ -131,14 +133,14 @@ extension Integration {
                 return (try? WebhookEndpointStore().list(disabledOnly: true, on: database).isEmpty) == false
             }
             let crashing = try harness.startedRuntime(
-                harness.makeStage(gate: Self.openGate(), healthPolicy: policy),
+                harness.makeStage(gate: Self.openGate(), healthPolicy: policy, resultsTiming: .webhook),
                 hooks: RuntimeHooks(afterCommit: { if isDisabled() { throw TestFailure("simulated crash") } }))
             let message = try harness.insertPayment(status: .authorized)
             try harness.publish([message])
             try TestServices.eventually(timeout: 30, "endpoint disabled") { isDisabled() }
             crashing.stopAndWait()
             #expect(try harness.drain(harness.resultsQueue).isEmpty, "the crash came before the publication")
-            let healthy = try harness.startedRuntime(harness.makeStage(gate: Self.openGate(), healthPolicy: policy))
+            let healthy = try harness.startedRuntime(harness.makeStage(gate: Self.openGate(), healthPolicy: policy, resultsTiming: .webhook))
             defer { healthy.stopAndWait() }
             let events = try results(harness, "endpoint.disabled after the redelivery") { !$0.isEmpty }
             #expect(events.map(\.routingKey) == ["endpoint.disabled"])

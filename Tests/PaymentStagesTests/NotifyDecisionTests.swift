@@ -16,7 +16,7 @@ import Testing
     @Test(arguments: [
         (found(a), NotifyDecision.Intake.deliver),
         (found(a, .declined, done: true), .republish),
-        (found(a, .submitting, hasEvent: false), .notTerminal(.submitting)),
+        (found(a, .submitting, hasEvent: false), .notTerminal("payment \(a) is submitting")),
         (.missing, .unknownPayment),
         (.failed, .readFailed),
     ])
@@ -68,5 +68,38 @@ import Testing
     ])
     func settlement(answer: WebhookResponseClass, disabled: Bool, retry: RetrySchedule.Decision, expected: NotifyDecision.Settlement) {
         #expect(NotifyDecision.settle(answer, endpointDisabled: disabled, retry: retry) == expected)
+    }
+
+    /// `PAYPIPE_RESULTS_TIMING`: `webhook` publishes exactly when the webhook settles; `outcome` with the first
+    /// decision on the event whatever the webhook's fate, and never from a webhook retry's copy, except where the
+    /// message may be repeating its own lost publication (the hand-off itself, a broker redelivery).
+    @Test(arguments: [
+        // timing, attempted before, previous retries, redelivered, webhook settled → published
+        (ResultsTiming.webhook, false, 0, false, true, true),
+        (.webhook, false, 0, false, false, false),
+        (.webhook, true, 3, false, true, true),
+        (.webhook, true, 3, true, false, false),
+        (.outcome, false, 0, false, false, true),
+        (.outcome, false, 2, false, false, true),
+        (.outcome, true, 0, false, false, true),
+        (.outcome, true, 2, false, false, false),
+        (.outcome, true, 2, false, true, false),
+        (.outcome, true, 2, true, true, true),
+        (.outcome, true, 2, true, false, true),
+    ])
+    func resultsPublication(timing: ResultsTiming, attempted: Bool, previousRetries: Int, redelivered: Bool, settled: Bool, expected: Bool) {
+        let results = NotifyDecision.Results(timing: timing, attempted: attempted, previousRetries: previousRetries, redelivered: redelivered)
+        #expect(NotifyDecision.publishesResults(results, webhookSettled: settled) == expected)
+    }
+
+    /// An operation's event and its payment's result are different events: both first messages decide.
+    @Test func anOperationEventAndItsPaymentsResultAreDecidedApart() {
+        let reads: [NotifyDecision.Read] = [
+            .found(.operation(4), settled: false, hasEvent: true, pending: "operation op-4 is succeeded"), Self.found(Self.a),
+            .found(.operation(4), settled: false, hasEvent: true, pending: ""),
+            .found(.operation(5), settled: false, hasEvent: false, pending: "operation op-5 is requested"),
+            .found(.operation(6), settled: true, hasEvent: true, pending: ""),
+        ]
+        #expect(NotifyDecision.intake(reads) == [.deliver, .deliver, .alreadyHandled(by: 0), .notTerminal("operation op-5 is requested"), .republish])
     }
 }

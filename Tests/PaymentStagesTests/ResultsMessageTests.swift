@@ -13,7 +13,7 @@ import Testing
         for type in PaymentEventType.allCases {
             var event = PaymentEventTests.event(type)
             event.merchantId = "shop.eu-1"
-            let message = Self.router.message(for: NotifyStage.resultMessage(event, body: event.body))
+            let message = Self.router.message(for: NotifyStage.resultMessage(NotifyEvent(event)))
             #expect(message.properties.correlationId == "job-1")
             #expect(message.properties.messageId == event.id, "message_id stays the event id")
             #expect(message.properties.headers.compactMapValues(\.stringValue) == [

@@ -108,7 +108,7 @@ public enum ConnectorRegistry {
 
     /// One instance of every connector for a worker, from its HTTP settings, card-data policy and environment.
     public static func connectors(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> GatewayConnectors {
-        var made: [ConnectorKind: any GatewayConnector] = [:]
+        var made: [ConnectorKind: any ConnectorPlugin] = [:]
         for registration in all { made[registration.kind] = try registration.plugin.make(settings) }
         return GatewayConnectors(made)
     }

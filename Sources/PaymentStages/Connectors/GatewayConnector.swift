@@ -169,15 +169,15 @@ extension GatewayResult {
 /// The connectors of a worker, one per ``ConnectorKind`` (``ConnectorRegistry/connectors(_:)``), chosen by each call's
 /// endpoint: what the submit and operations stages hold.
 public struct GatewayConnectors: GatewayConnector {
-    private let connectors: [ConnectorKind: any GatewayConnector]
+    private let connectors: [ConnectorKind: any ConnectorPlugin]
 
     /// One connector for every registered kind.
-    public init(_ connectors: [ConnectorKind: any GatewayConnector]) {
+    public init(_ connectors: [ConnectorKind: any ConnectorPlugin]) {
         precondition(ConnectorKind.allCases.allSatisfy { connectors[$0] != nil }, "every registered connector needs an instance")
         self.connectors = connectors
     }
 
-    public func connector(_ kind: ConnectorKind) -> any GatewayConnector {
+    public func connector(_ kind: ConnectorKind) -> any ConnectorPlugin {
         guard let connector = connectors[kind] else { preconditionFailure("connector \(kind.rawValue) has no instance") }
         return connector
     }
@@ -246,7 +246,7 @@ public struct ConnectorWorkerSettings: Sendable {
 
 /// A processor's plug-in: everything the shared code asks of one connector beyond its calls, implemented in its folder
 /// (`Connectors/<Name>/`) and listed in ``ConnectorRegistry``. Pure, except ``make(_:)`` reading the environment.
-public protocol ConnectorPlugin: GatewayConnector {
+public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// Its id (its row in ``ConnectorRegistry``).
     static var kind: ConnectorKind { get }
 

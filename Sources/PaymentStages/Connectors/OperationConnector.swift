@@ -156,11 +156,5 @@ extension OperationConnector where Self: GatewayConnector {
 extension GatewayConnectors {
     public func operations(_ endpoint: GatewayEndpoint) -> any OperationConnector { operations(endpoint.connector) }
 
-    public func operations(_ kind: ConnectorKind) -> any OperationConnector {
-        switch kind {
-        case .trustPayments: trustPayments
-        case .opp: opp
-        case .tapPay: tapPay
-        }
-    }
+    public func operations(_ kind: ConnectorKind) -> any OperationConnector { connector(kind) }
 }

@@ -9,9 +9,16 @@ public enum NotifyDecision {
     public enum Read: Sendable, Equatable {
         /// The read failed for this message (its row did not decode).
         case failed
-        /// No such payment.
+        /// No such payment (or operation).
         case missing
-        case found(paymentId: UUID, status: PaymentStatus, done: Bool, hasEvent: Bool)
+        /// `settled`: its webhook was settled before (the payment `done`, the operation notified); `hasEvent`: there is
+        /// an event to notify (the payment terminal, the operation finished); `pending`: what it is otherwise.
+        case found(NotifyRequest, settled: Bool, hasEvent: Bool, pending: String)
+
+        /// A payment's result as read.
+        public static func found(paymentId: UUID, status: PaymentStatus, done: Bool, hasEvent: Bool) -> Read {
+            .found(.payment(paymentId), settled: done, hasEvent: hasEvent, pending: "payment \(paymentId) is \(status.rawValue)")
+        }
     }
 
     /// What to do with one message before any request.
@@ -20,41 +27,74 @@ public enum NotifyDecision {
         case readFailed
         /// `unknown_payment` (unattributable).
         case unknownPayment
-        /// Stage `done`: the webhook was settled before; publish the results event again (same id, consumers dedupe),
-        /// never the webhook.
+        /// The webhook was settled before (stage `done`, operation notified): never send it again; the results event
+        /// again as ``NotifyDecision/publishesResults(_:webhookSettled:)`` decides (same id, consumers dedupe).
         case republish
-        /// Not terminal yet (a hand-off that overtook its commit): retry later.
-        case notTerminal(PaymentStatus)
-        /// The payment's first message in the batch: build, sign and (target permitting) deliver its event.
+        /// Not final yet (a hand-off that overtook its commit): retry later. The reason names the state.
+        case notTerminal(String)
+        /// The request's first message in the batch: build, sign and (target permitting) deliver its event.
         case deliver
-        /// A later message for a payment an earlier message of this batch decides: already handled, nothing is sent
+        /// A later message for a request an earlier message of this batch decides: already handled, nothing is sent
         /// for it. `by` is the index of that earlier message.
         case alreadyHandled(by: Int)
     }
 
-    /// One decision per read, in order. As in the other stages, the first message for a payment decides and the
-    /// later ones are already handled, whatever the payment's state: one webhook per payment per batch.
+    /// One decision per read, in order. As in the other stages, the first message for a payment (or operation) decides
+    /// and the later ones are already handled, whatever its state: one webhook per event per batch.
     public static func intake(_ reads: [Read]) -> [Intake] {
-        let found = reads.map { read -> UUID? in
-            guard case .found(let id, _, _, _) = read else { return nil }
-            return id
+        let found = reads.map { read -> NotifyRequest? in
+            guard case .found(let request, _, _, _) = read else { return nil }
+            return request
         }
         let earlier = firstMessages(found)
         return reads.enumerated().map { index, read in
-            guard case .found(_, let status, let done, let hasEvent) = read else {
+            guard case .found(_, let settled, let hasEvent, let pending) = read else {
                 return read == .missing ? .unknownPayment : .readFailed
             }
             if let earlier = earlier[index] { return .alreadyHandled(by: earlier) }
-            if done { return .republish }
-            return hasEvent ? .deliver : .notTerminal(status)
+            if settled { return .republish }
+            return hasEvent ? .deliver : .notTerminal(pending)
+        }
+    }
+
+    /// When a message's handling publishes the event on `paypipe.results` (besides its webhook).
+    public struct Results: Sendable, Equatable {
+        /// `PAYPIPE_RESULTS_TIMING`.
+        public var timing: ResultsTiming
+        /// A webhook attempt of this event is recorded: an earlier message decided on it (and, at `outcome`, published it).
+        public var attempted: Bool
+        /// The message is the hand-off itself (no retry tier yet) or a broker redelivery: an earlier handling of this
+        /// very message may have committed its publication without the broker ever getting it (a crash before the
+        /// confirm, a commit whose answer was lost), so it publishes again (same `message_id`).
+        public var mayRepeat: Bool
+
+        public init(timing: ResultsTiming, attempted: Bool, mayRepeat: Bool) {
+            (self.timing, self.attempted, self.mayRepeat) = (timing, attempted, mayRepeat)
+        }
+
+        public init(timing: ResultsTiming, attempted: Bool, previousRetries: Int, redelivered: Bool) {
+            self.init(timing: timing, attempted: attempted, mayRepeat: previousRetries == 0 || redelivered)
+        }
+    }
+
+    /// Whether the outcome of a message carries the results event. `webhookSettled`: the outcome settles the webhook
+    /// (delivered, gone, refused, exhausted, nothing to send, or settled before).
+    /// - `webhook` timing: exactly when the webhook settles (a settled one is published again by every later message,
+    ///   which may be the redelivery of the one whose publication was lost).
+    /// - `outcome` timing: with the first decision on the event, whatever the webhook's fate (a retry, a hold), and
+    ///   again only by a message that may repeat its own earlier publication; never by a webhook retry's copy.
+    public static func publishesResults(_ results: Results, webhookSettled: Bool) -> Bool {
+        switch results.timing {
+        case .webhook: webhookSettled
+        case .outcome: !results.attempted || results.mayRepeat
         }
     }
 
     /// The one duplicate rule: per message, `nil` if it is its payment's first in the batch, else the index of that
-    /// first message (which decides for both). A `nil` id is never a duplicate.
-    public static func firstMessages(_ paymentIds: [UUID?]) -> [Int?] {
-        var first: [UUID: Int] = [:]
-        return paymentIds.enumerated().map { index, id in
+    /// first message (which decides for both). A `nil` key is never a duplicate.
+    public static func firstMessages<Key: Hashable>(_ keys: [Key?]) -> [Int?] {
+        var first: [Key: Int] = [:]
+        return keys.enumerated().map { index, id in
             guard let id else { return nil }
             if let earlier = first[id] { return earlier }
             first[id] = index

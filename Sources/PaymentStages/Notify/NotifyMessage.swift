@@ -11,6 +11,9 @@ public struct NotifyMessage: Sendable, Equatable {
 
     public var previousRetries: Int { inbound.previousRetries }
 
+    /// The event it asks for: an operation's, else its payment's result.
+    public var request: NotifyRequest { operation.map(NotifyRequest.operation) ?? .payment(message.paymentId) }
+
     public init(message: StageMessage, inbound: InboundMessage, operation: Int64? = nil) {
         self.message = message
         self.inbound = inbound

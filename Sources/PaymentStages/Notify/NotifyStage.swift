@@ -5,36 +5,38 @@ import Pipeline
 import Postgres
 import Synchronization
 
-/// Stage 4: a terminal payment → a signed Standard Webhooks POST to the merchant, and the same event on
-/// `paypipe.results` (topic, routing key = event type).
+/// Stage 4: a terminal payment's result, or a finished operation's event (``NotifyEvent``) → a signed Standard
+/// Webhooks POST to the merchant, and the same event on `paypipe.results` (topic, routing key = event type).
 ///
-/// Per message, **without** a transaction (a transaction must never be held across the HTTP call), on the payment as
-/// read with the rest of its batch in one query (``PaymentEventLoader``): if its stage is already `done` the webhook
-/// went out before → the results event again with the same `message_id` (its publication cannot be known to have
-/// happened; consumers dedupe). Otherwise build the event, serialise it once, sign that exact body with a fresh `webhook-timestamp` and POST it (15 s, no redirects) to the
-/// job's `notify_url` or the merchant's webhook URL. Every attempt is written to `webhook_deliveries`.
+/// One delivery path for every event, inside the runtime's batch shape (``CallingStageHandler``), never holding a
+/// transaction across the HTTP call: the batch is read (``NotifyEventReader``), ``NotifyDecision`` decides, target,
+/// secret and SSRF checks run, the event is serialised once and signed with a fresh `webhook-timestamp`, POSTed (15 s,
+/// no redirects) to the job's `notify_url` or the merchant's webhook through the ``EndpointGate``. Every attempt is
+/// written to `webhook_deliveries`.
 ///
-/// * 2xx → mark done, publish the results event (`.publish`, confirmed by the runtime before the ack).
-/// * 410 → the merchant's webhook is disabled (`config.webhook.enabled=false`), mark done, publish.
-/// * anything else → ``StageContract/StageFailure/transient(code:reason:)``: the runtime moves the message to the next
-///   retry tier (`paypipe.notify.retry.<delay>`); `Retry-After` is recorded with the attempt, and the tier schedule
-///   decides the actual wait (see ``RetryAfter``).
-/// * the last allowed attempt failing → the attempt is recorded `failed`, the payment is marked done, and the
-///   stage returns the results event together with the runtime's own dead-letter copy (`retries_exhausted`, built by
-///   ``WorkerRuntime/DeliveryRouter``), so the DLQ and the results exchange both get exactly one message.
+/// * 2xx → settled: the payment marked done (the operation notified).
+/// * 410 → the merchant's webhook is disabled (`config.webhook.enabled=false`), settled.
+/// * anything else → a retry through the runtime's tiers (`paypipe.notify.retry.<delay>`); `Retry-After` is recorded
+///   with the attempt, and the tier schedule decides the actual wait (see ``RetryAfter``).
+/// * the last allowed attempt failing → the attempt is recorded `failed`, settled, and the runtime's own dead-letter
+///   copy (`retries_exhausted`, built by ``WorkerRuntime/DeliveryRouter``) and `webhook.exhausted` are published.
 /// * no webhook configured, webhook disabled, no usable secret, or a target refused by the SSRF guard → no POST
-///   (a `failed` record with the reason when a URL was given), mark done, publish.
+///   (a `failed` record with the reason when a URL was given), settled.
 /// * an endpoint that has failed continuously for ``EndpointHealthPolicy/disableAfter`` is disabled
 ///   (`webhook_endpoints`, shared by all workers): its deliveries are **held** — a `held` record, the payment left
-///   in stage `notify` away from the reconciler, the message acked, nothing published — until an operator re-enables
-///   it (`paypipe webhooks endpoints enable`), which sends them. The disabling publishes `endpoint.disabled` on
-///   `paypipe.results`; a delivery that runs out of attempts publishes `webhook.exhausted` (``OperationalEvent``).
+///   in stage `notify` away from the reconciler (an operation left un-notified), the message acked — until an
+///   operator re-enables it (`paypipe webhooks endpoints enable`), which sends them. The disabling publishes
+///   `endpoint.disabled` on `paypipe.results`; a delivery that runs out of attempts publishes `webhook.exhausted`
+///   (``OperationalEvent``).
 ///
-/// Receivers must dedupe on `webhook-id` (the event id): delivery is at-least-once.
+/// The results event goes out as ``NotifyDecision/publishesResults(_:webhookSettled:)`` decides for
+/// `PAYPIPE_RESULTS_TIMING`: by default with the first decision on the event, whatever the webhook's fate (a retry's
+/// copy is published together with it: ``WorkerRuntime/OutboundMessage/retry(_:after:)``); with `webhook`, once the
+/// webhook is settled. Receivers must dedupe on `webhook-id` / `message_id` (the event id): delivery is at-least-once.
 public struct NotifyStage: CallingStageHandler {
     public let stage = Stage.notify
     let directory: MerchantDirectory
-    private let events: PaymentEventLoader
+    private let reader = NotifyEventReader()
     let urlGuard: WebhookURLGuard
     let router: DeliveryRouter
     private let httpConfiguration: HTTPClientConfiguration
@@ -45,6 +47,7 @@ public struct NotifyStage: CallingStageHandler {
     let senders: HTTPClientPool
     let clock: @Sendable () -> Date
     private let payments = PaymentStore()
+    private let operations = OperationStore()
     let deliveries = WebhookDeliveryStore()
     private let endpoints = WebhookEndpointStore()
     /// When a failing endpoint is disabled (`PAYPIPE_WEBHOOK_DISABLE_AFTER`).
@@ -53,6 +56,8 @@ public struct NotifyStage: CallingStageHandler {
     let rate: Double?
     /// For `webhook_secret_invalid` (the merchant id only, never the secret).
     let logger: Logger
+    /// `PAYPIPE_RESULTS_TIMING`: when the results event is published.
+    let resultsTiming: ResultsTiming
 
     public static let userAgent = "PayPipe-Webhooks/1"
 
@@ -61,13 +66,13 @@ public struct NotifyStage: CallingStageHandler {
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
         healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
-        logger: Logger = Logger(component: "notify", threshold: .info)
+        logger: Logger = Logger(component: "notify", threshold: .info), resultsTiming: ResultsTiming = PaymentSettings.resultsTiming.defaultValue
     ) {
+        self.resultsTiming = resultsTiming
         self.healthPolicy = healthPolicy
         self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
         self.logger = logger
         self.directory = directory
-        self.events = PaymentEventLoader()
         self.urlGuard = urlGuard
         self.router = DeliveryRouter(stage: .notify, retrySchedule: retrySchedule)
         var http = httpConfiguration
@@ -83,43 +88,41 @@ public struct NotifyStage: CallingStageHandler {
     }
 
     /// The runtime's batch shape (``CallingStageHandler``), one round, so that one slow endpoint does not serialise a
-    /// whole batch behind it: (1) prepare, in one transaction: one query reads every payment of the batch with its
-    /// event data, ``NotifyDecision/intake(_:)`` decides each message, then target, secret and URL checks run per
-    /// payment, and deliveries to a disabled endpoint are held; (2) the POSTs, concurrently on the worker's sender
-    /// threads through ``EndpointGate`` (slots, circuit and rate per endpoint); (3) record, in one transaction: what
-    /// the answers say about each endpoint's health (``observe(_:transaction:)``), then the attempts and the outcomes,
-    /// the delivered ones in one statement (``WebhookDeliveryBatch``), the rest one by one, as
-    /// ``NotifyDecision/settle(_:endpointDisabled:retry:)`` decides.
+    /// whole batch behind it: (1) prepare, in one transaction: the batch read, ``NotifyDecision/intake(_:)`` decides each
+    /// message, then target, secret and URL checks run per event, and deliveries to a disabled endpoint are held; (2)
+    /// the POSTs, concurrently on the worker's sender threads through ``EndpointGate`` (slots, circuit and rate per
+    /// endpoint); (3) record, in one transaction: what the answers say about each endpoint's health
+    /// (``observe(_:transaction:)``), then the attempts and the outcomes, the delivered payment results in one
+    /// statement (``WebhookDeliveryBatch``), the rest one by one, as ``NotifyDecision/settle(_:endpointDisabled:retry:)``
+    /// decides.
     ///
-    /// Only each payment's first message of the batch goes through them (``NotifyDecision/firstMessages(_:)``); a
-    /// later one is already handled by it. A finished operation's event (NotifyStage+Operations.swift) goes its own
-    /// way, one at a time.
+    /// Only each event's first message of the batch goes through them (``NotifyDecision/firstMessages(_:)``); a later
+    /// one is already handled by it.
     public func process(_ batch: [NotifyMessage], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        var results = batch.map { message in message.operation.map { processOperation(message, operationRowId: $0, database: database) } }
-        let payments = batch.indices.filter { batch[$0].operation == nil }
-        let first = NotifyDecision.firstMessages(payments.map { batch[$0].message.paymentId })
-        let firsts = payments.indices.filter { first[$0] == nil }
-        for (offset, result) in zip(firsts, processInRounds(firsts.map { batch[payments[$0]] }, database: database)) {
-            results[payments[offset]] = result
+        let first = NotifyDecision.firstMessages(batch.map(\.request))
+        let firsts = batch.indices.filter { first[$0] == nil }
+        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
+        for (index, result) in zip(firsts, processInRounds(firsts.map { batch[$0] }, database: database)) {
+            results[index] = result
         }
-        for (offset, earlier) in first.enumerated() {
+        for (index, earlier) in first.enumerated() {
             guard let earlier else { continue }
-            results[payments[offset]] = Self.alreadyHandled(after: results[payments[earlier]]!)
+            results[index] = Self.alreadyHandled(after: results[earlier]!)
         }
         return results.map { $0! }
     }
 
-    /// A later message for a payment its batch's first message decided: nothing is sent for it. If the batch committed
-    /// the payment's results event, it is published again (same id, consumers dedupe), as a message for a done
-    /// payment does; an unknown payment is unknown for it too; otherwise (a retry, a hold, a failure) the first
-    /// message carries the payment on alone.
+    /// A later message for an event its batch's first message decided: nothing is sent for it. If the first message
+    /// published the results event, it is published again (same id, consumers dedupe), as a message for a settled
+    /// event may; an unknown payment is unknown for it too; otherwise (a retry, a hold, a failure) the first message
+    /// carries the event on alone.
     static func alreadyHandled(after first: Result<StageOutcome, StageFailure>) -> Result<StageOutcome, StageFailure> {
         switch first {
         case .failure(.unattributable(let code, let reason)): return .failure(.unattributable(code: code, reason: reason))
         case .success(.publish(let messages)):
             let result = messages.first { message in
                 guard case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _, _, _) = message else { return false }
-                return PaymentEventType(rawValue: type) != nil
+                return OperationalEvent.Kind(rawValue: type) == nil
             }
             return .success(result.map { .publish([$0]) } ?? .completed)
         default: return .success(.completed)
@@ -130,17 +133,21 @@ public struct NotifyStage: CallingStageHandler {
 
     public var callOut: CallOut { CallOut(pool: senders, gate: gate) }
 
-    /// Prepare: one read for the batch, the intake decision, and per payment everything up to the POST.
+    /// Prepare: one read for the batch, the intake decision, and per event everything up to the POST.
     public func prepare(_ batch: [NotifyMessage], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Delivery>] {
-        let loaded = try events.load(batch.map(\.message.paymentId), on: transaction)
-        let reads = batch.map { message in loaded[message.message.paymentId].map { $0.map(Optional.some) } ?? .success(nil) }
-        let intake = NotifyDecision.intake(reads.map(Self.read))
+        let loaded = try reader.read(batch.map(\.request), on: transaction)
+        let reads = batch.map { message -> Result<NotifyRead?, any Error> in
+            guard let read = loaded[message.request] else { return .success(nil) }
+            // An operation's hand-off names its merchant: another merchant's operation is unknown to it.
+            return read.map { read in message.operation != nil && read.merchantId != message.message.merchantId ? nil : read }
+        }
+        let intake = NotifyDecision.intake(zip(batch, reads).map { Self.read($1, request: $0.request) })
         var prepared: [Prepared<Delivery>] = try batch.indices.map { index in
             switch reads[index] {
             case .failure(let error): return .failed(FailureClassifier.classify(error))
-            case .success(nil): return .failed(.unattributable(code: "unknown_payment", reason: "payment \(batch[index].message.paymentId) does not exist"))
+            case .success(nil): return .failed(.unattributable(code: "unknown_payment", reason: Self.unknown(batch[index])))
             case .success(let read?):
-                if case .alreadyHandled = intake[index] { preconditionFailure("process prepares each payment's first message only") }
+                if case .alreadyHandled = intake[index] { preconditionFailure("process prepares each event's first message only") }
                 return try prepare(batch[index], intake: intake[index], read: read, transaction: transaction)
             }
         }
@@ -149,10 +156,18 @@ public struct NotifyStage: CallingStageHandler {
     }
 
     /// What prepare read, as ``NotifyDecision`` sees it.
-    private static func read(_ loaded: Result<LoadedPayment?, any Error>) -> NotifyDecision.Read {
+    private static func read(_ loaded: Result<NotifyRead?, any Error>, request: NotifyRequest) -> NotifyDecision.Read {
         guard case .success(let read) = loaded else { return .failed }
         guard let read else { return .missing }
-        return .found(paymentId: read.payment.id, status: read.payment.status, done: read.payment.stage == .done, hasEvent: read.loaded != nil)
+        return .found(request, settled: read.settled, hasEvent: read.event != nil, pending: read.pending)
+    }
+
+    private static func unknown(_ message: NotifyMessage) -> String {
+        "\(subject(message)) does not exist"
+    }
+
+    private static func subject(_ message: NotifyMessage) -> String {
+        message.operation.map { "operation \($0)" } ?? "payment \(message.message.paymentId)"
     }
 
     /// Per endpoint (scheme, host and port): its slots, circuit and rate.
@@ -228,7 +243,7 @@ public struct NotifyStage: CallingStageHandler {
 
     /// Notify takes one round and records no `again`: a message is always settled.
     public func unsettled(_ message: NotifyMessage) -> StageFailure {
-        .transient(code: "webhook_failed", reason: "payment \(message.message.paymentId) did not settle in its round")
+        .transient(code: "webhook_failed", reason: "\(Self.subject(message)) did not settle in its round")
     }
 
     /// The operational events of what committed: `paypipe_webhook_events_total` and `paypipe_webhooks_exhausted_total`.
@@ -244,21 +259,21 @@ public struct NotifyStage: CallingStageHandler {
         }
     }
 
-    /// The bulk step of record: every `.delivered` answer (one per payment: only a payment's first message is
+    /// The bulk step of record: every `.delivered` payment result (one per payment: only a payment's first message is
     /// delivered), recorded and marked done in one statement, with the outcome ``complete(_:database:)`` gives it;
-    /// `nil` (the per-message path) for everything else — gone, retry, exhausted, a payment the statement did not settle.
+    /// `nil` (the per-event path) for everything else — gone, retry, exhausted, an operation's event, a payment the
+    /// statement did not settle.
     private func settleDelivered(_ items: [Settling], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
-        let candidates = items.indices.filter { index in
-            if case .delivered = items[index].classification { return true }
-            return false
+        let candidates = items.indices.compactMap { index -> (index: Int, entry: WebhookDeliveryBatch.Entry)? in
+            guard case .delivered = items[index].classification,
+                  let entry = WebhookDeliveryBatch.Entry(attempt: Self.deliveredAttempt(items[index].attempt), event: items[index].delivery.event)
+            else { return nil }
+            return (index, entry)
         }
-        let settled = try WebhookDeliveryBatch().settle(candidates.map { index in
-            WebhookDeliveryBatch.Entry(attempt: Self.deliveredAttempt(items[index].attempt), event: items[index].delivery.event)
-        }, on: database)
+        let settled = try WebhookDeliveryBatch().settle(candidates.map(\.entry), on: database)
         var outcomes = [Result<StageOutcome, StageFailure>?](repeating: nil, count: items.count)
-        for index in candidates where settled.contains(items[index].delivery.payment.id) {
-            let delivery = items[index].delivery
-            outcomes[index] = .success(.publish([Self.resultMessage(delivery.event, body: delivery.body)]))
+        for (index, _) in candidates where settled.contains(items[index].delivery.event.paymentId) {
+            outcomes[index] = .success(published(items[index].delivery, webhookSettled: true))
         }
         return outcomes
     }
@@ -278,22 +293,23 @@ public struct NotifyStage: CallingStageHandler {
     /// two dozen references at every step was about 7% of the notify worker's instructions (callgrind).
     public final class Delivery: Sendable {
         let message: NotifyMessage
-        let payment: PaymentRecord
-        let event: PaymentEvent
+        let event: NotifyEvent
         let url: String
         let isMerchantWebhook: Bool
         let signer: WebhookSigner
-        /// The event serialised once: the exact bytes signed, POSTed and published to `paypipe.results`.
-        let body: [UInt8]
         /// Requests per second allowed to the endpoint (the merchant's, else `PAYPIPE_WEBHOOK_RATE`); `nil`: no limit.
         let rate: Double?
+        /// What the results publication goes by.
+        let results: NotifyDecision.Results
         var number: Int { message.previousRetries + 1 }
-        var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: payment.merchantId, url: url) }
+        var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: event.merchantId, url: url) }
+        /// The event serialised once: the exact bytes signed, POSTed and published to `paypipe.results`.
+        var body: [UInt8] { event.body }
 
-        init(message: NotifyMessage, payment: PaymentRecord, event: PaymentEvent, url: String, isMerchantWebhook: Bool,
-             signer: WebhookSigner, body: [UInt8], rate: Double?) {
-            (self.message, self.payment, self.event, self.url) = (message, payment, event, url)
-            (self.isMerchantWebhook, self.signer, self.body, self.rate) = (isMerchantWebhook, signer, body, rate)
+        init(message: NotifyMessage, event: NotifyEvent, url: String, isMerchantWebhook: Bool, signer: WebhookSigner, rate: Double?,
+             results: NotifyDecision.Results) {
+            (self.message, self.event, self.url, self.isMerchantWebhook) = (message, event, url, isMerchantWebhook)
+            (self.signer, self.rate, self.results) = (signer, rate, results)
         }
     }
 
@@ -320,51 +336,50 @@ public struct NotifyStage: CallingStageHandler {
         let disabledEvent: OperationalEvent?
     }
 
-    /// Prepare, for one payment's first message, as ``NotifyDecision/intake(_:)`` decided, on the payment and event
-    /// data read for the batch.
+    /// Prepare, for one event's first message, as ``NotifyDecision/intake(_:)`` decided, on what the batch read.
     private func prepare(
-        _ message: NotifyMessage, intake: NotifyDecision.Intake, read: LoadedPayment, transaction database: PostgresConnection
+        _ message: NotifyMessage, intake: NotifyDecision.Intake, read: NotifyRead, transaction database: PostgresConnection
     ) throws -> Prepared<Delivery> {
-        let payment = read.payment
+        let results = NotifyDecision.Results(
+            timing: resultsTiming, attempted: read.attempted, previousRetries: message.previousRetries, redelivered: message.inbound.redelivered)
         if intake == .republish {
-            // Done means the webhook was settled and the results event was *committed for* publishing — not that it
-            // was published: the worker may have crashed before the broker confirmed it, or the commit of `done` may
-            // have succeeded although its answer was lost with the connection (the runtime then retries this very
+            // Settled means the webhook was settled and the results event was *committed for* publishing — not that it
+            // was published: the worker may have crashed before the broker confirmed it, or the commit may have
+            // succeeded although its answer was lost with the connection (the runtime then retries this very
             // delivery in place, `redelivered == false`, or a retry tier hands in a fresh copy). Neither case can be
-            // told apart from a mere duplicate hand-off, so every delivery of a done payment publishes the event
-            // again (same `message_id`: consumers dedupe on it). The webhook itself is never sent twice.
-            guard let loaded = read.loaded else { return .finished(.completed) }
-            return .finished(.publish([Self.resultMessage(loaded.event, body: loaded.event.body)]))
+            // told apart from a mere duplicate hand-off, so such a message publishes the event again as the results
+            // rule says (same `message_id`: consumers dedupe). The webhook itself is never sent twice.
+            guard let event = read.event, NotifyDecision.publishesResults(results, webhookSettled: true) else { return .finished(.completed) }
+            return .finished(.publish([Self.resultMessage(event)]))
         }
-        guard intake == .deliver, let loaded = read.loaded else {
+        guard intake == .deliver, let event = read.event else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
-            return .failed(.transient(code: "payment_not_terminal", reason: "payment \(payment.id) is \(payment.status.rawValue)"))
+            return .failed(.transient(code: "payment_not_terminal", reason: read.pending))
         }
-        let event = loaded.event
-        guard let target = try target(for: payment, notifyURL: loaded.notifyURL, on: database) else {
-            return .finished(try finish(event, on: database))
+        guard let target = try target(for: read.payment, notifyURL: read.notifyURL, on: database) else {
+            return .finished(try finish(event, results: results, on: database))
         }
         let number = message.previousRetries + 1
         let signer: WebhookSigner
         do throws(WebhookSignerError) {
             // A secret stored before merchant apply enforced the rules is refused too; the log names the merchant only.
             if let index = target.secrets.firstIndex(where: { WebhookSecretPolicy.problem($0) != nil }) {
-                logger.error("webhook_secret_invalid", [("merchantId", .string(payment.merchantId))])
+                logger.error("webhook_secret_invalid", [("merchantId", .string(event.merchantId))])
                 throw .invalidSecret(index: index)
             }
             signer = try WebhookSigner(secrets: target.secrets)
         } catch {
             let code = error == .noSecret ? "no_webhook_secret" : "invalid_webhook_secret"
             try deliveries.record(WebhookAttempt(url: target.url, number: number, error: code, outcome: .failed), event: event, on: database)
-            return .finished(try finish(event, on: database))
+            return .finished(try finish(event, results: results, on: database))
         }
         if case .refused(let reason) = urlGuard.check(target.url) {
             try deliveries.record(WebhookAttempt(url: target.url, number: number, error: "ssrf_refused: \(reason)", outcome: .failed), event: event, on: database)
-            return .finished(try finish(event, on: database))
+            return .finished(try finish(event, results: results, on: database))
         }
         return .call(Delivery(
-            message: message, payment: payment, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer,
-            body: event.body, rate: target.ratePerSecond ?? rate))
+            message: message, event: event, url: target.url, isMerchantWebhook: target.isMerchantWebhook, signer: signer,
+            rate: target.ratePerSecond ?? rate, results: results))
     }
 
     /// Prepare's last step: deliveries whose endpoint is disabled are held, not sent (one read for the batch).
@@ -376,20 +391,28 @@ public struct NotifyStage: CallingStageHandler {
         guard !pending.isEmpty else { return }
         let disabled = try endpoints.disabled(among: Set(pending.map(\.delivery.endpoint)), on: database)
         guard !disabled.isEmpty else { return }
-        var held: [UUID] = []
+        var held: [Delivery] = []
         for (index, delivery) in pending {
             let health = disabled[delivery.endpoint]
             guard case .hold(let republish) = NotifyDecision.dispatch(endpointDisabled: health != nil, redelivered: delivery.message.inbound.redelivered)
             else { continue }
-            // The record first: a held payment without its `held` attempt could not be found by a re-enable.
+            // The record first: a held delivery without its `held` attempt could not be found by a re-enable.
             try deliveries.record(
                 WebhookAttempt(url: delivery.url, number: delivery.number, error: "endpoint_disabled", outcome: .held),
                 event: delivery.event, on: database)
-            held.append(delivery.payment.id)
+            held.append(delivery)
             let event = republish ? health.map { OperationalEvent.endpointDisabled(delivery.endpoint, health: $0) } : nil
-            prepared[index] = .finished(event.map { .publish([$0.message]) } ?? .completed)
+            prepared[index] = .finished(published(delivery, webhookSettled: false, also: event.map { [$0.message] } ?? []))
         }
-        try deliveries.hold(held, on: database)
+        try hold(held, on: database)
+    }
+
+    /// Keeps held payments away from the reconciler (an operation's event needs nothing more: it stays un-notified).
+    private func hold(_ held: [Delivery], on database: PostgresConnection) throws {
+        try deliveries.hold(held.compactMap { delivery in
+            if case .payment(let id, _) = delivery.event.subject { return id }
+            return nil
+        }, on: database)
     }
 
     /// Record, for one answer that is not a settled delivery: the attempt and the outcome.
@@ -401,40 +424,51 @@ public struct NotifyStage: CallingStageHandler {
         switch answered.settlement {
         case .delivered:
             try deliveries.record(Self.deliveredAttempt(attempt), event: event, on: database)
-            return .success(try finish(event, body: delivery.body, on: database))
+            return .success(try finish(event, results: delivery.results, on: database))
         case .gone:
             attempt.outcome = .disabled
             attempt.error = "endpoint_gone"
             try deliveries.record(attempt, event: event, on: database)
             if delivery.isMerchantWebhook {
-                try deliveries.disableMerchantWebhook(delivery.payment.merchantId, url: delivery.url, on: database)
+                try deliveries.disableMerchantWebhook(event.merchantId, url: delivery.url, on: database)
             }
-            return .success(try finish(event, body: delivery.body, on: database))
+            return .success(try finish(event, results: delivery.results, on: database))
         case .refused(let error):
             attempt.outcome = .failed
             attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
-            return .success(try finish(event, body: delivery.body, on: database))
+            return .success(try finish(event, results: delivery.results, on: database))
         case .held(let error):
             attempt.error = error
             attempt.outcome = .held
             try deliveries.record(attempt, event: event, on: database)
-            try deliveries.hold([delivery.payment.id], on: database)
-            return .success(answered.disabledEvent.map { .publish([$0.message]) } ?? .completed)
+            try hold([delivery], on: database)
+            return .success(published(delivery, webhookSettled: false, also: answered.disabledEvent.map { [$0.message] } ?? []))
         case .exhausted(let error):
             attempt.error = error
             attempt.outcome = .failed
             try deliveries.record(attempt, event: event, on: database)
             let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
-            return .success(try finish(event, body: delivery.body, on: database, also: [
+            return .success(try finish(event, results: delivery.results, on: database, also: [
                 OutboundMessage.exhausted(delivery.message.inbound, after: Self.failed(delivery, error: error)), exhausted.message,
             ]))
         case .retry(let error, let delay):
             attempt.error = error
             try deliveries.record(attempt, event: event, on: database)
-            try deliveries.holdForRetry(delivery.payment.id, seconds: delay, on: database)
-            return .failure(Self.failed(delivery, error: error))
+            if case .payment(let paymentId, _) = event.subject {
+                try deliveries.holdForRetry(paymentId, seconds: delay, on: database)
+            }
+            let failure = Self.failed(delivery, error: error)
+            // The results event goes out now if the rule says so, with the retry copy the failure would have made.
+            guard NotifyDecision.publishesResults(delivery.results, webhookSettled: false) else { return .failure(failure) }
+            return .success(.publish([Self.resultMessage(event), .retry(delivery.message.inbound, after: failure)]))
         }
+    }
+
+    /// The outcome of a delivery that is not settled by a finish: `also`, with the results event first when the rule says so.
+    private func published(_ delivery: Delivery, webhookSettled: Bool, also: [OutboundMessage] = []) -> StageOutcome {
+        let messages = (NotifyDecision.publishesResults(delivery.results, webhookSettled: webhookSettled) ? [Self.resultMessage(delivery.event)] : []) + also
+        return messages.isEmpty ? .completed : .publish(messages)
     }
 
     /// A failed attempt as the runtime's retry policy sees it: retried through the tiers, or dead-lettered with it.
@@ -482,18 +516,23 @@ public struct NotifyStage: CallingStageHandler {
         return Target(url: webhook.url, secrets: secrets, isMerchantWebhook: true, ratePerSecond: webhook.ratePerSecond)
     }
 
-    /// Marks the payment done and publishes the results event (plus `also`, e.g. a dead letter).
-    private func finish(_ event: PaymentEvent, body: [UInt8]? = nil, on database: PostgresConnection, also: [OutboundMessage] = []) throws -> StageOutcome {
-        try payments.markDone(event.paymentId, deliveredStatus: event.status, on: database)
-        return .publish([Self.resultMessage(event, body: body ?? event.body)] + also)
+    /// Settles the event's webhook — the payment marked done while it still has the delivered status, the operation
+    /// marked notified — and publishes the results event as the rule says (plus `also`, e.g. a dead letter).
+    private func finish(_ event: NotifyEvent, results: NotifyDecision.Results, on database: PostgresConnection, also: [OutboundMessage] = []) throws -> StageOutcome {
+        switch event.subject {
+        case .payment(let paymentId, let deliveredStatus): try payments.markDone(paymentId, deliveredStatus: deliveredStatus, on: database)
+        case .operation(let rowId): try operations.markNotified(rowId, on: database)
+        }
+        let messages = (NotifyDecision.publishesResults(results, webhookSettled: true) ? [Self.resultMessage(event)] : []) + also
+        return messages.isEmpty ? .completed : .publish(messages)
     }
 
     /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
-    /// it like on `webhook-id`), `correlation_id` = the job's id. Not mandatory: a results exchange nobody binds to is a
-    /// valid deployment.
-    public static func resultMessage(_ event: PaymentEvent, body: [UInt8]) -> OutboundMessage {
-        resultsExchangeMessage(id: event.id, type: event.type.rawValue, body: body, timestamp: event.occurredAt, merchantId: event.merchantId,
-                               about: event.subject)
+    /// it like on `webhook-id`), `correlation_id` = the job's id (the operation's for an operation event). Not mandatory:
+    /// a results exchange nobody binds to is a valid deployment.
+    public static func resultMessage(_ event: NotifyEvent) -> OutboundMessage {
+        resultsExchangeMessage(id: event.id, type: event.type, body: event.body, timestamp: event.occurredAt, merchantId: event.merchantId,
+                               about: event.resultSubject)
     }
 
     /// Any event on `paypipe.results` (payment results and ``OperationalEvent``s): routing key and AMQP `type` = the

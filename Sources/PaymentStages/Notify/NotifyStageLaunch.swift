@@ -26,7 +26,8 @@ extension NotifyStage {
     /// `PAYPIPE_WEBHOOK_MAX_CONCURRENCY` (4 per endpoint), `PAYPIPE_WEBHOOK_BREAKER_FAILURES` (5) and
     /// `PAYPIPE_WEBHOOK_BREAKER_OPEN` (30s), `PAYPIPE_WEBHOOK_MAX_PAUSE` (5m: the longest `Retry-After` obeyed by
     /// pausing the endpoint), `PAYPIPE_WEBHOOK_DISABLE_AFTER` (5d: an endpoint failing that long without a success
-    /// is disabled) and `PAYPIPE_WEBHOOK_RATE` (requests per second per endpoint; 0, the default: no limit).
+    /// is disabled), `PAYPIPE_WEBHOOK_RATE` (requests per second per endpoint; 0, the default: no limit) and
+    /// `PAYPIPE_RESULTS_TIMING` (`outcome`, the default, or `webhook`: when the results event is published).
     public static func fromEnvironment(_ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()) throws -> NotifyStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let merchantCacheSeconds = try environment.read(PaymentSettings.merchantCacheTTL)
@@ -38,12 +39,14 @@ extension NotifyStage {
         let maxPause = try environment.read(PaymentSettings.webhookMaxPause)
         let disableAfter = try environment.read(PaymentSettings.webhookDisableAfter)
         let rate = try environment.read(PaymentSettings.webhookRate)
+        let resultsTiming = try environment.read(PaymentSettings.resultsTiming)
         let vault = DataVault(keyring: keyring)
         logger.info("notify_configured", [
             ("allowPrivateTargets", .bool(allowPrivate)), ("timeoutSeconds", .double(timeout)),
             ("retryDelays", .string(configuration.retrySchedule.delays.map { String($0) }.joined(separator: ","))),
             ("maxRetries", .int(configuration.retrySchedule.maxRetries)),
             ("disableAfterSeconds", .double(disableAfter)), ("ratePerSecond", .double(rate)),
+            ("resultsTiming", .string(resultsTiming.rawValue)),
         ])
         return NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
@@ -52,6 +55,6 @@ extension NotifyStage {
             httpConfiguration: .init(connectTimeout: min(5, timeout), totalTimeout: timeout, followRedirects: false),
             gate: EndpointGate(policy: EndpointGatePolicy(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen,
                                                           maxPauseSeconds: maxPause, maxWait: timeout), stage: .notify),
-            healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate, logger: logger)
+            healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate, logger: logger, resultsTiming: resultsTiming)
     }
 }

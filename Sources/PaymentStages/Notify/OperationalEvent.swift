@@ -47,6 +47,11 @@ public struct OperationalEvent: Sendable, Equatable {
     /// `webhook.exhausted` for the payment event whose delivery gave up after `attempts` attempts; the id derives
     /// from the event and the time, so the exhaustion of a later replay is a new event.
     public static func webhookExhausted(_ event: PaymentEvent, url: String, attempts: Int, lastError: String, at: Date) -> OperationalEvent {
+        webhookExhausted(NotifyEvent(event), url: url, attempts: attempts, lastError: lastError, at: at)
+    }
+
+    /// `webhook.exhausted` for any event notify delivers (a payment's result, an operation's event).
+    public static func webhookExhausted(_ event: NotifyEvent, url: String, attempts: Int, lastError: String, at: Date) -> OperationalEvent {
         OperationalEvent(
             kind: .webhookExhausted, id: id("webhook-exhausted:\(event.id):\(micros(at))"), occurredAt: at,
             fields: [
@@ -54,7 +59,7 @@ public struct OperationalEvent: Sendable, Equatable {
                 ("paymentId", .string(event.paymentId.paymentIDText)),
                 ("jobId", .string(event.jobId)),
                 ("eventId", .string(event.id)),
-                ("eventType", .string(event.type.rawValue)),
+                ("eventType", .string(event.type)),
                 ("url", .string(redacted(url))),
                 ("endpoint", .string(NotifyStage.endpointKey(url))),
                 ("attempts", .integer(Int64(attempts))),
@@ -71,7 +76,7 @@ public struct OperationalEvent: Sendable, Equatable {
 
     public var body: [UInt8] { json.serialized() }
 
-    /// The message on `paypipe.results`, shaped like ``NotifyStage/resultMessage(_:body:)``'s, with the ids it has as
+    /// The message on `paypipe.results`, shaped like ``NotifyStage/resultMessage(_:)``'s, with the ids it has as
     /// `correlation_id` and headers (``subject``), but no merchant routing key (`payment.*.<merchantId>` readers get
     /// payment events only).
     public var message: OutboundMessage {

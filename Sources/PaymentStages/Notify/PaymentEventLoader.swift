@@ -17,6 +17,9 @@ public struct PaymentEventLoader: Sendable {
     public struct Loaded: Sendable {
         public let event: PaymentEvent
         public let notifyURL: String?
+        /// Whether a webhook attempt of this very event is recorded: notify has decided on it before (what
+        /// ``NotifyDecision/publishesResults(_:webhookSettled:)`` goes by).
+        public let attempted: Bool
     }
 
     /// `nil` if the payment is not terminal (there is nothing to notify yet). One query (one round trip) reads the
@@ -51,6 +54,7 @@ public struct PaymentEventLoader: Sendable {
         """
         SELECT p.*,
                (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at,
+               (SELECT string_agg(DISTINCT event_id, ',') FROM webhook_deliveries WHERE payment_id = p.id) AS attempted_events,
                g.id AS attempt_id, g.transaction_reference, g.error_code AS gateway_error_code,
                g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan
         FROM (SELECT \(PaymentRecord.columns), metadata::text AS metadata, notify_url FROM payments WHERE \(condition)) p
@@ -76,7 +80,9 @@ public struct PaymentEventLoader: Sendable {
             errorCode: payment.errorCode, errorReason: payment.errorMessage, metadata: metadata,
             receivedAt: payment.firstReceivedAt,
             occurredAt: try row?.decode("terminal_at", as: Date?.self) ?? payment.updatedAt)
-        return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self))
+        // Event ids are `evt_` and hex digits: a comma never occurs in one.
+        let attempted = try row?.decode("attempted_events", as: String?.self)?.split(separator: ",").contains { $0 == event.id } ?? false
+        return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self), attempted: attempted)
     }
 
     private static func gatewayAttempt(_ row: PostgresRow) throws -> (result: PaymentEvent.GatewayResult, maskedPan: String?)? {

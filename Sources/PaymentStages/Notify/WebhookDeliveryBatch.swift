@@ -19,14 +19,21 @@ import Postgres
 /// database that plan made notify fall steadily behind (55 million index entries read for 10,000 payments). Locking
 /// by id only keeps the statement on the primary key; holding the row locks makes the locked `stage` current.
 public struct WebhookDeliveryBatch: Sendable {
-    /// One attempt to record for one payment's event.
+    /// One attempt to record for one payment's result.
     public struct Entry: Sendable {
         public let attempt: WebhookAttempt
-        public let event: PaymentEvent
+        public let event: NotifyEvent
+        let paymentId: UUID
+        let deliveredStatus: String
 
         public init(attempt: WebhookAttempt, event: PaymentEvent) {
-            self.attempt = attempt
-            self.event = event
+            self.init(attempt: attempt, event: NotifyEvent(event))!
+        }
+
+        /// `nil` for an event that is not a payment's result (an operation's is settled one by one).
+        public init?(attempt: WebhookAttempt, event: NotifyEvent) {
+            guard case .payment(let paymentId, let deliveredStatus) = event.subject else { return nil }
+            (self.attempt, self.event, self.paymentId, self.deliveredStatus) = (attempt, event, paymentId, deliveredStatus)
         }
     }
 
@@ -37,10 +44,10 @@ public struct WebhookDeliveryBatch: Sendable {
     /// once but recorded twice, unlike the per-message path's order of effects).
     public func settle(_ entries: [Entry], on connection: PostgresConnection) throws -> Set<UUID> {
         guard !entries.isEmpty else { return [] }
-        precondition(Set(entries.map(\.event.paymentId)).count == entries.count, "one entry per payment")
+        precondition(Set(entries.map(\.paymentId)).count == entries.count, "one entry per payment")
         return try PaymentStore().markDone(entries.map {
             PaymentStore.NotifiedPayment(
-                paymentId: $0.event.paymentId, deliveredStatus: $0.event.status, eventId: $0.event.id, eventType: $0.event.type.rawValue,
+                paymentId: $0.paymentId, deliveredStatus: $0.deliveredStatus, eventId: $0.event.id, eventType: $0.event.type,
                 url: $0.attempt.url, attempt: Int32(clamping: $0.attempt.number), statusCode: $0.attempt.statusCode.map { Int32(clamping: $0) },
                 latencyMs: $0.attempt.latencyMs.map { Int32(clamping: $0) }, error: $0.attempt.error, outcome: $0.attempt.outcome.rawValue)
         }, on: connection)

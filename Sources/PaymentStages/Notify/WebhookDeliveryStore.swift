@@ -12,6 +12,10 @@ public struct WebhookDeliveryStore: Sendable {
         try record(attempt, paymentId: event.paymentId, eventId: event.id, eventType: event.type.rawValue, on: connection)
     }
 
+    public func record(_ attempt: WebhookAttempt, event: NotifyEvent, on connection: PostgresConnection) throws {
+        try record(attempt, paymentId: event.paymentId, eventId: event.id, eventType: event.type, on: connection)
+    }
+
     /// An attempt of any event of a payment (a payment's result, or one of its operations' events).
     public func record(_ attempt: WebhookAttempt, paymentId: UUID, eventId: String, eventType: String, on connection: PostgresConnection) throws {
         try connection.query(
@@ -69,6 +73,29 @@ public struct WebhookDeliveryStore: Sendable {
     /// are never published the reconciler re-drives them after `PAYPIPE_STUCK_AFTER`.
     public func releaseHeld(_ endpoints: [WebhookEndpoint], on connection: PostgresConnection) throws -> [StageMessage] {
         try PaymentStore().releaseHeld(merchantIds: endpoints.map(\.merchantId), urls: endpoints.map(\.url), on: connection)
+    }
+
+    /// The finished operations not yet notified whose payment has a `held` attempt to one of `endpoints`: their
+    /// events were held with the endpoint; their hand-offs are published again when it is re-enabled. Notify settles an
+    /// operation's webhook once (`notified_at`), so a hand-off for one notified meanwhile sends nothing.
+    public func heldOperations(_ endpoints: [WebhookEndpoint], on connection: PostgresConnection) throws -> [OperationEventMessage] {
+        guard !endpoints.isEmpty else { return [] }
+        let rows = try connection.query(
+            """
+            SELECT o.id AS operation, p.id, p.merchant_id, p.job_id FROM payment_operations o JOIN payments p ON p.id = o.payment_id
+            WHERE o.notified_at IS NULL AND o.state = ANY($3::text[])
+              AND EXISTS (SELECT 1 FROM webhook_deliveries d JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) ON d.url = k.url
+                          WHERE d.payment_id = p.id AND d.outcome = 'held' AND p.merchant_id = k.merchant_id)
+            ORDER BY o.id
+            """,
+            [PostgresArray(endpoints.map(\.merchantId)), PostgresArray(endpoints.map(\.url)),
+             PostgresArray([OperationStore.State.succeeded.rawValue, OperationStore.State.failed.rawValue])])
+        return try rows.map { row in
+            OperationEventMessage(
+                payment: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                                      jobId: try row.decode("job_id", as: String.self)),
+                operationRowId: try row.decode("operation", as: Int64.self))
+        }
     }
 
     /// How many payments each endpoint holds (for `paypipe webhooks endpoints`).

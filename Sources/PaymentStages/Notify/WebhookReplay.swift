@@ -33,4 +33,11 @@ public struct WebhookReplay: Sendable {
         outbound.properties.appId = "paypipe-cli"
         return outbound
     }
+
+    /// The persistent hand-off to `paypipe.notify` for one held operation event released (``WebhookDeliveryStore/heldOperations(_:on:)``).
+    public func handOff(_ operation: OperationEventMessage) -> AMQPOutboundMessage {
+        var outbound = DeliveryRouter(stage: .notify, retrySchedule: .standard).message(for: operation.handOff())
+        outbound.properties.appId = "paypipe-cli"
+        return outbound
+    }
 }

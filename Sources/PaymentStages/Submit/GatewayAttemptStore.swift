@@ -95,37 +95,6 @@ public struct GatewayAttemptStore: Sendable {
         return try rows.first.map(GatewayAttempt.init(row:))
     }
 
-    /// What the protocol needs about a payment's attempts, with the database clock, in one statement: the latest AUTH
-    /// attempt, and the inconclusive and "not found" status queries since it. `legacySettleSeconds` stands in for the
-    /// reconciliation time of an attempt written before migration 5 (`started_at` + it).
-    func protocolView(paymentId: UUID, legacySettleSeconds: Double, on connection: PostgresConnection) throws -> ProtocolView {
-        let row = try connection.query(
-            """
-            SELECT clock_timestamp() AS now, a.id, a.state, a.order_reference, a.site_reference,
-                   coalesce(a.reconcile_after, a.started_at + make_interval(secs => $3::float8)) AS settle_at,
-                   (SELECT count(*) FROM gateway_attempts q WHERE q.payment_id = $1 AND q.request_type = $2 AND q.id > a.id
-                       AND q.outcome = 'inconclusive' AND q.error_code IS DISTINCT FROM 'merchant_busy')::bigint AS inconclusive,
-                   (SELECT count(*) FROM gateway_attempts q WHERE q.payment_id = $1 AND q.request_type = $2 AND q.id > a.id
-                       AND q.outcome = 'not_found')::bigint AS not_found,
-                   (SELECT max(started_at) FROM gateway_attempts q WHERE q.payment_id = $1 AND q.request_type = $2 AND q.id > a.id
-                       AND q.outcome = 'not_found') AS last_not_found
-            FROM (SELECT 1) one
-            LEFT JOIN LATERAL (SELECT * FROM gateway_attempts WHERE payment_id = $1 AND request_type <> $2 ORDER BY id DESC LIMIT 1) a ON true
-            """, [paymentId, Self.queryRequestType, legacySettleSeconds])[0]
-        let now = try row.decode("now", as: Date.self)
-        guard let id = try row.decode("id", as: Int64?.self) else { return ProtocolView(now: now) }
-        let stateText = try row.decode("state", as: String.self)
-        guard let state = GatewayAttempt.State(rawValue: stateText) else {
-            throw PostgresError.decoding(column: "state", expected: "GatewayAttempt.State", reason: "unknown state '\(stateText)'")
-        }
-        return ProtocolView(
-            now: now,
-            latest: SubmitProtocol.Attempt(id: id, state: state, reconcileAfter: try row.decode("settle_at", as: Date.self)),
-            orderReference: try row.decode("order_reference", as: String.self), siteReference: try row.decode("site_reference", as: String?.self),
-            inconclusive: Int(try row.decode("inconclusive", as: Int64.self)), notFound: Int(try row.decode("not_found", as: Int64.self)),
-            lastNotFound: try row.decode("last_not_found", as: Date?.self))
-    }
-
     /// How many inconclusive status queries were made since attempt `id`.
     public func inconclusiveQueries(paymentId: UUID, since id: Int64, on connection: PostgresConnection) throws -> Int {
         let rows = try connection.query(
@@ -139,17 +108,6 @@ public struct GatewayAttemptStore: Sendable {
         try connection.query("SELECT \(GatewayAttempt.columns) FROM gateway_attempts WHERE payment_id = $1 ORDER BY id", [paymentId])
             .map(GatewayAttempt.init(row:))
     }
-}
-
-/// The attempt facts of a payment as ``GatewayAttemptStore/protocolView(paymentId:legacySettleSeconds:on:)`` reads them.
-struct ProtocolView {
-    var now: Date
-    var latest: SubmitProtocol.Attempt?
-    var orderReference: String?
-    var siteReference: String?
-    var inconclusive = 0
-    var notFound = 0
-    var lastNotFound: Date?
 }
 
 extension TransactionQueryResult {

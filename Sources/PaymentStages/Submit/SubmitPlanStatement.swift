@@ -1,57 +1,96 @@
 import Foundation
+import PaymentDomain
 import Pipeline
 import Postgres
 
-/// The set-based SQL of the submit stage's planning transaction: two statements for the whole batch instead of
-/// four or five per message (lock, merchant, request, attempt, transition); the second is the store's.
+/// The submit stage's batch read and the set-based statement of its planning transaction.
 ///
-/// The rules of the per-message path hold: the `sending` attempt and `prepared → submitting` are written in the
-/// planning transaction, which commits before any AUTH leaves; rows are locked in id order, so two workers cannot
-/// deadlock on the same payments.
+/// The read is the one both transactions start with (prepare and record): every payment of the batch locked in id
+/// order (two workers cannot deadlock on the same payments), with its stored request, its latest AUTH attempt and
+/// the status queries since, and the database's time read once for the batch. ``SubmitDecision`` decides on it.
+/// The `sending` attempt and `prepared → submitting` are written in the planning transaction, which commits before
+/// any AUTH leaves.
 enum SubmitPlanStatement {
-    /// A payment of the batch, locked, with its stored request when it is `prepared` (`nil`: none stored, already
-    /// purged, or unreadable — the per-message path reports why).
-    struct Candidate {
+    /// A payment of the batch, locked, as the decisions see it plus what carrying them out needs.
+    struct Row {
         let payment: PaymentRecord
+        /// Its stored request when it is `prepared` (`nil`: none stored, already purged, or unreadable).
         let request: GatewayRequest?
-        /// The database clock when the batch was locked.
+        let locked: SubmitDecision.Locked
+        /// The latest AUTH attempt's order reference and site (what a status query asks about, and where).
+        let orderReference: String?
+        let siteReference: String?
+    }
+
+    /// The batch read: the rows by payment id (ids without a payment are absent) and the database's time.
+    struct Read {
         let now: Date
-        /// An attempt of the payment still `sending` or `uncertain` (the protocol never sends beside one).
-        let openAttempt: Int64?
+        let rows: [UUID: Row]
+
+        var locked: [UUID: SubmitDecision.Locked] { rows.mapValues(\.locked) }
     }
 
     /// One AUTH about to be sent: its `sending` attempt.
     typealias Send = PaymentStore.SubmitSend
 
-    /// Locks the batch's payments (`ORDER BY id FOR UPDATE OF payments`) and reads them with their stored requests
-    /// in one statement.
-    static func lock(_ ids: [UUID], requests: GatewayRequestStore, on connection: PostgresConnection) throws -> [UUID: Candidate] {
-        var candidates: [UUID: Candidate] = [:]
-        for row in try connection.query(lockStatement, [PostgresArray(ids)]) {
+    /// Locks and reads the batch's payments in one statement. `legacySettleSeconds` stands in for the reconciliation
+    /// time of an attempt written before migration 5 (`started_at` + it).
+    static func lock(_ ids: [UUID], legacySettleSeconds: Double, requests: GatewayRequestStore, on connection: PostgresConnection) throws -> Read {
+        var rows: [UUID: Row] = [:]
+        var now: Date?
+        for row in try connection.query(lockStatement, [PostgresArray(ids), legacySettleSeconds, GatewayAttemptStore.queryRequestType]) {
+            now = try row.decode("db_now", as: Date.self)
             let payment = try PaymentRecord(row: row)
             let request = payment.status == .prepared ? (try? requests.open(row, for: payment.id)) ?? nil : nil
-            candidates[payment.id] = Candidate(
-                payment: payment, request: request, now: try row.decode("db_now", as: Date.self),
-                openAttempt: try row.decode("open_attempt", as: Int64?.self))
+            var latest: SubmitProtocol.Attempt?
+            if let id = try row.decode("attempt_id", as: Int64?.self) {
+                let stateText = try row.decode("attempt_state", as: String.self)
+                guard let state = GatewayAttempt.State(rawValue: stateText) else {
+                    throw PostgresError.decoding(column: "attempt_state", expected: "GatewayAttempt.State", reason: "unknown state '\(stateText)'")
+                }
+                latest = SubmitProtocol.Attempt(id: id, state: state, reconcileAfter: try row.decode("settle_at", as: Date.self))
+            }
+            rows[payment.id] = Row(
+                payment: payment, request: request,
+                locked: SubmitDecision.Locked(
+                    status: payment.status, firstReceivedAt: payment.firstReceivedAt, latest: latest,
+                    inconclusiveQueries: Int(try row.decode("inconclusive", as: Int64.self)),
+                    notFoundQueries: Int(try row.decode("not_found", as: Int64.self)),
+                    lastNotFound: try row.decode("last_not_found", as: Date?.self),
+                    // A `prepared` payment needs its request; past it, nothing more is sent from it.
+                    requestStored: payment.status != .prepared || request != nil),
+                orderReference: try row.decode("attempt_reference", as: String?.self),
+                siteReference: try row.decode("attempt_site", as: String?.self))
         }
-        return candidates
+        // No row (every payment unknown): no decision reads the time.
+        return Read(now: now ?? .distantPast, rows: rows)
     }
 
     /// Moves every payment of `sends` from `prepared` to `submitting` with its `sending` attempt and audit event
     /// (``PaymentStore/beginSubmitting(_:sendWindow:actor:on:)``); returns the attempt id of each payment it moved.
     static func begin(_ sends: [Send], sendWindow: Double, on connection: PostgresConnection) throws -> [UUID: Int64] {
-        try PaymentStore().beginSubmitting(sends, sendWindow: sendWindow, actor: SubmitStage.actor, on: connection)
+        guard !sends.isEmpty else { return [:] }
+        return try PaymentStore().beginSubmitting(sends, sendWindow: sendWindow, actor: SubmitStage.actor, on: connection)
     }
 
     /// `PaymentRecord.columns` qualified with the `payments` alias `p` (the joined request has an `order_reference` too).
     private static let paymentColumns = PaymentRecord.columns.split(separator: ",")
         .map { "p." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")
 
+    /// `db_now` is an uncorrelated subquery: evaluated once per execution, the batch's one reading of the clock.
     private static let lockStatement = """
-        SELECT \(paymentColumns), \(GatewayRequestStore.columns("g")), clock_timestamp() AS db_now,
-               (SELECT max(a.id) FROM gateway_attempts a WHERE a.payment_id = p.id AND a.state IN ('sending', 'uncertain')) AS open_attempt
+        SELECT \(paymentColumns), \(GatewayRequestStore.columns("g")), (SELECT clock_timestamp()) AS db_now,
+               a.id AS attempt_id, a.state AS attempt_state, a.order_reference AS attempt_reference, a.site_reference AS attempt_site,
+               coalesce(a.reconcile_after, a.started_at + make_interval(secs => $2::float8)) AS settle_at,
+               coalesce(q.inconclusive, 0) AS inconclusive, coalesce(q.not_found, 0) AS not_found, q.last_not_found
         FROM payments p
         LEFT JOIN gateway_requests g ON g.payment_id = p.id AND g.purged_at IS NULL AND g.ciphertext IS NOT NULL
+        LEFT JOIN LATERAL (SELECT id, state, order_reference, site_reference, reconcile_after, started_at FROM gateway_attempts
+                           WHERE payment_id = p.id AND request_type <> $3 ORDER BY id DESC LIMIT 1) a ON true
+        LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE outcome = 'inconclusive' AND error_code IS DISTINCT FROM 'merchant_busy')::bigint AS inconclusive,
+                                  count(*) FILTER (WHERE outcome = 'not_found')::bigint AS not_found,
+                                  max(started_at) FILTER (WHERE outcome = 'not_found') AS last_not_found
+                           FROM gateway_attempts WHERE payment_id = p.id AND request_type = $3 AND id > a.id) q ON true
         WHERE p.id = ANY($1::uuid[])
         ORDER BY p.id
         FOR UPDATE OF p

@@ -19,9 +19,10 @@ import Postgres
 ///    transaction" lets the AUTH be resent (`submitting → prepared`); too many inconclusive queries end in
 ///    `needs_review`. Only the payment's current attempt is ever settled.
 ///
-/// Every decision is ``SubmitProtocol``'s (a pure value); this type carries them out, set-based for the plain messages
-/// of a batch and per message for the rest, inside the runtime's batch shape (``CallingStageHandler``: prepare, call
-/// out through the pool and the endpoint gate within the send window, record).
+/// Every decision is ``SubmitDecision``'s (pure: ``SubmitProtocol`` per payment, on the batch read as data, the
+/// database's time read once per batch); this type reads, carries the decisions out and applies them, one path for any
+/// batch size, inside the runtime's batch shape (``CallingStageHandler``: prepare, call out through the pool and the
+/// endpoint gate within the send window, record).
 ///
 /// No AUTH is sent after the payment deadline (`deadline_exceeded`). Waiting and retrying use the runtime's delayed
 /// retry tiers (``StageFailure/transient(code:reason:)``), so a gateway outage parks work in the retry queues.
@@ -73,21 +74,54 @@ public struct SubmitStage: CallingStageHandler {
 
     // MARK: The batch shape's steps
 
-    /// Prepare: the plain messages of the batch in two statements (``planInBulk(_:transaction:)``), every other one
-    /// per message (``plan(_:transaction:)``), under the same row locks; a `sending` attempt is committed before its AUTH.
+    /// Prepare: the batch read (``SubmitPlanStatement/lock(_:legacySettleSeconds:requests:on:)``), the decisions
+    /// (``SubmitDecision/plan(_:locked:now:gateways:machine:)``), and their application: the sends and the endings in
+    /// one statement each; a `sending` attempt is committed before its AUTH.
     public func prepare(_ batch: [StageMessage], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
-        let planned = try planInBulk(batch, transaction: transaction)
-        return try batch.indices.map { index in
-            if let call = planned[index] { return .call(call) }
-            return try plan(batch[index], transaction: transaction)
-        }
+        let read = try lock(batch.map(\.paymentId), transaction: transaction)
+        let endpoints = try endpoints(for: read.rows, transaction: transaction)
+        let plans = SubmitDecision.plan(batch.map(\.paymentId), locked: read.locked, now: read.now,
+                                        gateways: endpoints.mapValues(\.gateway), machine: machine)
+        return try apply(plans, batch, read: read, endpoints: endpoints, transaction: transaction)
     }
 
-    /// Record: the AUTH answers that end their payment in one statement (``recordInBulk(_:transaction:)``), every
-    /// other answer per message (``record(_:transaction:)``).
+    /// Record: the decisions on every answer (``SubmitDecision/record(_:locked:now:machine:)``) and their application:
+    /// the answers that end their payment and the payments sent to review in one statement each, the rest (uncertain,
+    /// not sent, a status query's record, evidence) row by row. An AUTH's answer is first decided on the state the
+    /// prepare left (its payment `submitting`, its attempt current), which the ending statement re-checks in SQL under
+    /// the row locks; every other answer, and any ending the statement did not apply, is decided on the batch read
+    /// again under the same locks (``SubmitPlanStatement/lock(_:legacySettleSeconds:requests:on:)``). One decide and
+    /// one apply either way.
     public func record(_ answers: [Answered<StageMessage, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
-        let settled = try recordInBulk(answers, transaction: transaction)
-        return try answers.indices.map { index in try settled[index] ?? record(answers[index], transaction: transaction) }
+        var recorded = [Recorded?](repeating: nil, count: answers.count)
+        var assumed: [UUID: SubmitDecision.Locked] = [:]
+        for answered in answers {
+            guard case .send(let attemptId, _, _, _) = answered.call else { continue }
+            assumed[answered.message.paymentId] = SubmitDecision.Locked(
+                status: .submitting, firstReceivedAt: .distantPast,
+                latest: SubmitProtocol.Attempt(id: attemptId, state: .sending, reconcileAfter: .distantFuture))
+        }
+        let optimistic = SubmitDecision.record(answers.map(Self.decisionInput), locked: assumed, now: .distantPast, machine: machine)
+        let ending = answers.indices.filter { index in
+            if case .end? = optimistic[index] { return true }
+            return false
+        }
+        let ended = try apply(ending.map { optimistic[$0] }, ending.map { answers[$0] }, rows: [:], transaction: transaction)
+        for (offset, index) in ending.enumerated() { recorded[index] = ended[offset] }
+        let rest = answers.indices.filter { recorded[$0] == nil }
+        guard !rest.isEmpty else { return recorded.map { $0! } }
+        let read = try lock(rest.map { answers[$0].message.paymentId }, transaction: transaction)
+        let decisions = SubmitDecision.record(rest.map { Self.decisionInput(answers[$0]) }, locked: read.locked, now: read.now, machine: machine)
+        for (offset, result) in try apply(decisions, rest.map { answers[$0] }, rows: read.rows, transaction: transaction).enumerated() {
+            // Under the batch's row locks an ending decided on the fresh read always applies.
+            recorded[rest[offset]] = result ?? .failed(.transient(
+                code: "attempt_superseded", reason: "AUTH attempt \(answers[rest[offset]].call.attempt.id) is no longer the payment's current attempt"))
+        }
+        return recorded.map { $0! }
+    }
+
+    private static func decisionInput(_ answered: Answered<StageMessage, Call, Answer>) -> SubmitDecision.Answered {
+        SubmitDecision.Answered(paymentId: answered.message.paymentId, attemptId: answered.call.attempt.id, answer: answered.answer)
     }
 
     /// A permanent failure ends the payment `failed` (purged, notified), or `needs_review` if an AUTH may be out.
@@ -176,202 +210,212 @@ public struct SubmitStage: CallingStageHandler {
         return code == "paypipe.transport" || code.hasPrefix("paypipe.http_5") ? .failed(pause: nil) : .healthy
     }
 
-    /// The protocol's view of a payment, read under its row lock in the current transaction.
-    private func snapshot(
-        _ payment: PaymentRecord, view: ProtocolView, gateway: SubmitProtocol.Gateway = .ready, requestStored: Bool = true
-    ) -> SubmitProtocol.Snapshot {
-        SubmitProtocol.Snapshot(
-            status: payment.status, firstReceivedAt: payment.firstReceivedAt, now: view.now, latest: view.latest,
-            inconclusiveQueries: view.inconclusive, notFoundQueries: view.notFound, lastNotFound: view.lastNotFound,
-            gateway: gateway, requestStored: requestStored)
-    }
-
     /// Seconds from an attempt's send deadline to its reconciliation: the total timeout of the endpoint's transport
     /// plus the margin (the `webservices` transport has no `exp`, so this wait is all that bounds its AUTH).
     private func settleSeconds(_ endpoint: GatewayEndpoint) -> Double { client.totalTimeout(for: endpoint) + settings.reconcileGrace }
 
-    private func protocolView(_ payment: PaymentRecord, transaction: PostgresConnection) throws -> ProtocolView {
-        // An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace),
-        // with the jwt transport's timeout, the only transport there was then.
-        try attempts.protocolView(paymentId: payment.id, legacySettleSeconds: client.totalTimeout + settings.reconcileGrace, on: transaction)
+    /// The batch read. An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout
+    /// + grace), with the jwt transport's timeout, the only transport there was then.
+    private func lock(_ ids: [UUID], transaction: PostgresConnection) throws -> SubmitPlanStatement.Read {
+        try SubmitPlanStatement.lock(ids, legacySettleSeconds: client.totalTimeout + settings.reconcileGrace, requests: requests, on: transaction)
     }
 
-    /// Record, for one answer.
-    private func record(_ answered: Answered<StageMessage, Call, Answer>, transaction: PostgresConnection) throws -> Recorded {
-        let (attemptId, reference) = answered.call.attempt
-        let answer = answered.answer
-        guard let payment = try lockedPayment(answered.message, transaction: transaction) else { return .decided(.failure(unknown(answered.message))) }
-        let decision = machine.record(answer, attemptId: attemptId, snapshot: snapshot(payment, view: try protocolView(payment, transaction: transaction)))
-        if case .queried(let result) = answer {
-            // Every status query is kept, whatever it leads to; a stale one never counts for a newer attempt.
-            var current = true
-            if case .evidence = decision { current = false }
-            try attempts.recordQuery(paymentId: payment.id, orderReference: reference, result: result, current: current, on: transaction)
-        }
-        switch decision {
-        case .end(let result, let terminal):
-            try attempts.finish(attemptId, state: .completed, result: result, open: true, on: transaction)
-            return .finished(try finish(payment, as: terminal.status, code: terminal.errorCode, detail: terminal.detail, transaction: transaction))
-        case .uncertain(let result):
-            try attempts.finish(attemptId, state: .uncertain, result: result, open: true, on: transaction)
-            return .failed(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
-        case .notSent(let result):
-            try attempts.finish(attemptId, state: .notSent, result: result, open: true, on: transaction)
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
-            // Refused by the send window: re-plan at once (a new attempt, a new window). Otherwise the gateway or
-            // this worker is busy: retry later.
-            return result.errorCode == "paypipe.send_window" ? .again : .failed(.transient(code: "gateway_unavailable", reason: result.failureDetail))
-        case .confirmedAbsent:
-            try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"),
-                                open: true, on: transaction)
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
-            return .again
-        case .awaitConfirmation(let found):
-            return .failed(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
-        case .inconclusive(_, let code, let reason):
-            return .failed(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
-        case .review(let count, let code, let reason):
-            return .finished(try finish(payment, as: .needsReview, code: "reconciliation_inconclusive",
-                                        detail: "\(count) status queries gave no answer; last: \(code): \(reason)", transaction: transaction))
-        case .retry(let code, let reason):
-            return .failed(.transient(code: code, reason: reason))
-        case .evidence(let result, let lateAuthorization):
-            if case .sent = answer, let result { try attempts.recordEvidence(attemptId, result: result, on: transaction) }
-            if payment.status.isTerminal { metrics?.lateAnswer(outcome: result?.outcome.rawValue ?? "none") }
-            if lateAuthorization {
-                // The gateway authorised a payment PayPipe had failed: both facts stay in the audit trail, and the
-                // merchant hears `payment.needs_review` (the capture/void issue replaces this with an automatic void).
-                try payments.transition(payment.id, from: .failed, to: .needsReview, actor: Self.actor, errorCode: "late_authorization",
-                                        detail: "AUTH attempt \(attemptId) was authorised after the payment failed: \(result?.failureDetail ?? "")",
-                                        on: transaction)
-                return .finished(.handOff(to: .notify, payment.message))
+    /// A payment's gateway as the decisions see it, and its endpoint when it has one.
+    private struct Resolved {
+        let endpoint: GatewayEndpoint?
+        let gateway: SubmitProtocol.Gateway
+    }
+
+    /// The endpoint of every payment that may call out (`prepared`, `submitting`): the merchant's configuration, with
+    /// the attempt's own site for a status query (it goes where the AUTH went, not to today's configuration).
+    private func endpoints(for rows: [UUID: SubmitPlanStatement.Row], transaction: PostgresConnection) throws -> [UUID: Resolved] {
+        var resolved: [UUID: Resolved] = [:]
+        /// Per merchant and site: one merchant read for the batch, whatever its size.
+        var known: [String: Resolved] = [:]
+        for (id, row) in rows where row.payment.status == .prepared || row.payment.status == .submitting {
+            let site = row.payment.status == .submitting ? row.siteReference : nil
+            let key = "\(row.payment.merchantId)\u{0}\(site ?? "")"
+            if let cached = known[key] {
+                resolved[id] = cached
+                continue
             }
-            if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
-            // A newer attempt (or none) is the payment's business now; this message waits like any other.
-            return .failed(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
-        }
-    }
-
-    /// Prepare, for one message: decide what to do, and when sending, commit the `sending` attempt first.
-    private func plan(_ message: StageMessage, transaction: PostgresConnection) throws -> Prepared<Call> {
-        guard let payment = try lockedPayment(message, transaction: transaction) else { return .failed(unknown(message)) }
-        let view = try protocolView(payment, transaction: transaction)
-        var gateway = SubmitProtocol.Gateway.ready
-        var endpoint: GatewayEndpoint?
-        var request: GatewayRequest?
-        if payment.status == .prepared || payment.status == .submitting {
             do {
-                // A status query goes to the site the AUTH went to, not today's configuration.
-                endpoint = try self.endpoint(for: payment, site: payment.status == .submitting ? view.siteReference : nil, transaction: transaction)
-                if !gate.permits(endpoint!.url) { gateway = .circuitOpen }
+                let endpoint = try self.endpoint(for: row.payment, site: site, transaction: transaction)
+                resolved[id] = Resolved(endpoint: endpoint, gateway: gate.permits(endpoint.url) ? .ready : .circuitOpen)
             } catch StageFailure.permanent(let failure) {
-                gateway = .notConfigured(failure.reason)
+                resolved[id] = Resolved(endpoint: nil, gateway: .notConfigured(failure.reason))
             }
-            if payment.status == .prepared { request = try requests.load(payment.id, on: transaction) }
+            known[key] = resolved[id]
         }
-        let current = snapshot(payment, view: view, gateway: gateway, requestStored: payment.status != .prepared || request != nil)
-        switch machine.plan(current) {
-        case .handOff:
-            return .finished(.handOff(to: .notify, payment.message))
-        case .wait(let code, let reason, let until):
-            // A wait whose end is known is re-driven then (the database's time, as this worker's clock reads it).
-            guard let until else { return .failed(.transient(code: code, reason: "payment \(payment.id): \(reason)")) }
-            return .failed(.waiting(code: code, reason: "payment \(payment.id): \(reason)", until: until, decidedAt: current.now, now: clock()))
-        case .end(let status, let code, let detail):
-            return .finished(try finish(payment, as: status, code: code, detail: detail, transaction: transaction))
-        case .send:
-            guard let request, let endpoint else { preconditionFailure("the protocol sends only with a request and an endpoint") }
-            let reference = GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: payment.id)
-            let attemptId = try attempts.begin(
-                paymentId: payment.id, orderReference: reference, requestType: request.requestTypes.joined(separator: ","),
-                siteReference: endpoint.siteReference, sendWindow: settings.sendWindow, settleSeconds: settleSeconds(endpoint),
-                on: transaction)
-            try payments.transition(payment.id, from: .prepared, to: .submitting, actor: Self.actor, on: transaction)
-            return .call(.send(attemptId: attemptId, request: CaptureSuspension.request(request, mode: payment.captureMode, connector: endpoint.connector),
-                               endpoint: endpoint, reference: reference))
-        case .query(let attemptId):
-            guard let endpoint, let reference = view.orderReference else { preconditionFailure("the protocol queries only an attempt with an endpoint") }
-            return .call(.query(attemptId: attemptId, reference: reference, endpoint: endpoint,
-                                expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
-                                suspended: payment.captureMode == .manual))
-        case .rearm(let detail):
-            try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
-            return .failed(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
-        }
+        return resolved
     }
 
-    /// Prepare, set-based: plans a `.send` for every payment of the batch the protocol sends for, with two
-    /// statements for the batch (lock and read; attempts, transitions and events). The protocol alone decides, on the
-    /// snapshot the batch read gives (payment, open attempt, database clock, endpoint and circuit, stored request);
-    /// a payment's first message decides, and everything that is not a send (`nil`) goes through
-    /// ``plan(_:transaction:)``, which reads the attempt history too, under the same locks.
-    private func planInBulk(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Call?] {
-        let candidates = try SubmitPlanStatement.lock(messages.map(\.paymentId), requests: requests, on: transaction)
-        /// Per merchant: its endpoint, or why it has none.
-        var endpoints: [String: (endpoint: GatewayEndpoint?, notConfigured: String?)] = [:]
-        var seen = Set<UUID>()
-        var ready: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)] = []
-        for (index, message) in messages.enumerated() where seen.insert(message.paymentId).inserted {
-            guard let candidate = candidates[message.paymentId] else { continue }
-            let merchantId = candidate.payment.merchantId
-            if endpoints[merchantId] == nil {
-                do {
-                    endpoints[merchantId] = (try endpoint(for: candidate.payment, site: nil, transaction: transaction), nil)
-                } catch StageFailure.permanent(let failure) {
-                    endpoints[merchantId] = (nil, failure.reason)
+    /// Carries the planning decisions out: the sends (``SubmitPlanStatement/begin(_:sendWindow:on:)``) and the endings
+    /// (``Pipeline/PaymentStore/fail(_:on:)``) in one statement each, a re-arm row by row (it means an attempt record
+    /// went missing: rare).
+    private func apply(
+        _ plans: [SubmitDecision.Planned], _ batch: [StageMessage], read: SubmitPlanStatement.Read, endpoints: [UUID: Resolved],
+        transaction: PostgresConnection
+    ) throws -> [Prepared<Call>] {
+        var prepared = [Prepared<Call>?](repeating: nil, count: batch.count)
+        var sends: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)] = []
+        var endings: [(index: Int, failing: PaymentStore.Failing)] = []
+        for (index, plan) in plans.enumerated() {
+            let message = batch[index]
+            guard case .plan(let plan, let snapshot) = plan, let row = read.rows[message.paymentId] else { continue }
+            let payment = row.payment
+            switch plan {
+            case .handOff:
+                prepared[index] = .finished(.handOff(to: .notify, payment.message))
+            case .wait(let code, let reason, let until):
+                // A wait whose end is known is re-driven then (the database's time, as this worker's clock reads it).
+                guard let until else {
+                    prepared[index] = .failed(.transient(code: code, reason: "payment \(payment.id): \(reason)"))
+                    continue
                 }
+                prepared[index] = .failed(.waiting(code: code, reason: "payment \(payment.id): \(reason)", until: until, decidedAt: snapshot.now, now: clock()))
+            case .end(let status, let code, let detail):
+                let failing = try PaymentStore.Failing(paymentId: payment.id, from: payment.status, rejection: Rejection(code: code, reason: detail))
+                precondition(failing.transition.to == status, "the protocol ends a payment where the store's failure rule does")
+                endings.append((index, failing))
+            case .send:
+                guard let request = row.request, let endpoint = endpoints[payment.id]?.endpoint else {
+                    preconditionFailure("the protocol sends only with a request and an endpoint")
+                }
+                sends.append((index, CaptureSuspension.request(request, mode: payment.captureMode, connector: endpoint.connector), endpoint,
+                              GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: payment.id)))
+            case .query(let attemptId):
+                guard let endpoint = endpoints[payment.id]?.endpoint, let reference = row.orderReference else {
+                    preconditionFailure("the protocol queries only an attempt with an endpoint")
+                }
+                prepared[index] = .call(.query(
+                    attemptId: attemptId, reference: reference, endpoint: endpoint,
+                    expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
+                    suspended: payment.captureMode == .manual))
+            case .rearm(let detail):
+                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
+                prepared[index] = .failed(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
             }
-            let endpoint = endpoints[merchantId]?.endpoint
-            let gateway: SubmitProtocol.Gateway = if let endpoint {
-                gate.permits(endpoint.url) ? .ready : .circuitOpen
-            } else {
-                .notConfigured(endpoints[merchantId]?.notConfigured ?? "")
-            }
-            let snapshot = SubmitProtocol.Snapshot(
-                status: candidate.payment.status, firstReceivedAt: candidate.payment.firstReceivedAt, now: candidate.now,
-                latest: candidate.openAttempt.map { SubmitProtocol.Attempt(id: $0, state: .sending, reconcileAfter: .distantFuture) },
-                gateway: gateway, requestStored: candidate.request != nil)
-            guard machine.plan(snapshot) == .send, let request = candidate.request, let endpoint else { continue }
-            ready.append((index, CaptureSuspension.request(request, mode: candidate.payment.captureMode, connector: endpoint.connector), endpoint,
-                          GatewayOrderReference.forPayment(merchantReference: request.orderReference, paymentId: candidate.payment.id)))
         }
-        var plans = [Call?](repeating: nil, count: messages.count)
-        guard !ready.isEmpty else { return plans }
-        let attemptIds = try SubmitPlanStatement.begin(ready.map {
-            SubmitPlanStatement.Send(paymentId: messages[$0.index].paymentId, orderReference: $0.reference,
+        let attemptIds = try SubmitPlanStatement.begin(sends.map {
+            SubmitPlanStatement.Send(paymentId: batch[$0.index].paymentId, orderReference: $0.reference,
                                      requestType: $0.request.requestTypes.joined(separator: ","), siteReference: $0.endpoint.siteReference,
                                      settleSeconds: settleSeconds($0.endpoint))
         }, sendWindow: settings.sendWindow, on: transaction)
-        for send in ready {
-            guard let attemptId = attemptIds[messages[send.index].paymentId] else { continue }
-            plans[send.index] = .send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference)
+        for send in sends {
+            // Under the batch's row locks every `prepared` payment read moves.
+            guard let attemptId = attemptIds[batch[send.index].paymentId] else { preconditionFailure("a locked prepared payment did not move") }
+            prepared[send.index] = .call(.send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference))
         }
-        return plans
+        _ = try payments.fail(endings.map(\.failing), on: transaction)
+        for ending in endings { prepared[ending.index] = .finished(.handOff(to: .notify, batch[ending.index])) }
+        return plans.indices.map { index in
+            switch plans[index] {
+            case .unknown: return .failed(unknown(batch[index]))
+            case .handOff: return .finished(.handOff(to: .notify, batch[index]))
+            case .inFlight:
+                return .failed(.transient(code: "awaiting_reconciliation",
+                                          reason: "payment \(batch[index].paymentId): an attempt of this batch is in flight"))
+            case .sameAs(let first): return prepared[first]!
+            case .plan: return prepared[index]!
+            }
+        }
     }
 
-    /// Record, set-based: records every AUTH answer the protocol ends its payment with (authorised, declined,
-    /// permanent error, needs review) in one statement for the batch, which re-checks in SQL what the protocol
-    /// assumes here: the payment is `submitting` and the attempt is its latest AUTH attempt, still open. Everything
-    /// else (`nil`) goes through ``record(_:transaction:)``: uncertain and transient answers, queries, a stale
-    /// attempt, a payment no longer `submitting`.
-    private func recordInBulk(_ items: [Answered<StageMessage, Call, Answer>], transaction: PostgresConnection) throws -> [Recorded?] {
-        var seen = Set<UUID>()
+    /// Carries the recording decisions out: the endings (``SubmitRecordStatement/finish(_:on:)``) and the reviews
+    /// (``Pipeline/PaymentStore/fail(_:on:)``) in one statement each; the status query's own record, an uncertain or
+    /// unsent attempt and late evidence row by row.
+    /// `rows`: what the batch read found (empty when the decisions were taken on the state the prepare left: they are
+    /// then all endings, whose statement re-checks it). An ending the statement did not apply stays `nil`, to be
+    /// decided again on a fresh read.
+    private func apply(
+        _ decisions: [SubmitProtocol.Record?], _ answers: [Answered<StageMessage, Call, Answer>], rows: [UUID: SubmitPlanStatement.Row],
+        transaction: PostgresConnection
+    ) throws -> [Recorded?] {
+        var recorded = [Recorded?](repeating: nil, count: answers.count)
         var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
-        for (index, item) in items.enumerated() {
-            guard case .send(let attemptId, _, _, _) = item.call, seen.insert(item.message.paymentId).inserted else { continue }
-            let assumed = SubmitProtocol.Snapshot(
-                status: .submitting, firstReceivedAt: .distantPast, now: .distantPast,
-                latest: SubmitProtocol.Attempt(id: attemptId, state: .sending, reconcileAfter: .distantFuture))
-            guard case .end(let result, let terminal) = machine.record(item.answer, attemptId: attemptId, snapshot: assumed) else { continue }
-            endings.append((index, SubmitRecordStatement.Ending(paymentId: item.message.paymentId, attemptId: attemptId, result: result, decision: terminal)))
+        var reviews: [(index: Int, failing: PaymentStore.Failing)] = []
+        for (index, decision) in decisions.enumerated() {
+            let answered = answers[index]
+            if case .end(let result, let terminal)? = decision {
+                endings.append((index, SubmitRecordStatement.Ending(
+                    paymentId: answered.message.paymentId, attemptId: answered.call.attempt.id, result: result, decision: terminal)))
+                if case .queried(let query) = answered.answer {
+                    try attempts.recordQuery(paymentId: answered.message.paymentId, orderReference: answered.call.attempt.reference,
+                                             result: query, on: transaction)
+                }
+                continue
+            }
+            guard let decision, let payment = rows[answered.message.paymentId]?.payment else {
+                recorded[index] = .failed(unknown(answered.message))
+                continue
+            }
+            let (attemptId, reference) = answered.call.attempt
+            if case .queried(let result) = answered.answer {
+                // Every status query is kept, whatever it leads to; a stale one never counts for a newer attempt.
+                var current = true
+                if case .evidence = decision { current = false }
+                try attempts.recordQuery(paymentId: payment.id, orderReference: reference, result: result, current: current, on: transaction)
+            }
+            switch decision {
+            case .end: preconditionFailure("endings are collected above")
+            case .uncertain(let result):
+                try attempts.finish(attemptId, state: .uncertain, result: result, open: true, on: transaction)
+                recorded[index] = .failed(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
+            case .notSent(let result):
+                try attempts.finish(attemptId, state: .notSent, result: result, open: true, on: transaction)
+                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
+                // Refused by the send window: re-plan at once (a new attempt, a new window). Otherwise the gateway or
+                // this worker is busy: retry later.
+                recorded[index] = result.errorCode == "paypipe.send_window" ? .again : .failed(.transient(code: "gateway_unavailable", reason: result.failureDetail))
+            case .confirmedAbsent:
+                try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"),
+                                    open: true, on: transaction)
+                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
+                recorded[index] = .again
+            case .awaitConfirmation(let found):
+                recorded[index] = .failed(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
+            case .inconclusive(_, let code, let reason):
+                recorded[index] = .failed(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
+            case .review(let count, let code, let reason):
+                reviews.append((index, try PaymentStore.Failing(
+                    paymentId: payment.id, from: payment.status,
+                    rejection: Rejection(code: "reconciliation_inconclusive", reason: "\(count) status queries gave no answer; last: \(code): \(reason)"))))
+            case .retry(let code, let reason):
+                recorded[index] = .failed(.transient(code: code, reason: reason))
+            case .evidence(let result, let lateAuthorization):
+                recorded[index] = try evidence(result, lateAuthorization: lateAuthorization, answered, payment: payment, transaction: transaction)
+            }
         }
-        var next = [Recorded?](repeating: nil, count: items.count)
-        guard !endings.isEmpty else { return next }
-        let ended = try SubmitRecordStatement.finish(endings.map(\.ending), on: transaction)
+        let ended = endings.isEmpty ? [] : try SubmitRecordStatement.finish(endings.map(\.ending), on: transaction)
         for (offset, handOff) in ended.enumerated() {
-            next[endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
+            // Not ended: the payment is no longer `submitting` on this attempt (decided again on a fresh read).
+            recorded[endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
         }
-        return next
+        _ = try payments.fail(reviews.map(\.failing), on: transaction)
+        for review in reviews { recorded[review.index] = .finished(.handOff(to: .notify, answers[review.index].message)) }
+        return recorded
+    }
+
+    /// An answer for an attempt that is no longer current: kept as evidence on its own attempt.
+    private func evidence(
+        _ result: GatewayResult?, lateAuthorization: Bool, _ answered: Answered<StageMessage, Call, Answer>, payment: PaymentRecord,
+        transaction: PostgresConnection
+    ) throws -> Recorded {
+        let attemptId = answered.call.attempt.id
+        if case .sent = answered.answer, let result { try attempts.recordEvidence(attemptId, result: result, on: transaction) }
+        if payment.status.isTerminal { metrics?.lateAnswer(outcome: result?.outcome.rawValue ?? "none") }
+        if lateAuthorization {
+            // The gateway authorised a payment PayPipe had failed: both facts stay in the audit trail, and the
+            // merchant hears `payment.needs_review` (the capture/void issue replaces this with an automatic void).
+            try payments.transition(payment.id, from: .failed, to: .needsReview, actor: Self.actor, errorCode: "late_authorization",
+                                    detail: "AUTH attempt \(attemptId) was authorised after the payment failed: \(result?.failureDetail ?? "")",
+                                    on: transaction)
+            return .finished(.handOff(to: .notify, payment.message))
+        }
+        if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
+        // A newer attempt (or none) is the payment's business now; this message waits like any other.
+        return .failed(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
     }
 
     // MARK: Reconciliation
@@ -390,10 +434,11 @@ public struct SubmitStage: CallingStageHandler {
                 ORDER BY first_received_at LIMIT 500
                 FOR UPDATE SKIP LOCKED
                 """, [settings.paymentDeadline])
+            let claimed = try rows.map(PaymentRecord.init(row:))
+            let read = try lock(claimed.map(\.id), transaction: transaction)
             var ended: [(stage: Stage, message: StageMessage)] = []
-            for row in rows {
-                let payment = try PaymentRecord(row: row)
-                guard machine.mayExpire(snapshot(payment, view: try protocolView(payment, transaction: transaction))) else { continue }
+            for payment in claimed {
+                guard let locked = read.rows[payment.id]?.locked, machine.mayExpire(locked.snapshot(now: read.now)) else { continue }
                 let outcome = try finish(payment, as: .failed, code: "deadline_exceeded",
                                          detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s",
                                          transaction: transaction)
@@ -404,10 +449,6 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     // MARK: Helpers
-
-    private func lockedPayment(_ message: StageMessage, transaction: PostgresConnection) throws -> PaymentRecord? {
-        try payments.load(message.paymentId, forUpdate: true, on: transaction)
-    }
 
     private func unknown(_ message: StageMessage) -> StageFailure {
         .unattributable(code: "unknown_payment", reason: "payment \(message.paymentId) does not exist")

@@ -192,6 +192,8 @@ public struct DeliveryRouter: Sendable {
             return AMQPOutboundMessage(exchange: exchange, routingKey: type, body: body, properties: properties, mandatory: mandatory)
         case .deadLetter(let inbound, let code, let reason):
             return deadLetter(inbound.delivery, code: code, reason: reason, now: now)
+        case .retry(let inbound, let failure):
+            return retry(inbound.delivery, after: failure, now: now).message
         }
     }
 

@@ -61,6 +61,10 @@ public enum OutboundMessage: Sendable, Equatable {
                correlationId: String? = nil, headers: [String: String] = [:])
     /// The inbound message's copy for this stage's dead-letter queue, with the code, the reason and its origin.
     case deadLetter(InboundMessage, code: String, reason: String)
+    /// The inbound message's copy for its next retry tier after `failure` (or its `retries_exhausted` dead letter once
+    /// the schedule is spent): what a `.failure(failure)` result publishes, for a stage whose failed attempt also has
+    /// messages to publish (notify: the results event, published at the outcome whatever the webhook's fate).
+    case retry(InboundMessage, after: StageFailure)
 }
 
 extension OutboundMessage {

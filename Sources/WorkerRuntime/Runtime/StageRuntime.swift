@@ -381,7 +381,11 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             logger.info("message_settled", fields(of: delivery) + [("note", .string(note)), ("reason", .string(reason))])
             return []
         case .success(.publish(let messages)):
-            return messages.map { router.message(for: $0) }
+            return messages.map { message in
+                // A retry copy among the publications is counted and logged as a failure's retry is.
+                if case .retry(let inbound, let failure) = message { return retryOrDeadLetter(inbound.delivery, failure) }
+                return router.message(for: message)
+            }
         case .failure(let failure):
             switch failure {
             case .unattributable, .permanent:

@@ -88,12 +88,13 @@ struct NotifyHarness {
     /// `urlGuard` replaces the one `allowPrivate` makes (a test resolver, say).
     /// `gate`, `healthPolicy` and `rate` as ``NotifyStage/init`` takes them (endpoint health and rate tests).
     func makeStage(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify),
-                   healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil, totalTimeout: Double = 5) -> NotifyStage {
+                   healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil, totalTimeout: Double = 5,
+                   resultsTiming: ResultsTiming = PaymentSettings.resultsTiming.defaultValue) -> NotifyStage {
         NotifyStage(
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: 0),
             urlGuard: urlGuard ?? WebhookURLGuard(allowPrivate: allowPrivate), retrySchedule: configuration.retrySchedule,
             httpConfiguration: .init(connectTimeout: 2, totalTimeout: totalTimeout), gate: gate, healthPolicy: healthPolicy, rate: rate,
-            logger: Logger(component: "notify", threshold: .debug, sink: logSink))
+            logger: Logger(component: "notify", threshold: .debug, sink: logSink), resultsTiming: resultsTiming)
     }
 
     func startedRuntime(allowPrivate: Bool = true, urlGuard: WebhookURLGuard? = nil, hooks: RuntimeHooks = .none) throws -> StageRuntime<NotifyStage> {
