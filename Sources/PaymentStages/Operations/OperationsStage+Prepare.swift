@@ -48,7 +48,7 @@ extension OperationsStage {
         let transport = transport(merchant)
         let endpoint = Self.endpoint(merchant)
         let timing = OperationStore.SendTiming(
-            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? client.totalTimeout(for: .webservices)) + reconcileGrace)
+            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? connectors.totalTimeout) + reconcileGrace)
         switch try planning(transport, timing) {
         case .wait(let code, let reason, let until):
             return .failed(Self.retried(code: code, reason: reason, until: until))

@@ -26,8 +26,7 @@ public struct OperationsStage: CallingStageHandler {
     public static let actor = "operations"
 
     let directory: MerchantDirectory
-    let client: TrustPaymentsClient
-    /// Every connector, with Trust Payments' HTTP settings: what a merchant's operation goes through.
+    /// Every connector (``ConnectorRegistry``): what a merchant's operation goes through.
     let connectors: GatewayConnectors
     let steps: OperationSteps
     /// Seconds an attempt's bytes may wait on our side before they are refused (`PAYPIPE_SEND_WINDOW`).
@@ -42,17 +41,15 @@ public struct OperationsStage: CallingStageHandler {
     public let callOut: CallOut
     public var gate: EndpointGate { callOut.gate }
 
-    public init(directory: MerchantDirectory, client: TrustPaymentsClient, steps: OperationSteps = OperationSteps(),
+    public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps = OperationSteps(),
                 sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600,
                 gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
         self.settlementPoll = settlementPoll
         // One call thread: a wave holds at most one message per merchant and operations are rare next to AUTHs.
-        self.callOut = CallOut(pool: HTTPClientPool(size: 1, configuration: client.http, name: "paypipe-operations-call"),
+        self.callOut = CallOut(pool: HTTPClientPool(size: 1, configuration: connectors.http, name: "paypipe-operations-call"),
                                gate: EndpointGate(policy: gate, stage: .operations), sendWindow: sendWindow, rounds: 3)
         self.directory = directory
-        self.client = client
-        self.connectors = GatewayConnectors(trustPayments: client, opp: OPPConnector(http: client.http, transport: client.transport),
-                                            tapPay: TapPayConnector(http: client.http, transport: client.transport))
+        self.connectors = connectors
         self.steps = steps
         self.sendWindow = sendWindow
         self.reconcileGrace = reconcileGrace

@@ -6,7 +6,7 @@ extension OperationsStage {
     /// meaning each): `PAYPIPE_DATA_KEY` (merchant secrets), `PAYPIPE_GATEWAY_CA_FILE`,
     /// `PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT` (10s), `PAYPIPE_WEBSERVICES_TIMEOUT` (60s), `PAYPIPE_SEND_WINDOW` (5s),
     /// `PAYPIPE_RECONCILE_GRACE` (30s), `PAYPIPE_MAX_STATUS_QUERIES` (5: inconclusive status queries of a lost
-    /// TRANSACTIONUPDATE answer before review), `PAYPIPE_MERCHANT_CACHE_TTL` (5s), and its own
+    /// update answer before review), `PAYPIPE_MERCHANT_CACHE_TTL` (5s), and its own
     /// `PAYPIPE_GATEWAY_BREAKER_FAILURES` (5), `PAYPIPE_GATEWAY_BREAKER_OPEN` (30s; old names `PAYPIPE_CIRCUIT_FAILURES`,
     /// `PAYPIPE_CIRCUIT_OPEN`), `PAYPIPE_MERCHANT_CONCURRENCY` (4: the endpoint
     /// gate's, as submit's), and its own `PAYPIPE_SETTLEMENT_POLL` (6h: how often a captured payment's settlement is
@@ -21,8 +21,8 @@ extension OperationsStage {
         let stage = OperationsStage(
             directory: MerchantDirectory(store: MerchantStore(vault: DataVault(keyring: keyring)),
                                          ttl: try environment.read(PaymentSettings.merchantCacheTTL)),
-            client: TrustPaymentsClient(http: http, transport: .fromEnvironment(environment, deployment: configuration.environment),
-                                        webservices: webservices),
+            connectors: try ConnectorRegistry.connectors(ConnectorWorkerSettings(
+                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment), environment: environment)),
             steps: OperationSteps(maxInconclusiveQueries: try environment.read(PaymentSettings.maxStatusQueries)),
             sendWindow: try SubmitStage.sendWindow(environment), reconcileGrace: try SubmitStage.reconcileGrace(environment),
             settlementPoll: try environment.read(PaymentSettings.settlementPoll),

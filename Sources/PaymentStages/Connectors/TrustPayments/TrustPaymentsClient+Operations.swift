@@ -139,49 +139,6 @@ extension TrustPaymentsClient: OperationConnector {
     }
 }
 
-/// A status query that could not be answered.
-public struct OperationQueryFailure: Error, Sendable, Equatable {
-    public let code: String
-    public let reason: String
-
-    public init(code: String, reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-
-    /// A connector call that produced no answer.
-    init(_ result: GatewayResult) {
-        self.init(code: result.errorCode ?? "paypipe.query_failed", reason: result.errorMessage ?? "query failed")
-    }
-}
-
-extension OperationSteps.Answer {
-    /// What another connector's answer to an operation means (``GatewayResult``, its outcome mapped by the
-    /// connector): success confirmed, with the processor's id of the new transaction (an OPP `RF`'s); a decline or
-    /// validation error refused (`gateway_<code>`), a local refusal before any call refused as not configured (or
-    /// not supported); transient not sent; anything else uncertain, reconciled before anything else.
-    init(connectorResult result: GatewayResult) {
-        let code = result.errorCode ?? "paypipe.transport"
-        let message = String((result.errorMessage ?? "no answer").prefix(200))
-        switch result.outcome {
-        case .authorized:
-            self = .confirmed(transactionReference: result.transactionReference)
-        case .declined, .permanentError:
-            if code.hasPrefix("paypipe."), let reason = result.reason, ["operation_not_supported", "amount_not_representable"].contains(reason) {
-                self = .refused(code: reason, message: message)
-            } else if code.hasPrefix("paypipe.") {
-                self = .refused(code: "gateway_not_configured", message: "\(code): \(message)")
-            } else {
-                self = .refused(code: "gateway_\(code.prefix(32))", message: message)
-            }
-        case .transient:
-            self = .notSent(code: code, reason: message)
-        case .uncertain, .needsReview:
-            self = .uncertain(code: code, reason: message)
-        }
-    }
-}
-
 /// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
 extension OperationProtocol.Transport {
     public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates)
