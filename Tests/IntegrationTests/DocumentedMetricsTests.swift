@@ -15,6 +15,8 @@ extension Integration {
         "paypipe_test": "the test suite's database (`PAYPIPE_TEST_DATABASE_URL`)",
         "paypipe_chaos": "the chaos run's database",
         "paypipe_lifecycle_invariants": "the SQL function of the lifecycle CHECK (migration 10)",
+        "paypipe_lifecycle_edge": "the SQL function generated from MoneyLifecycle's edges (migration 12)",
+        "paypipe_lifecycle_amounts_refused": "the SQL function generated from MoneyLifecycle's amount rules (migration 12)",
         "paypipe_sandbox_tappay": "the TapPay sandbox merchant's partner identifier",
         "paypipe_fuzz_main": "paypipe-fuzz's renamed entry point",
         "paypipe_1": "the start of `paypipe_1.0`, the libraryversion PayPipe sends Trust Payments",
