@@ -1,18 +1,18 @@
-import JSON
-
-/// One gateway request an operation sends, as a value: a Trust Payments Webservices request (trustpayments.md §8; the
-/// transport adds the envelope: `alias`, `version`, `requestreference`), or another connector's capture, reversal or
-/// refund (docs/connectors.md), which its connector translates. Amounts are minor units.
+/// One gateway request an operation sends, as a processor-neutral value its connector translates into its wire form
+/// (docs/connectors.md): an update of the authorisation's settle status or a refund of the settled payment for a
+/// processor whose operations are settlement updates (``OperationProtocol/Transport/Operations/settlementUpdates``), or
+/// the processor's own capture, reversal or refund (``OperationProtocol/Transport/Operations/processorOperations``).
+/// Amounts are minor units.
 public enum GatewayOperation: Sendable, Equatable, Hashable {
-    /// TRANSACTIONUPDATE of the AUTH: `filter {sitereference, transactionreference}`, `updates {…}`.
-    /// `settleStatus` nil leaves it as it is (a lower `settlebaseamount` alone).
+    /// An update of the authorisation `transactionReference`: its settle status and settle amount.
+    /// `settleStatus` nil leaves it as it is (a lower settle amount alone).
     case transactionUpdate(transactionReference: String, settleStatus: SettleStatus?, settleBaseAmount: Int64?)
-    /// REFUND of a settled AUTH, always with its `baseamount`; for another connector, its refund of the captured
-    /// payment `parentTransactionReference` (OPP `RF`, TapPay `/tpc/transaction/refund`).
+    /// A refund of the settled (or, for processor operations, captured) payment `parentTransactionReference`, always
+    /// with its amount.
     case refund(parentTransactionReference: String, baseAmount: Int64)
-    /// Another connector's capture of its authorisation `transactionReference` (OPP `CP`, TapPay `/tpc/transaction/cap`).
+    /// The processor's own capture of its authorisation `transactionReference`.
     case capture(transactionReference: String, amount: Int64)
-    /// Another connector's reversal of its uncaptured authorisation (OPP `RV`).
+    /// The processor's own reversal of its uncaptured authorisation.
     case reversal(transactionReference: String)
 
     /// Suspends an AUTH that was answered unsuspended (manual capture when `settlestatus "2"` on the AUTH itself was
@@ -37,42 +37,12 @@ public enum GatewayOperation: Sendable, Equatable, Hashable {
         }
     }
 
-    /// Whether this is a Trust Payments Webservices request (the other cases are other connectors').
+    /// Whether this is a settlement-updates processor's request (an update or a refund); captures and reversals are
+    /// processor operations.
     public var isWebservices: Bool {
         switch self {
         case .transactionUpdate, .refund: true
         case .capture, .reversal: false
-        }
-    }
-
-    /// The request object (one element of the envelope's `request[]`); `null` for another connector's request, which
-    /// Trust Payments has no form for (its operations are TRANSACTIONUPDATEs).
-    public func requestObject(siteReference: String) -> JSONValue {
-        switch self {
-        case .capture, .reversal:
-            return .null
-        case .transactionUpdate(let reference, let settleStatus, let settleBaseAmount):
-            // The filter's shape is TRANSACTIONQUERY's: arrays of {"value": …} (§8, [doc][sdk]).
-            let filter: JSONValue = .object([
-                (key: "sitereference", value: .array([.object([(key: "value", value: .string(siteReference))])])),
-                (key: "transactionreference", value: .array([.object([(key: "value", value: .string(reference))])])),
-            ])
-            let updates = JSONValue.object(omittingAbsent: [
-                ("settlestatus", settleStatus.map { .string($0.wireValue) }),
-                ("settlebaseamount", settleBaseAmount.map { .string(String($0)) }),
-            ])
-            return .object([
-                (key: "requesttypedescriptions", value: .array([.string(requestType)])),
-                (key: "filter", value: filter),
-                (key: "updates", value: updates),
-            ])
-        case .refund(let parent, let baseAmount):
-            return .object([
-                (key: "requesttypedescriptions", value: .array([.string(requestType)])),
-                (key: "sitereference", value: .string(siteReference)),
-                (key: "parenttransactionreference", value: .string(parent)),
-                (key: "baseamount", value: .string(String(baseAmount))),
-            ])
         }
     }
 }

@@ -48,9 +48,10 @@ public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
     case automatic, manual
 }
 
-/// The gateway's settle status of the AUTH, as last learnt (its answer, a TRANSACTIONQUERY, a TRANSACTIONUPDATE).
-/// trustpayments.md §3 "Response fields" and §8: 0 pending settlement, 1 pending (manual override), 2 suspended,
-/// 3 cancelled, 10 settling, 100 settled.
+/// The settle status of the AUTH at a processor whose operations are settlement updates
+/// (``OperationProtocol/Transport/Operations/settlementUpdates``), as last learnt (its answer, its status query, an
+/// update): 0 pending settlement, 1 pending (manual override), 2 suspended, 3 cancelled, 10 settling, 100 settled, the
+/// wire values its connector reads and sends (docs/connectors.md cites them).
 public enum SettleStatus: Sendable, Hashable {
     case pendingSettlement, pendingManualSettlement, suspended, cancelled, settling, settled
     /// Any other value: nothing is decided on it until a query tells more.
@@ -80,7 +81,7 @@ public enum SettleStatus: Sendable, Hashable {
         }
     }
 
-    /// TRANSACTIONUPDATE changes an AUTH only while its settle status is 0, 1 or 2 (trustpayments.md §8, [doc][sdk]).
+    /// An update changes an AUTH only while its settle status is 0, 1 or 2 (docs/connectors.md).
     public var isUpdatable: Bool {
         switch self {
         case .pendingSettlement, .pendingManualSettlement, .suspended: true

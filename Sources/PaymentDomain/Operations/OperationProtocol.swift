@@ -16,8 +16,8 @@ import Foundation
 public struct OperationProtocol: Sendable, Equatable {
     public init() {}
 
-    /// How the merchant's processor takes operations, as data its connector declares (Connectors/<Name>/, e.g.
-    /// `OperationProtocol.Transport.opp`): the rules reason about these capabilities, never about a processor.
+    /// How the merchant's processor takes operations, as data its connector declares (in its folder
+    /// `Connectors/<Name>/`): the rules reason about these capabilities, never about a processor.
     /// ``otherConnector`` is a processor the rules do not speak (its operations are refused).
     public struct Transport: Sendable, Hashable {
         /// What an operation is at the processor.
@@ -317,11 +317,12 @@ public struct OperationProtocol: Sendable, Equatable {
                      effect: Effect(lifecycle: after, event: .refunded, amount: refunded))
     }
 
-    /// OPP's and TapPay's rules (docs/connectors.md). Their captures, reversals and refunds are requests of their own on
-    /// the processor's payment, not updates of its settle status: a capture takes the authorisation (OPP: partly or
-    /// fully, the rest released [doc: OPP white-label back-office pages]; TapPay: all of it [doc]); a void cancels an
-    /// uncaptured authorisation (OPP `RV`; TapPay has none); a refund needs the payment settled, which the worker learns
-    /// before it decides (OPP: captured, by `DB` or `CP`; TapPay: `is_captured` in the Record API).
+    /// The rules of processors whose operations are their own (``Transport/Operations/processorOperations``,
+    /// docs/connectors.md per connector). Their captures, reversals and refunds are requests of their own on the
+    /// processor's payment, not updates of its settle status: a capture takes the authorisation (partly or fully, the
+    /// rest released, where ``Transport/capturesPartially``; else all of it); a void cancels an uncaptured
+    /// authorisation (where ``Transport/voids``); a refund needs the payment settled, which the worker learns from the
+    /// connector before it decides.
     private func connectorDecision(
         _ request: OperationRequest, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts, transport: Transport, now: Date
     ) -> Decision {
@@ -453,7 +454,7 @@ extension OperationProtocol {
     /// What a status query says about `operation`, sent from lifecycle `before` with `effect` expected, whose answer
     /// was lost. Only a TRANSACTIONUPDATE can be reconciled this way: the AUTH's own `settlestatus` and
     /// `settlebaseamount` show whether it took effect. A REFUND is a new transaction, and no source confirms a query
-    /// filter that finds it by its parent (trustpayments.md §8): it is never resent automatically.
+    /// filter that finds it by its parent (docs/connectors.md): it is never resent automatically.
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, queried: QueriedAuth?) -> Reconciliation {
         guard case .transactionUpdate(_, let settle, let base) = operation else {
             return .review(code: "refund_outcome_unknown",
@@ -508,16 +509,17 @@ extension OperationProtocol {
 extension OperationProtocol {
     /// What a connector's status query found for an operation whose answer was lost (docs/connectors.md).
     public enum Evidence: Sendable, Equatable, Hashable {
-        /// Trust Payments: the AUTH as a TRANSACTIONQUERY by its `transactionreference` returned it (nil: not returned).
+        /// A settlement-updates processor's AUTH as its query by the processor's id returned it (nil: not returned).
         case auth(QueriedAuth?)
-        /// TapPay: the payment's trade record from the Record API filtered by `rec_trade_id` [doc] (nil: none came back).
+        /// The payment's record with its cumulative operation fields, as the query by the processor's id of the
+        /// payment returned it (nil: none came back).
         case trade(TradeRecord?)
-        /// OPP: every transaction `/v3/query` returned under the operation's own `merchantTransactionId` [doc].
+        /// Every transaction the query returned under the operation's own reference (the one it was sent with).
         case transactions([TransactionRecord])
     }
 
-    /// A TapPay trade record's operation fields [doc: Record API]: `is_captured` and the cumulative `refund_amount`
-    /// (minor units), each nil when absent.
+    /// A payment record's cumulative operation fields: whether it is captured, and the amount refunded so far (minor
+    /// units), each nil when absent.
     public struct TradeRecord: Sendable, Equatable, Hashable {
         public var isCaptured: Bool?
         public var refundedAmount: Int64?
@@ -528,14 +530,15 @@ extension OperationProtocol {
         }
     }
 
-    /// One OPP transaction of a query answer: what it was (`CP`, `RV`, `RF`, as an operation kind; nil for any other
-    /// `paymentType`), its amount in minor units and how its result code groups.
+    /// One transaction of a query answer: what it was (a capture, reversal or refund, as an operation kind; nil for any
+    /// other), its amount in minor units and how its result groups.
     public struct TransactionRecord: Sendable, Equatable, Hashable {
         public enum Result: String, Sendable, Hashable { case succeeded, rejected, pending }
         public var kind: OperationRequest.Kind?
         public var amount: Int64?
         public var result: Result
-        /// The processor's id of the transaction (OPP's `id`): a capture's is what a later refund references.
+        /// The processor's id of the transaction: a capture's is what a later refund references, at a processor that
+        /// refunds captures (``GatewayConnector/refundTarget(payment:capture:)``).
         public var id: String?
 
         public init(kind: OperationRequest.Kind?, amount: Int64?, result: Result, id: String? = nil) {
@@ -547,8 +550,9 @@ extension OperationProtocol {
     }
 
     /// Whether a lost answer to `operation` may be reconciled by a query (else it goes to review at once, never
-    /// resent). Trust Payments' REFUND cannot: no source confirms a filter that finds a REFUND by its parent. OPP's and
-    /// TapPay's operations can (``reconcile(_:before:effect:evidence:)``), a refund only ever to "took effect" or review.
+    /// resent). A settlement-updates processor's REFUND cannot: no source confirms a filter that finds a REFUND by its
+    /// parent. Processor operations can (``reconcile(_:before:effect:evidence:)``), a refund only ever to "took effect"
+    /// or review.
     public func reconcilable(_ operation: GatewayOperation, transport: Transport) -> Bool {
         guard case .refund = operation else { return true }
         return transport.isConnector
@@ -556,10 +560,10 @@ extension OperationProtocol {
 
     /// What `evidence` says about `operation` (sent from lifecycle `before`, `effect` expected) whose answer was lost.
     /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
-    /// into a second refund. A capture or reversal the query does not show may be sent again (OPP and TapPay refuse a
-    /// second capture of one authorisation anyway [doc]).
-    /// The processor's id of the one successful transaction of `operation`'s kind that `evidence` shows (OPP's record
-    /// `id`), which is what a "took effect" rests on; nil when the evidence names none.
+    /// into a second refund. A capture or reversal the query does not show may be sent again (the processors refuse a
+    /// second capture of one authorisation anyway, docs/connectors.md).
+    /// The processor's id of the one successful transaction of `operation`'s kind that `evidence` shows (a transaction
+    /// record's `id`), which is what a "took effect" rests on; nil when the evidence names none.
     public func transactionId(_ operation: GatewayOperation, evidence: Evidence) -> String? {
         guard case .transactions(let records) = evidence else { return nil }
         let mine = records.filter { $0.kind == Self.recordKind(operation) && $0.result == .succeeded }
@@ -598,7 +602,7 @@ extension OperationProtocol {
                 }
                 return refunded == before.refundedAmount + amount ? .tookEffect : lostRefund
             case .reversal, .transactionUpdate:
-                return .review(code: "operation_state_unexpected", reason: "TapPay has no \(operation.requestType) to reconcile")
+                return .review(code: "operation_state_unexpected", reason: "a payment record cannot reconcile a \(operation.requestType)")
             }
         case .transactions(let records):
             let kind = Self.recordKind(operation)

@@ -1,11 +1,11 @@
 import Crypto
 import Foundation
 
-/// When a captured Trust Payments payment's settlement is queried (issue 19 item 5, docs/operations-lifecycle.md):
-/// not before the AUTH's `settleduedate` has passed (the gateway settles in its run of that day), then every
+/// When a captured payment's settlement is queried, at a connector that polls it (docs/operations-lifecycle.md): not
+/// before the AUTH's `settleduedate` has passed (the gateway settles in its run of that day), then every
 /// `PAYPIPE_SETTLEMENT_POLL` until the settle status is 100 or 3. Pure.
 ///
-/// `settleduedate` is a date (`"2025-01-01"`, trustpayments.md §3 [doc example]); its time zone is [UNCONFIRMED], so the
+/// `settleduedate` is a date (`"2025-01-01"`, docs/connectors.md); its time zone is [UNCONFIRMED], so the
 /// due date counts as passed at 00:00 UTC of the next day. Without one (another gateway's answer, an AUTH recorded
 /// before it was kept), the first query is one interval after the capture, as before.
 public enum SettlementSchedule {

@@ -106,6 +106,14 @@ public enum ConnectorRegistry {
     /// The keys among them that hold a PAN (shown with its last four digits).
     public static var panKeys: Set<String> { all.reduce(into: []) { $0.formUnion($1.plugin.panKeys) } }
 
+    /// The longest total timeout of a call on a connector's own transport (``ConnectorPlugin/ownCallTimeout(_:)``), 0
+    /// when every connector calls on the pool's clients.
+    public static func longestOwnTimeout(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
+        var longest = 0.0
+        for registration in all { longest = max(longest, try registration.plugin.ownCallTimeout(environment) ?? 0) }
+        return longest
+    }
+
     /// One instance of every connector for a worker, from its HTTP settings, card-data policy and environment.
     public static func connectors(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> GatewayConnectors {
         var made: [ConnectorKind: any ConnectorPlugin] = [:]

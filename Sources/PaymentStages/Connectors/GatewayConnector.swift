@@ -253,6 +253,11 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// The worker's instance.
     static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> Self
 
+    /// The total timeout of its calls on a transport of its own, beyond the worker's pool (`PAYPIPE_GATEWAY_TIMEOUT`),
+    /// from the environment, or nil when it calls on the pool's clients only: what bounds an attempt's reconciliation
+    /// time (``ConnectorRegistry/longestOwnTimeout(_:)``).
+    static func ownCallTimeout(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double?
+
     /// Why the merchant document's `gateway` (of this connector's type) cannot be used, or nil: `paypipe merchant
     /// apply` refuses it then, not at its first payment. The mode is checked against the capabilities before.
     static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String?
@@ -291,6 +296,11 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// Why `job` does not fit a merchant whose connector is `connector` (`malformed_token`), or nil.
     static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String?
 
+    /// Asks a manual-capture AUTH (its stored request's `payload` object and request types) to be held for a later
+    /// capture rather than captured automatically (``CaptureSuspension``). Every connector declaring
+    /// ``ConnectorCapabilities/manualCapture`` must hold it; no default, so a new connector decides.
+    static func holdForCapture(_ payload: inout JSONValue, requestTypes: inout [String])
+
     /// Lower-cased keys of its stored requests that hold card data or bearer material (``ClaimsRedactor``).
     static var sensitiveKeys: Set<String> { get }
     /// Those of them holding a PAN.
@@ -302,6 +312,7 @@ extension ConnectorPlugin {
     public static var capabilities: ConnectorCapabilities { kind.capabilities }
 
     public static func manualCaptureProblem(_ gateway: MerchantDocument.Gateway) -> String? { nil }
+    public static func ownCallTimeout(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double? { nil }
     public static var sectionType: (any ConnectorSection.Type)? { nil }
     public static func credentialReplayKey(_ job: PaymentJob) -> String? { nil }
     public static var credentialName: String? { nil }

@@ -17,7 +17,7 @@ public protocol OperationConnector: Sendable {
     var operationNeeds: OperationNeeds { get }
 
     /// PayPipe's own reference of one operation, for a processor that takes one with the request and finds the
-    /// operation by it (OPP's `merchantTransactionId`); others ignore it.
+    /// operation by it (a merchant transaction id, docs/connectors.md); others ignore it.
     func operationReference(paymentReference: String, operationRowId: Int64) -> String
 
     /// Sends the decided request; the send gate of `window` keeps its bytes from leaving after the attempt's deadline.
@@ -152,13 +152,6 @@ extension OperationConnector where Self: GatewayConnector {
     }
 }
 
-/// The connector of each endpoint, for the operations worker.
-extension GatewayConnectors {
-    public func operations(_ endpoint: GatewayEndpoint) -> any OperationConnector { operations(endpoint.connector) }
-
-    public func operations(_ kind: ConnectorKind) -> any OperationConnector { connector(kind) }
-}
-
 /// A status query that could not be answered.
 public struct OperationQueryFailure: Error, Sendable, Equatable {
     public let code: String
@@ -177,7 +170,7 @@ public struct OperationQueryFailure: Error, Sendable, Equatable {
 
 extension OperationSteps.Answer {
     /// What a connector's answer to an operation means (``GatewayResult``, its outcome mapped by the
-    /// connector): success confirmed, with the processor's id of the new transaction (an OPP `RF`'s); a decline or
+    /// connector): success confirmed, with the processor's id of the new transaction (a refund's, where the processor gives one); a decline or
     /// validation error refused (`gateway_<code>`), a local refusal before any call refused as not configured (or
     /// not supported); transient not sent; anything else uncertain, reconciled before anything else.
     init(connectorResult result: GatewayResult) {

@@ -1,32 +1,17 @@
 import JWT
 import Pipeline
 
-/// How a manual-capture AUTH is suspended (docs/operations-lifecycle.md "Capture mode"): the AUTH request itself
-/// carries `settlestatus "2"` — Trust Payments' help article 4403193579665 ("How do I suspend a payment": "the field
-/// settlestatus can be included with value 2" on an API request) [doc], and the Python SDK's own tests send
-/// `settlestatus` on AUTH requests [sdk] — so the AUTH is never pending settlement, not even for a moment. An AUTH
-/// answered otherwise is suspended by a TRANSACTIONUPDATE right after (``OperationsStage`` upkeep). OPP and TapPay
-/// hold a manual authorisation by the request itself (``request(_:mode:connector:)``).
+/// How a manual-capture authorisation is held for a later capture (docs/operations-lifecycle.md "Capture mode"): the
+/// AUTH request itself asks for it, in its connector's terms (``ConnectorPlugin/holdForCapture(_:requestTypes:)``, each
+/// connector's folder cites its sources), so it is never captured automatically, not even for a moment. A
+/// settlement-updates processor's AUTH answered unsuspended is suspended right after (``OperationsStage`` upkeep).
 public enum CaptureSuspension {
-    /// The request to send for a payment of `mode`: a manual one asks the AUTH not to be captured, in each
-    /// connector's terms (docs/connectors.md):
-    /// - Trust Payments: `settlestatus "2"` (suspended), captured later by TRANSACTIONUPDATE;
-    /// - OPP: `paymentType` `PA` (a pre-authorisation, whatever the merchant's `paymentType`), captured later by `CP`
-    ///   [doc: OPP white-label back-office pages; other-gateways.md §2 [secondary]];
-    /// - TapPay: `delay_capture_in_days` `-1`, "no automatic capture" [sdk: TapPay's Node SDK typings], captured later
-    ///   by `/tpc/transaction/cap` [doc].
+    /// The request to send for a payment of `mode`: a manual one asks its connector's hold (docs/connectors.md); an
+    /// automatic one is sent as it is.
     public static func request(_ request: GatewayRequest, mode: CaptureMode, connector: ConnectorKind) -> GatewayRequest {
         guard mode == .manual, var payload = request.claims["payload"], payload.objectValue != nil else { return request }
         var requestTypes = request.requestTypes
-        switch connector {
-        case .trustPayments:
-            payload.set("2", forKey: "settlestatus")
-        case .opp:
-            payload.set("PA", forKey: "paymentType")
-            requestTypes = ["PA"]
-        case .tapPay:
-            payload.set(-1, forKey: "delay_capture_in_days")
-        }
+        connector.plugin.holdForCapture(&payload, requestTypes: &requestTypes)
         var claims = request.claims
         claims.set(payload, forKey: "payload")
         return GatewayRequest(orderReference: request.orderReference, requestTypes: requestTypes, claims: claims)

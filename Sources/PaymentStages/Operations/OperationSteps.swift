@@ -288,8 +288,8 @@ public struct OperationSteps: Sendable {
         attempt.reconcileAfter.map(clock.local)
     }
 
-    /// The status query reconciling a lost answer, as its attempt is recorded: Trust Payments' TRANSACTIONQUERY of the
-    /// AUTH, or another connector's query (OPP `/v3/query`, TapPay's Record API).
+    /// The status query reconciling a lost answer, as its attempt is recorded: a settlement-updates processor's
+    /// TRANSACTIONQUERY of the AUTH, or a processor's own status query (`QUERY`, its connector's, docs/connectors.md).
     static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.isConnector ? "QUERY" : "TRANSACTIONQUERY" }
 
     static func isQuery(_ requestType: String) -> Bool { requestType == "TRANSACTIONQUERY" || requestType == "QUERY" }
@@ -383,7 +383,8 @@ public struct OperationSteps: Sendable {
         switch verdict {
         case .tookEffect:
             if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }
-            // The transaction the query found (an OPP capture's id is what a later refund references).
+            // The transaction the query found (a capture's id is what a later refund references, at a processor that
+            // refunds captures).
             return try confirm(current, gatewayReference: rules.transactionId(request, evidence: evidence), actor: actor, on: transaction)
         case .notApplied:
             if let lost { try store.finishAttempt(lost.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(query): not applied"), on: transaction) }

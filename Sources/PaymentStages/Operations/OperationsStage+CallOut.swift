@@ -16,7 +16,7 @@ extension OperationsStage {
 
     public func perform(_ call: Call, for message: Message, window: SendWindow?, client http: HTTPClient) -> (answer: Answer, report: CircuitState.Report) {
         let planned = call.planned
-        let connector = connectors.operations(planned.endpoint)
+        let connector = connectors.connector(planned.endpoint.connector)
         switch call {
         case .send(_, let request):
             let answer = connector.operate(request, planned.context, endpoint: planned.endpoint, requestId: "O\(planned.attempt)", now: Date(),

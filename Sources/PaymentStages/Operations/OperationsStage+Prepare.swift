@@ -98,7 +98,7 @@ extension OperationsStage {
         _ operation: OperationStore.Operation, attempt: Int64, request: GatewayOperation, endpoint: GatewayEndpoint,
         transport: OperationProtocol.Transport, clock: BatchClock, database: PostgresConnection
     ) throws -> Planned {
-        let connector = connectors.operations(endpoint)
+        let connector = connectors.connector(endpoint.connector)
         let needs = connector.operationNeeds
         let paymentReference = operation.paymentId?.paymentIDText ?? operation.operationId
         var context = OperationContext(reference: connector.operationReference(paymentReference: paymentReference, operationRowId: operation.id))
@@ -115,7 +115,7 @@ extension OperationsStage {
     /// How the protocol reaches the merchant's gateway, as its connector says (``OperationConnector/operationTransport(_:)``).
     func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
         guard let gateway = merchant.config.gateway else { return .webservices }
-        return connectors.operations(gateway.connector).operationTransport(gateway)
+        return connectors.connector(gateway.connector).operationTransport(gateway)
     }
 
     /// The merchant's configured endpoint, nil without a gateway or its transport's (or connector's) credentials.

@@ -5,9 +5,9 @@ import Postgres
 /// Settlement learnt before a refund, for a wave at a time: read, decide (``OperationUpkeep/settlementBeforeRefund``),
 /// call out (the runtime's pool and endpoint gate), apply (one transaction).
 ///
-/// A refund of a payment still recorded `captured` asks the processor first whether it settled since: at Trust
-/// Payments a REFUND is the right request after settlement, a lower `settlebaseamount` (or a void) before it. Another
-/// connector's "settled" is what makes its refund possible (docs/connectors.md), as its connector answers
+/// A refund of a payment still recorded `captured` asks the processor first whether it settled since: at a
+/// settlement-updates processor a refund is the right request after settlement, a lower settle amount (or a void)
+/// before it; at another, "settled" is what makes its refund possible (docs/connectors.md), as its connector answers
 /// (``OperationConnector/querySettlement(_:endpoint:requestId:now:using:)``).
 extension OperationsStage {
     /// One result per message: a failure only when reading or applying failed (a failed query changes nothing: the
@@ -41,7 +41,7 @@ extension OperationsStage {
     private func settlementCall(_ message: Message, database: PostgresConnection) throws -> (OperationUpkeep.Call, GatewayEndpoint)? {
         guard case .request(let request) = message, request.kind == .refund, let entry = try directory.entry(request.merchantId, on: database),
               let endpoint = Self.endpoint(entry.merchant) else { return nil }
-        let connector = connectors.operations(endpoint)
+        let connector = connectors.connector(endpoint.connector)
         guard connector.upkeep(endpoint).learnsSettlementBeforeRefund,
               let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
               let reference = try steps.settlementCandidate(paymentId, on: database) else { return nil }

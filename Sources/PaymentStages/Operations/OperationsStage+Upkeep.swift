@@ -7,8 +7,9 @@ import Postgres
 /// once), decide (``OperationUpkeep``), call out (the runtime's pool and endpoint gate), apply (one transaction).
 ///
 /// - A manual-capture AUTH the processor answered pending settlement (settle status 0 or 1: the suspension it was
-///   sent with not honoured) is suspended before the processor's settlement run takes it. Trust Payments' suspension
-///   sets an absolute value, so sending it again (a lost answer, two workers) changes nothing more.
+///   sent with not honoured) is suspended before the processor's settlement run takes it. A suspension (its
+///   connector's, ``OperationConnector/suspend(transactionReference:endpoint:requestId:using:)``) sets an absolute
+///   value, so sending it again (a lost answer, two workers) changes nothing more.
 /// - Settlement is learnt by batched queries: captured payments whose query is due (``SettlementSchedule``: after the
 ///   AUTH's `settleduedate` has passed, then every `PAYPIPE_SETTLEMENT_POLL`; without a due date, one interval after
 ///   the capture), one query per merchant for up to 500 of them; settled (100) ones become `settled`, so refunds are
@@ -19,7 +20,7 @@ extension OperationsStage {
         let suspensions = try suspensionCandidates(database: database)
         let captured = try settlementCandidates(database: database, clock: clock)
         let endpoints = try self.endpoints(Set(suspensions.map(\.merchantId) + captured.map(\.payment.merchantId)), database: database)
-        let capabilities = { (merchant: String) in endpoints[merchant].map { connectors.operations($0).upkeep($0) } }
+        let capabilities = { (merchant: String) in endpoints[merchant].map { connectors.connector($0.connector).upkeep($0) } }
         let suspend = OperationUpkeep.suspensions(suspensions, capabilities: capabilities)
         let poll = OperationUpkeep.settlementQueries(captured, now: clock.database, poll: settlementPoll, capabilities: capabilities)
         let answers = carryOut(suspend + poll, endpoints: endpoints, now: clock.worker)
@@ -56,7 +57,7 @@ extension OperationsStage {
             gating: { GatedCall(EndpointGate.Call(endpoint: merchantCalls[$0].1.url, owner: merchantCalls[$0].0.merchantId)) },
             call: { index, http in
                 let (call, endpoint) = merchantCalls[index]
-                let connector = connectors.operations(endpoint)
+                let connector = connectors.connector(endpoint.connector)
                 switch call {
                 case .suspend(let payment):
                     let answer = connector.suspend(transactionReference: payment.transactionReference, endpoint: endpoint, requestId: call.requestId, using: http)
@@ -121,9 +122,9 @@ extension OperationsStage {
         let types = try database.query("SELECT DISTINCT coalesce(config->'gateway'->>'type', '') AS type FROM merchants")
             .map { try $0.decode("type", as: String.self) }
             .filter { type in
-                // A document without a known type is Trust Payments' (docs/merchant-config.md), as its endpoint is.
-                guard let kind = ConnectorKind(gatewayType: type) else { return true }
-                return connectors.operations(kind).pollsSettlement
+                // A document without a known type is the registry's fallback connector's (docs/merchant-config.md), as
+                // its endpoint is.
+                connectors.connector(ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback).pollsSettlement
             }
         guard !types.isEmpty else { return [] }
         return try database.query(

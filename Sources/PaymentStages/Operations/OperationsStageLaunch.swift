@@ -15,8 +15,8 @@ extension OperationsStage {
         _ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()
     ) throws -> OperationsStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
-        let webservices = try SubmitStage.webservicesTransport(environment)
-        let http = HTTPClientConfiguration(connectTimeout: webservices.connectTimeout, totalTimeout: webservices.totalTimeout,
+        let http = HTTPClientConfiguration(connectTimeout: try environment.read(PaymentSettings.webservicesConnectTimeout),
+                                           totalTimeout: try environment.read(PaymentSettings.webservicesTimeout),
                                            caCertificatePath: try environment.raw(PaymentSettings.gatewayCAFile))
         let stage = OperationsStage(
             directory: MerchantDirectory(store: MerchantStore(vault: DataVault(keyring: keyring)),
@@ -31,7 +31,7 @@ extension OperationsStage {
                 failureThreshold: try environment.read(PaymentSettings.gatewayBreakerFailures),
                 openSeconds: try environment.read(PaymentSettings.gatewayBreakerOpen), maxWait: 1))
         logger.info("operations_configured", [
-            ("webservicesTimeout", .double(webservices.totalTimeout)), ("sendWindow", .double(stage.sendWindow)),
+            ("webservicesTimeout", .double(http.totalTimeout)), ("sendWindow", .double(stage.sendWindow)),
             ("reconcileGrace", .double(stage.reconcileGrace)),
         ])
         return stage

@@ -9,7 +9,8 @@ extension SubmitStage {
     ///   outside sandbox (sandbox: also loopback and `PAYPIPE_SANDBOX_PLAIN_HTTP_HOSTS`, ``CardDataTransportPolicy``);
     ///   these timeouts are the `jwt` transport's;
     /// - `PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT` (10s, connection retries included), `PAYPIPE_WEBSERVICES_TIMEOUT` (60s,
-    ///   total per call): the `webservices` transport's, its SDK's defaults (``WebservicesTransport``);
+    ///   total per call): the `webservices` transport's, its SDK's defaults (a connector's own transport,
+    ///   ``ConnectorPlugin/ownCallTimeout(_:)``);
     /// - `PAYPIPE_RECONCILE_GRACE` (30s, at least 2s: the margin after an attempt's send deadline plus total timeout
     ///   before it is queried), `PAYPIPE_MAX_STATUS_QUERIES` (5), `PAYPIPE_PAYMENT_DEADLINE` (10m);
     /// - `PAYPIPE_SEND_WINDOW` (5s: an AUTH not sent this long after its attempt was committed is not sent),
@@ -47,7 +48,7 @@ extension SubmitStage {
         }
         let merchantCacheSeconds = try environment.read(PaymentSettings.merchantCacheTTL)
         logger.info("submit_configured", [
-            ("gatewayTimeout", .double(http.totalTimeout)), ("webservicesTimeout", .double(try webservicesTransport(environment).totalTimeout)),
+            ("gatewayTimeout", .double(http.totalTimeout)), ("webservicesTimeout", .double(try environment.read(PaymentSettings.webservicesTimeout))),
             ("reconcileGrace", .double(settings.reconcileGrace)),
             ("paymentDeadline", .double(settings.paymentDeadline)), ("sendWindow", .double(settings.sendWindow)),
             ("notFoundConfirmations", .int(settings.notFoundConfirmations)),
@@ -68,12 +69,6 @@ extension SubmitStage {
         try environment.read(PaymentSettings.gatewayTimeout)
     }
 
-    static func webservicesTransport(_ environment: EnvironmentReader) throws(ConfigurationError) -> WebservicesTransport {
-        WebservicesTransport(
-            connectTimeout: try environment.read(PaymentSettings.webservicesConnectTimeout),
-            totalTimeout: try environment.read(PaymentSettings.webservicesTimeout))
-    }
-
     static func reconcileGrace(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double {
         try environment.read(PaymentSettings.reconcileGrace)
     }
@@ -83,9 +78,9 @@ extension SubmitStage {
     }
 
     /// Seconds from an attempt's start to its reconciliation with this environment's settings: send window + the
-    /// longer transport's total timeout + grace. A re-drive sooner finds the attempt still possibly in flight
-    /// (`paypipe reconcile` refuses).
+    /// longest total timeout of a call (the pool's or a connector's own transport's) + grace. A re-drive sooner finds
+    /// the attempt still possibly in flight (`paypipe reconcile` refuses).
     public static func reconciliationSeconds(_ environment: EnvironmentReader = EnvironmentReader()) throws(ConfigurationError) -> Double {
-        try sendWindow(environment) + max(gatewayTimeout(environment), webservicesTransport(environment).totalTimeout) + reconcileGrace(environment)
+        try sendWindow(environment) + max(gatewayTimeout(environment), ConnectorRegistry.longestOwnTimeout(environment)) + reconcileGrace(environment)
     }
 }

@@ -196,12 +196,13 @@ extension PayPipeSchema {
 }
 
 extension PayPipeSchema {
-    /// Migration 8: the operations of OPP and TapPay merchants (docs/connectors.md). Their requests are the
+    /// Migration 8: the operations of processors whose operations are their own
+    /// (`OperationProtocol.Transport.Operations.processorOperations`, docs/connectors.md). Their requests are the
     /// processor's own capture (`CAPTURE`, with `capture_amount`) and reversal (`REVERSAL`) of its payment, and a
     /// `REFUND`; a lost answer is reconciled by the connector's status query, recorded as a `QUERY` attempt.
     ///
-    /// `gateway_attempts.settle_due_date`: a Trust Payments AUTH's `settleduedate`, after which its settlement is first
-    /// queried (`SettlementSchedule`).
+    /// `gateway_attempts.settle_due_date`: an AUTH's settlement due date as its processor answered it, after which its
+    /// settlement is first queried (`SettlementSchedule`).
     static let connectorOperations = """
     ALTER TABLE gateway_attempts ADD COLUMN settle_due_date date;
     ALTER TABLE payment_operations ADD COLUMN capture_amount bigint CHECK (capture_amount > 0);

@@ -415,7 +415,8 @@ extension PaymentStore {
     public struct AttemptAnswer: Sendable {
         public let outcome: String
         public let errorCode, errorMessage, transactionReference, settleStatus, acquirerResponseCode, authCode, maskedPan: String?
-        /// Trust Payments' `settleduedate` (`YYYY-MM-DD`), validated by the caller.
+        /// The AUTH's settlement due date as its processor answered it (`YYYY-MM-DD`, ``SettlementSchedule``), validated
+        /// by the caller.
         public let settleDueDate: String?
 
         public init(outcome: String, errorCode: String?, errorMessage: String?, transactionReference: String?, settleStatus: String?,

@@ -49,6 +49,28 @@ import Testing
         #expect(TapPayConnector.capabilities == table[.tapPay], "a connector's capabilities are its registry row")
     }
 
+    /// A submit attempt is reconciled after the longest call it may have made: the pool's (`PAYPIPE_GATEWAY_TIMEOUT`) or
+    /// a connector's own transport's (Trust Payments' `webservices`, `PAYPIPE_WEBSERVICES_TIMEOUT`), asked of the plug-ins.
+    @Test func theReconciliationTimeWaitsForTheLongestCall() throws {
+        #expect(try ConnectorRegistry.longestOwnTimeout(EnvironmentReader([:])) == 60)
+        #expect(try TrustPaymentsClient.ownCallTimeout(EnvironmentReader(["PAYPIPE_WEBSERVICES_TIMEOUT": "45"])) == 45)
+        #expect(try OPPConnector.ownCallTimeout(EnvironmentReader([:])) == nil && TapPayConnector.ownCallTimeout(EnvironmentReader([:])) == nil)
+        // send window 5 + the longer timeout + grace 30.
+        #expect(try SubmitStage.reconciliationSeconds(EnvironmentReader(["PAYPIPE_WEBSERVICES_TIMEOUT": "100"])) == 135)
+        #expect(try SubmitStage.reconciliationSeconds(EnvironmentReader(["PAYPIPE_WEBSERVICES_TIMEOUT": "10", "PAYPIPE_GATEWAY_TIMEOUT": "50"])) == 85)
+        #expect(throws: ConfigurationError.self) { try ConnectorRegistry.longestOwnTimeout(EnvironmentReader(["PAYPIPE_WEBSERVICES_TIMEOUT": "x"])) }
+    }
+
+    /// Every connector that declares manual capture holds a manual AUTH its own way (``ConnectorPlugin/holdForCapture``):
+    /// its stored request changes, and an automatic one never does.
+    @Test func everyManualCaptureConnectorHoldsAManualAuth() {
+        let request = GatewayRequest(orderReference: "O-1", requestTypes: ["AUTH"], claims: ["payload": ["amount": "1"]])
+        for kind in ConnectorKind.allCases where kind.capabilities.manualCapture {
+            #expect(CaptureSuspension.request(request, mode: .manual, connector: kind) != request, "\(kind.rawValue)")
+            #expect(CaptureSuspension.request(request, mode: .automatic, connector: kind) == request, "\(kind.rawValue)")
+        }
+    }
+
     @Test func unknownTypesAreJudgedByTheFallbackConnector() throws {
         let gateway = MerchantDocument.Gateway(type: "nobody", baseUrl: "https://x", siteReference: "s", mode: .merchantDecrypts)
         #expect(gateway.connector == ConnectorRegistry.fallback)

@@ -12,6 +12,11 @@ extension TrustPaymentsClient: ConnectorPlugin {
         TrustPaymentsClient(http: settings.http, transport: settings.transport, webservices: try WebservicesTransport(settings.environment))
     }
 
+    /// The `webservices` transport's (`PAYPIPE_WEBSERVICES_TIMEOUT`); the `jwt` transport calls on the pool's clients.
+    public static func ownCallTimeout(_ environment: EnvironmentReader) throws(ConfigurationError) -> Double? {
+        try WebservicesTransport(environment).totalTimeout
+    }
+
     public static func documentProblem(_ gateway: MerchantDocument.Gateway) -> String? {
         guard gateway.resolvedTransport == .webservices else { return nil }
         // The transport cannot send without its user.
