@@ -99,18 +99,14 @@ extension MerchantConfig.Gateway {
         sections = try ConnectorSections(from: decoder)
     }
 
+    /// The document's form without its secrets (a config holds none): one encoding of the shared fields, in the same
+    /// order, for both.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(type, forKey: .type)
-        try container.encode(baseUrl, forKey: .baseUrl)
-        try container.encode(siteReference, forKey: .siteReference)
-        try container.encodeIfPresent(jwtUsername, forKey: .jwtUsername)
-        try container.encode(mode, forKey: .mode)
-        try container.encode(requestTypes, forKey: .requestTypes)
-        try container.encodeIfPresent(transport, forKey: .transport)
-        try container.encodeIfPresent(webservicesUsername, forKey: .webservicesUsername)
-        try container.encodeIfPresent(captureMode, forKey: .captureMode)
-        try container.encodeIfPresent(captureWithin, forKey: .captureWithin)
-        try sections.encode(to: encoder)
+        var document = MerchantDocument.Gateway(
+            type: type, baseUrl: baseUrl, siteReference: siteReference, jwtUsername: jwtUsername, mode: mode, requestTypes: requestTypes,
+            transport: transport, webservicesUsername: webservicesUsername, sections: sections)
+        document.captureMode = captureMode
+        document.captureWithin = captureWithin
+        try document.encode(to: encoder)
     }
 }

@@ -146,6 +146,21 @@ import Testing
         #expect(document.sections.isEmpty)
     }
 
+    /// A `merchants.config` row is written back as it was read, every field in place and no secret added: the config
+    /// encodes through the document's form (one encoding of the shared fields).
+    @Test func aConfigRowWritesBackAsItWasRead() throws {
+        let rows = [
+            #"{"type":"trustpayments","baseUrl":"https://x","siteReference":"s1","jwtUsername":"u","mode":"merchant-decrypts","requestTypes":["THREEDQUERY","AUTH"],"transport":"jwt","captureMode":"manual","captureWithin":"P7D"}"#,
+            #"{"type":"securetrading","baseUrl":"https://x","siteReference":"s1","mode":"gateway-decrypts","requestTypes":["AUTH"],"transport":"webservices","webservicesUsername":"ws@x"}"#,
+            #"{"type":"opp","baseUrl":"https://x","siteReference":"e1","mode":"merchant-decrypts","requestTypes":["AUTH"],"opp":{"entityId":"e1","paymentType":"PA"}}"#,
+        ]
+        for row in rows {
+            let config = try JSONDecoder().decode(MerchantConfig.Gateway.self, from: Data(row.utf8))
+            let written = try JSONSerialization.jsonObject(with: JSONEncoder().encode(config)) as? NSDictionary
+            #expect(written == (try JSONSerialization.jsonObject(with: Data(row.utf8)) as? NSDictionary), "\(row)")
+        }
+    }
+
     @Test func sealedSecretsKeepTheirNames() throws {
         let older = #"{"privateKeys":[],"jwtSecret":null,"webhookSecrets":["whsec_a"],"oppAccessToken":"tok","tapPayPartnerKey":"pk"}"#
         let secrets = try JSONDecoder().decode(MerchantSecrets.self, from: Data(older.utf8))
