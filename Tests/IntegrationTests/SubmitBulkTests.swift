@@ -149,6 +149,31 @@ extension Integration {
         #expect(run.statements <= 8)
     }
 
+    /// The answers that do not end a payment (the gateway's unknown error: the attempt is left uncertain; a server
+    /// error) are recorded set-based too: a batch of six costs the statements a batch of two does.
+    @Test func unfinishedAnswersAreRecordedInAFewStatementsForAnyBatchSize() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        func run(_ amounts: [Int64]) throws -> (statements: Int64, outcomes: [String]) {
+            let prepared = try amounts.map { try harness.preparedPayment(amount: $0) }
+            let batch = prepared.map(\.message)
+            let run = try Self.process(Self.makeStage(harness), batch, harness: harness)
+            var outcomes: [String] = []
+            for (result, message) in zip(run.results, batch) {
+                let attempts = try harness.attempts(message.paymentId).map(\.state.rawValue).joined(separator: ",")
+                outcomes.append("\(Self.shape(result, message)) \(try harness.payment(message.paymentId).status.rawValue) [\(attempts)]")
+            }
+            #expect(run.perMessageLocks == 0)
+            return (run.statements, outcomes)
+        }
+        let two = try run([1099, 1097])
+        let six = try run([1099, 1097, 1099, 1097, 1099, 1097])
+        print("submit statements for unfinished answers: batch of 2: \(two.statements), batch of 6: \(six.statements); \(six.outcomes)")
+        #expect(six.outcomes == Array(repeating: two.outcomes, count: 3).flatMap { $0 })
+        #expect(two.outcomes[0] == "transient gateway_outcome_uncertain submitting [uncertain]")
+        #expect(six.statements == two.statements)
+    }
+
     @Test func theOddMessagesOfAMixedBatchGoThroughThePerMessagePath() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }
