@@ -174,6 +174,33 @@ extension Integration {
         #expect(six.statements == two.statements)
     }
 
+    /// The reconciler's round fails every payment past the payment deadline in one statement, audited by submit, and
+    /// hands each to notification; a payment within the deadline is left alone.
+    @Test func theDeadlineRoundFailsItsBatchInOneStatement() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let late = try (0..<3).map { _ in try harness.preparedPayment(amount: 1000, receivedSecondsAgo: 700).message }
+        let recent = try harness.preparedPayment(amount: 1000).message
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let before = try StatementCount.read(database)
+        let handed = try harness.makeStage(deadline: 600).reconcile(on: database)
+        let statements = try StatementCount.read(database).total - before.total - 1
+        #expect(Set(handed.map(\.message.paymentId)) == Set(late.map(\.paymentId)))
+        #expect(handed.allSatisfy { $0.stage == .notify })
+        for message in late {
+            let payment = try harness.payment(message.paymentId)
+            #expect(payment.status == .failed)
+            #expect(payment.errorCode == "deadline_exceeded")
+            #expect(try harness.authorize.events(message.paymentId).last == "prepared→failed by submit")
+            #expect(try harness.isPurged(message.paymentId))
+        }
+        #expect(try harness.payment(recent.paymentId).status == .prepared)
+        // The claim, the batch read, the failures, COMMIT: whatever the number of payments (one failure each before).
+        print("submit deadline round: \(statements) statements for \(late.count) payments")
+        #expect(statements <= 4)
+    }
+
     @Test func theOddMessagesOfAMixedBatchGoThroughThePerMessagePath() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }

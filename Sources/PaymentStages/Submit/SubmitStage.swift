@@ -451,15 +451,17 @@ public struct SubmitStage: CallingStageHandler {
                 """, [settings.paymentDeadline])
             let claimed = try rows.map(PaymentRecord.init(row:))
             let read = try lock(claimed.map(\.id), transaction: transaction)
-            var ended: [(stage: Stage, message: StageMessage)] = []
-            for payment in claimed {
-                guard let locked = read.rows[payment.id]?.locked, machine.mayExpire(locked.snapshot(now: read.now)) else { continue }
-                let outcome = try finish(payment, as: .failed, code: "deadline_exceeded",
-                                         detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s",
-                                         transaction: transaction)
-                if case .handOff(let handOff) = outcome, let stage = handOff.stage, let message = handOff.message { ended.append((stage, message)) }
+            let expiring = claimed.filter { payment in
+                guard let locked = read.rows[payment.id]?.locked else { return false }
+                return machine.mayExpire(locked.snapshot(now: read.now))
             }
-            return ended
+            // One statement for the batch; the trigger crypto-shreds their card data.
+            try payments.transition(expiring.map { payment in
+                try PaymentStore.Transitioning(
+                    paymentId: payment.id, from: payment.status, to: .failed, errorCode: "deadline_exceeded",
+                    detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s")
+            }, actor: Self.actor, on: transaction)
+            return expiring.map { (Stage.notify, $0.message) }
         }
     }
 
@@ -478,13 +480,5 @@ public struct SubmitStage: CallingStageHandler {
             throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
                                                         reason: "merchant \(payment.merchantId) has \(error.reason)"))
         }
-    }
-
-    /// Moves the payment to a terminal status (the trigger crypto-shreds its card data) and hands it to notification.
-    private func finish(
-        _ payment: PaymentRecord, as status: PaymentStatus, code: String?, detail: String?, transaction: PostgresConnection
-    ) throws -> StageOutcome {
-        try payments.transition(payment.id, from: payment.status, to: status, actor: Self.actor, errorCode: code, detail: detail, on: transaction)
-        return .handOff(to: .notify, payment.message)
     }
 }
