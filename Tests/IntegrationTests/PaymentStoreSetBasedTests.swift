@@ -1,4 +1,5 @@
 import Foundation
+import PaymentStages
 import Pipeline
 import Postgres
 import Testing

@@ -149,6 +149,58 @@ extension Integration {
         #expect(run.statements <= 8)
     }
 
+    /// The answers that do not end a payment (the gateway's unknown error: the attempt is left uncertain; a server
+    /// error) are recorded set-based too: a batch of six costs the statements a batch of two does.
+    @Test func unfinishedAnswersAreRecordedInAFewStatementsForAnyBatchSize() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        func run(_ amounts: [Int64]) throws -> (statements: Int64, outcomes: [String]) {
+            let prepared = try amounts.map { try harness.preparedPayment(amount: $0) }
+            let batch = prepared.map(\.message)
+            let run = try Self.process(Self.makeStage(harness), batch, harness: harness)
+            var outcomes: [String] = []
+            for (result, message) in zip(run.results, batch) {
+                let attempts = try harness.attempts(message.paymentId).map(\.state.rawValue).joined(separator: ",")
+                outcomes.append("\(Self.shape(result, message)) \(try harness.payment(message.paymentId).status.rawValue) [\(attempts)]")
+            }
+            #expect(run.perMessageLocks == 0)
+            return (run.statements, outcomes)
+        }
+        let two = try run([1099, 1097])
+        let six = try run([1099, 1097, 1099, 1097, 1099, 1097])
+        print("submit statements for unfinished answers: batch of 2: \(two.statements), batch of 6: \(six.statements); \(six.outcomes)")
+        #expect(six.outcomes == Array(repeating: two.outcomes, count: 3).flatMap { $0 })
+        #expect(two.outcomes[0] == "transient gateway_outcome_uncertain submitting [uncertain]")
+        #expect(six.statements == two.statements)
+    }
+
+    /// The reconciler's round fails every payment past the payment deadline in one statement, audited by submit, and
+    /// hands each to notification; a payment within the deadline is left alone.
+    @Test func theDeadlineRoundFailsItsBatchInOneStatement() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let late = try (0..<3).map { _ in try harness.preparedPayment(amount: 1000, receivedSecondsAgo: 700).message }
+        let recent = try harness.preparedPayment(amount: 1000).message
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let before = try StatementCount.read(database)
+        let handed = try harness.makeStage(deadline: 600).reconcile(on: database)
+        let statements = try StatementCount.read(database).total - before.total - 1
+        #expect(Set(handed.map(\.message.paymentId)) == Set(late.map(\.paymentId)))
+        #expect(handed.allSatisfy { $0.stage == .notify })
+        for message in late {
+            let payment = try harness.payment(message.paymentId)
+            #expect(payment.status == .failed)
+            #expect(payment.errorCode == "deadline_exceeded")
+            #expect(try harness.authorize.events(message.paymentId).last == "prepared→failed by submit")
+            #expect(try harness.isPurged(message.paymentId))
+        }
+        #expect(try harness.payment(recent.paymentId).status == .prepared)
+        // The claim, the batch read, the failures, COMMIT: whatever the number of payments (one failure each before).
+        print("submit deadline round: \(statements) statements for \(late.count) payments")
+        #expect(statements <= 4)
+    }
+
     @Test func theOddMessagesOfAMixedBatchGoThroughThePerMessagePath() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }

@@ -33,30 +33,82 @@ public struct GatewayAttemptStore: Sendable {
         return try rows[0].decode("id", as: Int64.self)
     }
 
+    /// What one attempt came to: its new state and the answer written into its row.
+    public struct Finish: Sendable {
+        public let attemptId: Int64
+        public let state: GatewayAttempt.State
+        public let result: GatewayResult
+
+        public init(_ attemptId: Int64, state: GatewayAttempt.State, result: GatewayResult) {
+            (self.attemptId, self.state, self.result) = (attemptId, state, result)
+        }
+    }
+
     /// Records what an attempt came to. `open`: the attempt must still be `sending` or `uncertain` (the settling of a
     /// current attempt, read so under the payment's row lock); anything else is ``NotCurrent``.
     public func finish(_ id: Int64, state: GatewayAttempt.State, result: GatewayResult, open: Bool = false, on connection: PostgresConnection) throws {
-        let rows = try connection.query(
+        try finish([Finish(id, state: state, result: result)], open: open, on: connection)
+    }
+
+    /// Records what each attempt of a batch came to, in one statement. `open`: every attempt must still be `sending`
+    /// or `uncertain` (read so under the payments' row locks); if one is not, ``NotCurrent`` (the transaction rolls back).
+    public func finish(_ rows: [Finish], open: Bool = false, on connection: PostgresConnection) throws {
+        guard !rows.isEmpty else { return }
+        let results = rows.map(\.result)
+        let updated = try connection.query(
             """
-            UPDATE gateway_attempts SET state = $2, outcome = $3, error_code = $4, error_message = $5,
-                   transaction_reference = $6, settle_status = $7, acquirer_response_code = $8, auth_code = $9,
-                   masked_pan = $10, settle_due_date = $12::text::date, finished_at = clock_timestamp()
-            WHERE id = $1 AND (NOT $11 OR state IN ('sending', 'uncertain'))
+            UPDATE gateway_attempts a SET state = i.state, outcome = i.outcome, error_code = i.error_code, error_message = i.error_message,
+                   transaction_reference = i.transaction_reference, settle_status = i.settle_status,
+                   acquirer_response_code = i.acquirer_response_code, auth_code = i.auth_code, masked_pan = i.masked_pan,
+                   settle_due_date = i.settle_due_date::date, finished_at = clock_timestamp()
+            FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                        $10::text[], $12::text[])
+                 AS i(id, state, outcome, error_code, error_message, transaction_reference, settle_status, acquirer_response_code,
+                      auth_code, masked_pan, settle_due_date)
+            WHERE a.id = i.id AND (NOT $11 OR a.state IN ('sending', 'uncertain'))
+            RETURNING a.id
             """,
-            [id, state.rawValue, result.recordedOutcome, result.errorCode, result.recordedErrorMessage,
-             result.transactionReference, result.settleStatus, result.acquirerResponseCode, result.authCode, result.maskedPan, open,
-             result.settleDueDate])
-        guard rows.affectedRows == 1 else { throw NotCurrent(attemptId: id) }
+            [PostgresArray(rows.map(\.attemptId)), PostgresArray(rows.map(\.state.rawValue)), PostgresArray(results.map(\.recordedOutcome)),
+             PostgresArray(results.map(\.errorCode)), PostgresArray(results.map(\.recordedErrorMessage)),
+             PostgresArray(results.map(\.transactionReference)), PostgresArray(results.map(\.settleStatus)),
+             PostgresArray(results.map(\.acquirerResponseCode)), PostgresArray(results.map(\.authCode)), PostgresArray(results.map(\.maskedPan)),
+             open, PostgresArray(results.map(\.settleDueDate))])
+        let finished = Set(try updated.map { try $0.decode("id", as: Int64.self) })
+        if let missed = rows.first(where: { !finished.contains($0.attemptId) }) { throw NotCurrent(attemptId: missed.attemptId) }
     }
 
     /// Keeps an answer that came for an attempt that was no longer current, without touching its state or outcome.
     public func recordEvidence(_ id: Int64, result: GatewayResult, on connection: PostgresConnection) throws {
+        try recordEvidence([(id, result)], on: connection)
+    }
+
+    /// ``recordEvidence(_:result:on:)`` for a batch, in one statement.
+    public func recordEvidence(_ rows: [(attemptId: Int64, result: GatewayResult)], on connection: PostgresConnection) throws {
+        guard !rows.isEmpty else { return }
+        let results = rows.map(\.result)
         try connection.query(
             """
-            UPDATE gateway_attempts SET late_outcome = $2, late_error_code = $3, late_transaction_reference = $4,
-                   late_settle_status = $5, late_answered_at = clock_timestamp()
-            WHERE id = $1
-            """, [id, result.recordedOutcome, result.errorCode, result.transactionReference, result.settleStatus])
+            UPDATE gateway_attempts a SET late_outcome = i.outcome, late_error_code = i.error_code,
+                   late_transaction_reference = i.transaction_reference, late_settle_status = i.settle_status,
+                   late_answered_at = clock_timestamp()
+            FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[]) AS i(id, outcome, error_code, transaction_reference, settle_status)
+            WHERE a.id = i.id
+            """,
+            [PostgresArray(rows.map(\.attemptId)), PostgresArray(results.map(\.recordedOutcome)), PostgresArray(results.map(\.errorCode)),
+             PostgresArray(results.map(\.transactionReference)), PostgresArray(results.map(\.settleStatus))])
+    }
+
+    /// One status query to record: the payment and order it asked about, its answer, and whether it was asked for
+    /// the payment's current attempt.
+    public struct Query: Sendable {
+        public let paymentId: UUID
+        public let orderReference: String
+        public let result: TransactionQueryResult
+        public let current: Bool
+
+        public init(paymentId: UUID, orderReference: String, result: TransactionQueryResult, current: Bool = true) {
+            (self.paymentId, self.orderReference, self.result, self.current) = (paymentId, orderReference, result, current)
+        }
     }
 
     /// Records one TRANSACTIONQUERY and its verdict (`found`, `not_found`, `inconclusive`) as a completed attempt.
@@ -66,25 +118,39 @@ public struct GatewayAttemptStore: Sendable {
     public func recordQuery(
         paymentId: UUID, orderReference: String, result: TransactionQueryResult, current: Bool = true, on connection: PostgresConnection
     ) throws {
-        let recorded: GatewayResult
-        switch result {
-        case .found(let found):
-            recorded = found
-        case .notFound:
-            recorded = GatewayResult(outcome: .transient, errorCode: "0", errorMessage: "no transaction for the order")
-        case .inconclusive(let code, let reason):
-            recorded = GatewayResult(outcome: .uncertain, errorCode: code, errorMessage: reason)
+        try recordQueries([Query(paymentId: paymentId, orderReference: orderReference, result: result, current: current)], on: connection)
+    }
+
+    /// ``recordQuery(paymentId:orderReference:result:current:on:)`` for a batch, in one statement; the rows are
+    /// inserted in batch order (their ids ascend as one call each would assign them).
+    public func recordQueries(_ queries: [Query], on connection: PostgresConnection) throws {
+        guard !queries.isEmpty else { return }
+        let recorded = queries.map { query -> GatewayResult in
+            switch query.result {
+            case .found(let found): found
+            case .notFound: GatewayResult(outcome: .transient, errorCode: "0", errorMessage: "no transaction for the order")
+            case .inconclusive(let code, let reason): GatewayResult(outcome: .uncertain, errorCode: code, errorMessage: reason)
+            }
         }
         try connection.query(
             """
             INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, finished_at, outcome,
                                           error_code, error_message, transaction_reference, settle_status, acquirer_response_code,
                                           auth_code, masked_pan)
-            VALUES ($1, $2, $3, 'completed', clock_timestamp(), clock_timestamp(), $4, $5, $6, $7, $8, $9, $10, $11)
+            SELECT payment_id, order_reference, $3, 'completed', clock_timestamp(), clock_timestamp(), outcome, error_code, error_message,
+                   transaction_reference, settle_status, acquirer_response_code, auth_code, masked_pan
+            FROM unnest($1::uuid[], $2::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                        $11::text[])
+                 WITH ORDINALITY AS i(payment_id, order_reference, outcome, error_code, error_message, transaction_reference,
+                                      settle_status, acquirer_response_code, auth_code, masked_pan, n)
+            ORDER BY n
             """,
-            [paymentId, orderReference, Self.queryRequestType, current ? result.verdict : "stale_\(result.verdict)", recorded.errorCode,
-             recorded.recordedErrorMessage, recorded.transactionReference, recorded.settleStatus, recorded.acquirerResponseCode,
-             recorded.authCode, recorded.maskedPan])
+            [PostgresArray(queries.map(\.paymentId)), PostgresArray(queries.map(\.orderReference)), Self.queryRequestType,
+             PostgresArray(queries.map { $0.current ? $0.result.verdict : "stale_\($0.result.verdict)" }),
+             PostgresArray(recorded.map(\.errorCode)), PostgresArray(recorded.map(\.recordedErrorMessage)),
+             PostgresArray(recorded.map(\.transactionReference)), PostgresArray(recorded.map(\.settleStatus)),
+             PostgresArray(recorded.map(\.acquirerResponseCode)), PostgresArray(recorded.map(\.authCode)),
+             PostgresArray(recorded.map(\.maskedPan))])
     }
 
     /// The payment's latest AUTH attempt (status queries excluded).

@@ -86,8 +86,8 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     /// Record: the decisions on every answer (``SubmitDecision/record(_:locked:now:machine:)``) and their application:
-    /// the answers that end their payment and the payments sent to review in one statement each, the rest (uncertain,
-    /// not sent, a status query's record, evidence) row by row. An AUTH's answer is first decided on the state the
+    /// every kind of write (endings, reviews, status queries' records, uncertain or unsent attempts, re-armed payments,
+    /// evidence) in one statement each, for any batch size. An AUTH's answer is first decided on the state the
     /// prepare left (its payment `submitting`, its attempt current), which the ending statement re-checks in SQL under
     /// the row locks; every other answer, and any ending the statement did not apply, is decided on the batch read
     /// again under the same locks (``SubmitPlanStatement/lock(_:legacySettleSeconds:requests:on:)``). One decide and
@@ -251,8 +251,8 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     /// Carries the planning decisions out: the sends (``SubmitPlanStatement/begin(_:sendWindow:on:)``) and the endings
-    /// (``Pipeline/PaymentStore/fail(_:on:)``) in one statement each, a re-arm row by row (it means an attempt record
-    /// went missing: rare).
+    /// (``Pipeline/PaymentStore/fail(_:on:)``) and the re-arms (`submitting → prepared` when an attempt record went
+    /// missing) in one statement each, for any batch size.
     private func apply(
         _ plans: [SubmitDecision.Planned], _ batch: [StageMessage], read: SubmitPlanStatement.Read, endpoints: [UUID: Resolved],
         transaction: PostgresConnection
@@ -260,6 +260,7 @@ public struct SubmitStage: CallingStageHandler {
         var prepared = [Prepared<Call>?](repeating: nil, count: batch.count)
         var sends: [(index: Int, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)] = []
         var endings: [(index: Int, failing: PaymentStore.Failing)] = []
+        var rearms: [PaymentStore.Transitioning] = []
         for (index, plan) in plans.enumerated() {
             let message = batch[index]
             guard case .plan(let plan, let snapshot) = plan, let row = read.rows[message.paymentId] else { continue }
@@ -293,7 +294,7 @@ public struct SubmitStage: CallingStageHandler {
                     expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
                     suspended: payment.captureMode == .manual))
             case .rearm(let detail):
-                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: detail, on: transaction)
+                rearms.append(try PaymentStore.Transitioning(paymentId: payment.id, from: .submitting, to: .prepared, detail: detail))
                 prepared[index] = .failed(.transient(code: "attempt_missing", reason: "payment \(payment.id) was submitting: \(detail)"))
             }
         }
@@ -308,6 +309,7 @@ public struct SubmitStage: CallingStageHandler {
             prepared[send.index] = .call(.send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference))
         }
         _ = try payments.fail(endings.map(\.failing), on: transaction)
+        try payments.transition(rearms, actor: Self.actor, on: transaction)
         for ending in endings { prepared[ending.index] = .finished(.handOff(to: .notify, batch[ending.index])) }
         return plans.indices.map { index in
             switch plans[index] {
@@ -322,27 +324,25 @@ public struct SubmitStage: CallingStageHandler {
         }
     }
 
-    /// Carries the recording decisions out: the endings (``SubmitRecordStatement/finish(_:on:)``) and the reviews
-    /// (``Pipeline/PaymentStore/fail(_:on:)``) in one statement each; the status query's own record, an uncertain or
-    /// unsent attempt and late evidence row by row.
-    /// `rows`: what the batch read found (empty when the decisions were taken on the state the prepare left: they are
-    /// then all endings, whose statement re-checks it). An ending the statement did not apply stays `nil`, to be
-    /// decided again on a fresh read.
+    /// Carries the recording decisions out, set-based for any batch size: the endings
+    /// (``SubmitRecordStatement/finish(_:on:)``), the reviews (``Pipeline/PaymentStore/fail(_:on:)``), the status
+    /// queries' own records, the attempts left uncertain or not sent, the payments re-armed, and late evidence: one
+    /// statement each, whatever the mix. `rows`: what the batch read found (empty when the decisions were taken on the
+    /// state the prepare left: they are then all endings, whose statement re-checks it). An ending the statement did
+    /// not apply stays `nil`, to be decided again on a fresh read.
     private func apply(
         _ decisions: [SubmitProtocol.Record?], _ answers: [Answered<StageMessage, Call, Answer>], rows: [UUID: SubmitPlanStatement.Row],
         transaction: PostgresConnection
     ) throws -> [Recorded?] {
         var recorded = [Recorded?](repeating: nil, count: answers.count)
-        var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
-        var reviews: [(index: Int, failing: PaymentStore.Failing)] = []
+        var writes = RecordWrites()
         for (index, decision) in decisions.enumerated() {
             let answered = answers[index]
             if case .end(let result, let terminal)? = decision {
-                endings.append((index, SubmitRecordStatement.Ending(
+                writes.endings.append((index, SubmitRecordStatement.Ending(
                     paymentId: answered.message.paymentId, attemptId: answered.call.attempt.id, result: result, decision: terminal)))
                 if case .queried(let query) = answered.answer {
-                    try attempts.recordQuery(paymentId: answered.message.paymentId, orderReference: answered.call.attempt.reference,
-                                             result: query, on: transaction)
+                    writes.queries.append(.init(paymentId: answered.message.paymentId, orderReference: answered.call.attempt.reference, result: query))
                 }
                 continue
             }
@@ -355,62 +355,77 @@ public struct SubmitStage: CallingStageHandler {
                 // Every status query is kept, whatever it leads to; a stale one never counts for a newer attempt.
                 var current = true
                 if case .evidence = decision { current = false }
-                try attempts.recordQuery(paymentId: payment.id, orderReference: reference, result: result, current: current, on: transaction)
+                writes.queries.append(.init(paymentId: payment.id, orderReference: reference, result: result, current: current))
             }
             switch decision {
             case .end: preconditionFailure("endings are collected above")
             case .uncertain(let result):
-                try attempts.finish(attemptId, state: .uncertain, result: result, open: true, on: transaction)
+                writes.finishes.append(.init(attemptId, state: .uncertain, result: result))
                 recorded[index] = .failed(.transient(code: "gateway_outcome_uncertain", reason: result.failureDetail))
             case .notSent(let result):
-                try attempts.finish(attemptId, state: .notSent, result: result, open: true, on: transaction)
-                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: result.failureDetail, on: transaction)
+                writes.finishes.append(.init(attemptId, state: .notSent, result: result))
+                writes.transitions.append(try .init(paymentId: payment.id, from: .submitting, to: .prepared, detail: result.failureDetail))
                 // Refused by the send window: re-plan at once (a new attempt, a new window). Otherwise the gateway or
                 // this worker is busy: retry later.
                 recorded[index] = result.errorCode == "paypipe.send_window" ? .again : .failed(.transient(code: "gateway_unavailable", reason: result.failureDetail))
             case .confirmedAbsent:
-                try attempts.finish(attemptId, state: .notSent, result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction"),
-                                    open: true, on: transaction)
-                try payments.transition(payment.id, from: .submitting, to: .prepared, actor: Self.actor, detail: "gateway confirmed no AUTH", on: transaction)
+                writes.finishes.append(.init(attemptId, state: .notSent,
+                                             result: .local(.transient, code: "paypipe.not_found", message: "gateway holds no such transaction")))
+                writes.transitions.append(try .init(paymentId: payment.id, from: .submitting, to: .prepared, detail: "gateway confirmed no AUTH"))
                 recorded[index] = .again
             case .awaitConfirmation(let found):
                 recorded[index] = .failed(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
             case .inconclusive(_, let code, let reason):
                 recorded[index] = .failed(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
             case .review(let count, let code, let reason):
-                reviews.append((index, try PaymentStore.Failing(
+                writes.reviews.append((index, try PaymentStore.Failing(
                     paymentId: payment.id, from: payment.status,
                     rejection: Rejection(code: "reconciliation_inconclusive", reason: "\(count) status queries gave no answer; last: \(code): \(reason)"))))
             case .retry(let code, let reason):
                 recorded[index] = .failed(.transient(code: code, reason: reason))
             case .evidence(let result, let lateAuthorization):
-                recorded[index] = try evidence(result, lateAuthorization: lateAuthorization, answered, payment: payment, transaction: transaction)
+                recorded[index] = try evidence(result, lateAuthorization: lateAuthorization, answered, payment: payment, writes: &writes)
             }
         }
-        let ended = endings.isEmpty ? [] : try SubmitRecordStatement.finish(endings.map(\.ending), on: transaction)
+        // The status queries first, in batch order: their ids ascend as the answers came, before anything they led to.
+        try attempts.recordQueries(writes.queries, on: transaction)
+        let ended = writes.endings.isEmpty ? [] : try SubmitRecordStatement.finish(writes.endings.map(\.ending), on: transaction)
         for (offset, handOff) in ended.enumerated() {
             // Not ended: the payment is no longer `submitting` on this attempt (decided again on a fresh read).
-            recorded[endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
+            recorded[writes.endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
         }
-        _ = try payments.fail(reviews.map(\.failing), on: transaction)
-        for review in reviews { recorded[review.index] = .finished(.handOff(to: .notify, answers[review.index].message)) }
+        try attempts.finish(writes.finishes, open: true, on: transaction)
+        try attempts.recordEvidence(writes.evidence, on: transaction)
+        try payments.transition(writes.transitions, actor: Self.actor, on: transaction)
+        _ = try payments.fail(writes.reviews.map(\.failing), on: transaction)
+        for review in writes.reviews { recorded[review.index] = .finished(.handOff(to: .notify, answers[review.index].message)) }
         return recorded
+    }
+
+    /// What a batch's answers write besides their decisions' results, gathered so that each kind is one statement.
+    private struct RecordWrites {
+        var endings: [(index: Int, ending: SubmitRecordStatement.Ending)] = []
+        var reviews: [(index: Int, failing: PaymentStore.Failing)] = []
+        var queries: [GatewayAttemptStore.Query] = []
+        var finishes: [GatewayAttemptStore.Finish] = []
+        var evidence: [(attemptId: Int64, result: GatewayResult)] = []
+        var transitions: [PaymentStore.Transitioning] = []
     }
 
     /// An answer for an attempt that is no longer current: kept as evidence on its own attempt.
     private func evidence(
         _ result: GatewayResult?, lateAuthorization: Bool, _ answered: Answered<StageMessage, Call, Answer>, payment: PaymentRecord,
-        transaction: PostgresConnection
+        writes: inout RecordWrites
     ) throws -> Recorded {
         let attemptId = answered.call.attempt.id
-        if case .sent = answered.answer, let result { try attempts.recordEvidence(attemptId, result: result, on: transaction) }
+        if case .sent = answered.answer, let result { writes.evidence.append((attemptId, result)) }
         if payment.status.isTerminal { metrics?.lateAnswer(outcome: result?.outcome.rawValue ?? "none") }
         if lateAuthorization {
             // The gateway authorised a payment PayPipe had failed: both facts stay in the audit trail, and the
             // merchant hears `payment.needs_review` (the capture/void issue replaces this with an automatic void).
-            try payments.transition(payment.id, from: .failed, to: .needsReview, actor: Self.actor, errorCode: "late_authorization",
-                                    detail: "AUTH attempt \(attemptId) was authorised after the payment failed: \(result?.failureDetail ?? "")",
-                                    on: transaction)
+            writes.transitions.append(try .init(
+                paymentId: payment.id, from: .failed, to: .needsReview, errorCode: "late_authorization",
+                detail: "AUTH attempt \(attemptId) was authorised after the payment failed: \(result?.failureDetail ?? "")"))
             return .finished(.handOff(to: .notify, payment.message))
         }
         if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
@@ -436,15 +451,17 @@ public struct SubmitStage: CallingStageHandler {
                 """, [settings.paymentDeadline])
             let claimed = try rows.map(PaymentRecord.init(row:))
             let read = try lock(claimed.map(\.id), transaction: transaction)
-            var ended: [(stage: Stage, message: StageMessage)] = []
-            for payment in claimed {
-                guard let locked = read.rows[payment.id]?.locked, machine.mayExpire(locked.snapshot(now: read.now)) else { continue }
-                let outcome = try finish(payment, as: .failed, code: "deadline_exceeded",
-                                         detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s",
-                                         transaction: transaction)
-                if case .handOff(let handOff) = outcome, let stage = handOff.stage, let message = handOff.message { ended.append((stage, message)) }
+            let expiring = claimed.filter { payment in
+                guard let locked = read.rows[payment.id]?.locked else { return false }
+                return machine.mayExpire(locked.snapshot(now: read.now))
             }
-            return ended
+            // One statement for the batch; the trigger crypto-shreds their card data.
+            try payments.transition(expiring.map { payment in
+                try PaymentStore.Transitioning(
+                    paymentId: payment.id, from: payment.status, to: .failed, errorCode: "deadline_exceeded",
+                    detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s")
+            }, actor: Self.actor, on: transaction)
+            return expiring.map { (Stage.notify, $0.message) }
         }
     }
 
@@ -463,13 +480,5 @@ public struct SubmitStage: CallingStageHandler {
             throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
                                                         reason: "merchant \(payment.merchantId) has \(error.reason)"))
         }
-    }
-
-    /// Moves the payment to a terminal status (the trigger crypto-shreds its card data) and hands it to notification.
-    private func finish(
-        _ payment: PaymentRecord, as status: PaymentStatus, code: String?, detail: String?, transaction: PostgresConnection
-    ) throws -> StageOutcome {
-        try payments.transition(payment.id, from: payment.status, to: status, actor: Self.actor, errorCode: code, detail: detail, on: transaction)
-        return .handOff(to: .notify, payment.message)
     }
 }

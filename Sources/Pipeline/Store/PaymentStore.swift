@@ -5,7 +5,8 @@ import Postgres
 /// (usually inside a transaction) so callers decide transaction boundaries.
 ///
 /// The one writer of `payments` and `payment_events`: this file (one payment at a time, and the money lifecycle) and
-/// PaymentStore+SetBased.swift (a batch per statement). Every status a statement writes comes from a
+/// the set-based statements (a batch per statement): the shared ones in PaymentStore+SetBased.swift, each stage's own
+/// with the stage (`PaymentStages/<Stage>/PaymentStore+<Stage>.swift`). Every status a statement writes comes from a
 /// ``CheckedTransition``, so it was checked against ``PaymentStateMachine``, every lifecycle from a
 /// ``CheckedLifecycleChange``, and the same change is guarded in SQL by the state it expects.
 public struct PaymentStore: Sendable {

@@ -1,0 +1,156 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// The submit stage's part of ``Pipeline/PaymentStore``'s set-based statements, kept with the stage that runs them
+/// (`prepared → submitting` with the `sending` attempts; the endings with their answers). `PaymentStore` stays the one
+/// writer of `payments` and `payment_events`; ``SubmitPlanStatement`` and ``SubmitRecordStatement`` call these.
+extension PaymentStore {
+    /// One AUTH about to be sent: its `sending` attempt, with the columns `GatewayAttemptStore.begin` writes.
+    public struct SubmitSend: Sendable {
+        public let paymentId: UUID
+        public let orderReference: String
+        public let requestType: String
+        public let siteReference: String
+        /// Seconds from the send deadline to reconciliation: the transport's total timeout plus the margin.
+        public let settleSeconds: Double
+
+        public init(paymentId: UUID, orderReference: String, requestType: String, siteReference: String, settleSeconds: Double) {
+            (self.paymentId, self.orderReference, self.requestType, self.siteReference, self.settleSeconds) =
+                (paymentId, orderReference, requestType, siteReference, settleSeconds)
+        }
+    }
+
+    /// Moves every payment of `sends` from `prepared` to `submitting` (guarded by status), records their `sending`
+    /// attempts and audit events, in one statement; returns the attempt id of each payment it moved. The attempts are
+    /// inserted only for payments the guarded update moved, in batch order (ids ascending as the
+    /// per-message path would assign them), with `clock_timestamp()` as `started_at` and the same send deadline and
+    /// reconciliation time as `GatewayAttemptStore.begin`.
+    public func beginSubmitting(_ sends: [SubmitSend], sendWindow: Double, actor: String, on connection: PostgresConnection) throws -> [UUID: Int64] {
+        let submitting = try CheckedTransition(from: .prepared, to: .submitting)
+        let rows = try connection.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $8::text[], $10::float8[]) WITH ORDINALITY AS t(payment_id, order_reference, request_type, site_reference, settle_seconds, n)),
+            moved AS (
+                UPDATE payments p SET status = $5, stage = $6, updated_at = clock_timestamp()
+                FROM input i
+                WHERE p.id = i.payment_id AND p.status = $4
+                RETURNING p.id, i.n, i.order_reference, i.request_type, i.site_reference, i.settle_seconds),
+            attempts AS (
+                INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, started_at, send_deadline, reconcile_after, site_reference)
+                SELECT id, order_reference, request_type, 'sending', t, t + make_interval(secs => $9::float8), t + make_interval(secs => $9::float8 + settle_seconds), site_reference
+                FROM (SELECT *, clock_timestamp() AS t FROM moved) m ORDER BY n
+                RETURNING id, payment_id),
+            events AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT id, $4, $5, $6, $7 FROM moved ORDER BY n)
+            SELECT id, payment_id FROM attempts
+            """, [
+            PostgresArray(sends.map(\.paymentId)), PostgresArray(sends.map(\.orderReference)), PostgresArray(sends.map(\.requestType)),
+            submitting.from?.rawValue, submitting.to.rawValue, submitting.stage.rawValue, actor,
+            PostgresArray(sends.map(\.siteReference)), sendWindow, PostgresArray(sends.map(\.settleSeconds)),
+        ])
+        var attempts: [UUID: Int64] = [:]
+        for row in rows {
+            attempts[try row.decode("payment_id", as: UUID.self)] = try row.decode("id", as: Int64.self)
+        }
+        return attempts
+    }
+
+    /// What a gateway answer writes into its attempt row (the columns `GatewayAttemptStore.finish` writes).
+    public struct AttemptAnswer: Sendable {
+        public let outcome: String
+        public let errorCode, errorMessage, transactionReference, settleStatus, acquirerResponseCode, authCode, maskedPan: String?
+        /// The AUTH's settlement due date as its processor answered it (`YYYY-MM-DD`, ``SettlementSchedule``), validated
+        /// by the caller.
+        public let settleDueDate: String?
+
+        public init(outcome: String, errorCode: String?, errorMessage: String?, transactionReference: String?, settleStatus: String?,
+                    acquirerResponseCode: String?, authCode: String?, maskedPan: String?, settleDueDate: String? = nil) {
+            self.settleDueDate = settleDueDate
+            (self.outcome, self.errorCode, self.errorMessage, self.transactionReference) = (outcome, errorCode, errorMessage, transactionReference)
+            (self.settleStatus, self.acquirerResponseCode, self.authCode, self.maskedPan) = (settleStatus, acquirerResponseCode, authCode, maskedPan)
+        }
+    }
+
+    /// A final answer that ends a `submitting` payment: its checked transition and the answer for its attempt.
+    public struct SubmitEnding: Sendable {
+        public let paymentId: UUID
+        public let attemptId: Int64
+        public let transition: CheckedTransition
+        public let errorCode: String?
+        public let detail: String?
+        public let answer: AttemptAnswer
+
+        public init(paymentId: UUID, attemptId: Int64, transition: CheckedTransition, errorCode: String?, detail: String?, answer: AttemptAnswer) {
+            (self.paymentId, self.attemptId, self.transition, self.errorCode, self.detail, self.answer) =
+                (paymentId, attemptId, transition, errorCode, detail, answer)
+        }
+    }
+
+    /// Ends every payment of `endings` still in its transition's `from` status whose attempt is its current one
+    /// (latest AUTH attempt, still `sending` or `uncertain`; locked in id order), completes that attempt (state
+    /// `attemptState`) and records the audit events. Returns, per ending, the hand-off of the payment if it was ended,
+    /// and whether every ended payment had its attempt completed. All transitions must leave the same status.
+    /// `error_message` only changes when there is an error code, as in ``transition(_:from:to:actor:errorCode:detail:on:)``;
+    /// the attempt is completed only for payments the guarded update ended.
+    public func endSubmitting(
+        _ endings: [SubmitEnding], attemptState: String, actor: String, on connection: PostgresConnection
+    ) throws -> (messages: [StageMessage?], allAttemptsCompleted: Bool) {
+        guard let from = endings.first?.transition.from else { return ([], true) }
+        precondition(endings.allSatisfy { $0.transition.from == from }, "one source status per statement")
+        let answers = endings.map(\.answer)
+        let rows = try connection.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                                     $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $18::text[])
+                    WITH ORDINALITY AS t(payment_id, attempt_id, to_status, to_stage, error_code, detail, outcome, attempt_error_code,
+                                         attempt_error_message, transaction_reference, settle_status, acquirer_response_code, auth_code,
+                                         masked_pan, settle_due_date, n)),
+            locked AS MATERIALIZED (
+                SELECT p.id FROM payments p WHERE p.id = ANY($1::uuid[]) ORDER BY p.id FOR UPDATE),
+            ended AS (
+                UPDATE payments p SET status = i.to_status, stage = i.to_stage, updated_at = clock_timestamp(),
+                       error_code = COALESCE(i.error_code, p.error_code),
+                       error_message = COALESCE(CASE WHEN i.error_code IS NULL THEN NULL ELSE i.detail END, p.error_message)
+                FROM input i JOIN locked l ON l.id = i.payment_id
+                WHERE p.id = i.payment_id AND p.status = $15
+                  AND EXISTS (
+                      SELECT 1 FROM gateway_attempts a
+                      WHERE a.id = i.attempt_id AND a.payment_id = i.payment_id AND a.state IN ('sending', 'uncertain')
+                        AND NOT EXISTS (SELECT 1 FROM gateway_attempts b
+                                        WHERE b.payment_id = a.payment_id AND b.id > a.id AND b.request_type <> 'TRANSACTIONQUERY'))
+                RETURNING p.id, p.merchant_id, p.job_id, i.n, i.to_status, i.to_stage, i.error_code, i.detail),
+            attempts AS (
+                UPDATE gateway_attempts a SET state = $16, outcome = i.outcome, error_code = i.attempt_error_code,
+                       error_message = i.attempt_error_message, transaction_reference = i.transaction_reference,
+                       settle_status = i.settle_status, acquirer_response_code = i.acquirer_response_code, auth_code = i.auth_code,
+                       masked_pan = i.masked_pan, settle_due_date = i.settle_due_date::date, finished_at = clock_timestamp()
+                FROM input i JOIN ended e ON e.id = i.payment_id
+                WHERE a.id = i.attempt_id AND a.state IN ('sending', 'uncertain')
+                RETURNING a.id),
+            events AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
+                SELECT id, $15, to_status, to_stage, $17, error_code, detail FROM ended ORDER BY n)
+            SELECT id, merchant_id, job_id, n, (SELECT count(*) FROM attempts)::bigint AS settled FROM ended
+            """,
+            [
+                PostgresArray(endings.map(\.paymentId)), PostgresArray(endings.map(\.attemptId)),
+                PostgresArray(endings.map(\.transition.to.rawValue)), PostgresArray(endings.map(\.transition.stage.rawValue)),
+                PostgresArray(endings.map(\.errorCode)), PostgresArray(endings.map(\.detail)),
+                PostgresArray(answers.map(\.outcome)), PostgresArray(answers.map(\.errorCode)),
+                PostgresArray(answers.map(\.errorMessage)), PostgresArray(answers.map(\.transactionReference)),
+                PostgresArray(answers.map(\.settleStatus)), PostgresArray(answers.map(\.acquirerResponseCode)),
+                PostgresArray(answers.map(\.authCode)), PostgresArray(answers.map(\.maskedPan)),
+                from.rawValue, attemptState, actor, PostgresArray(answers.map(\.settleDueDate)),
+            ])
+        var ended = [StageMessage?](repeating: nil, count: endings.count)
+        let completed = try rows.first.map { try $0.decode("settled", as: Int64.self) == Int64(rows.count) } ?? true
+        for row in rows {
+            ended[Int(try row.decode("n", as: Int64.self)) - 1] = try Self.message(row: row)
+        }
+        return (ended, completed)
+    }
+}
