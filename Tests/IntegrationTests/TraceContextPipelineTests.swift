@@ -29,7 +29,7 @@ extension Integration {
             init(directory: URL) throws {
                 let portPath = directory.appendingPathComponent("otlp.port").path
                 spansPath = directory.appendingPathComponent("otlp-spans.jsonl").path
-                process = try ChildProcess.spawn("/usr/bin/python3", [TraceContextPipelineTests.receiverScript, "0", portPath, spansPath],
+                process = try ChildProcess.spawn("/usr/bin/env", ["python3", TraceContextPipelineTests.receiverScript, "0", portPath, spansPath],
                                                  logPath: directory.appendingPathComponent("otlp-receiver.log").path)
                 var port = 0
                 try TestServices.eventually(timeout: 20, "the OTLP receiver listening") {
@@ -125,8 +125,14 @@ extension Integration {
                 }
                 return ids
             }
-            try TestServices.eventually(timeout: 30, "a span per stage of each job exported") {
-                [given, absent, malformed].allSatisfy { job in Set(spans(ofJob: job).compactMap { $0["name"] as? String }).isSuperset(of: Self.stages) }
+            do {
+                try TestServices.eventually(timeout: 30, "a span per stage of each job exported") {
+                    [given, absent, malformed].allSatisfy { job in Set(spans(ofJob: job).compactMap { $0["name"] as? String }).isSuperset(of: Self.stages) }
+                }
+            } catch {
+                let seen = receiver.lines().map { "\($0["name"] ?? $0["error"] ?? "?") \($0["attributes"] ?? "")" }
+                Issue.record("\(error); payments \(payments); the receiver has: \(seen)")
+                throw error
             }
             #expect(receiver.lines().filter { $0["error"] != nil }.isEmpty, "the receiver parsed every request: \(receiver.lines().filter { $0["error"] != nil })")
 
@@ -139,14 +145,25 @@ extension Integration {
                 #expect(traceIds.count == 1, "\(job): one trace, got \(traceIds)")
                 let traceId = try #require(traceIds.first)
                 traces[job] = traceId
-                // A chain: decrypt's parent is the publisher's span (or none), each later stage's the previous one's.
+                // A chain: decrypt's parent is the publisher's span (or none), each later stage's the previous one's. A stage
+                // may have retried (submit waits for the gateway's answer to settle): each attempt is a child of the
+                // previous stage's span, and the attempt that handed the payment on is the parent of the next stage's.
+                func outcome(_ span: [String: Any]) -> String { (span["attributes"] as? [String: String])?["paypipe.outcome"] ?? "" }
                 var byName: [String: [String: Any]] = [:]
-                for span in jobSpans { byName[span["name"] as! String] = span }
+                for stage in Self.stages {
+                    let finals = jobSpans.filter { $0["name"] as? String == stage && outcome($0) != "retry" }
+                    #expect(finals.count == 1, "\(job): one \(stage) span that ended the stage, got \(finals.count)")
+                    byName[stage] = finals.first
+                }
                 for (earlier, later) in zip(Self.stages, Self.stages.dropFirst()) {
-                    #expect(byName[later]?["parentSpanId"] as? String == byName[earlier]?["spanId"] as? String, "\(job): \(later)'s parent is \(earlier)")
+                    let parent = byName[earlier]?["spanId"] as? String
+                    #expect(parent != nil && byName[later]?["parentSpanId"] as? String == parent, "\(job): \(later)'s parent is \(earlier)")
+                    for attempt in jobSpans where attempt["name"] as? String == later {
+                        #expect(attempt["parentSpanId"] as? String == parent, "\(job): every \(later) attempt is a child of \(earlier)")
+                    }
                 }
                 for span in jobSpans {
-                    #expect(span["status"] as? Int == 1, "\(job): \(span["name"]!) ended OK")
+                    #expect(span["status"] as? Int == (outcome(span) == "retry" ? 2 : 1), "\(job): \(span["name"]!) \(outcome(span)) has its status")
                     #expect((span["service"] as? String)?.hasPrefix("paypipe-") == true)
                     #expect((span["end"] as? Int ?? 0) >= (span["start"] as? Int ?? 1))
                 }
@@ -220,7 +237,8 @@ extension Integration {
                 let ms = Double((span["end"] as? Int ?? 0) - (span["start"] as? Int ?? 0)) / 1e6
                 let attributes = (span["attributes"] as? [String: String] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 lines.append(String(repeating: "  ", count: depth) + "\(span["name"]!) [\(span["service"]!)] span=\(span["spanId"]!) "
-                             + "parent=\(span["parentSpanId"] as? String ?? "-") status=\(span["status"]!) \(String(format: "%.1f", ms)) ms \(attributes)")
+                             + "parent=\(span["parentSpanId"] as? String ?? "-") status=\(span["status"] as? Int == 1 ? "OK" : "ERROR(\(span["statusMessage"] ?? ""))") "
+                             + "\(String(format: "%.1f", ms)) ms \(attributes)")
                 for child in byParent[span["spanId"] as? String ?? ""] ?? [] { walk(child, depth: depth + 1) }
             }
             let roots = spans.filter { ($0["parentSpanId"] as? String).map { !ids.contains($0) } ?? true }
