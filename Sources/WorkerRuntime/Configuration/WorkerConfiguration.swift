@@ -36,7 +36,7 @@ public struct WorkerConfiguration: Sendable {
     /// `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` outside sandbox: plain transport to remote hosts was allowed
     /// (``ConnectionSecurityPolicy`` rule 4), which the launcher logs as a warning.
     public var insecureTransportAllowed: Bool
-    /// `PAYPIPE_OTLP_*`: where spans are exported; nil (the default) exports none. An empty service name stands for the
+    /// `PAYPIPE_OTLP_ENDPOINT` and its companions: where spans are exported; nil (the default) exports none. An empty service name stands for the
     /// worker's own (`paypipe-<stage>`), filled in by the runtime.
     public var otlp: OTLPSettings?
 

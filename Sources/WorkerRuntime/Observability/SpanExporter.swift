@@ -15,7 +15,7 @@ public struct NoSpanRecorder: SpanRecorder {
     public func record(_ span: Span) {}
 }
 
-/// `PAYPIPE_OTLP_*`: the exporter's settings (docs/observability.md).
+/// `PAYPIPE_OTLP_ENDPOINT` and its companions: the exporter's settings (docs/observability.md).
 public struct OTLPSettings: Sendable, Equatable {
     /// The collector's base URL; spans are POSTed to `<endpoint>/v1/traces`.
     public var endpoint: String
