@@ -285,8 +285,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             for (index, result) in results.enumerated() {
                 let item = decoded[index]
                 outbound.append(contentsOf: route(result, for: item.delivery, trace: item.trace).map(item.trace.stamped))
+                // Bounded like `messageId`: an invalid job's ids are the publisher's text, unchecked.
                 finished.append(FinishedMessage(delivery: item.delivery, trace: item.trace, result: result,
-                                                attributes: handler.spanAttributes(of: item.message)))
+                                                attributes: handler.spanAttributes(of: item.message).map { SpanAttribute($0.key, String($0.value.prefix(128))) }))
             }
         }
 
