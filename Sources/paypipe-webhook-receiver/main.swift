@@ -33,6 +33,7 @@ do {
                 ("webhookId", .string(event.webhookId)), ("type", .string(event.type ?? "")),
                 ("paymentId", .string(event.paymentId ?? "")), ("timestamp", .int(Int(event.timestamp))),
                 ("duplicate", .bool(event.duplicate)), ("body", .string(String(decoding: event.body, as: UTF8.self))),
+                ("traceparent", .string(event.traceparent ?? "")),
             ])
         },
         onRejected: { reason in logger.warning("webhook_rejected", [("reason", .string(reason))]) },

@@ -24,6 +24,8 @@ public final class WebhookReceiver: Sendable {
         public let paymentId: String?
         /// Whether this id had been delivered before (receivers dedupe on `webhook-id`).
         public let duplicate: Bool
+        /// The request's W3C `traceparent` header: the payment's trace, which a merchant's service may continue.
+        public let traceparent: String?
     }
 
     public let verifier: WebhookVerifier
@@ -75,7 +77,8 @@ public final class WebhookReceiver: Sendable {
         let event = Event(
             webhookId: id, timestamp: Int64(request.header("webhook-timestamp") ?? "") ?? 0,
             signature: request.header("webhook-signature") ?? "", body: request.body,
-            type: json?["type"]?.stringValue, paymentId: json?["data"]?["paymentId"]?.stringValue, duplicate: !(firstTime ?? true))
+            type: json?["type"]?.stringValue, paymentId: json?["data"]?["paymentId"]?.stringValue, duplicate: !(firstTime ?? true),
+            traceparent: request.header("traceparent"))
         guard firstTime != nil else {
             onSimulatedFailure(event)
             return .text("simulated failure\n", status: 503)

@@ -32,6 +32,8 @@ public struct AuthorizeStage: TransactionalStageHandler {
         self.clock = clock
     }
 
+    public func spanAttributes(of message: StageMessage) -> [SpanAttribute] { message.spanAttributes }
+
     public func decode(_ message: InboundMessage) throws(StageFailure) -> StageMessage {
         try StageMessage.decode(message.body)
     }

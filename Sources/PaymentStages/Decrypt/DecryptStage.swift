@@ -31,6 +31,14 @@ public struct DecryptStage: TransactionalStageHandler {
             maxQueueAge: maxQueueAge, maxFutureSkew: decryptor.configuration.signingTimeMaxFutureSkew)
     }
 
+    /// The payment's id is decided in the batch; its job names it.
+    public func spanAttributes(of input: DecryptInput) -> [SpanAttribute] {
+        switch input {
+        case .job(let job, _): [SpanAttribute("jobId", job.jobId), SpanAttribute("merchantId", job.merchantId)]
+        case .invalid(let merchantId, let jobId, _, _): [SpanAttribute("jobId", jobId), SpanAttribute("merchantId", merchantId)]
+        }
+    }
+
     public func decode(_ message: InboundMessage) throws(StageFailure) -> DecryptInput {
         do {
             return .job(try PaymentJob.decode(message.body), publishedAt: message.publishedAt)

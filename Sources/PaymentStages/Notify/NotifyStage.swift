@@ -83,6 +83,10 @@ public struct NotifyStage: CallingStageHandler {
         self.clock = clock
     }
 
+    public func spanAttributes(of message: NotifyMessage) -> [SpanAttribute] {
+        message.message.spanAttributes + (message.operation.map { [SpanAttribute("operation", String($0))] } ?? [])
+    }
+
     public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage {
         NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body))
     }
@@ -185,7 +189,8 @@ public struct NotifyStage: CallingStageHandler {
     /// One signed POST, on a pool thread's client, holding the endpoint's slot.
     public func perform(_ call: Delivery, for message: NotifyMessage, window: SendWindow?, client: HTTPClient) -> (answer: SendResult, report: CircuitState.Report) {
         var attempt = WebhookAttempt(url: call.url, number: call.number, outcome: .retrying)
-        let classification = post(call.body, id: call.event.id, to: call.url, signer: call.signer, client: client, attempt: &attempt)
+        let classification = post(call.body, id: call.event.id, to: call.url, signer: call.signer, client: client, attempt: &attempt,
+                                  trace: message.inbound.trace)
         return (SendResult(classification: classification, attempt: attempt, answeredAt: clock()),
                 Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
     }
@@ -488,11 +493,17 @@ public struct NotifyStage: CallingStageHandler {
         return false
     }
 
-    /// One signed POST; fills the attempt's status code and latency.
-    func post(_ body: [UInt8], id: String, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt) -> WebhookResponseClass {
+    /// One signed POST; fills the attempt's status code and latency. `trace`: the delivery's span, sent as the W3C
+    /// `traceparent` (and `tracestate`) header so the merchant's endpoint can join the payment's trace.
+    func post(_ body: [UInt8], id: String, to url: String, signer: WebhookSigner, client: HTTPClient, attempt: inout WebhookAttempt,
+              trace: TraceContext? = nil) -> WebhookResponseClass {
         let timestamp = Int64(clock().timeIntervalSince1970)
         var headers = [HTTPHeader("content-type", "application/json"), HTTPHeader("user-agent", Self.userAgent)]
         headers += signer.headers(id: id, timestamp: timestamp, body: body).map { HTTPHeader($0.name, $0.value) }
+        if let trace {
+            headers.append(HTTPHeader(TraceContext.traceparentHeader, trace.traceparent))
+            if let state = trace.state { headers.append(HTTPHeader(TraceContext.tracestateHeader, state)) }
+        }
         let started = DispatchTime.now()
         defer { attempt.latencyMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
         do {

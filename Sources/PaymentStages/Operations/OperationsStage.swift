@@ -72,6 +72,22 @@ public struct OperationsStage: CallingStageHandler {
         }
     }
 
+    public func spanAttributes(of message: Message) -> [SpanAttribute] {
+        switch message {
+        case .request(let request):
+            let payment = switch request.payment {
+            case .paymentId(let id): SpanAttribute("paymentId", id.paymentIDText)
+            case .jobId(let jobId): SpanAttribute("jobId", jobId)
+            }
+            return [SpanAttribute("operationId", request.operationId), SpanAttribute("merchantId", request.merchantId), payment,
+                    SpanAttribute("kind", request.kind.rawValue)]
+        case .invalid(let kind, let merchantId, let operationId, _):
+            return [SpanAttribute("operationId", operationId), SpanAttribute("merchantId", merchantId), SpanAttribute("kind", kind.rawValue)]
+        case .reconciled(let payment):
+            return payment.spanAttributes
+        }
+    }
+
     public func decode(_ inbound: InboundMessage) throws(StageFailure) -> Message {
         if inbound.jobRoutingKey == nil, inbound.isFromWorkers {
             // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.

@@ -73,6 +73,8 @@ public struct PublisherScreen<Stage: StageHandler>: StageHandler {
         return results.map { $0! }
     }
 
+    public func spanAttributes(of message: Message) -> [SpanAttribute] { stage.spanAttributes(of: message.message) }
+
     public func attach(metrics registry: MetricsRegistry) {
         stage.attach(metrics: registry)
     }

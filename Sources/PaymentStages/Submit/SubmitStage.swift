@@ -68,6 +68,8 @@ public struct SubmitStage: CallingStageHandler {
             sendWindow: settings.sendWindow, rounds: 3)
     }
 
+    public func spanAttributes(of message: StageMessage) -> [SpanAttribute] { message.spanAttributes }
+
     public func decode(_ message: InboundMessage) throws(StageFailure) -> StageMessage {
         try StageMessage.decode(message.body)
     }

@@ -143,3 +143,10 @@ extension WorkerLauncher {
             components: components, makeHandler: makeHandler)
     }
 }
+
+extension StageMessage {
+    /// What a stage's span and `message_handled` line name (``StageHandler/spanAttributes(of:)``).
+    public var spanAttributes: [SpanAttribute] {
+        [SpanAttribute("paymentId", paymentId.paymentIDText), SpanAttribute("jobId", jobId), SpanAttribute("merchantId", merchantId)]
+    }
+}

@@ -78,11 +78,30 @@ public enum RuntimeSettings {
         RuntimeHooks.benchSlowdownVariable, readers: [.everyWorker], default: "unset", format: "number > 1",
         "debug builds only: every batch costs this factor more CPU (`scripts/bench --inject-slowdown`); release builds ignore it")
 
+    public static let otlpEndpoint = ConfigurationVariable(
+        "PAYPIPE_OTLP_ENDPOINT", readers: [.everyWorker], default: "unset (no spans exported)", format: "`http://` or `https://` URL",
+        "the OpenTelemetry collector's OTLP/HTTP base URL: each stage's spans are POSTed as OTLP JSON to `<endpoint>/v1/traces`, in batches, from a background thread; a collector that is down loses spans, never payments (docs/observability.md)")
+    public static let otlpServiceName = TextSetting(
+        "PAYPIPE_OTLP_SERVICE_NAME", readers: [.everyWorker], default: "", defaultText: "`paypipe-<stage>`", format: "text",
+        "the `service.name` resource attribute of the exported spans")
+    public static let otlpBatchSize = IntegerSetting<Int>(
+        "PAYPIPE_OTLP_BATCH_SIZE", readers: [.everyWorker], default: 256, range: 1...10_000, "spans per OTLP export request")
+    public static let otlpQueueSize = IntegerSetting<Int>(
+        "PAYPIPE_OTLP_QUEUE_SIZE", readers: [.everyWorker], default: 4096, range: 1...1_000_000,
+        "spans waiting for export at most; more are dropped and counted (`paypipe_spans_dropped_total{reason=\"queue_full\"}`)")
+    public static let otlpTimeout = DurationSetting(
+        "PAYPIPE_OTLP_TIMEOUT", readers: [.everyWorker], default: 5, range: 0.1...60,
+        "one export request's time limit; its spans are dropped when it fails (`reason=\"export_failed\"`)")
+    public static let otlpInterval = DurationSetting(
+        "PAYPIPE_OTLP_INTERVAL", readers: [.everyWorker], default: 1, range: 0.01...60,
+        "how long a span waits at most for its export batch to fill")
+
     public static let all: [ConfigurationVariable] = [
         amqpURL.variable, databaseURL.variable, deployment.variable, logLevel.variable, prefetch.variable, concurrency.variable,
         batchSize.variable, batchLinger.variable, heartbeatSeconds.variable, metricsPort.variable, metricsHost.variable,
         maxMessageBytes.variable, maxRetries.variable, retryDelays, shutdownTimeout.variable, stuckAfter.variable,
         reconcileInterval.variable, laneStuckAfter.variable, amqpPasswordFile, databasePasswordFile, allowInsecureTransport.variable,
-        benchSlowdown,
+        benchSlowdown, otlpEndpoint, otlpServiceName.variable, otlpBatchSize.variable, otlpQueueSize.variable, otlpTimeout.variable,
+        otlpInterval.variable,
     ]
 }

@@ -36,6 +36,9 @@ public struct WorkerConfiguration: Sendable {
     /// `PAYPIPE_ALLOW_INSECURE_TRANSPORT=1` outside sandbox: plain transport to remote hosts was allowed
     /// (``ConnectionSecurityPolicy`` rule 4), which the launcher logs as a warning.
     public var insecureTransportAllowed: Bool
+    /// `PAYPIPE_OTLP_ENDPOINT` and its companions: where spans are exported; nil (the default) exports none. An empty service name stands for the
+    /// worker's own (`paypipe-<stage>`), filled in by the runtime.
+    public var otlp: OTLPSettings?
 
     /// Sandbox defaults only: outside sandbox both URLs must be set (``ConnectionSecurityPolicy``).
     public static let defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/%2f"
@@ -92,6 +95,16 @@ public struct WorkerConfiguration: Sendable {
         try Self.validateURL(amqpURL, variable: "PAYPIPE_AMQP_URL", schemes: ["amqp", "amqps"])
         try Self.validateURL(databaseURL, variable: "PAYPIPE_DATABASE_URL", schemes: ["postgresql", "postgres"])
         insecureTransportAllowed = try ConnectionSecurityPolicy.enforce(reader, deployment: environment)
+        otlp = try Self.otlpSettings(reader)
+    }
+
+    private static func otlpSettings(_ reader: EnvironmentReader) throws(ConfigurationError) -> OTLPSettings? {
+        typealias S = RuntimeSettings
+        guard let endpoint = try reader.raw(S.otlpEndpoint), !endpoint.isEmpty else { return nil }
+        try validateURL(endpoint, variable: S.otlpEndpoint.name, schemes: ["http", "https"])
+        return OTLPSettings(endpoint: endpoint, serviceName: try reader.read(S.otlpServiceName), batchSize: try reader.read(S.otlpBatchSize),
+                            queueSize: try reader.read(S.otlpQueueSize), timeoutSeconds: try reader.read(S.otlpTimeout),
+                            intervalSeconds: try reader.read(S.otlpInterval))
     }
 
     /// Cheap early check so a typo fails at start-up with the variable's name; the client modules parse fully.

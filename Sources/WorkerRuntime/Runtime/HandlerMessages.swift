@@ -5,6 +5,10 @@ import Foundation
 /// types. The runtime keeps the delivery it came from (to dead-letter it in its format, see ``OutboundMessage``).
 public struct InboundMessage: Sendable, Equatable {
     public var body: [UInt8] { delivery.body }
+    /// The trace context of this message's handling: its trace (the publisher's `traceparent`, or a new one) and the
+    /// span of this stage's handling, which the runtime stamps on everything the message causes. A stage that sends
+    /// something itself passes it on (notify: the webhook's `traceparent` header).
+    public let trace: TraceContext
     /// The publisher's timestamp (the AMQP `timestamp` property), if it set one.
     public var publishedAt: Date? { delivery.properties.timestamp }
     /// Whether the broker may have delivered it before (`false` guarantees it did not).
@@ -24,9 +28,15 @@ public struct InboundMessage: Sendable, Equatable {
     /// The delivery, for the runtime alone.
     let delivery: AMQPDelivery
 
-    init(_ delivery: AMQPDelivery, previousRetries: Int) {
+    init(_ delivery: AMQPDelivery, previousRetries: Int, trace: TraceContext = .newTrace()) {
         self.delivery = delivery
         self.previousRetries = previousRetries
+        self.trace = trace
+    }
+
+    /// The same delivery is the same message, whatever span its handling got.
+    public static func == (lhs: InboundMessage, rhs: InboundMessage) -> Bool {
+        lhs.delivery == rhs.delivery && lhs.previousRetries == rhs.previousRetries
     }
 
     /// A message as a stage's queue would deliver it, for driving a handler without a broker (tests, tools): a

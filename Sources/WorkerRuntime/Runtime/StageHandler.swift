@@ -23,6 +23,13 @@ public protocol StageHandler: Sendable, StageHandlerUpkeep {
     /// already applied and return the same hand-off again (so the runtime re-publishes it).
     func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>]
 
+    /// What the span of a message's handling is about (e.g. `paypipe.payment_id`, `paypipe.job_id`), and the fields of
+    /// its `message_handled` log line: the runtime knows no payments, so the stage names them. Default: none.
+    func spanAttributes(of message: Message) -> [SpanAttribute]
+}
+
+extension StageHandler {
+    public func spanAttributes(of message: Message) -> [SpanAttribute] { [] }
 }
 
 /// A stage whose whole effect is a database change: decrypt and authorize, the runtime's batch shape

@@ -25,6 +25,9 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     private let publisher: AMQPPublisher
     private let router: DeliveryRouter
     private let hooks: RuntimeHooks
+    /// Where the spans of handled messages go (`PAYPIPE_OTLP_ENDPOINT`); nil: none are recorded (trace context is still
+    /// carried).
+    private let exporter: OTLPExporter?
     private let amqpConfiguration: AMQPConfiguration
     private let topology: AMQPTopology
     private let state = Mutex(State())
@@ -58,6 +61,12 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         let metrics = StageMetrics(registry: registry, stage: stage)
         self.metrics = metrics
         handler.attach(metrics: registry)
+        SpanMetrics.register(in: registry, labels: metrics.labels)
+        exporter = configuration.otlp.map { settings in
+            var settings = settings
+            if settings.serviceName.isEmpty { settings.serviceName = "paypipe-\(stage.rawValue)" }
+            return OTLPExporter(settings: settings, registry: registry, labels: metrics.labels, logger: logger)
+        }
         databaseConfiguration = try PostgresConfiguration(url: configuration.databaseURL)
         var amqp = try AMQPConfiguration(url: configuration.amqpURL)
         amqp.heartbeatSeconds = configuration.heartbeatSeconds
@@ -113,6 +122,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                     readiness: { [weak self] in self?.readiness() ?? HealthReport(checks: ["runtime": false]) })
                 state.withLock { $0.observability = server }
             }, close: { [self] in state.withLock { $0.observability }?.stop() }),
+        ] + (exporter.map { [$0] } ?? []) + [
             ClosingComponent(name: "publisher", close: { [publisher] in publisher.close() }),
             ClosingComponent(name: "consumer", start: { [self] in
                 consumer.start()
@@ -241,17 +251,22 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     /// `beat`: the lane's heartbeat, also given on every retry through an outage (waiting is progress for `/livez`).
     private func handleBatch(_ received: [AMQPDelivery], database: inout PostgresConnection?, beat: @Sendable () -> Void) {
         let started = DispatchTime.now()
+        let startedAt = Date()
         let deliveries = received.map(router.admitted)
         metrics.consumed(deliveries.count)
         metrics.inFlight(deliveries.count)
         defer { metrics.inFlight(-deliveries.count) }
 
         var outbound: [AMQPOutboundMessage] = []
-        var decoded: [(delivery: AMQPDelivery, message: Handler.Message)] = []
+        var decoded: [(delivery: AMQPDelivery, message: Handler.Message, trace: DeliveryTrace)] = []
+        var finished: [FinishedMessage] = []
         for delivery in deliveries {
-            switch admit(delivery) {
-            case .success(let message): decoded.append((delivery, message))
-            case .failure(let failure): outbound.append(deadLetter(delivery, failure))
+            let trace = DeliveryTrace.of(delivery)
+            switch admit(delivery, trace: trace) {
+            case .success(let message): decoded.append((delivery, message, trace))
+            case .failure(let failure):
+                outbound.append(deadLetter(delivery, failure, trace: trace))
+                finished.append(FinishedMessage(delivery: delivery, trace: trace, result: .failure(failure), attributes: []))
             }
         }
 
@@ -268,7 +283,11 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             }
             #endif
             for (index, result) in results.enumerated() {
-                outbound.append(contentsOf: route(result, for: decoded[index].delivery))
+                let item = decoded[index]
+                outbound.append(contentsOf: route(result, for: item.delivery, trace: item.trace).map(item.trace.stamped))
+                // Bounded like `messageId`: an invalid job's ids are the publisher's text, unchecked.
+                finished.append(FinishedMessage(delivery: item.delivery, trace: item.trace, result: result,
+                                                attributes: handler.spanAttributes(of: item.message).map { SpanAttribute($0.key, String($0.value.prefix(128))) }))
             }
         }
 
@@ -280,7 +299,26 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
         let phases = BatchPhases(handle: Self.seconds(from: started, to: handled), publish: Self.seconds(from: handled, to: published),
                                  ack: Self.seconds(from: published, to: DispatchTime.now()))
         metrics.handled(batch: deliveries.count, phases: phases)
+        end(finished, startedAt: startedAt, seconds: phases.total)
         hooks.afterBatch(phases.total)
+    }
+
+    /// After the ack: a `message_handled` line for each message that succeeded (failures were logged when routed), and
+    /// each message's span, which covers its batch from receipt to ack.
+    private func end(_ finished: [FinishedMessage], startedAt: Date, seconds: Double) {
+        let endedAt = startedAt.addingTimeInterval(seconds)
+        for message in finished {
+            let ending = message.ending
+            if case .success = message.result {
+                logger.info("message_handled", fields(of: message.delivery, trace: message.trace) + [("outcome", .string(ending.outcome))]
+                            + message.attributes.map { ($0.key, LogValue.string($0.value)) } + [("durationMs", .double(seconds * 1000))])
+            }
+            guard let exporter else { continue }
+            var attributes = [SpanAttribute("paypipe.stage", handler.stageName.rawValue), SpanAttribute("paypipe.outcome", ending.outcome)]
+            if let messageId = message.delivery.properties.messageId { attributes.append(SpanAttribute("messaging.message.id", String(messageId.prefix(128)))) }
+            exporter.record(Span(name: handler.stageName.rawValue, context: message.trace.context, parentSpanId: message.trace.parentSpanId,
+                                 start: startedAt, end: endedAt, status: ending.status, attributes: attributes + message.attributes))
+        }
     }
 
     private static func seconds(from start: DispatchTime, to end: DispatchTime) -> Double {
@@ -288,7 +326,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     }
 
     /// Size limit, crash-loop guard and decoding: everything decided before touching the database.
-    private func admit(_ delivery: AMQPDelivery) -> Result<Handler.Message, StageFailure> {
+    private func admit(_ delivery: AMQPDelivery, trace: DeliveryTrace) -> Result<Handler.Message, StageFailure> {
         if delivery.body.count > configuration.maxMessageBytes {
             return .failure(.unattributable(
                 code: "message_too_large",
@@ -300,7 +338,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
                 reason: "delivered \(delivery.deliveryCount) times without being acknowledged (crash loop?)"))
         }
         do {
-            return .success(try handler.decode(InboundMessage(delivery, previousRetries: router.previousRetries(of: delivery))))
+            return .success(try handler.decode(InboundMessage(delivery, previousRetries: router.previousRetries(of: delivery), trace: trace.context)))
         } catch {
             return .failure(error)
         }
@@ -371,53 +409,53 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
     }
 
     /// Turns one handler result into the messages to publish before acking.
-    private func route(_ result: Result<StageOutcome, StageFailure>, for delivery: AMQPDelivery) -> [AMQPOutboundMessage] {
+    private func route(_ result: Result<StageOutcome, StageFailure>, for delivery: AMQPDelivery, trace: DeliveryTrace) -> [AMQPOutboundMessage] {
         switch result {
         case .success(.handOff(let handOff)):
             return [router.handOff(handOff)]
         case .success(.completed):
             return []
         case .success(.settled(let note, let reason)):
-            logger.info("message_settled", fields(of: delivery) + [("note", .string(note)), ("reason", .string(reason))])
+            logger.info("message_settled", fields(of: delivery, trace: trace) + [("note", .string(note)), ("reason", .string(reason))])
             return []
         case .success(.publish(let messages)):
             return messages.map { message in
                 // A retry copy among the publications is counted and logged as a failure's retry is.
-                if case .retry(let inbound, let failure) = message { return retryOrDeadLetter(inbound.delivery, failure) }
+                if case .retry(let inbound, let failure) = message { return retryOrDeadLetter(inbound.delivery, failure, trace: trace) }
                 return router.message(for: message)
             }
         case .failure(let failure):
             switch failure {
             case .unattributable, .permanent:
-                return [deadLetter(delivery, failure)]
+                return [deadLetter(delivery, failure, trace: trace)]
             case .transient, .waiting, .databaseUnavailable:
-                return [retryOrDeadLetter(delivery, failure)]
+                return [retryOrDeadLetter(delivery, failure, trace: trace)]
             }
         }
     }
 
-    private func retryOrDeadLetter(_ delivery: AMQPDelivery, _ failure: StageFailure) -> AMQPOutboundMessage {
+    private func retryOrDeadLetter(_ delivery: AMQPDelivery, _ failure: StageFailure, trace: DeliveryTrace) -> AMQPOutboundMessage {
         let (message, exhausted) = router.retry(delivery, after: failure)
         if exhausted {
             metrics.deadLettered(code: "retries_exhausted")
-            logger.error("retries_exhausted", fields(of: delivery) + [("code", .string(failure.code)), ("reason", .string(failure.reason))])
+            logger.error("retries_exhausted", fields(of: delivery, trace: trace) + [("code", .string(failure.code)), ("reason", .string(failure.reason))])
         } else {
             metrics.retried(code: failure.code)
-            logger.warning("retry_scheduled", fields(of: delivery) + [("code", .string(failure.code)), ("reason", .string(failure.reason)), ("queue", .string(message.routingKey))])
+            logger.warning("retry_scheduled", fields(of: delivery, trace: trace) + [("code", .string(failure.code)), ("reason", .string(failure.reason)), ("queue", .string(message.routingKey))])
         }
         return message
     }
 
-    private func deadLetter(_ delivery: AMQPDelivery, _ failure: StageFailure) -> AMQPOutboundMessage {
+    private func deadLetter(_ delivery: AMQPDelivery, _ failure: StageFailure, trace: DeliveryTrace) -> AMQPOutboundMessage {
         metrics.deadLettered(code: failure.code)
-        logger.error("dead_lettered", fields(of: delivery) + [("code", .string(failure.code)), ("reason", .string(failure.reason))])
+        logger.error("dead_lettered", fields(of: delivery, trace: trace) + [("code", .string(failure.code)), ("reason", .string(failure.reason))])
         return router.deadLetter(delivery, code: failure.code, reason: failure.reason)
     }
 
-    private func fields(of delivery: AMQPDelivery) -> [(String, LogValue)] {
+    private func fields(of delivery: AMQPDelivery, trace: DeliveryTrace) -> [(String, LogValue)] {
         var fields: [(String, LogValue)] = [("deliveryTag", .int(Int(delivery.deliveryTag)))]
         if let messageId = delivery.properties.messageId { fields.append(("messageId", .string(String(messageId.prefix(128))))) }
-        return fields
+        return fields + trace.logFields
     }
 
     /// Publishes with confirms, retrying through broker outages (the publisher reconnects by itself).
