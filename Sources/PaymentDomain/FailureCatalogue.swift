@@ -38,6 +38,8 @@ public enum FailureCatalogue {
 
     static let token: [FailureCode] = [
         FailureCode("malformed_token", [.paymentFailed], origin: "decrypt", "the Apple Pay token is not a valid token structure"),
+        FailureCode("amount_pending_not_supported", [.paymentFailed], origin: "decrypt",
+                    "the job has `amountPending` but its merchant's connector has no `deferredAmount` capability (only TapPay's deferred payment has): nothing is sent"),
         FailureCode("unsupported_version", [.paymentFailed], origin: "decrypt", "the token version is neither `EC_v1` nor `RSA_v1`"),
         FailureCode("signature_invalid", [.paymentFailed], origin: "decrypt", "the token's CMS signature does not verify"),
         FailureCode("certificate_invalid", [.paymentFailed], origin: "decrypt",
@@ -81,7 +83,7 @@ public enum FailureCatalogue {
         FailureCode("gateway_query_ambiguous", [.needsReview], origin: "submit",
                     "the reconciliation query found more than one authorisation under the payment's own reference, or one that is not this payment's (OPP, TapPay)"),
         FailureCode("prime_expired", [.paymentFailed], origin: "submit",
-                    "TapPay: the prime expired (status 91), or was too old to send (90 s minus the call timeout after the job's publish time)"),
+                    "TapPay: the prime expired (status 91), or was too old to send (its lifetime minus the call timeout after the job's publish time: 90 s, 30 days for a deferred payment's prime)"),
         FailureCode("3ds_challenge_required", [.paymentDeclined], origin: "submit", "the gateway asked for a 3-D Secure challenge"),
         FailureCode("gateway_cancelled", [.paymentDeclined], origin: "submit", "the gateway authorised and cancelled (settle status 3)"),
         FailureCode("gateway_suspended", [.needsReview], origin: "submit", "the gateway authorised and suspended (settle status 2)"),

@@ -129,7 +129,7 @@ public struct ConnectorCapabilities: Sendable, Equatable {
     public var manualCapture: Bool
     /// Merchant-initiated charges on a stored credential (none yet: room for recurring payments).
     public var storedCredentials: Bool
-    /// An authorisation whose amount is fixed later (none yet).
+    /// An authorisation whose amount is fixed later: a job with `amountPending` (TapPay's deferred payment).
     public var deferredAmount: Bool
     /// The field that identifies one payment at the processor, written on every attempt.
     public var reconciliationKey: String
