@@ -46,7 +46,7 @@ import Testing
         // TapPay's Apple Pay deferred payment: the prime lives 30 days [doc].
         #expect(table[.tapPay] == ConnectorCapabilities(
             modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true, deferredAmount: true,
-            reconciliationKey: "bank_transaction_id"))
+            deferredAmountLifetime: 30 * 86_400, reconciliationKey: "bank_transaction_id"))
         #expect(ConnectorKind.allCases.allSatisfy { !$0.capabilities.storedCredentials })
         #expect(TapPayConnector.capabilities == table[.tapPay], "a connector's capabilities are its registry row")
     }

@@ -11,7 +11,7 @@ extension TapPayConnector: ConnectorPlugin {
     /// deferred-payment prime lives 30 days and "payment amount is set by Pay by Prime" [doc: TapPay Apple Pay guide].
     static let declaredCapabilities = ConnectorCapabilities(
         modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true, deferredAmount: true,
-        reconciliationKey: "bank_transaction_id")
+        deferredAmountLifetime: TapPayPrimeAge.Kind.deferred.lifetime, reconciliationKey: "bank_transaction_id")
 
     public static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> TapPayConnector {
         TapPayConnector(http: settings.http, transport: settings.transport)

@@ -187,9 +187,13 @@ import Testing
         // Through the sealed form's JSON and back.
         let decoded = try JSONDecoder().decode(StoredPaymentData.self, from: JSONEncoder().encode(stored))
         #expect(decoded.tapPayPrimeKind == .deferred && decoded.tapPayPrime == "ap_test_x" && decoded.tapPayPrimePublishedAt == Self.published)
+        // And through the form card_data is sealed in (``StoredPaymentData/serialized()``).
+        let opened = try StoredPaymentData(serialized: stored.serialized())
+        #expect(opened.tapPayPrimeKind == .deferred && opened.tapPayPrime == "ap_test_x" && opened.tapPayPrimePublishedAt == Self.published)
         let ordinary = try #require(ConnectorRegistry.credentialData(try PaymentJob.decode(Array((base + "}").utf8)), publishedAt: Self.published))
         #expect(ordinary.tapPayPrimeKind == .ordinary)
         #expect(try !String(decoding: JSONEncoder().encode(ordinary), as: UTF8.self).contains("AmountPending"))
+        #expect(!String(decoding: ordinary.serialized(), as: UTF8.self).contains("AmountPending"))
 
         let settings = TapPaySettings(merchantId: "m")
         let request = try TapPayWire.payByPrimeRequest(settings: settings, payment: Self.payment(), data: decoded)
