@@ -21,6 +21,11 @@ public struct PaymentJob: Sendable, Equatable {
     /// A TapPay merchant's job: the prime TapPay's SDK gave the app (the Apple Pay token went to TapPay), in place of
     /// `applePayToken`. Exactly one of the two is present. The prime expires 90 s after it was obtained (docs/job-contract.md).
     public var tapPayPrime: String? = nil
+    /// `"amountPending": true`: the final amount is set later, by a `payment.complete.requested` operation, and the
+    /// job's `amount` is the most that completion may charge (its currency is the payment's). Only for a merchant whose
+    /// connector declares the `deferredAmount` capability (decrypt fails others `amount_pending_not_supported`);
+    /// docs/job-contract.md.
+    public var amountPending = false
     public let billingContact: [String: String]?
     public let shippingContact: [String: String]?
     public let notifyURL: String?
@@ -167,6 +172,11 @@ public struct PaymentJob: Sendable, Equatable {
             notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, captureMode: captureMode,
             captureWithin: captureWithin, contentHash: hash)
         job.tapPayPrime = prime?.stringValue
+        switch object["amountPending"] {
+        case nil, .null?: break
+        case .bool(let pending)?: job.amountPending = pending
+        default: throw invalid("amountPending must be true or false")
+        }
         return job
     }
 
@@ -194,7 +204,7 @@ public struct PaymentJob: Sendable, Equatable {
         // that does not carry it unchanged (a redelivered job still matches its payment).
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
                       "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime",
-                      "captureMode", "captureWithin"]
+                      "captureMode", "captureWithin", "amountPending"]
         let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
         return SHA256.hash(canonicalJSON(.object(contract)))
     }

@@ -18,7 +18,9 @@ public enum PaymentStateMachine {
     public static func successors(of status: PaymentStatus) -> Set<PaymentStatus> {
         switch status {
         case .received: [.decrypted, .failed]
-        case .decrypted: [.prepared, .failed]
+        case .decrypted: [.prepared, .awaitingAmount, .failed]
+        // Completed (the amount given: back to authorize), or its credential expired.
+        case .awaitingAmount: [.decrypted, .failed]
         case .prepared: [.submitting, .declined, .failed, .needsReview]
         case .submitting: [.prepared, .authorized, .declined, .failed, .needsReview]
         // An operator closes a review by hand (`paypipe payment resolve`).

@@ -5,6 +5,10 @@ public enum PaymentStatus: String, Sendable, CaseIterable, Codable {
     case received
     /// Card data is stored (encrypted); or, for gateway-decrypts merchants, the token is verified.
     case decrypted
+    /// Decrypted, but the job had `amountPending` (a deferred payment): nothing is sent until a
+    /// `payment.complete.requested` operation gives the amount, or the credential's lifetime ends (`prime_expired`).
+    /// No queue carries it meanwhile (`payments.stage` `done`); the operations worker moves it on.
+    case awaitingAmount = "awaiting_amount"
     /// The gateway request (claims) is built and stored; it may be sent.
     case prepared
     /// A gateway attempt was recorded as `sending`; its outcome is not yet known.
@@ -19,7 +23,7 @@ public enum PaymentStatus: String, Sendable, CaseIterable, Codable {
     public var isTerminal: Bool {
         switch self {
         case .authorized, .declined, .failed, .needsReview: true
-        case .received, .decrypted, .prepared, .submitting: false
+        case .received, .decrypted, .awaitingAmount, .prepared, .submitting: false
         }
     }
 
@@ -29,6 +33,8 @@ public enum PaymentStatus: String, Sendable, CaseIterable, Codable {
         case .received: .decrypt
         case .decrypted: .authorize
         case .prepared, .submitting: .submit
+        // Waits for an operation, in no stage's queue.
+        case .awaitingAmount: .operations
         case .authorized, .declined, .failed, .needsReview: .notify
         }
     }

@@ -24,17 +24,29 @@ enum PaymentCommand: CLICommand {
           the operations worker performs it exactly once and reports it (docs/job-contract.md "Operations"). It never
           calls the gateway itself. --amount in minor units (capture: at most the authorised amount, refund: at most
           what is left; none for a void). Prints {"published": …}; `payment show ID` lists the operation's outcome.
+               paypipe payment complete ID --operation-id X --amount N
+          A deferred payment (its job had amountPending, status awaiting_amount): publishes payment.complete.requested
+          with the amount in minor units (required; at most the job's amount). The operations worker hands the payment
+          to authorize, and its AUTH is sent exactly once with that amount (docs/job-contract.md "TapPay deferred
+          payments").
         """
 
     static let syntax = CommandSyntax(
         [CommandSyntax.Form(["show"], operands: ["[ID]"], flags: ["--json"], options: ["--job", "--merchant"]),
          CommandSyntax.Form(["resolve"], operands: ["ID"], options: ["--as", "--reason", "--operator"])]
-        + OperationRequest.Kind.allCases.map { CommandSyntax.Form([$0.rawValue], operands: ["ID"], options: ["--operation-id", "--amount"]) })
+        + OperationRequest.Kind.allCases.map { CommandSyntax.Form([$0.rawValue], operands: ["ID"], options: ["--operation-id", "--amount"]) }
+        + [CommandSyntax.Form(["complete"], operands: ["ID"], options: ["--operation-id", "--amount"])])
 
     static func run(_ arguments: CommandArguments) -> Int32 {
         let verb = arguments.positionals[0]
         if verb == "resolve" { return resolve(arguments) }
-        if let kind = OperationRequest.Kind(rawValue: verb) { return operate(kind, arguments) }
+        if let kind = OperationRequest.Kind(rawValue: verb) {
+            return operate(routingKey: kind.routingKey, arguments) { bytes throws(OperationRequest.DecodingError) in _ = try OperationRequest.decode(bytes, kind: kind) }
+        }
+        if verb == "complete" {
+            guard arguments.value("--amount") != nil else { return report(usage: .init(description: "--amount is required: the deferred payment's amount in minor units")) }
+            return operate(routingKey: CompletionRequest.routingKey, arguments) { bytes throws(OperationRequest.DecodingError) in _ = try CompletionRequest.decode(bytes) }
+        }
         guard (arguments.positionals.count == 2) != (arguments.value("--job") != nil) else {
             return report(usage: .init(description: "give the payment ID or --job JOBID (one of them)"))
         }
@@ -102,7 +114,8 @@ enum PaymentCommand: CLICommand {
 
     /// Publishes an operation job for the payment, with publisher confirms, exactly as a backend does: the job goes
     /// through the operations worker's exactly-once protocol like any other.
-    static func operate(_ kind: OperationRequest.Kind, _ arguments: CommandArguments) -> Int32 {
+    /// Publishes an operation job under `routingKey` after `check` (the worker's own decoder) accepted its body.
+    static func operate(routingKey: String, _ arguments: CommandArguments, check: ([UInt8]) throws(OperationRequest.DecodingError) -> Void) -> Int32 {
         do {
             guard let id = UUID(uuidString: try arguments.positional(1, "payment ID")) else {
                 throw CommandArguments.UsageError(description: "payment ID must be a UUID")
@@ -128,7 +141,7 @@ enum PaymentCommand: CLICommand {
             let bytes = JSONValue.object(body).serialized()
             // The same checks the worker makes, so a typo fails here rather than in a dead letter.
             do {
-                _ = try OperationRequest.decode(bytes, kind: kind)
+                try check(bytes)
             } catch {
                 throw CommandArguments.UsageError(description: "\(error)")
             }
@@ -140,9 +153,9 @@ enum PaymentCommand: CLICommand {
             let configuration = try WorkerConfiguration(stage: nil)
             let publisher = try OperatorContext.publisher(configuration)
             defer { publisher.close() }
-            try publisher.publish([AMQPOutboundMessage(exchange: PipelineTopology.jobsExchange, routingKey: kind.routingKey, body: bytes,
+            try publisher.publish([AMQPOutboundMessage(exchange: PipelineTopology.jobsExchange, routingKey: routingKey, body: bytes,
                                                        properties: properties, mandatory: true)], timeout: 30)
-            print(String(decoding: (["published": .object(body), "routingKey": .string(kind.routingKey)] as JSONValue).serialized(), as: UTF8.self))
+            print(String(decoding: (["published": .object(body), "routingKey": .string(routingKey)] as JSONValue).serialized(), as: UTF8.self))
             return ExitCode.ok
         } catch {
             return OperatorContext.report(error)

@@ -80,7 +80,12 @@ extension Integration {
                     == OperationProtocol.Effect.Event.allCases.map(\.rawValue) + [OperationEvent.failedType])
             let bound = PipelineTopology.topology(retrySchedule: RetrySchedule(delays: [1], maxRetries: 1)).bindings
                 .filter { $0.queue == Stage.operations.queueName && $0.exchange == PipelineTopology.jobsExchange }.map(\.routingKey)
-            #expect(bound == OperationRequest.Kind.allCases.map(\.routingKey), "the topology binds exactly the documented keys")
+            #expect(bound == OperationRequest.Kind.allCases.map(\.routingKey) + [CompletionRequest.routingKey],
+                    "the topology binds exactly the documented keys")
+            // A deferred payment's completion: its own channel and schema.
+            let asyncAPI = try String(contentsOf: docs.appendingPathComponent("asyncapi.yaml"), encoding: .utf8)
+            #expect(asyncAPI.contains("cc: ['\(CompletionRequest.routingKey)']") && asyncAPI.contains("$ref: './schemas/completion.schema.json'"))
+            #expect(try JSONSerialization.jsonObject(with: Data(contentsOf: docs.appendingPathComponent("schemas/completion.schema.json"))) is [String: Any])
             for reference in [document["jobPayload"], document["eventPayload"], document["operationalPayload"], document["operationPayload"],
                               document["operationEventPayload"]] {
                 let path = try #require(reference as? String)

@@ -32,8 +32,23 @@ import Testing
             case .fail(let message, let rejection): "fail \(labels[message.paymentId] ?? "?") \(rejection.code)"
             case .handOff(let handOff): "handOff \(handOff.stage.rawValue) \(labels[handOff.message.paymentId] ?? "?")"
             case .reject(let failure): "reject \(failure.code)"
+            case .awaitAmount(let message, let park): "await \(labels[message.paymentId] ?? "?") \(park ? "park" : "waits")"
             }
         }
+    }
+
+    /// A deferred payment (its amount not given yet) is parked once, hands nothing on, and is never built again while it
+    /// waits: a second message in the batch, or a redelivery, writes nothing.
+    @Test func aDeferredPaymentWaitsForItsAmount() {
+        let builder = Builder()
+        builder.results["a"] = .awaitingAmount
+        let parked = Self.payment(.decrypted, label: "a")
+        let waiting = Self.payment(.awaitingAmount, label: "b")
+        #expect(Self.decide([parked, waiting], [parked.message, parked.message, waiting.message], builder: builder)
+            == ["await a park", "await a waits", "await b waits"])
+        #expect(builder.calls.map(\.label) == ["a"])
+        let decisions = Authorize.decide([parked.id: parked], [parked.message], merchants: ["m1": .found("m1")], now: Self.now, build: builder.build)
+        #expect(decisions.map { (try? $0.outcome.get()) ?? nil } == [nil])
     }
 
     @Test func aDecryptedPaymentIsPreparedWithItsRequestBuiltAtNow() {

@@ -90,6 +90,28 @@ import JSON
         #expect(throws: PaymentJob.DecodingError.self) { try PaymentJob.decode(Self.body(["applePayToken": nil])) }
     }
 
+    /// `amountPending` (TapPay's deferred payment): strictly a boolean, null as absent, hashed only when present.
+    @Test func amountPendingIsAStrictBoolean() throws {
+        let prime = "ap_test_utigjeyfutj5867uyjhuty47rythfjru485768tigjfheufhtu5i6ojk"
+        let plain = try PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime]))
+        #expect(!plain.amountPending)
+        let pending = try PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime, "amountPending": true]))
+        #expect(pending.amountPending)
+        #expect(pending.contentHash != plain.contentHash)
+        // null reads as absent (as for every member, a null present is part of the content); false is accepted.
+        #expect(try !PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime, "amountPending": NSNull()])).amountPending)
+        #expect(try !PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime, "amountPending": false])).amountPending)
+        for bad: Any in ["true", 1, ["pending": true]] {
+            do {
+                _ = try PaymentJob.decode(Self.body(["applePayToken": nil, "tapPayPrime": prime, "amountPending": bad]))
+                Issue.record("accepted amountPending \(bad)")
+            } catch {
+                guard case .invalid(_, _, _, let reason) = error else { Issue.record("unaddressed: \(error)"); continue }
+                #expect(reason.contains("amountPending"))
+            }
+        }
+    }
+
     @Test func tokenMayBeAJSONString() throws {
         let job = try PaymentJob.decode(Self.body(["applePayToken": Self.token]))
         #expect(job.applePayToken == Array(Self.token.utf8))

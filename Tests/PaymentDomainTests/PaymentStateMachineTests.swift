@@ -35,8 +35,8 @@ import Testing
                 backwards.append((from, to))
             }
         }
-        #expect(backwards.count == 1)
-        #expect(backwards.first?.0 == .submitting && backwards.first?.1 == .prepared)
+        // And a deferred payment's completion: its amount given, it goes back to authorize to be built and sent.
+        #expect(backwards.map { "\($0.0.rawValue)→\($0.1.rawValue)" } == ["awaiting_amount→decrypted", "submitting→prepared"])
     }
 
     @Test func illegalTransitionNamesBothStatuses() {
@@ -58,5 +58,8 @@ import Testing
         #expect(PaymentStatus.submitting.stage == .submit)
         #expect(PaymentStatus.needsReview.stage == .notify)
         #expect(PaymentStatus.needsReview.rawValue == "needs_review")
+        // Waiting for its amount, a payment is in no stage's queue: the operations worker moves it on.
+        #expect(PaymentStatus.awaitingAmount.stage == .operations && !PaymentStatus.awaitingAmount.isTerminal)
+        #expect(PaymentStateMachine.successors(of: .awaitingAmount) == [.decrypted, .failed])
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import JWT
 import Pipeline
 @testable import PaymentStages
@@ -7,6 +8,18 @@ import Testing
 
 /// The simulator's pure parts: amount behaviours, field validation, the ledger and TRANSACTIONQUERY.
 @Suite struct GatewaySimulatorEngineTests {
+    /// The TapPay face's primes: `sim_<ms>_…` lives 90 s, a deferred payment's `sim_deferred_<ms>_…` 30 days.
+    @Test func tapPayPrimeLifetimes() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let ms = { (age: TimeInterval) in Int64((now.timeIntervalSince1970 - age) * 1000) }
+        #expect(!TapPaySimulatorFace.expired("sim_\(ms(60))_ab", now: now))
+        #expect(TapPaySimulatorFace.expired("sim_\(ms(120))_ab", now: now))
+        #expect(!TapPaySimulatorFace.expired("sim_deferred_\(ms(86_400))_ab", now: now))
+        #expect(TapPaySimulatorFace.expired("sim_deferred_\(ms(31 * 86_400))_ab", now: now))
+        #expect(!TapPaySimulatorFace.expired(TapPaySimulatorFace.sandboxPrimes.first!, now: now))
+        #expect(!TapPaySimulatorFace.expired(SampleJobFactory.sampleDeferredPrime(now: now.addingTimeInterval(-29 * 86_400)), now: now))
+    }
+
     static func fields(amount: Int64, order: String = "ORDER-1", pan: String? = "4111111111111111") -> JSONValue {
         var fields: JSONValue = [
             "sitereference": "test_site1", "accounttypedescription": "ECOM", "currencyiso3a": "GBP",

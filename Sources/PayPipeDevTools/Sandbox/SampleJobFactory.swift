@@ -62,6 +62,12 @@ public struct SampleJobFactory: Sendable {
         "sim_\(Int64(now.timeIntervalSince1970 * 1000))_\(Hex.encode(SecureRandom.bytes(count: 12)))"
     }
 
+    /// A TapPay deferred payment's prime as the simulator's face reads it (`sim_deferred_<unix ms>_…`): it expires 30
+    /// days after `now`. Its job carries `"amountPending": true`.
+    public static func sampleDeferredPrime(now: Date) -> String {
+        "sim_deferred_\(Int64(now.timeIntervalSince1970 * 1000))_\(Hex.encode(SecureRandom.bytes(count: 12)))"
+    }
+
     private var currencies: [(String, String)] {
         switch connector {
         case .trustPayments: [("GBP", "826"), ("EUR", "978"), ("USD", "840"), ("JPY", "392")]

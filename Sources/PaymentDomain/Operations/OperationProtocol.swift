@@ -176,7 +176,7 @@ public struct OperationProtocol: Sendable, Equatable {
             return .refuse(code: "operation_not_supported", reason: "\(request.kind.rawValue) \(reason)")
         }
         switch snapshot.paymentStatus {
-        case .received, .decrypted, .prepared, .submitting:
+        case .received, .decrypted, .awaitingAmount, .prepared, .submitting:
             return .wait(code: "awaiting_authorization", reason: "the payment is still \(snapshot.paymentStatus.rawValue)")
         case .declined, .failed, .needsReview:
             return .refuse(code: "payment_not_authorized", reason: "the payment is \(snapshot.paymentStatus.rawValue)")

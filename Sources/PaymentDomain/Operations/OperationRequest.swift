@@ -93,7 +93,9 @@ public struct OperationRequest: Sendable, Equatable {
         }
     }
 
-    public static func decode(_ body: [UInt8], kind: Kind) throws(DecodingError) -> OperationRequest {
+    /// An operation body's strict object and its address (merchant and operation id), shared by every operation job
+    /// (``CompletionRequest`` too); without them it is `unaddressed`.
+    static func addressed(_ body: [UInt8]) throws(DecodingError) -> (object: JSONValue, merchantId: String, operationId: String) {
         let object: JSONValue
         do {
             object = try PaymentJob.strictObject(body)
@@ -106,6 +108,11 @@ public struct OperationRequest: Sendable, Equatable {
         guard let operationId = object["operationId"]?.stringValue, PaymentJob.isIdentifier(operationId) else {
             throw .unaddressed(reason: "operationId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
+        return (object, merchantId, operationId)
+    }
+
+    public static func decode(_ body: [UInt8], kind: Kind) throws(DecodingError) -> OperationRequest {
+        let (object, merchantId, operationId) = try addressed(body)
         func invalid(_ reason: String) -> DecodingError { .invalid(merchantId: merchantId, operationId: operationId, reason: reason) }
 
         let payment: PaymentReference

@@ -25,6 +25,8 @@ public enum Authorize {
         case rejected(Rejection)
         /// Something outside the payment failed (its card data does not open): the message's failure.
         case unavailable(StageFailure)
+        /// A deferred payment (its job had `amountPending`) whose amount no completion has set yet: it waits.
+        case awaitingAmount
     }
 
     public enum Decision<Request: Sendable>: Sendable {
@@ -34,13 +36,18 @@ public enum Authorize {
         case fail(StageMessage, Rejection)
         case handOff(HandOff)
         case reject(StageFailure)
+        /// The payment waits for its amount: `decrypted → awaiting_amount` when `park` (else it already waits, or an
+        /// earlier message of the batch parks it); nothing is handed on.
+        case awaitAmount(StageMessage, park: Bool)
 
-        public var outcome: Result<HandOff, StageFailure> {
+        /// The hand-off to publish; `.success(nil)` when the payment waits in no queue.
+        public var outcome: Result<HandOff?, StageFailure> {
             switch self {
             case .prepare(let message, _): .success(HandOff(.submit, message))
             case .fail(let message, _): .success(HandOff(.notify, message))
             case .handOff(let handOff): .success(handOff)
             case .reject(let failure): .failure(failure)
+            case .awaitAmount: .success(nil)
             }
         }
     }
@@ -55,12 +62,16 @@ public enum Authorize {
         build: (Locked<Row>, Merchant?, Date) -> Built<Request>
     ) -> [Decision<Request>] {
         var firstDecides = FirstDecides<UUID>()
+        var parked: Set<UUID> = []
         return messages.map { message in
+            if parked.contains(message.paymentId) { return .awaitAmount(message, park: false) }
             if let earlier = firstDecides.earlier(message.paymentId) { return .handOff(earlier) }
             let decision = decideFirst(rows[message.paymentId], message, merchants: merchants, now: now, build: build)
             switch decision {
             case .prepare, .fail:
-                if case .success(let handOff) = decision.outcome { firstDecides.record(message.paymentId, handOff) }
+                if case .success(let handOff?) = decision.outcome { firstDecides.record(message.paymentId, handOff) }
+            case .awaitAmount(_, let park):
+                if park { parked.insert(message.paymentId) }
             case .handOff, .reject:
                 break
             }
@@ -80,6 +91,8 @@ public enum Authorize {
             break
         case .received:
             return .reject(.transient(code: "payment_not_decrypted", reason: "payment \(locked.id) is still received"))
+        case .awaitingAmount:
+            return .awaitAmount(locked.message, park: false)
         default:
             return .handOff(HandOff(locked.status.stage, locked.message))
         }
@@ -93,6 +106,7 @@ public enum Authorize {
         case .request(let request): return .prepare(locked.message, request)
         case .rejected(let rejection): return .fail(locked.message, rejection)
         case .unavailable(let failure): return .reject(failure)
+        case .awaitingAmount: return .awaitAmount(locked.message, park: true)
         }
     }
 }

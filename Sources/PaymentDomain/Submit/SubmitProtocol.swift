@@ -147,7 +147,7 @@ public struct SubmitProtocol: Sendable, Equatable {
         switch snapshot.status {
         case .authorized, .declined, .failed, .needsReview:
             return .handOff
-        case .received, .decrypted:
+        case .received, .decrypted, .awaitingAmount:
             return .wait(code: "payment_not_prepared", reason: "payment is still \(snapshot.status.rawValue)")
         case .prepared:
             return planPrepared(snapshot)

@@ -53,6 +53,8 @@ public struct AuthorizeStage: TransactionalStageHandler {
             } catch {
                 return .unavailable(FailureClassifier.classify(error))
             }
+            // A deferred payment's credential waits until a completion set the amount (``DeferredAmount``).
+            if data?.credential?.amountPending == true, payment.row.amountCompletedAt == nil { return .awaitingAmount }
             do throws(ConnectorBuildError) {
                 return .request(try build(payment.row.record, merchant: merchant?.merchant, data: data, issuedAt: now))
             } catch {
@@ -61,6 +63,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
         }
         var prepared: [PaymentStore.PreparedRequest] = []
         var failing: [PaymentStore.Failing] = []
+        var parking: [UUID] = []
         for decision in decisions {
             switch decision {
             case .prepare(let message, let request):
@@ -69,22 +72,32 @@ public struct AuthorizeStage: TransactionalStageHandler {
                     sealed: try requests.seal(request, for: message.paymentId)))
             case .fail(let message, let rejection):
                 failing.append(try PaymentStore.Failing(paymentId: message.paymentId, from: .decrypted, rejection: rejection))
-            case .handOff, .reject:
+            case .awaitAmount(let message, true):
+                parking.append(message.paymentId)
+            case .handOff, .reject, .awaitAmount:
                 break
             }
         }
         // The rows are locked and were `decrypted`: a statement that leaves one unwritten is a bug, not a race.
         guard try payments.prepare(prepared, actor: "authorize", on: transaction).count == prepared.count,
-              try payments.fail(failing, on: transaction).count == failing.count else {
+              try payments.fail(failing, on: transaction).count == failing.count,
+              try payments.awaitAmount(parking, actor: "authorize", on: transaction).count == parking.count else {
             throw StageFailure.transient(code: "database_conflict", reason: "a locked payment of the batch changed status")
         }
-        return decisions.map { decision in decision.outcome.map { StageOutcome.handOff(to: $0.stage, $0.message) } }
+        return decisions.map { decision in
+            decision.outcome.map { handOff in
+                handOff.map { StageOutcome.handOff(to: $0.stage, $0.message) }
+                    ?? .settled(note: "awaiting_amount", reason: "a deferred payment waits for its amount (payment.complete.requested)")
+            }
+        }
     }
 
     /// What the batch read holds of a payment: its record and its unpurged card data's row (`nil` without).
     struct Row: Sendable {
         let record: PaymentRecord
         let card: PostgresRow?
+        /// When a completion set a deferred payment's amount (nil: never, or not a deferred payment).
+        let amountCompletedAt: Date?
     }
 
     /// Locks the payments (`FOR UPDATE`: two deliveries of the same payment in concurrent lanes serialise here, and
@@ -95,7 +108,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
         guard !ids.isEmpty else { return [:] }
         let rows = try transaction.query(
             """
-            SELECT \(PaymentRecord.columns), c.key_id, c.nonce, c.ciphertext
+            SELECT \(PaymentRecord.columns), p.amount_completed_at, c.key_id, c.nonce, c.ciphertext
             FROM payments p LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
             WHERE p.id = ANY($1::uuid[])
             ORDER BY p.id
@@ -106,7 +119,8 @@ public struct AuthorizeStage: TransactionalStageHandler {
             let record = try PaymentRecord(row: row)
             let card = try row.decode("key_id", as: String?.self) == nil ? nil : row
             locked[record.id] = Authorize.Locked(
-                id: record.id, merchantId: record.merchantId, jobId: record.jobId, status: record.status, row: Row(record: record, card: card))
+                id: record.id, merchantId: record.merchantId, jobId: record.jobId, status: record.status,
+                row: Row(record: record, card: card, amountCompletedAt: try row.decode("amount_completed_at", as: Date?.self)))
         }
         return locked
     }

@@ -53,12 +53,7 @@ public enum ConnectorRegistry {
                 reconciliationKey: "merchantTransactionId"),
             plugin: OPPConnector.self),
         ConnectorRegistration(
-            // No void API was found in TapPay's documents: voids fail `operation_not_supported`.
-            kind: .tapPay, aliases: ["tappay"],
-            capabilities: ConnectorCapabilities(
-                modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true,
-                reconciliationKey: "bank_transaction_id"),
-            plugin: TapPayConnector.self),
+            kind: .tapPay, aliases: ["tappay"], capabilities: TapPayConnector.declaredCapabilities, plugin: TapPayConnector.self),
     ]
 
     /// The connector of a `gateway.type` no connector claims, for the checks made before the type itself is refused:

@@ -129,13 +129,15 @@ public struct ConnectorCapabilities: Sendable, Equatable {
     public var manualCapture: Bool
     /// Merchant-initiated charges on a stored credential (none yet: room for recurring payments).
     public var storedCredentials: Bool
-    /// An authorisation whose amount is fixed later (none yet).
+    /// An authorisation whose amount is fixed later: a job with `amountPending` (TapPay's deferred payment).
     public var deferredAmount: Bool
+    /// How long a deferred payment's credential lives (seconds from the job's receipt); 0 without ``deferredAmount``.
+    public var deferredAmountLifetime: TimeInterval
     /// The field that identifies one payment at the processor, written on every attempt.
     public var reconciliationKey: String
 
     public init(modes: Set<MerchantDocument.Gateway.Mode>, capture: Amounts, void: Bool, refund: Amounts, manualCapture: Bool,
-                storedCredentials: Bool = false, deferredAmount: Bool = false, reconciliationKey: String) {
+                storedCredentials: Bool = false, deferredAmount: Bool = false, deferredAmountLifetime: TimeInterval = 0, reconciliationKey: String) {
         self.modes = modes
         self.capture = capture
         self.void = void
@@ -143,6 +145,7 @@ public struct ConnectorCapabilities: Sendable, Equatable {
         self.manualCapture = manualCapture
         self.storedCredentials = storedCredentials
         self.deferredAmount = deferredAmount
+        self.deferredAmountLifetime = deferredAmountLifetime
         self.reconciliationKey = reconciliationKey
     }
 

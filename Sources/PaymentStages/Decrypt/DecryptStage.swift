@@ -192,6 +192,10 @@ public struct DecryptStage: TransactionalStageHandler {
         if let reason = ConnectorRegistry.jobMismatch(job, connector: merchant.merchant.config.gateway?.connector) {
             return .failure(Rejection(code: "malformed_token", reason: reason))
         }
+        if job.amountPending, merchant.merchant.config.gateway?.connector.capabilities.deferredAmount != true {
+            return .failure(Rejection(code: "amount_pending_not_supported",
+                                      reason: "amountPending needs a connector with the deferredAmount capability; this merchant's has none"))
+        }
         if let replayKey = ConnectorRegistry.credentialReplayKey(job), let data = ConnectorRegistry.credentialData(job, publishedAt: clock) {
             // No token: the credential and its publish time (its age is measured from it) go to authorize.
             return .success(Decrypt.Verified(transactionId: replayKey, payload: data))

@@ -16,7 +16,7 @@ public enum PaymentEventType: String, Sendable, CaseIterable, Codable {
         case .declined: self = .declined
         case .failed: self = .failed
         case .needsReview: self = .needsReview
-        case .received, .decrypted, .prepared, .submitting: return nil
+        case .received, .decrypted, .awaitingAmount, .prepared, .submitting: return nil
         }
     }
 }

@@ -27,6 +27,10 @@ extension OperationsStage {
             return try prepare(merchant: entry.merchant, clock: clock, transaction: transaction) { transport, timing in
                 try steps.plan(request, transport: transport, timing: timing, clock: clock, on: transaction)
             }
+        case .completion(let request):
+            // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not routed
+            // through ``process(_:database:)``; retried, so that it is.
+            return .failed(.transient(code: "completion_too_early", reason: "completion \(request.operationId) reached an operation round"))
         case .reconciled(let payment):
             guard let entry = try directory.entry(payment.merchantId, on: transaction) else {
                 return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))

@@ -6,7 +6,8 @@ import Postgres
 extension OperationsStage {
     /// Payments whose late AUTH is to be voided, or whose manual authorisation was not captured within
     /// `captureWithin`, each handed to this stage once per reconciler round (their void is idempotent: one operation
-    /// per payment). Runs on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
+    /// per payment); and the deferred payments whose credential expired (``expireDeferred(clock:on:)``), to notify.
+    /// Runs on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
     public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
         let rows = try connection.query(
             """
@@ -20,9 +21,11 @@ extension OperationsStage {
                AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'expiry-' || p.id::text)
              ORDER BY p.capture_deadline LIMIT 100)
             """)
-        return try rows.map { row in
+        let handed: [(stage: Stage, message: StageMessage)] = try rows.map { row in
             (stage: .operations, message: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
                                                       jobId: try row.decode("job_id", as: String.self)))
         }
+        // Deferred payments whose credential expired end `failed` here, and go to notify.
+        return try handed + expireDeferred(clock: BatchClock.read(connection), on: connection).map { (stage: .notify, message: $0) }
     }
 }

@@ -62,12 +62,15 @@ public struct OperationsStage: CallingStageHandler {
         /// The reconciler's hand-off of a payment (``reconcile(on:)``): void its late AUTH, or its authorisation not
         /// captured within `captureWithin`.
         case reconciled(StageMessage)
+        /// `payment.complete.requested`: a deferred payment's amount (``complete(_:database:clock:)``).
+        case completion(CompletionRequest)
 
         var merchantId: String {
             switch self {
             case .request(let request): request.merchantId
             case .invalid(_, let merchantId, _, _): merchantId
             case .reconciled(let payment): payment.merchantId
+            case .completion(let completion): completion.merchantId
             }
         }
     }
@@ -93,6 +96,14 @@ public struct OperationsStage: CallingStageHandler {
             // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.
             return .reconciled(try StageMessage.decode(inbound.body))
         }
+        if inbound.jobRoutingKey == CompletionRequest.routingKey {
+            do {
+                return .completion(try CompletionRequest.decode(inbound.body))
+            } catch {
+                // Nothing to record it against: an invalid completion is dead-lettered with its reason.
+                throw .unattributable(code: error.code, reason: error.description)
+            }
+        }
         guard let key = inbound.jobRoutingKey, let kind = OperationRequest.Kind(routingKey: key) else {
             throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(inbound.routingKey.prefix(64))")
         }
@@ -112,6 +123,19 @@ public struct OperationsStage: CallingStageHandler {
     /// round settled it, as when messages were handled one by one. Before a wave, a refund of a payment still recorded
     /// `captured` asks the processor whether it settled since (``learnSettlement(_:database:)``).
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
+        // Completions first, in one transaction of their own: they touch payments before their AUTH, never an operation.
+        let completions = batch.indices.compactMap { index -> (Int, CompletionRequest)? in
+            if case .completion(let request) = batch[index] { (index, request) } else { nil }
+        }
+        for ((index, _), result) in zip(completions, complete(completions.map(\.1), database: database)) { results[index] = result }
+        let rest = batch.indices.filter { results[$0] == nil }
+        for (index, result) in zip(rest, processOperations(rest.map { batch[$0] }, database: database)) { results[index] = result }
+        return results.map { $0! }
+    }
+
+    private func processOperations(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
+        guard !batch.isEmpty else { return [] }
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         for wave in Self.waves(batch.map(\.merchantId)) {
             var ready: [Int] = []

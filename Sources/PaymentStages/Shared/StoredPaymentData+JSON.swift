@@ -32,6 +32,8 @@ extension StoredPaymentData {
             members.append((credential.name, credential.value.map(JSONValue.string)))
             // Milliseconds since the epoch: exact in a JSON integer.
             members.append((credential.publishedAtName, credential.publishedAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded(.down))) }))
+            // Only when true, so every other credential's bytes are as before.
+            members.append((credential.amountPendingName, credential.amountPending ? .bool(true) : nil))
         }
         return JSONValue.object(omittingAbsent: members).serialized()
     }
@@ -71,6 +73,11 @@ extension StoredPaymentData {
             if let value = root[found.publishedAtName], !value.isNull {
                 guard let millis = value.int64Value else { throw .invalidMember(found.publishedAtName) }
                 found.publishedAt = Date(timeIntervalSince1970: Double(millis) / 1000)
+            }
+            switch root[found.amountPendingName] {
+            case nil, .null?: break
+            case .bool(let pending)?: found.amountPending = pending
+            default: throw .invalidMember(found.amountPendingName)
             }
             if found.value != nil || found.publishedAt != nil { credential = found }
         }

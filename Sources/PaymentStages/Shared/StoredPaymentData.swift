@@ -45,14 +45,19 @@ public struct ProcessorCredential: Sendable, Equatable {
     public var name: String
     public var value: String?
     public var publishedAt: Date?
+    /// The job's `amountPending`: a credential whose charge waits for its amount, so it lives as long as the
+    /// connector documents for that kind (stored as `<name>AmountPending`, only when true).
+    public var amountPending: Bool
 
-    public init(name: String, value: String?, publishedAt: Date?) {
+    public init(name: String, value: String?, publishedAt: Date?, amountPending: Bool = false) {
         self.name = name
         self.value = value
         self.publishedAt = publishedAt
+        self.amountPending = amountPending
     }
 
     var publishedAtName: String { name + "PublishedAt" }
+    var amountPendingName: String { name + "AmountPending" }
 }
 
 extension StoredPaymentData {
@@ -75,6 +80,7 @@ extension StoredPaymentData {
             var found = ProcessorCredential(name: name, value: nil, publishedAt: nil)
             found.value = try credentials.decodeIfPresent(String.self, forKey: AnyCodingKey(name))
             found.publishedAt = try credentials.decodeIfPresent(Date.self, forKey: AnyCodingKey(found.publishedAtName))
+            found.amountPending = try credentials.decodeIfPresent(Bool.self, forKey: AnyCodingKey(found.amountPendingName)) ?? false
             if found.value != nil || found.publishedAt != nil { credential = found }
         }
     }
@@ -91,6 +97,7 @@ extension StoredPaymentData {
             var credentials = encoder.container(keyedBy: AnyCodingKey.self)
             try credentials.encodeIfPresent(credential.value, forKey: AnyCodingKey(credential.name))
             try credentials.encodeIfPresent(credential.publishedAt, forKey: AnyCodingKey(credential.publishedAtName))
+            if credential.amountPending { try credentials.encode(true, forKey: AnyCodingKey(credential.amountPendingName)) }
         }
     }
 }

@@ -29,7 +29,9 @@ public enum PipelineTopology {
         exchanges: [AMQPExchange(name: resultsExchange, kind: .topic, durable: true)],
         bindings: [AMQPBinding(queue: Stage.decrypt.queueName, exchange: jobsExchange, routingKey: jobRoutingKey)]
             // Capture, void and refund jobs (docs/job-contract.md "Operations"), consumed apart from the AUTH path.
-            + OperationRequest.Kind.allCases.map { AMQPBinding(queue: Stage.operations.queueName, exchange: jobsExchange, routingKey: $0.routingKey) })
+            + OperationRequest.Kind.allCases.map { AMQPBinding(queue: Stage.operations.queueName, exchange: jobsExchange, routingKey: $0.routingKey) }
+            // A deferred payment's amount (docs/job-contract.md "TapPay deferred payments").
+            + [AMQPBinding(queue: Stage.operations.queueName, exchange: jobsExchange, routingKey: CompletionRequest.routingKey)])
 
     /// The pipeline's topology (``BrokerLayout/topology(retrySchedule:brokerNodes:retryStages:)``), with the retry tiers of
     /// `retryStages` (every stage by default).

@@ -43,9 +43,11 @@ import Testing
         #expect(table[.opp] == ConnectorCapabilities(
             modes: [.merchantDecrypts, .gatewayDecrypts], capture: .partial, void: true, refund: .partial, manualCapture: true,
             reconciliationKey: "merchantTransactionId"))
+        // TapPay's Apple Pay deferred payment: the prime lives 30 days [doc].
         #expect(table[.tapPay] == ConnectorCapabilities(
-            modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true, reconciliationKey: "bank_transaction_id"))
-        #expect(ConnectorKind.allCases.allSatisfy { !$0.capabilities.storedCredentials && !$0.capabilities.deferredAmount })
+            modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true, deferredAmount: true,
+            deferredAmountLifetime: 30 * 86_400, reconciliationKey: "bank_transaction_id"))
+        #expect(ConnectorKind.allCases.allSatisfy { !$0.capabilities.storedCredentials })
         #expect(TapPayConnector.capabilities == table[.tapPay], "a connector's capabilities are its registry row")
     }
 

@@ -12,7 +12,9 @@ import Synchronization
 /// `partner_key`), 61 for a `merchant_id` the partner does not hold, 501-509 for a missing argument (cardholder,
 /// merchant_id, prime, currency, details, partner_key, phone_number, name, email), 510 for an amount that is not a
 /// positive integer, 89 for a currency TapPay's amounts are not documented for, 121 for a prime used before. A prime
-/// `sim_<unix ms>_…` expires 90 s after that time (91); TapPay's documented sandbox primes never do.
+/// `sim_<unix ms>_…` expires 90 s after that time (91); a deferred payment's `sim_deferred_<unix ms>_…` 30 days after
+/// it, its amount set by the Pay by Prime as TapPay documents (validated like any other); TapPay's documented sandbox
+/// primes never expire.
 ///
 /// Behaviour by the sent amount (``SimulatorBehaviour``): `…51` a bank decline (status 10003, recorded `record_status`
 /// -1, which PayPipe reads from the Record API), `…99` recorded as authorised but answered 421 (gateway timeout), lost and
@@ -79,11 +81,14 @@ public final class TapPaySimulatorFace: Sendable {
         return nil
     }
 
-    /// Whether a `sim_<unix ms>_…` prime is older than 90 s.
+    /// Whether a `sim_<unix ms>_…` prime is older than 90 s, or a deferred `sim_deferred_<unix ms>_…` one older than 30 days.
     static func expired(_ prime: String, now: Date = Date()) -> Bool {
-        let parts = prime.split(separator: "_")
-        guard parts.count >= 2, parts[0] == "sim", let millis = Double(parts[1]) else { return false }
-        return now.timeIntervalSince1970 - millis / 1000 > TapPayPrimeAge.lifetime
+        var parts = prime.split(separator: "_")[...]
+        guard parts.popFirst() == "sim" else { return false }
+        let kind: TapPayPrimeAge.Kind = parts.first == "deferred" ? .deferred : .ordinary
+        if kind == .deferred { parts = parts.dropFirst() }
+        guard let millis = parts.first.flatMap({ Double($0) }) else { return false }
+        return now.timeIntervalSince1970 - millis / 1000 > kind.lifetime
     }
 
     private func nextTradeId() -> String {

@@ -35,10 +35,11 @@ public struct TapPayConnector: GatewayConnector {
         _ request: GatewayRequest, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, window: SendWindow?,
         using client: HTTPClient
     ) -> GatewayResult {
+        let kind = TapPayWire.primeKind(request)
         guard let published = TapPayWire.primePublishedAt(request),
-              TapPayPrimeAge.maySend(publishedAt: published, now: now, callTimeout: http.totalTimeout) else {
+              TapPayPrimeAge.maySend(publishedAt: published, now: now, callTimeout: http.totalTimeout, kind: kind) else {
             var expired = GatewayResult.local(.permanentError, code: "paypipe.prime_expired",
-                                              message: "the prime is older than \(Int(TapPayPrimeAge.lifetime - http.totalTimeout)) s (90 s minus the call timeout), or its age is unknown: not sent")
+                                              message: "the \(kind.rawValue) prime is older than \(Int(kind.lifetime - http.totalTimeout)) s (its lifetime minus the call timeout), or its age is unknown: not sent")
             expired.reason = "prime_expired"
             return expired
         }

@@ -7,6 +7,12 @@ import Pipeline
 extension TapPayConnector: ConnectorPlugin {
     public static var kind: ConnectorKind { .tapPay }
 
+    /// No void API was found in TapPay's documents: voids fail `operation_not_supported`. Deferred amounts: an Apple Pay
+    /// deferred-payment prime lives 30 days and "payment amount is set by Pay by Prime" [doc: TapPay Apple Pay guide].
+    static let declaredCapabilities = ConnectorCapabilities(
+        modes: [.gatewayDecrypts], capture: .full, void: false, refund: .partial, manualCapture: true, deferredAmount: true,
+        deferredAmountLifetime: TapPayPrimeAge.Kind.deferred.lifetime, reconciliationKey: "bank_transaction_id")
+
     public static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> TapPayConnector {
         TapPayConnector(http: settings.http, transport: settings.transport)
     }
@@ -50,7 +56,8 @@ extension TapPayConnector: ConnectorPlugin {
 
     public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? {
         job.tapPayPrime.map {
-            StoredPaymentData.tapPay(prime: $0, publishedAt: publishedAt, billingContact: job.billingContact, shippingContact: job.shippingContact)
+            StoredPaymentData.tapPay(prime: $0, kind: job.amountPending ? .deferred : .ordinary, publishedAt: publishedAt,
+                                     billingContact: job.billingContact, shippingContact: job.shippingContact)
         }
     }
 

@@ -12,6 +12,8 @@ public enum TapPayWire {
     public static let refundPath = "/tpc/transaction/refund"
     /// The stored request's member that is PayPipe's, never sent: the prime's publish time (ms since the epoch).
     static let publishedAtKey = "paypipe.primePublishedAt"
+    /// The stored request's member that is PayPipe's, never sent: `deferred` for a deferred payment's prime.
+    static let primeKindKey = "paypipe.primeKind"
 
     // MARK: Amounts
 
@@ -74,6 +76,7 @@ public enum TapPayWire {
         if let published = data?.tapPayPrimePublishedAt {
             body.append((publishedAtKey, .integer(Int64((published.timeIntervalSince1970 * 1000).rounded(.down)))))
         }
+        if data?.tapPayPrimeKind == .deferred { body.append((primeKindKey, .string(TapPayPrimeAge.Kind.deferred.rawValue))) }
         return GatewayRequest(orderReference: payment.gatewayOrderReference, requestTypes: ["pay-by-prime"], claims: ["payload": .object(body)])
     }
 
@@ -81,7 +84,7 @@ public enum TapPayWire {
     /// per-payment reconciliation key; its format and length limits are [UNCONFIRMED], PayPipe's reference is at most
     /// 25 characters of `[A-Za-z0-9.-_]`), PayPipe's own member removed.
     public static func payByPrimeBody(_ request: GatewayRequest, merchantId: String, partnerKey: String, reference: String) -> JSONValue {
-        let stored = (request.claims["payload"]?.objectValue ?? []).filter { !["partner_key", "merchant_id", "bank_transaction_id", publishedAtKey].contains($0.key) }
+        let stored = (request.claims["payload"]?.objectValue ?? []).filter { !["partner_key", "merchant_id", "bank_transaction_id", publishedAtKey, primeKindKey].contains($0.key) }
         return .object([("partner_key", .string(partnerKey)), ("merchant_id", .string(merchantId))] + stored
             + [("bank_transaction_id", .string(reference))])
     }
@@ -89,6 +92,11 @@ public enum TapPayWire {
     /// When the stored request's prime was published, if known.
     public static func primePublishedAt(_ request: GatewayRequest) -> Date? {
         request.claims["payload"]?[publishedAtKey]?.int64Value.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    }
+
+    /// The stored request's prime kind (ordinary unless marked deferred).
+    public static func primeKind(_ request: GatewayRequest) -> TapPayPrimeAge.Kind {
+        request.claims["payload"]?[primeKindKey]?.stringValue.flatMap(TapPayPrimeAge.Kind.init(rawValue:)) ?? .ordinary
     }
 
     /// The Record API query for one payment: `filters.bank_transaction_id` plus a `time` window around the attempt (in
@@ -216,10 +224,31 @@ public enum TapPayWire {
 /// time (an earlier bound than PayPipe's first receipt). A Pay-by-Prime request, first or resent after a confirmed
 /// "not found", is sent only while the prime's age is under 90 s minus the call's timeout, so TapPay cannot receive a
 /// prime that expires during the call; otherwise the payment fails `prime_expired` without sending.
+///
+/// A deferred payment's prime (a job with `amountPending`) lives 30 days instead [doc: TapPay's Apple Pay guide, "the prime
+/// could live for 30 days and payment amount is set by Pay by Prime"], under the same rule; the kind, not the job's
+/// route, decides, so an ordinary prime keeps its 90 s.
 public enum TapPayPrimeAge {
-    public static let lifetime: TimeInterval = 90
+    public enum Kind: String, Sendable, Equatable {
+        case ordinary, deferred
 
-    public static func maySend(publishedAt: Date, now: Date, callTimeout: TimeInterval) -> Bool {
-        now.timeIntervalSince(publishedAt) < lifetime - callTimeout
+        public var lifetime: TimeInterval {
+            switch self {
+            case .ordinary: 90
+            case .deferred: 30 * 86_400
+            }
+        }
+    }
+
+    /// An ordinary prime's lifetime.
+    public static let lifetime: TimeInterval = Kind.ordinary.lifetime
+
+    public static func maySend(publishedAt: Date, now: Date, callTimeout: TimeInterval, kind: Kind = .ordinary) -> Bool {
+        now.timeIntervalSince(publishedAt) < kind.lifetime - callTimeout
+    }
+
+    /// Whether a prime of `kind` published at `publishedAt` has expired at `now` (no call could still reach TapPay in time).
+    public static func hasExpired(publishedAt: Date, now: Date, kind: Kind) -> Bool {
+        now.timeIntervalSince(publishedAt) >= kind.lifetime
     }
 }

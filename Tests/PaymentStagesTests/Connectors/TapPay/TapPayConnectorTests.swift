@@ -156,6 +156,69 @@ import Testing
         #expect(result.failureCode == "prime_expired")
     }
 
+    /// The prime's kind decides its life: 90 s for an ordinary prime, 30 days for a deferred payment's [doc], each
+    /// minus the call's timeout.
+    static let kindAges: [(TapPayPrimeAge.Kind, Double, Bool)] = [
+        (.ordinary, 59.9, true), (.ordinary, 60.0, false), (.ordinary, 86_400.0, false),
+        (.deferred, 60.0, true), (.deferred, 86_400.0, true), (.deferred, 2_591_969.9, true),
+        (.deferred, 2_591_970.0, false), (.deferred, 2_678_400.0, false),
+    ]
+
+    @Test("each prime kind's age rule", arguments: kindAges)
+    func primeKindAge(kind: TapPayPrimeAge.Kind, age: Double, maySend: Bool) {
+        #expect(TapPayPrimeAge.maySend(publishedAt: Self.published, now: Self.published.addingTimeInterval(age), callTimeout: 30, kind: kind) == maySend)
+    }
+
+    static let kindExpiries: [(TapPayPrimeAge.Kind, Double, Bool)] = [
+        (.ordinary, 89.9, false), (.ordinary, 90.0, true), (.deferred, 86_400.0, false), (.deferred, 2_591_999.9, false), (.deferred, 2_592_000.0, true),
+    ]
+
+    @Test("expiry by kind", arguments: kindExpiries)
+    func primeExpiry(kind: TapPayPrimeAge.Kind, age: Double, expired: Bool) {
+        #expect(TapPayPrimeAge.hasExpired(publishedAt: Self.published, now: Self.published.addingTimeInterval(age), kind: kind) == expired)
+    }
+
+    /// A deferred prime's kind travels from the job through the stored data to the stored request, and is never sent.
+    @Test func deferredPrimeKindIsStoredNotSent() throws {
+        let base = #"{"jobId":"j1","merchantId":"m1","orderReference":"o1","amount":{"value":120000,"currency":"TWD"},"tapPayPrime":"ap_test_x""#
+        let job = try PaymentJob.decode(Array((base + #","amountPending":true}"#).utf8))
+        let stored = try #require(ConnectorRegistry.credentialData(job, publishedAt: Self.published))
+        #expect(stored.tapPayPrimeKind == .deferred)
+        // Through the sealed form's JSON and back.
+        let decoded = try JSONDecoder().decode(StoredPaymentData.self, from: JSONEncoder().encode(stored))
+        #expect(decoded.tapPayPrimeKind == .deferred && decoded.tapPayPrime == "ap_test_x" && decoded.tapPayPrimePublishedAt == Self.published)
+        // And through the form card_data is sealed in (``StoredPaymentData/serialized()``).
+        let opened = try StoredPaymentData(serialized: stored.serialized())
+        #expect(opened.tapPayPrimeKind == .deferred && opened.tapPayPrime == "ap_test_x" && opened.tapPayPrimePublishedAt == Self.published)
+        let ordinary = try #require(ConnectorRegistry.credentialData(try PaymentJob.decode(Array((base + "}").utf8)), publishedAt: Self.published))
+        #expect(ordinary.tapPayPrimeKind == .ordinary)
+        #expect(try !String(decoding: JSONEncoder().encode(ordinary), as: UTF8.self).contains("AmountPending"))
+        #expect(!String(decoding: ordinary.serialized(), as: UTF8.self).contains("AmountPending"))
+
+        let settings = TapPaySettings(merchantId: "m")
+        let request = try TapPayWire.payByPrimeRequest(settings: settings, payment: Self.payment(), data: decoded)
+        #expect(TapPayWire.primeKind(request) == .deferred)
+        #expect(TapPayWire.primeKind(try TapPayWire.payByPrimeRequest(settings: settings, payment: Self.payment(), data: ordinary)) == .ordinary)
+        let body = TapPayWire.payByPrimeBody(request, merchantId: "m", partnerKey: "k", reference: "R")
+        #expect(body.objectValue?.contains { $0.key.hasPrefix("paypipe.") } == false)
+
+        // A day-old deferred prime is not refused locally (the call reaches the discard port and fails to connect);
+        // a 30-day-old one is refused before any connection.
+        let endpoint = GatewayEndpoint(baseUrl: "http://127.0.0.1:9", siteReference: "m", transport: .webservices, username: "", secret: "k", connector: .tapPay)
+        let connector = TapPayConnector(http: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 2), transport: CardDataTransportPolicy(deployment: .sandbox))
+        let dayOld = connector.authorize(request, reference: "R", endpoint: endpoint, requestId: "A1",
+                                         now: Self.published.addingTimeInterval(86_400), window: nil, using: HTTPClient())
+        #expect(dayOld.failureCode != "prime_expired")
+        let expired = connector.authorize(request, reference: "R", endpoint: endpoint, requestId: "A1",
+                                          now: Self.published.addingTimeInterval(30 * 86_400), window: nil, using: HTTPClient())
+        #expect(expired.outcome == .permanentError && expired.failureCode == "prime_expired")
+    }
+
+    /// Only TapPay declares deferred amounts, as data in its folder.
+    @Test func onlyTapPayDeclaresDeferredAmounts() {
+        #expect(ConnectorKind.allCases.filter(\.capabilities.deferredAmount) == [.tapPay])
+    }
+
     @Test func voidIsNotSupported() throws {
         let endpoint = GatewayEndpoint(baseUrl: "http://127.0.0.1:9", siteReference: "m", transport: .webservices, username: "", secret: "k", connector: .tapPay)
         let result = TapPayConnector().perform(.void(transactionId: "D1"), endpoint: endpoint, requestId: "V1", now: Date(), window: nil, using: HTTPClient())

@@ -1,0 +1,88 @@
+import Foundation
+import Pipeline
+import Postgres
+
+/// Deferred payments in the operations worker (a job with `amountPending`; the rules in ``DeferredAmount``):
+/// `payment.complete.requested` sets the amount and hands the payment back to authorize, whose AUTH then goes through
+/// submit's exactly-once protocol like any other (its attempt committed before the call, a lost answer reconciled by
+/// the processor's query before anything is sent again); the reconciler's round fails those whose credential expired.
+extension OperationsStage {
+    /// How many waiting payments one reconciler round looks at.
+    static let expiryBatch = 100
+
+    /// The batch's completions in one transaction, each decided under its payment's lock with the batch's clock
+    /// (`clock`: read from the database when nil; a test's otherwise). A payment named twice in the batch is decided
+    /// by the first, the second seeing its result.
+    func complete(_ requests: [CompletionRequest], database: PostgresConnection, clock: BatchClock? = nil) -> [Result<StageOutcome, StageFailure>] {
+        guard !requests.isEmpty else { return [] }
+        do {
+            return try database.transaction { transaction in
+                let now = try clock ?? BatchClock.read(transaction)
+                let store = PaymentStore()
+                var snapshots = try store.deferredSnapshots(requests.map(\.paymentId), on: transaction)
+                let lifetimes = try deferredLifetimes(Set(snapshots.values.map(\.merchantId)), database: transaction)
+                var completing: [(id: UUID, amount: Int64)] = [], expiring: [PaymentStore.Failing] = []
+                var results: [Result<StageOutcome, StageFailure>] = []
+                for request in requests {
+                    let snapshot = snapshots[request.paymentId]
+                    let message = snapshot.map { StageMessage(paymentId: request.paymentId, merchantId: $0.merchantId, jobId: $0.jobId) }
+                    switch DeferredAmount.complete(snapshot, merchantId: request.merchantId, amount: request.amount, now: now.database,
+                                                   lifetime: snapshot.flatMap { lifetimes[$0.merchantId] }) {
+                    case .complete(let amount):
+                        completing.append((request.paymentId, amount))
+                        snapshots[request.paymentId] = snapshot?.completed(amount: amount, at: now.database)
+                        results.append(.success(.handOff(to: .authorize, message!)))
+                    case .repeated(let handOff):
+                        results.append(.success(handOff ? .handOff(to: .authorize, message!)
+                                                        : .settled(note: "already_completed", reason: "the payment was completed with this amount before")))
+                    case .expire:
+                        expiring.append(try PaymentStore.Failing(paymentId: request.paymentId, from: .awaitingAmount, rejection: Self.expired))
+                        snapshots[request.paymentId] = snapshot?.failed()
+                        results.append(.success(.handOff(to: .notify, message!)))
+                    case .wait(let code, let reason):
+                        results.append(.failure(.transient(code: code, reason: reason)))
+                    case .refuse(let code, let reason):
+                        results.append(.failure(.unattributable(code: code, reason: reason)))
+                    }
+                }
+                // The rows are locked: a statement that leaves one unwritten is a bug, not a race.
+                guard try store.completeAmount(completing, on: transaction).count == completing.count,
+                      try store.fail(expiring, on: transaction).count == expiring.count else {
+                    throw StageFailure.transient(code: "database_conflict", reason: "a locked payment of the batch changed status")
+                }
+                return results
+            }
+        } catch {
+            return Array(repeating: .failure(FailureClassifier.classify(error)), count: requests.count)
+        }
+    }
+
+    /// The reconciler's expiry sweep: payments waiting for their amount whose credential's lifetime is over at
+    /// `clock`'s database time fail `prime_expired`, nothing sent; their hand-offs to notify.
+    public func expireDeferred(clock: BatchClock, on connection: PostgresConnection) throws -> [StageMessage] {
+        try connection.transaction { transaction in
+            let store = PaymentStore()
+            let waiting = try store.awaitingAmount(limit: Self.expiryBatch, on: transaction)
+            guard !waiting.isEmpty else { return [] }
+            let lifetimes = try deferredLifetimes(Set(waiting.map(\.message.merchantId)), database: transaction)
+            let expired = DeferredAmount.expired(waiting, now: clock.database) { lifetimes[$0] }
+            let written = try store.fail(
+                try expired.map { try PaymentStore.Failing(paymentId: $0.paymentId, from: .awaitingAmount, rejection: Self.expired) }, on: transaction)
+            return expired.filter { written.contains($0.paymentId) }
+        }
+    }
+
+    static let expired = Rejection(code: "prime_expired", reason: "the deferred payment's credential outlived its documented lifetime before a completion: nothing sent")
+
+    /// How long each merchant's connector keeps a deferred credential (``ConnectorCapabilities/deferredAmountLifetime``);
+    /// merchants whose connector has none are absent.
+    func deferredLifetimes(_ merchants: Set<String>, database: PostgresConnection) throws -> [String: TimeInterval] {
+        var lifetimes: [String: TimeInterval] = [:]
+        for merchant in merchants.sorted() {
+            guard let capabilities = try directory.entry(merchant, on: database)?.merchant.config.gateway?.connector.capabilities,
+                  capabilities.deferredAmount else { continue }
+            lifetimes[merchant] = capabilities.deferredAmountLifetime
+        }
+        return lifetimes
+    }
+}

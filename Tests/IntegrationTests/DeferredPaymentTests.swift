@@ -1,0 +1,154 @@
+import Foundation
+import HTTP
+@testable import PaymentStages
+import PayPipeDevTools
+import Pipeline
+import Postgres
+import Testing
+
+extension Integration {
+/// TapPay deferred payments on the real database and the simulator's TapPay face: a job with `amountPending` waits in
+/// `awaiting_amount`; `payment.complete.requested` hands it back to authorize with the amount, and its Pay by Prime
+/// goes through submit exactly once; without a completion it fails `prime_expired` with no call. Days pass by the
+/// injected batch clock, never by sleeping.
+@Suite struct DeferredPaymentTests {
+    static let day: TimeInterval = 86_400
+
+    final class Harness {
+        let base: ConnectorEndToEndTests.Harness
+        let operations: OperationsStage
+
+        init() throws {
+            base = try ConnectorEndToEndTests.Harness()
+            operations = OperationsStage(
+                directory: MerchantDirectory(store: MerchantStore(vault: base.authorize.vault), ttl: 0),
+                client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
+                                            webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1)),
+                sendWindow: 0.5, reconcileGrace: 0.2)
+        }
+
+        /// A deferred TapPay payment of at most `maximum` minor units whose prime was obtained `age` seconds ago, run
+        /// through the real authorize stage: it must wait.
+        func waiting(maximum: Int64, primeAge: TimeInterval = 0) throws -> StageMessage {
+            let published = Date().addingTimeInterval(-primeAge)
+            let prime = "sim_deferred_\(Int64(published.timeIntervalSince1970 * 1000))_\(UUID().uuidString.prefix(8))"
+            let data = StoredPaymentData.tapPay(prime: prime, kind: .deferred, publishedAt: published, billingContact: nil, shippingContact: nil)
+            let (message, outcome) = try base.authorizing("tappay-m", amount: maximum, currency: "TWD", data: data)
+            #expect(outcome == .success(.settled(note: "awaiting_amount", reason: "a deferred payment waits for its amount (payment.complete.requested)")))
+            #expect(try base.status(message) == .awaitingAmount)
+            return message
+        }
+
+        func complete(_ message: StageMessage, amount: Int64, at clock: BatchClock) throws -> Result<StageOutcome, StageFailure> {
+            let database = try base.authorize.database()
+            defer { database.close() }
+            let request = CompletionRequest(operationId: "complete-\(UUID().uuidString.prefix(8))", merchantId: message.merchantId,
+                                            paymentId: message.paymentId, amount: amount)
+            return operations.complete([request], database: database, clock: clock)[0]
+        }
+
+        func authorize(_ message: StageMessage) throws -> Result<StageOutcome, StageFailure> {
+            let database = try base.authorize.database()
+            defer { database.close() }
+            return base.authorize.makeStage().process([message], database: database)[0]
+        }
+
+        /// Requests the simulator's TapPay face received for the payment (its references start with the order reference).
+        func payByPrimes(_ message: StageMessage) throws -> Int {
+            base.auths(try #require(try base.authorize.payment(message.paymentId)?.orderReference))
+        }
+
+        func databaseClock(plus seconds: TimeInterval) throws -> BatchClock {
+            let database = try base.authorize.database()
+            defer { database.close() }
+            let now = try BatchClock.read(database)
+            return BatchClock(database: now.database.addingTimeInterval(seconds), worker: now.worker.addingTimeInterval(seconds))
+        }
+    }
+
+    @Test func aDeferredPaymentIsCompletedADayLaterAndSentOnce() throws {
+        let harness = try Harness()
+        let message = try harness.waiting(maximum: 500_000, primeAge: Self.day)
+        // A redelivery of the authorize hand-off changes nothing: still waiting, nothing sent.
+        #expect(try harness.authorize(message) == .success(.settled(note: "awaiting_amount", reason: "a deferred payment waits for its amount (payment.complete.requested)")))
+        #expect(try harness.payByPrimes(message) == 0)
+        let clock = try harness.databaseClock(plus: Self.day)
+        // Above the job's amount: refused, the payment still waits.
+        guard case .failure(.unattributable("amount_exceeds_maximum", _)) = try harness.complete(message, amount: 500_100, at: clock) else {
+            Issue.record("a completion above the job's amount was not refused")
+            return
+        }
+        #expect(try harness.complete(message, amount: 120_000, at: clock) == .success(.handOff(to: .authorize, message)))
+        let completed = try #require(try harness.base.authorize.payment(message.paymentId))
+        #expect(completed.status == .decrypted && completed.amountMinor == 120_000)
+        // The same completion again, before authorize ran (a redelivery): handed on again, nothing written.
+        #expect(try harness.complete(message, amount: 120_000, at: clock) == .success(.handOff(to: .authorize, message)))
+        #expect(try harness.authorize(message) == .success(.handOff(to: .submit, message)))
+        #expect(try harness.base.process(harness.base.stage(), message) == .success(.handOff(to: .notify, message)))
+        #expect(try harness.base.status(message) == .authorized)
+        #expect(try harness.payByPrimes(message) == 1)
+        // The processor charged the completion's amount (TWD 1200), not the job's.
+        let reference = try #require(try harness.base.authorize.payment(message.paymentId)?.orderReference)
+        let charged = harness.base.simulator.ledger.records(matching: []).filter { $0["orderreference"]?.stringValue?.hasPrefix(reference + ".") == true }
+        #expect(charged.count == 1 && charged.first?["baseamount"]?.stringValue == "120000")
+        // Later completions: the same amount is a repeat, another is refused; neither sends anything.
+        #expect(try harness.complete(message, amount: 120_000, at: clock) == .success(.settled(note: "already_completed", reason: "the payment was completed with this amount before")))
+        guard case .failure(.unattributable("payment_not_awaiting_amount", _)) = try harness.complete(message, amount: 130_000, at: clock) else {
+            Issue.record("a second completion with another amount was not refused")
+            return
+        }
+        #expect(try harness.payByPrimes(message) == 1)
+    }
+
+    @Test func aDeferredPaymentExpiresWithoutACall() throws {
+        let harness = try Harness()
+        let swept = try harness.waiting(maximum: 510_000)
+        let completedLate = try harness.waiting(maximum: 520_000)
+        let database = try harness.base.authorize.database()
+        defer { database.close() }
+        // 29 days on: nothing expires.
+        #expect(try harness.operations.expireDeferred(clock: harness.databaseClock(plus: 29 * Self.day), on: database).isEmpty)
+        #expect(try harness.base.status(swept) == .awaitingAmount)
+        // A completion after 30 days fails the payment instead of sending it.
+        let late = try harness.databaseClock(plus: 30 * Self.day + 60)
+        #expect(try harness.complete(completedLate, amount: 120_000, at: late) == .success(.handOff(to: .notify, completedLate)))
+        // The reconciler's sweep fails the other one.
+        #expect(try harness.operations.expireDeferred(clock: late, on: database) == [swept])
+        for message in [swept, completedLate] {
+            let payment = try #require(try harness.base.authorize.payment(message.paymentId))
+            #expect(payment.status == .failed && payment.errorCode == "prime_expired")
+            #expect(try harness.payByPrimes(message) == 0)
+        }
+        #expect(harness.base.simulator.ledger.authCounts().isEmpty, "the simulator saw no Pay by Prime")
+        // Nothing is left to sweep.
+        #expect(try harness.operations.expireDeferred(clock: late, on: database).isEmpty)
+    }
+
+    @Test func aLostAnswerOfTheCompletionIsReconciledWithOneCall() throws {
+        let harness = try Harness()
+        let message = try harness.waiting(maximum: 530_000, primeAge: Self.day)
+        // 109 600 minor units (TWD 1096): the simulator records the charge and loses the answer.
+        #expect(try harness.complete(message, amount: 109_600, at: try harness.databaseClock(plus: Self.day)) == .success(.handOff(to: .authorize, message)))
+        #expect(try harness.authorize(message) == .success(.handOff(to: .submit, message)))
+        let stage = harness.base.stage()
+        #expect(ConnectorEndToEndTests.transientCode(try harness.base.process(stage, message)) == "gateway_outcome_uncertain")
+        try harness.base.ageAttempts(message)
+        #expect(try harness.base.process(stage, message) == .success(.handOff(to: .notify, message)))
+        #expect(try harness.base.status(message) == .authorized)
+        #expect(try harness.payByPrimes(message) == 1)
+    }
+
+    /// An ordinary prime keeps its 90 s: one published two minutes ago is refused without a call, as before.
+    @Test func anOrdinaryPrimeKeepsItsNinetySeconds() throws {
+        let harness = try Harness()
+        let published = Date().addingTimeInterval(-120)
+        let data = StoredPaymentData.tapPay(prime: "sim_\(Int64(published.timeIntervalSince1970 * 1000))_\(UUID().uuidString.prefix(8))",
+                                            publishedAt: published, billingContact: nil, shippingContact: nil)
+        let message = try harness.base.prepared("tappay-m", amount: 540_000, currency: "TWD", data: data)
+        _ = try harness.base.process(harness.base.stage(), message)
+        let payment = try #require(try harness.base.authorize.payment(message.paymentId))
+        #expect(payment.status == .failed && payment.errorCode == "prime_expired")
+        #expect(harness.base.simulator.ledger.authCounts().isEmpty)
+    }
+}
+}
