@@ -89,6 +89,7 @@ public struct DecryptStage: TransactionalStageHandler {
         // A payment another worker inserted, claimed or settled after the read makes a write come up short. The batch is
         // then decided once more on a fresh read in the same transaction, where the other worker's rows are committed
         // (the insert waited for them) and this run's own rows read as existing, so their outcomes stay the same.
+        let credentialJobs = try CredentialJobs.load(inputs.compactMap { if case .job(let job, _) = $0 { job } else { nil } }, on: transaction)
         for _ in 1...2 {
             let found = try payments.decryptRows(
                 keys: keys, transactionIds: transactionIds, on: transaction)
@@ -98,7 +99,10 @@ public struct DecryptStage: TransactionalStageHandler {
             let decisions = Decrypt.decide(rows, inputs, verificationClock, now: now) {
                 (job: PaymentJob, merchant: MerchantDirectory.Entry, instant: Date) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> in
                 checks.verified(job, at: instant) {
-                    verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
+                    if let rejection = credentialJobs.rejection(job, connector: merchant.merchant.config.gateway?.connector, at: instant) {
+                        return .failure(rejection)
+                    }
+                    return verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
                            merchant: merchant, at: instant)
                 }
             }
