@@ -205,21 +205,14 @@ public struct CredentialStore: Sendable {
     static func aad(_ id: String) -> [UInt8] { Array(id.utf8) }
 
     static func credential(_ row: PostgresRow) throws -> Credential {
-        func decoded<T: RawRepresentable>(_ column: String, as: T.Type) throws -> T where T.RawValue == String {
-            let text = try row.decode(column, as: String.self)
-            guard let value = T(rawValue: text) else {
-                throw PostgresError.decoding(column: column, expected: String(describing: T.self), reason: "unknown value '\(text)'")
-            }
-            return value
-        }
         let metadataText = try row.decode("card_metadata", as: PostgresJSONB.self).text
         return Credential(
             id: try row.decode("id"), merchantId: try row.decode("merchant_id"), paymentId: try row.decode("payment_id"),
-            connector: try row.decode("connector"), usage: try decoded("usage", as: CredentialUsage.self),
-            tokenType: try decoded("token_type", as: TokenType.self), network: try row.decode("network"), last4: try row.decode("last4"),
+            connector: try row.decode("connector"), usage: try row.decodeChoice("usage", as: CredentialUsage.self),
+            tokenType: try row.decodeChoice("token_type", as: TokenType.self), network: try row.decode("network"), last4: try row.decode("last4"),
             expiry: try row.decode("expiry", as: String?.self).flatMap { CardExpiry($0) }, merchantTokenIdentifier: try row.decode("merchant_token_identifier"),
             cardMetadata: (try? JSONValue.parse(Array(metadataText.utf8))) ?? .object([]),
-            state: try decoded("state", as: CredentialState.self), stateReason: try row.decode("state_reason"),
+            state: try row.decodeChoice("state", as: CredentialState.self), stateReason: try row.decode("state_reason"),
             stateChangedAt: try row.decode("state_changed_at"), isShredded: try row.decode("shredded"),
             createdAt: try row.decode("created_at"), updatedAt: try row.decode("updated_at"))
     }
