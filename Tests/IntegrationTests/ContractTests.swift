@@ -95,9 +95,10 @@ extension Integration {
             let schema = try #require(try JSONSerialization.jsonObject(
                 with: Data(contentsOf: docs.appendingPathComponent("schemas/job.schema.json"))) as? [String: Any])
             #expect((schema["required"] as? [String])?.sorted() == ["amount", "jobId", "merchantId", "orderReference"])
-            // Exactly one of the Apple Pay token and the TapPay prime.
+            // Exactly one of the Apple Pay token, the TapPay prime and a merchant-initiated payment's stored credential.
             let alternatives = try #require(schema["oneOf"] as? [[String: Any]])
-            #expect(alternatives.compactMap { $0["required"] as? [String] } == [["applePayToken"], ["tapPayPrime"]])
+            #expect(alternatives.compactMap { $0["required"] as? [String] }
+                    == [["applePayToken"], ["tapPayPrime"], ["initiator", "credentialId", "mitReason"]])
         }
 
         /// Each example publisher (pika from a token file, Swift from a job file) publishes a token minted by the

@@ -55,7 +55,8 @@ public struct SimulatorEngine: Sendable {
         guard requestTypes.contains("AUTH") else {
             return SimulatorReply(items: requestTypes.map { Self.item($0, code: "0", message: "Ok") })
         }
-        if let field = SimulatorRequestValidator.invalidAuthField(fields) {
+        let parent = { (reference: String) in self.ledger.records(matching: [("transactionreference", [reference])], limit: 1).first }
+        if let field = SimulatorRequestValidator.invalidAuthField(fields) ?? TrustPaymentsStoredCredentialRules.invalidField(fields, parent: parent) {
             return SimulatorReply(items: [Self.item("AUTH", code: "30000", message: "Invalid field", extra: [
                 ("errordata", [.string(field)]), ("customeroutput", "RESULT"),
             ])])

@@ -10,7 +10,11 @@ public enum SimulatorRequestValidator {
     /// The name of the first invalid field of an AUTH (or THREEDQUERY+AUTH), or nil when it is acceptable.
     public static func invalidAuthField(_ fields: JSONValue) -> String? {
         guard let site = fields["sitereference"]?.stringValue, !site.isEmpty else { return "sitereference" }
-        guard fields["accounttypedescription"]?.stringValue == "ECOM" else { return "accounttypedescription" }
+        // A stored credential's child AUTH may be RECUR and carries no card data (TrustPaymentsStoredCredentialRules).
+        let child = TrustPaymentsStoredCredentialRules.isChildAuth(fields)
+        guard fields["accounttypedescription"]?.stringValue == "ECOM" || (child && fields["accounttypedescription"]?.stringValue == "RECUR") else {
+            return "accounttypedescription"
+        }
         guard let currency = fields["currencyiso3a"]?.stringValue, currency.utf8.count == 3,
               currency.utf8.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return "currencyiso3a" }
         guard baseAmount(fields) != nil else { return "baseamount" }
@@ -23,7 +27,7 @@ public enum SimulatorRequestValidator {
             } else {
                 guard let expiry = fields["expirydate"]?.stringValue, isExpiryDate(expiry) else { return "expirydate" }
             }
-        } else if fields["wallettoken"]?.stringValue == nil {
+        } else if fields["wallettoken"]?.stringValue == nil, !child {
             return "pan"
         }
         return nil

@@ -69,11 +69,7 @@ public struct OperationStore: Sendable {
 
     static func operation(row: PostgresRow) throws -> Operation {
         func decoded<T: RawRepresentable>(_ column: String, as: T.Type) throws -> T where T.RawValue == String {
-            let text = try row.decode(column, as: String.self)
-            guard let value = T(rawValue: text) else {
-                throw PostgresError.decoding(column: column, expected: String(describing: T.self), reason: "unknown value '\(text)'")
-            }
-            return value
+            try row.decodeChoice(column, as: T.self)
         }
         func lifecycle(_ prefix: String) throws -> MoneyLifecycle? {
             guard let text = try row.decode("\(prefix)_lifecycle", as: String?.self), let status = LifecycleStatus(rawValue: text),

@@ -17,7 +17,7 @@ public enum PayPipeSchema {
         Migration(version: 10, name: "lifecycle invariants in one function", sql: lifecycleInvariantsFunction),
         Migration(version: 11, name: "less WAL per payment: unread indexes dropped, room for same-page updates", sql: leanWAL),
         Migration(version: 12, name: "lifecycle edges generated from MoneyLifecycle", sql: lifecycleRules),
-        // 13 is another branch's (numbers were assigned per change so merges do not collide).
+        Migration(version: 13, name: "stored credentials, token types and merchant-initiated payments", sql: credentials),
         Migration(version: 14, name: "deferred payments: awaiting_amount and the completion's time", sql: deferredAmount),
     ]
 

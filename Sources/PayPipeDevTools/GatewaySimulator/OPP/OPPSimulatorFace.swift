@@ -99,6 +99,7 @@ public final class OPPSimulatorFace: Sendable {
         guard let amount = fields["amount"], let minor = OPPWire.minorUnits(amount, currency: currency), minor > 0 else { return "amount" }
         guard let brand = fields["paymentBrand"], !brand.isEmpty else { return "paymentBrand" }
         guard let reference = fields["merchantTransactionId"], (8...255).contains(reference.count) else { return "merchantTransactionId" }
+        if let parameter = OPPStoredCredentialRules.invalidParameter(fields) { return parameter }
         if let token = fields["applePay.paymentToken"] {
             guard (try? JSONValue.parse(Array(token.utf8)))?["header"] != nil else { return "applePay.paymentToken" }
             return nil
