@@ -66,6 +66,7 @@ let package = Package(
         .executable(name: "paypipe-notify", targets: ["paypipe-notify"]),
         .executable(name: "paypipe-operations", targets: ["paypipe-operations"]),
         .executable(name: "paypipe-webhook-receiver", targets: ["paypipe-webhook-receiver"]),
+        .executable(name: "paypipe-apple-notifications", targets: ["paypipe-apple-notifications"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -131,6 +132,7 @@ let package = Package(
         .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PayPipeDevTools", "Pipeline"]),
         .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-operations", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-apple-notifications", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PayPipeDevTools", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),
