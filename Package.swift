@@ -118,7 +118,7 @@ let package = Package(
         // MARK: Development tools (docs/architecture.md, "Modules"): linked by the CLI, the simulators and the tests, never
         // by the paypipe-<stage> workers
         .target(name: "ApplePaySandbox", dependencies: ["ApplePay", "Crypto"]),
-        .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "HTTP", "JWT", "JSON"]),
+        .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "COpenSSL", "HTTP", "JWT", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function. Pure modules
         // only: of the C libraries, just OpenSSL (through Crypto), whose X.509 and CMS parsing it fuzzes (scripts/check-modules).

@@ -1,3 +1,5 @@
+import Foundation
+import HTTP
 import JSON
 import PaymentStages
 import Testing
@@ -98,5 +100,46 @@ import Testing
                 #expect(error == expected, "\(body)")
             }
         }
+    }
+}
+
+/// Pulling one event: Apple's request shape and what each answer does to the row. Clock injected.
+@Suite struct MerchantTokenEventPullTests {
+    let notified = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func theRequestIsApplesWithBothRequiredHeaders() {
+        let request = MerchantTokenEventPull.request(baseURL: "https://apple-pay-gateway.apple.com/", appleMerchantId: "merchant.com.example",
+                                                     eventId: "4f1c-2a9e", requestId: "req-1")
+        #expect(request.method == "GET")
+        #expect(request.url == "https://apple-pay-gateway.apple.com/paymentservices/v1/merchantId/merchant.com.example/merchantToken/event/4f1c-2a9e")
+        #expect(request.headers.value(for: "x-request-id") == "req-1")
+        #expect(request.headers.value(for: "Content-Type") == "application/json")
+    }
+
+    @Test func eachAnswerSettlesTheEventOrSchedulesTheNextAttempt() throws {
+        let body = Array(#"{"eventType":"UNLINK","merchantTokenIdentifier":"T1","reason":"USER"}"#.utf8)
+        let pulled = MerchantTokenEventPull.decide(.response(status: 200, body: body), receivedAt: notified, attempts: 1, now: notified)
+        guard case .pulled(let event, .unlink(merchantTokenIdentifier: "T1", reason: "USER")) = pulled else { Issue.record("\(pulled)"); return }
+        #expect(event.type == .unlink)
+        // Apple's 5xx and transport failures retry, backing off (30 s, 60 s, … at most an hour).
+        let later = notified.addingTimeInterval(100)
+        #expect(MerchantTokenEventPull.decide(.response(status: 500, body: []), receivedAt: notified, attempts: 1, now: later)
+            == .retry(at: later.addingTimeInterval(30), reason: "Apple answered 500: "))
+        guard case .retry(let at, _) = MerchantTokenEventPull.decide(.transportFailed("TLS handshake"), receivedAt: notified, attempts: 3, now: later),
+              at == later.addingTimeInterval(120) else { Issue.record("third attempt waits 120 s"); return }
+        guard case .retry(let capped, _) = MerchantTokenEventPull.decide(.noIdentity("none"), receivedAt: notified, attempts: 20, now: later),
+              capped == later.addingTimeInterval(3_600) else { Issue.record("the wait is capped at an hour"); return }
+        // Past Apple's 7 days there is no next attempt.
+        let lastDay = notified.addingTimeInterval(7 * 86_400 - 10)
+        guard case .failed = MerchantTokenEventPull.decide(.response(status: 503, body: []), receivedAt: notified, attempts: 2, now: lastDay) else {
+            Issue.record("an attempt after the window is no attempt"); return
+        }
+        // Apple refusing the event, or an unusable answer, is final.
+        guard case .failed(let refused) = MerchantTokenEventPull.decide(.response(status: 400, body: Array(#"{"statusCode":400}"#.utf8)),
+                                                                          receivedAt: notified, attempts: 1, now: later) else { Issue.record("400"); return }
+        #expect(refused.contains("400"))
+        guard case .failed(let unusable) = MerchantTokenEventPull.decide(.response(status: 200, body: Array("{}".utf8)),
+                                                                           receivedAt: notified, attempts: 1, now: later) else { Issue.record("{}"); return }
+        #expect(unusable.contains("eventType"))
     }
 }

@@ -43,6 +43,68 @@ public struct MerchantTokenEventStore: Sendable {
         return inserted
     }
 
+    /// A queued event taken for one pull.
+    public struct Claim: Sendable, Equatable {
+        public var eventId: String
+        public var merchantId: String?
+        public var receivedAt: Date
+        /// Attempts so far, this one included.
+        public var attempts: Int
+    }
+
+    /// Takes up to `limit` queued events that are due, in one statement: each gets `attempts + 1` and a lease
+    /// (`next_attempt_at` moved `lease` seconds on), so a puller that dies mid-call leaves it to the next one after the
+    /// lease, and concurrent pullers skip each other's rows (`SKIP LOCKED`). No lock is held during the calls.
+    public func claimDue(limit: Int, lease: Double, now: Date, on connection: PostgresConnection) throws -> [Claim] {
+        try connection.query(
+            """
+            UPDATE merchant_token_events SET attempts = attempts + 1, next_attempt_at = $2::timestamptz + make_interval(secs => $3)
+            WHERE event_id IN (SELECT event_id FROM merchant_token_events WHERE state = 'queued' AND next_attempt_at <= $2
+                               ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+            RETURNING event_id, merchant_id, received_at, attempts
+            """, [limit, now, lease]
+        ).map { row in
+            Claim(eventId: try row.decode("event_id"), merchantId: try row.decode("merchant_id"),
+                  receivedAt: try row.decode("received_at"), attempts: try row.decode("attempts"))
+        }
+    }
+
+    /// Writes the pulls' outcomes in one statement: `pulled` with Apple's fields, `queued` again with the next
+    /// attempt time, or `failed`; the reason of a retry or failure in `last_error`.
+    public func settle(_ outcomes: [(eventId: String, outcome: MerchantTokenEventPull.Outcome)], now: Date, on connection: PostgresConnection) throws {
+        guard !outcomes.isEmpty else { return }
+        var ids: [String] = [], states: [String] = [], next: [Date?] = [], types: [String?] = [], identifiers: [String?] = []
+        var reasons: [String?] = [], metadata: [String?] = [], errors: [String?] = []
+        for (eventId, outcome) in outcomes {
+            ids.append(eventId)
+            switch outcome {
+            case .pulled(let event, _):
+                states.append("pulled"); next.append(nil); errors.append(nil)
+                types.append(event.type.rawValue); identifiers.append(event.merchantTokenIdentifier); reasons.append(event.reason)
+                metadata.append(event.metadata?.serializedString)
+            case .retry(let at, let reason):
+                states.append("queued"); next.append(at); errors.append(reason)
+                types.append(nil); identifiers.append(nil); reasons.append(nil); metadata.append(nil)
+            case .failed(let reason):
+                states.append("failed"); next.append(nil); errors.append(reason)
+                types.append(nil); identifiers.append(nil); reasons.append(nil); metadata.append(nil)
+            }
+        }
+        try connection.query(
+            """
+            UPDATE merchant_token_events e SET state = o.state, next_attempt_at = coalesce(o.next, e.next_attempt_at),
+                event_type = coalesce(o.type, e.event_type),
+                merchant_token_identifier = coalesce(o.identifier, e.merchant_token_identifier),
+                reason = coalesce(o.reason, e.reason), metadata = coalesce(o.metadata::jsonb, e.metadata), last_error = o.error,
+                settled_at = CASE WHEN o.state = 'queued' THEN NULL ELSE $9::timestamptz END
+            FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+                AS o(event_id, state, next, type, identifier, reason, metadata, error)
+            WHERE e.event_id = o.event_id AND e.state = 'queued'
+            """,
+            [PostgresArray(ids), PostgresArray(states), PostgresArray(next), PostgresArray(types), PostgresArray(identifiers),
+             PostgresArray(reasons), PostgresArray(metadata), PostgresArray(errors), now])
+    }
+
     /// Every row, newest first (the CLI's and the tests' view).
     public func list(limit: Int = 100, on connection: PostgresConnection) throws -> [Row] {
         try connection.query(

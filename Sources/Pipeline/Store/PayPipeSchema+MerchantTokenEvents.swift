@@ -5,14 +5,15 @@ extension PayPipeSchema {
     /// already there. Written only by `MerchantTokenEventStore`.
     ///
     /// - `merchant_id`: the PayPipe merchant named in the notification path (NULL for the bare Apple path);
-    /// - `state`: `queued` (to pull), `applied` (pulled and applied, or nothing to apply), `failed` (given up: an
-    ///   answer that cannot be used, or Apple's 7-day window passed; `last_error` says why);
+    /// - `state`: `queued` (to pull), `pulled` (Apple's answer stored and decided, not yet applied to a credential),
+    ///   `applied` (applied, or nothing to apply), `failed` (given up: an answer that cannot be used, or Apple's 7-day
+    ///   window passed; `last_error` says why);
     /// - `event_type`, `merchant_token_identifier`, `reason`, `metadata`: Apple's answer once pulled.
     static let merchantTokenEvents = """
     CREATE TABLE merchant_token_events (
         event_id                   text PRIMARY KEY,
         merchant_id                text,
-        state                      text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued','applied','failed')),
+        state                      text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued','pulled','applied','failed')),
         received_at                timestamptz NOT NULL DEFAULT clock_timestamp(),
         notifications              integer NOT NULL DEFAULT 1,
         attempts                   integer NOT NULL DEFAULT 0,

@@ -1,0 +1,103 @@
+import Foundation
+import HTTP
+import PayPipeDevTools
+import PaymentStages
+import Pipeline
+import Testing
+
+extension Integration {
+    /// The pull half of Apple's tap-and-pull on real PostgreSQL and a real mutual-TLS simulator of Apple's API:
+    /// notification → queued → pulled with the merchant's client certificate and an x-request-id → decided; a caller
+    /// without the right certificate never gets an event; Apple refusing an event ends it.
+    @Suite struct MerchantTokenPullTests {
+        static let unlink = Array(#"{"eventType":"UNLINK","merchantTokenIdentifier":"DNITHE000000000000000001","reason":"USER","merchantTokenMetadata":{"cardArt":[],"cardMetadata":{"fpanSuffix":"1234"}}}"#.utf8)
+
+        func puller(_ simulator: AppleTokenAPISimulator, _ files: MutualTLSFiles, certificate: String? = nil, key: String? = nil) -> MerchantTokenEventPuller {
+            let identity = AppleTokenAPIIdentity(appleMerchantId: "merchant.com.example", certificatePath: certificate ?? files.clientCertificate,
+                                                 keyPath: key ?? files.clientKey)
+            return MerchantTokenEventPuller(baseURL: simulator.baseURL, identity: { $0 == "merchant-a" ? identity : nil },
+                                            caCertificatePath: files.caCertificate, timeout: 10)
+        }
+
+        @Test func aNotifiedEventIsPulledOverMutualTLSAndDecided() throws {
+            try TestServices.resetDatabase()
+            let files = try MutualTLSFiles()
+            defer { files.remove() }
+            let simulator = AppleTokenAPISimulator(files: files.server)
+            try simulator.start()
+            defer { simulator.stop() }
+            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-1", body: Self.unlink)
+
+            let endpoint = try AppleNotificationTests.service()
+            defer { endpoint.stop() }
+            #expect(try AppleNotificationTests.get(endpoint, "/merchant-a/notification/merchantToken/evt-1") == 200)
+            #expect(try AppleNotificationTests.get(endpoint, "/merchant-a/notification/merchantToken/evt-unknown") == 200)
+            #expect(try AppleNotificationTests.get(endpoint, "/merchant-b/notification/merchantToken/evt-b") == 200)
+
+            let database = try TestServices.database()
+            defer { database.close() }
+            let outcomes = try puller(simulator, files).pullDue(on: database)
+            guard case .pulled(let event, .unlink(merchantTokenIdentifier: "DNITHE000000000000000001", reason: "USER")) = outcomes["evt-1"] else {
+                Issue.record("evt-1: \(String(describing: outcomes["evt-1"])); server: \(simulator.lastRefusalReason ?? "-")"); return
+            }
+            #expect(event.metadata?["cardMetadata"]?["fpanSuffix"]?.stringValue == "1234")
+            guard case .failed(let refused) = outcomes["evt-unknown"] else { Issue.record("Apple refused evt-unknown: final"); return }
+            #expect(refused.contains("400"))
+            guard case .retry = outcomes["evt-b"] else { Issue.record("merchant-b has no identity yet: it waits"); return }
+
+            let rows = Dictionary(uniqueKeysWithValues: try MerchantTokenEventStore().list(on: database).map { ($0.eventId, $0) })
+            #expect(rows["evt-1"]?.state == "pulled" && rows["evt-1"]?.eventType == "UNLINK"
+                    && rows["evt-1"]?.merchantTokenIdentifier == "DNITHE000000000000000001")
+            #expect(rows["evt-unknown"]?.state == "failed" && rows["evt-b"]?.state == "queued" && rows["evt-b"]?.attempts == 1)
+            // Each call carried its own x-request-id; Apple's path named Apple's merchant identifier.
+            let calls = simulator.calls
+            #expect(calls.count == 2 && Set(calls.map(\.requestId)).count == 2)
+            #expect(calls.contains { $0.path == "/paymentservices/v1/merchantId/merchant.com.example/merchantToken/event/evt-1" })
+            // Nothing is due any more: a second round pulls nothing (evt-b waits for its next attempt time).
+            #expect(try puller(simulator, files).pullDue(on: database).isEmpty)
+        }
+
+        @Test func withoutTheMerchantsCertificateNoEventIsServedAndTheEventWaits() throws {
+            try TestServices.resetDatabase()
+            let files = try MutualTLSFiles()
+            defer { files.remove() }
+            let simulator = AppleTokenAPISimulator(files: files.server)
+            try simulator.start()
+            defer { simulator.stop() }
+            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-1", body: Self.unlink)
+            let database = try TestServices.database()
+            defer { database.close() }
+            try MerchantTokenEventStore().enqueue([MerchantTokenNotification(merchantId: "merchant-a", eventId: "evt-1")], on: database)
+
+            // A certificate from another CA: the handshake fails, nothing reaches the API.
+            let stranger = puller(simulator, files, certificate: files.strangerCertificate, key: files.strangerKey)
+            guard case .retry(_, let reason) = try stranger.pullDue(on: database)["evt-1"] else { Issue.record("a refused handshake retries"); return }
+            #expect(reason.contains("unreachable"))
+            #expect(simulator.calls.isEmpty && simulator.refusedHandshakes >= 1)
+            // No certificate at all: refused too (plain HTTPClient).
+            let bare = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 10, caCertificatePath: files.caCertificate))
+            #expect(throws: HTTPClientError.self) {
+                try bare.send(MerchantTokenEventPull.request(baseURL: simulator.baseURL, appleMerchantId: "merchant.com.example", eventId: "evt-1", requestId: "r"))
+            }
+            #expect(simulator.calls.isEmpty)
+            // The right certificate but no x-request-id: Apple's 400.
+            let identified = HTTPClient(configuration: HTTPClientConfiguration(
+                connectTimeout: 5, totalTimeout: 10, caCertificatePath: files.caCertificate,
+                clientCertificatePath: files.clientCertificate, clientKeyPath: files.clientKey))
+            let noRequestId = try identified.send(HTTPRequest(
+                url: "\(simulator.baseURL)/paymentservices/v1/merchantId/merchant.com.example/merchantToken/event/evt-1",
+                headers: [HTTPHeader(name: "Content-Type", value: "application/json")]))
+            #expect(noRequestId.status == 400)
+            // Apple's unlink: 204 for a known token, 400 for an unknown one.
+            simulator.addToken(merchantId: "merchant.com.example", identifier: "T1")
+            for (identifier, status) in [("T1", 204), ("T2", 400)] {
+                let answer = try identified.send(HTTPRequest(
+                    method: "POST", url: "\(simulator.baseURL)/paymentservices/v1/merchantId/merchant.com.example/merchantToken/unlink",
+                    headers: [HTTPHeader(name: "Content-Type", value: "application/json"), HTTPHeader(name: "x-request-id", value: "u-\(identifier)")],
+                    body: Array(#"{"merchantTokenIdentifier":"\#(identifier)"}"#.utf8)))
+                #expect(answer.status == status, "\(identifier)")
+            }
+            #expect(simulator.isUnlinked(merchantId: "merchant.com.example", identifier: "T1"))
+        }
+    }
+}
