@@ -21,6 +21,26 @@ public struct SandboxMintRequest: Sendable {
     public var applicationData: [UInt8]?
     /// Device transaction id (random 32 bytes by default).
     public var transactionId: [UInt8]
+    /// A merchant token (MPAN) payment: `merchantTokenIdentifier` and `merchantTokenMetadata` in the decrypted data, as
+    /// Apple adds them for recurring, automatic-reload and deferred payment requests; `nil` mints a device token (DPAN).
+    public var merchantToken: MerchantToken?
+
+    /// What a minted merchant-token payment carries besides the card data.
+    public struct MerchantToken: Sendable {
+        /// At most 64 characters [doc: Apple, MerchantTokenUnlinkRequest].
+        public var identifier: String
+        /// `cardMetadata.fpanSuffix`: the funding card's last four digits.
+        public var fpanSuffix: String
+        /// `cardMetadata.expirationDate`, MMYYYY.
+        public var expirationDate: String
+
+        public init(identifier: String = "DNITHE" + (0..<18).map { _ in String(Int.random(in: 0...9)) }.joined(),
+                    fpanSuffix: String = "4242", expirationDate: String = "122030") {
+            self.identifier = identifier
+            self.fpanSuffix = fpanSuffix
+            self.expirationDate = expirationDate
+        }
+    }
 
     // MARK: Defects for negative tests
     /// Encrypt these bytes instead of the payment-data JSON.

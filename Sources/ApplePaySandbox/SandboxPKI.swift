@@ -179,7 +179,11 @@ public struct SandboxPKI: Sendable {
             applicationPrimaryAccountNumber: request.pan, applicationExpirationDate: request.expiry,
             currencyCode: request.currencyNumeric, transactionAmount: request.amount,
             deviceManufacturerIdentifier: "040010030273", paymentDataType: "3DSecure",
-            paymentData: .init(onlinePaymentCryptogram: request.cryptogram, eciIndicator: request.eci))
+            paymentData: .init(onlinePaymentCryptogram: request.cryptogram, eciIndicator: request.eci),
+            merchantTokenIdentifier: request.merchantToken?.identifier,
+            merchantTokenMetadata: request.merchantToken.map { token in
+                .init(cardArt: [], cardMetadata: .init(expirationDate: token.expirationDate, fpanSuffix: token.fpanSuffix))
+            })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Array(try encoder.encode(payload))

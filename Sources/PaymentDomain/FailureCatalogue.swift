@@ -5,7 +5,7 @@
 /// Not listed here: webhook attempt errors (`webhook_deliveries.error`: `timeout`, `ssrf_refused`, …, docs/notify.md),
 /// which describe one delivery attempt, not the payment.
 public enum FailureCatalogue {
-    public static let all: [FailureCode] = job + token + authorize + submit + operations + notify + runtime
+    public static let all: [FailureCode] = job + token + authorize + submit + operations + notify + runtime + credentials
 
     /// The entry for a code as stored or sent (`gateway_70000` finds the `gateway_<errorcode>` family).
     public static func entry(for code: String) -> FailureCode? {
@@ -54,6 +54,20 @@ public enum FailureCatalogue {
         FailureCode("application_data_mismatch", [.paymentFailed], origin: "decrypt",
                     "the job's `applicationData` does not hash to the token header's (or only one of them has it)"),
         FailureCode("token_replayed", [.paymentFailed], origin: "decrypt", "the token's `transactionId` was already used by another payment"),
+    ]
+
+    /// Stored credentials and merchant-initiated payments (docs/recurring.md): every refusal is made before any gateway call.
+    static let credentials: [FailureCode] = [
+        FailureCode("credential_unknown", [.paymentFailed], origin: "decrypt",
+                    "the MIT's `credentialId` names no credential of the job's merchant (another merchant's reads the same)"),
+        FailureCode("credential_unlinked", [.paymentFailed], origin: "decrypt",
+                    "the MIT's credential was unlinked (Apple's `UNLINK` event or `paypipe credential unlink`)"),
+        FailureCode("credential_expired", [.paymentFailed], origin: "decrypt",
+                    "the MIT's credential expired (its state, or the card or token expiry month has passed)"),
+        FailureCode("credential_not_supported", [.paymentFailed], origin: "decrypt",
+                    "the merchant's connector cannot store credentials or charge them (TapPay), has no processor code for the `mitReason`, or the credential was stored through another connector; in this release also every storing or merchant-initiated job the other checks accept (docs/recurring.md, \"Status\")"),
+        FailureCode("credential_usage_mismatch", [.paymentFailed], origin: "decrypt",
+                    "the MIT's `mitReason` needs a credential stored for another usage (e.g. `recurring` on one stored for `unscheduled`)"),
     ]
 
     static let authorize: [FailureCode] = [

@@ -21,6 +21,23 @@ public struct PaymentJob: Sendable, Equatable {
     /// A TapPay merchant's job: the prime TapPay's SDK gave the app (the Apple Pay token went to TapPay), in place of
     /// `applePayToken`. Exactly one of the two is present. The prime expires 90 s after it was obtained (docs/job-contract.md).
     public var tapPayPrime: String? = nil
+    /// `storeCredential.usage`: a customer-initiated payment (CIT) that asks to store its credential for later
+    /// merchant-initiated payments (docs/recurring.md); nil: nothing is stored.
+    public var storeCredential: CredentialUsage? = nil
+    /// A merchant-initiated payment (MIT): `initiator` `merchant` with `credentialId` and `mitReason`, and no Apple Pay
+    /// token or prime; nil for a customer-initiated one.
+    public var merchantInitiated: MerchantInitiated? = nil
+
+    /// What an MIT job names instead of a token.
+    public struct MerchantInitiated: Sendable, Equatable {
+        public let credentialId: String
+        public let reason: MITReason
+
+        public init(credentialId: String, reason: MITReason) {
+            self.credentialId = credentialId
+            self.reason = reason
+        }
+    }
     public let billingContact: [String: String]?
     public let shippingContact: [String: String]?
     public let notifyURL: String?
@@ -99,12 +116,19 @@ public struct PaymentJob: Sendable, Equatable {
         guard let code = amountObject["currency"]?.stringValue, let currency = Currency.alpha3(code) else {
             throw invalid("amount.currency must be an ISO 4217 alpha-3 code")
         }
+        let credentials = try credentialFields(object, invalid: invalid)
         let token: [UInt8]
         // `null` reads as absent, as for the other optional members.
         // `.none`, not `nil`: JSONValue is ExpressibleByNilLiteral, so a bare `nil` in this ternary was `.null`, and a
         // null prime counted as given (refusing `"tapPayPrime": null` next to an applePayToken).
         let prime = object["tapPayPrime"].flatMap { $0.isNull ? JSONValue?.none : $0 }
         switch object["applePayToken"] {
+        case _ where credentials.merchantInitiated != nil:
+            // An MIT pays with its stored credential: a token or prime next to it would be a second instrument.
+            guard object["applePayToken"] == nil, prime == nil else {
+                throw invalid("a merchant-initiated job (initiator \"merchant\") carries no applePayToken or tapPayPrime")
+            }
+            token = []
         case _ where prime != nil:
             guard object["applePayToken"] == nil else { throw invalid("give applePayToken or tapPayPrime, not both") }
             // String(71) [doc: TapPay "Pay by Prime API"]; printable ASCII, so it is safe in logs' redaction and headers.
@@ -167,7 +191,44 @@ public struct PaymentJob: Sendable, Equatable {
             notifyURL: notifyURL, metadata: metadata, applicationData: applicationData, captureMode: captureMode,
             captureWithin: captureWithin, contentHash: hash)
         job.tapPayPrime = prime?.stringValue
+        job.storeCredential = credentials.store
+        job.merchantInitiated = credentials.merchantInitiated
         return job
+    }
+
+    /// `storeCredential`, `initiator`, `credentialId` and `mitReason` (issue #44), strictly: unknown members and values
+    /// are refused, and an MIT must name its credential and reason while a CIT names neither.
+    static func credentialFields(
+        _ object: JSONValue, invalid: (String) -> DecodingError
+    ) throws(DecodingError) -> (store: CredentialUsage?, merchantInitiated: MerchantInitiated?) {
+        func present(_ key: String) -> JSONValue? { object[key].flatMap { $0.isNull ? JSONValue?.none : $0 } }
+        var store: CredentialUsage?
+        if let value = present("storeCredential") {
+            guard case .object(let members) = value, members.count == 1, members[0].key == "usage",
+                  let usage = members[0].value.stringValue.flatMap(CredentialUsage.init(rawValue:)) else {
+                throw invalid("storeCredential must be {\"usage\": \"recurring\" | \"unscheduled\" | \"installment\"} and nothing else")
+            }
+            store = usage
+        }
+        let initiator = present("initiator")
+        guard initiator == nil || initiator?.stringValue == "customer" || initiator?.stringValue == "merchant" else {
+            throw invalid("initiator must be \"customer\" or \"merchant\"")
+        }
+        let credentialId = present("credentialId"), reason = present("mitReason")
+        guard initiator?.stringValue == "merchant" else {
+            guard credentialId == nil, reason == nil else {
+                throw invalid("credentialId and mitReason belong to a merchant-initiated job: add \"initiator\": \"merchant\"")
+            }
+            return (store, nil)
+        }
+        guard store == nil else { throw invalid("a merchant-initiated job cannot store a credential (storeCredential belongs to the customer's first payment)") }
+        guard let id = credentialId?.stringValue, CredentialID.isValid(id) else {
+            throw invalid("credentialId must be a credential id (cred_ and 24 lowercase hex digits)")
+        }
+        guard let mitReason = reason?.stringValue.flatMap(MITReason.init(rawValue:)) else {
+            throw invalid("mitReason must be one of \(MITReason.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return (nil, MerchantInitiated(credentialId: id, reason: mitReason))
     }
 
     /// Why a message body is not a strict JSON object (the reason of its dead letter).
@@ -194,7 +255,7 @@ public struct PaymentJob: Sendable, Equatable {
         // that does not carry it unchanged (a redelivered job still matches its payment).
         let fields = ["jobId", "merchantId", "orderReference", "amount", "applePayToken",
                       "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime",
-                      "captureMode", "captureWithin"]
+                      "captureMode", "captureWithin", "storeCredential", "credentialId", "initiator", "mitReason"]
         let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
         return SHA256.hash(canonicalJSON(.object(contract)))
     }

@@ -10,6 +10,7 @@ let commands: [any CLICommand.Type] = [
     MerchantCommand.self,
     JobCommand.self,
     PaymentCommand.self,
+    CredentialCommand.self,
     StatsCommand.self,
     JWTCommand.self,
     WebhooksCommand.self,

@@ -48,6 +48,8 @@ extension Integration {
                 (["merchant", "keys", "--usgae"], "--usgae"),
                 (["job", "publish", "--sample", "2", "--sandbox-dir", scratch, "--merchnat", "m-notify"], "--merchnat"),
                 (["payment", "show", payment, "--jsn"], "--jsn"),
+                (["credential", "list", "--merchant", "m-notify", "--stat", "active"], "--stat"),
+                (["credential", "show", "cred_0123456789abcdef01234567", "--merchant", "m-notify", "--jsn"], "--jsn"),
                 (["payment", "resolve", payment, "--as", "failed", "--reason", "r", "--opertor", "me"], "--opertor"),
                 (["payment", "capture", payment, "--operation-id", "c1", "--amont", "5"], "--amont"),
                 (["payment", "void", payment, "--operation-id", "v1", "--amount=5", "--forse"], "--forse"),

@@ -68,9 +68,11 @@ public enum Decrypt {
     public struct Verified<Payload: Sendable>: Sendable {
         public let transactionId: String
         public let payload: Payload
+        /// What the payment records about its token (not secret: no card number).
+        public let token: TokenFacts
 
-        public init(transactionId: String, payload: Payload) {
-            (self.transactionId, self.payload) = (transactionId, payload)
+        public init(transactionId: String, payload: Payload, token: TokenFacts = TokenFacts(type: .unknown)) {
+            (self.transactionId, self.payload, self.token) = (transactionId, payload, token)
         }
     }
 
@@ -86,6 +88,11 @@ public enum Decrypt {
             case .decrypted: .decrypted
             case .failed: .failed
             }
+        }
+
+        /// The token facts of a `decrypted` settlement.
+        public var token: TokenFacts? {
+            if case .decrypted(let verified) = self { verified.token } else { nil }
         }
     }
 
@@ -109,7 +116,7 @@ public enum Decrypt {
             let mapped: Settled<Other>
             switch settled {
             case .decrypted(let verified):
-                mapped = .decrypted(Verified(transactionId: verified.transactionId, payload: try transform(verified.payload)))
+                mapped = .decrypted(Verified(transactionId: verified.transactionId, payload: try transform(verified.payload), token: verified.token))
             case .failed(let rejection):
                 mapped = .failed(rejection)
             }

@@ -24,6 +24,9 @@ public enum ConnectorKind: String, Codable, Sendable, CaseIterable {
 
     var registration: ConnectorRegistration { ConnectorRegistry.registration(self) }
     var plugin: any ConnectorPlugin.Type { registration.plugin }
+
+    /// What it declares about stored credentials (``ConnectorPlugin/storedCredentials``); nil: it stores none.
+    public var storedCredentials: StoredCredentialSupport? { plugin.storedCredentials }
 }
 
 /// One row of the registry: a connector's id, aliases, capabilities and implementation.

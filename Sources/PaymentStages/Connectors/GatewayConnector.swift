@@ -291,6 +291,11 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// Why `job` does not fit a merchant whose connector is `connector` (`malformed_token`), or nil.
     static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String?
 
+    /// Whether and how it stores credentials for merchant-initiated payments (issue #44): nil for a connector that
+    /// cannot (its storing and MIT jobs fail `credential_not_supported` before any call). Its processor's fields are
+    /// in its folder (`<Name>StoredCredentials.swift`).
+    static var storedCredentials: StoredCredentialSupport? { get }
+
     /// Lower-cased keys of its stored requests that hold card data or bearer material (``ClaimsRedactor``).
     static var sensitiveKeys: Set<String> { get }
     /// Those of them holding a PAN.
@@ -307,4 +312,5 @@ extension ConnectorPlugin {
     public static var credentialName: String? { nil }
     public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? { nil }
     public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? { nil }
+    public static var storedCredentials: StoredCredentialSupport? { nil }
 }

@@ -6,6 +6,7 @@ extension DecryptStage {
     public func attach(metrics registry: MetricsRegistry) {
         cardData.vault.attach(metrics: registry)
         keyUsage.attach(metrics: registry)
+        tokenTypes.attach(metrics: registry)
         certificateWatch.attach(metrics: registry)
     }
 

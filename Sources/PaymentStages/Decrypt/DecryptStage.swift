@@ -19,6 +19,8 @@ public struct DecryptStage: TransactionalStageHandler {
     /// Tokens decrypted per merchant key, and the certificate-expiry watch (DecryptStage+Upkeep.swift).
     let keyUsage = KeyUsageCounter()
     let certificateWatch = CertificateWatch()
+    /// Payments by token type and merchant (TokenTypeCounter.swift).
+    let tokenTypes = TokenTypeCounter()
 
     /// - Parameter maxQueueAge: `PAYPIPE_MAX_QUEUE_AGE`, the oldest publish timestamp accepted (``VerificationClock``);
     ///   its future bound is the verifier's signing-time future skew.
@@ -50,7 +52,9 @@ public struct DecryptStage: TransactionalStageHandler {
     /// failed — in one statement, and the rare payment found still `received` in one or two more. Two statements for
     /// a plain batch.
     public func handle(_ inputs: [DecryptInput], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
-        try handle(inputs, transaction: transaction, checks: TokenChecks())
+        let checks = TokenChecks()
+        checks.counter = tokenTypes
+        return try handle(inputs, transaction: transaction, checks: checks)
     }
 
     /// The runtime's batch transaction around ``handle(_:transaction:)``, with one ``TokenChecks`` for the whole batch:
@@ -58,6 +62,7 @@ public struct DecryptStage: TransactionalStageHandler {
     /// parsed, verified and decrypted once, not once per run (about log₂ n runs of a job in a batch of n).
     public func process(_ batch: [DecryptInput], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         let checks = TokenChecks()
+        checks.counter = tokenTypes
         return BatchTransaction.run(batch: batch, on: database) { try handle($0, transaction: $1, checks: checks) }
             .map { $0.mapError(FailureClassifier.classify).flatMap { $0 } }
     }
@@ -84,6 +89,7 @@ public struct DecryptStage: TransactionalStageHandler {
         // A payment another worker inserted, claimed or settled after the read makes a write come up short. The batch is
         // then decided once more on a fresh read in the same transaction, where the other worker's rows are committed
         // (the insert waited for them) and this run's own rows read as existing, so their outcomes stay the same.
+        let credentialJobs = try CredentialJobs.load(inputs.compactMap { if case .job(let job, _) = $0 { job } else { nil } }, on: transaction)
         for _ in 1...2 {
             let found = try payments.decryptRows(
                 keys: keys, transactionIds: transactionIds, on: transaction)
@@ -93,7 +99,10 @@ public struct DecryptStage: TransactionalStageHandler {
             let decisions = Decrypt.decide(rows, inputs, verificationClock, now: now) {
                 (job: PaymentJob, merchant: MerchantDirectory.Entry, instant: Date) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> in
                 checks.verified(job, at: instant) {
-                    verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
+                    if let rejection = credentialJobs.rejection(job, connector: merchant.merchant.config.gateway?.connector, at: instant) {
+                        return .failure(rejection)
+                    }
+                    return verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
                            merchant: merchant, at: instant)
                 }
             }
@@ -136,12 +145,16 @@ public struct DecryptStage: TransactionalStageHandler {
             return parsed
         }
 
+        /// Counts each job's token type once per batch, however many runs decide it.
+        var counter: TokenTypeCounter?
+
         func verified(_ job: PaymentJob, at instant: Date,
                       _ check: () -> Result<Decrypt.Verified<StoredPaymentData>, Rejection>) -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> {
             let key = Check(job: JobIdentity(job), instant: instant)
             if let result = checks[key] { return result }
             let result = check()
             checks[key] = result
+            if case .success(let verified) = result { counter?.record(merchantId: job.merchantId, tokenType: verified.token.type) }
             return result
         }
     }
@@ -158,7 +171,7 @@ public struct DecryptStage: TransactionalStageHandler {
                 created.append(try new.map { try cardData.seal($0, for: new.id) })
             case .settle(let existing, .decrypted(let verified)):
                 decrypted.append((existing.id, Decrypt.Verified(
-                    transactionId: verified.transactionId, payload: try cardData.seal(verified.payload, for: existing.id))))
+                    transactionId: verified.transactionId, payload: try cardData.seal(verified.payload, for: existing.id), token: verified.token)))
             case .settle(let existing, .failed(let rejection)):
                 failing.append(try PaymentStore.Failing(paymentId: existing.id, from: .received, rejection: rejection))
             case .handOff, .reject:
@@ -186,7 +199,7 @@ public struct DecryptStage: TransactionalStageHandler {
         }
         if let replayKey = ConnectorRegistry.credentialReplayKey(job), let data = ConnectorRegistry.credentialData(job, publishedAt: clock) {
             // No token: the credential and its publish time (its age is measured from it) go to authorize.
-            return .success(Decrypt.Verified(transactionId: replayKey, payload: data))
+            return .success(Decrypt.Verified(transactionId: replayKey, payload: data, token: TokenTypeCounter.facts(nil)))
         }
         let token: ApplePayToken
         var decrypted: DecryptedPaymentData?
@@ -219,6 +232,6 @@ public struct DecryptStage: TransactionalStageHandler {
             walletToken: decrypted == nil ? String(decoding: job.applePayToken, as: UTF8.self) : nil,
             paymentMethodDisplayName: token.paymentMethod?.displayName, paymentMethodNetwork: token.paymentMethod?.network,
             billingContact: job.billingContact, shippingContact: job.shippingContact)
-        return .success(Decrypt.Verified(transactionId: token.transactionId, payload: stored))
+        return .success(Decrypt.Verified(transactionId: token.transactionId, payload: stored, token: TokenTypeCounter.facts(decrypted)))
     }
 }

@@ -63,6 +63,9 @@ public struct PaymentEvent: Sendable, Equatable {
     public var receivedAt: Date
     /// When the payment reached its terminal status: the Standard Webhooks `timestamp` (when the event happened).
     public var occurredAt: Date
+    /// `merchant` (Apple's merchant token, MPAN), `device` (DPAN) or `unknown`; absent for payments recorded before
+    /// PayPipe recorded it, or that failed before their token was read.
+    public var tokenType: TokenType? = nil
 
     public init(
         type: PaymentEventType, paymentId: UUID, jobId: String, merchantId: String, orderReference: String?,
@@ -110,6 +113,7 @@ public struct PaymentEvent: Sendable, Equatable {
             data.append(("amount", .object([("value", .integer(amount.value)), ("currency", .string(amount.currency))])))
         }
         data.append(("status", .string(status)))
+        if let tokenType { data.append(("tokenType", .string(tokenType.rawValue))) }
         if let gateway {
             let fields: [(String, String?)] = [
                 ("transactionReference", gateway.transactionReference), ("errorCode", gateway.errorCode),

@@ -57,7 +57,7 @@ public struct PaymentEventLoader: Sendable {
                (SELECT string_agg(DISTINCT event_id, ',') FROM webhook_deliveries WHERE payment_id = p.id) AS attempted_events,
                g.id AS attempt_id, g.transaction_reference, g.error_code AS gateway_error_code,
                g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan
-        FROM (SELECT \(PaymentRecord.columns), metadata::text AS metadata, notify_url FROM payments WHERE \(condition)) p
+        FROM (SELECT \(PaymentRecord.columns), metadata::text AS metadata, notify_url, token_type FROM payments WHERE \(condition)) p
         -- The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
         LEFT JOIN LATERAL (SELECT id, transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
                            FROM gateway_attempts WHERE payment_id = p.id
@@ -72,7 +72,7 @@ public struct PaymentEventLoader: Sendable {
         let metadataText = try row?.decode("metadata", as: String?.self) ?? "{}"
         let metadata = (try? JSONValue.parse(metadataText)) ?? .object([])
         let gateway = try row.flatMap(Self.gatewayAttempt)
-        let event = PaymentEvent(
+        var event = PaymentEvent(
             type: type, paymentId: payment.id, jobId: payment.jobId, merchantId: payment.merchantId,
             orderReference: payment.orderReference,
             amount: payment.amountMinor.flatMap { value in payment.currency.map { PaymentEvent.Amount(value: value, currency: $0) } },
@@ -80,6 +80,7 @@ public struct PaymentEventLoader: Sendable {
             errorCode: payment.errorCode, errorReason: payment.errorMessage, metadata: metadata,
             receivedAt: payment.firstReceivedAt,
             occurredAt: try row?.decode("terminal_at", as: Date?.self) ?? payment.updatedAt)
+        event.tokenType = try row?.decode("token_type", as: String?.self).flatMap(TokenType.init(rawValue:))
         // Event ids are `evt_` and hex digits: a comma never occurs in one.
         let attempted = try row?.decode("attempted_events", as: String?.self)?.split(separator: ",").contains { $0 == event.id } ?? false
         return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self), attempted: attempted)

@@ -105,10 +105,12 @@ extension PaymentStore {
             WITH input AS (
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
                                      $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[],
-                                     $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $23::text[], $24::text[])
+                                     $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $23::text[], $24::text[],
+                                     $25::text[], $26::text[], $27::text[])
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                          notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext,
-                                         status, stage, error_code, error_message, actor, job_capture_mode, job_capture_within, n)),
+                                         status, stage, error_code, error_message, actor, job_capture_mode, job_capture_within,
+                                         token_type, merchant_token_identifier, merchant_token_metadata, n)),
             policy AS MATERIALIZED (
                 SELECT k.merchant_id, k.job_capture_mode, k.job_capture_within, c.capture_mode, c.capture_within_seconds
                 FROM (SELECT DISTINCT merchant_id, job_capture_mode, job_capture_within FROM input) k,
@@ -116,10 +118,12 @@ extension PaymentStore {
             inserted AS (
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                       status, stage, token_transaction_id, notify_url, metadata, error_code, error_message,
-                                      first_received_at, updated_at, capture_mode, capture_within_seconds)
+                                      first_received_at, updated_at, capture_mode, capture_within_seconds,
+                                      token_type, merchant_token_identifier, merchant_token_metadata)
                 SELECT input.id, input.merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                        status, stage, token_transaction_id, notify_url, metadata::jsonb, error_code, error_message,
-                       $19, clock_timestamp(), policy.capture_mode, policy.capture_within_seconds
+                       $19, clock_timestamp(), policy.capture_mode, policy.capture_within_seconds,
+                       token_type, merchant_token_identifier, merchant_token_metadata::jsonb
                 FROM input JOIN policy ON policy.merchant_id IS NOT DISTINCT FROM input.merchant_id
                                       AND policy.job_capture_mode IS NOT DISTINCT FROM input.job_capture_mode
                                       AND policy.job_capture_within IS NOT DISTINCT FROM input.job_capture_within
@@ -154,6 +158,9 @@ extension PaymentStore {
                 PostgresArray(rejections.map { $0 == nil ? Self.decryptActor : Self.failureActor }),
                 receivedAt, created.to.rawValue, created.stage.rawValue, Self.decryptActor,
                 PostgresArray(rows.map { $0.job?.captureMode?.rawValue }), PostgresArray(rows.map(\.job?.captureWithin)),
+                PostgresArray(rows.map { $0.settled.token?.type.rawValue }),
+                PostgresArray(rows.map { $0.settled.token?.merchantTokenIdentifier }),
+                PostgresArray(rows.map { $0.settled.token?.merchantTokenMetadata }),
             ])
         return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
     }
@@ -176,11 +183,13 @@ extension PaymentStore {
         let updated = try transaction.query(
             """
             WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::bytea[])
-                    WITH ORDINALITY AS t(id, token_transaction_id, key_id, nonce, ciphertext, n)),
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $10::text[], $11::text[], $12::text[])
+                    WITH ORDINALITY AS t(id, token_transaction_id, key_id, nonce, ciphertext,
+                                         token_type, merchant_token_identifier, merchant_token_metadata, n)),
             updated AS (
                 UPDATE payments p SET status = $7, stage = $8, token_transaction_id = input.token_transaction_id,
-                       updated_at = clock_timestamp()
+                       token_type = input.token_type, merchant_token_identifier = input.merchant_token_identifier,
+                       merchant_token_metadata = input.merchant_token_metadata::jsonb, updated_at = clock_timestamp()
                 FROM input WHERE p.id = input.id AND p.status = $6
                 RETURNING p.id),
             card AS (
@@ -198,6 +207,8 @@ extension PaymentStore {
                 PostgresArray(rows.map(\.verified.payload.keyId)), PostgresArray(rows.map(\.verified.payload.nonce)),
                 PostgresArray(rows.map(\.verified.payload.ciphertext)),
                 decrypted.from?.rawValue, decrypted.to.rawValue, decrypted.stage.rawValue, Self.decryptActor,
+                PostgresArray(rows.map(\.verified.token.type.rawValue)), PostgresArray(rows.map(\.verified.token.merchantTokenIdentifier)),
+                PostgresArray(rows.map(\.verified.token.merchantTokenMetadata)),
             ])
         return Set(try updated.map { try $0.decode("id", as: UUID.self) })
     }
