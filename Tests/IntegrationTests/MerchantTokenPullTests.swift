@@ -1,4 +1,5 @@
 import Foundation
+import PaymentDomain
 import HTTP
 import PayPipeDevTools
 import PaymentStages
@@ -98,6 +99,82 @@ extension Integration {
                 #expect(answer.status == status, "\(identifier)")
             }
             #expect(simulator.isUnlinked(merchantId: "merchant.com.example", identifier: "T1"))
+        }
+
+        /// Apple's events applied to the stored credential: the metadata update replaces the card metadata, last four
+        /// and expiry; UNLINK unlinks it (secrets shredded) exactly once; a repeated UNLINK changes nothing more.
+        @Test func pulledEventsAreAppliedToTheCredentialExactlyOnce() throws {
+            let connection = try TestServices.database()
+            defer { connection.close() }
+            let credentials = try CredentialStoreTests.store()
+            let credential = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
+            let files = try MutualTLSFiles()
+            defer { files.remove() }
+            let simulator = AppleTokenAPISimulator(files: files.server)
+            try simulator.start()
+            defer { simulator.stop() }
+            let token = "DNITHE000000000000000001"
+            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-meta", body: Array(
+                #"{"eventType":"UPDATED_METADATA","merchantTokenIdentifier":"\#(token)","reason":"ISSUER","merchantTokenMetadata":{"cardArt":[],"cardMetadata":{"fpanSuffix":"9876","expirationDate":"122031"}}}"#.utf8))
+            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-unlink", body: Self.unlink)
+            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-unlink-again", body: Self.unlink)
+            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-other-token", body: Array(
+                #"{"eventType":"UNLINK","merchantTokenIdentifier":"DNITHE000000000000000999","reason":"USER"}"#.utf8))
+            let store = MerchantTokenEventStore()
+            for event in ["evt-meta", "evt-unlink", "evt-unlink-again", "evt-other-token"] {
+                try store.enqueue([MerchantTokenNotification(merchantId: "m1", eventId: event)], on: connection)
+            }
+            let identity = AppleTokenAPIIdentity(appleMerchantId: "merchant.com.example", certificatePath: files.clientCertificate, keyPath: files.clientKey)
+            let puller = MerchantTokenEventPuller(baseURL: simulator.baseURL, identity: { $0 == "m1" ? identity : nil }, caCertificatePath: files.caCertificate)
+            #expect(try puller.pullDue(on: connection).count == 4)
+
+            let applier = MerchantTokenEventApplier(credentials: credentials)
+            let changes = try applier.applyPulled(on: connection)
+            #expect(changes["evt-meta"] == [.updated(credentialId: credential.id, merchantId: "m1")])
+            #expect(changes["evt-unlink"] == [.unlinked(credentialId: credential.id, merchantId: "m1")])
+            #expect(changes["evt-unlink-again"] == [.alreadyUnlinked(credentialId: credential.id)])
+            #expect(changes["evt-other-token"] == [.noCredential])
+            let stored = try #require(try credentials.find(credential.id, merchantId: "m1", on: connection))
+            #expect(stored.state == .unlinked && stored.isShredded && stored.last4 == "9876" && stored.expiry == CardExpiry(year: 2031, month: 12))
+            #expect(stored.cardMetadata["cardMetadata"]?["fpanSuffix"]?.stringValue == "9876")
+            #expect(try credentials.secrets(stored, on: connection) == nil)
+            let rows = try store.list(on: connection)
+            #expect(rows.allSatisfy { $0.state == "applied" } && rows.count == 4)
+            #expect(rows.first { $0.eventId == "evt-unlink" }?.appliedNote == "credential \(credential.id) unlinked")
+            // Nothing left to apply: a second round changes nothing.
+            #expect(try applier.applyPulled(on: connection).isEmpty)
+        }
+
+        /// Merchant-initiated unlink of an MPAN credential: Apple's unlink API over mutual TLS, then `unlinked` exactly
+        /// once; Apple out of reach leaves the credential active; a repeat calls nobody and says so.
+        @Test func aMerchantUnlinkTellsAppleThenUnlinksOnce() throws {
+            let connection = try TestServices.database()
+            defer { connection.close() }
+            let credentials = try CredentialStoreTests.store()
+            let credential = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
+            let files = try MutualTLSFiles()
+            defer { files.remove() }
+            let simulator = AppleTokenAPISimulator(files: files.server)
+            try simulator.start()
+            defer { simulator.stop() }
+            simulator.addToken(merchantId: "merchant.com.example", identifier: "DNITHE000000000000000001")
+            func unlink(certificate: String, key: String) throws -> MerchantTokenUnlink.Result {
+                try MerchantTokenUnlink.unlink(
+                    credential.id, merchantId: "m1", reason: "customer cancelled", credentials: credentials,
+                    identity: AppleTokenAPIIdentity(appleMerchantId: "merchant.com.example", certificatePath: certificate, keyPath: key),
+                    baseURL: simulator.baseURL, caCertificatePath: files.caCertificate, on: connection)
+            }
+            #expect(throws: MerchantTokenUnlink.Failure.self) { try unlink(certificate: files.strangerCertificate, key: files.strangerKey) }
+            #expect(try credentials.find(credential.id, merchantId: "m1", on: connection)?.state == .active)
+
+            #expect(try unlink(certificate: files.clientCertificate, key: files.clientKey) == .unlinked(appleCalled: true))
+            #expect(simulator.isUnlinked(merchantId: "merchant.com.example", identifier: "DNITHE000000000000000001"))
+            let stored = try #require(try credentials.find(credential.id, merchantId: "m1", on: connection))
+            #expect(stored.state == .unlinked && stored.isShredded && stored.stateReason == "customer cancelled")
+            #expect(try unlink(certificate: files.clientCertificate, key: files.clientKey) == .alreadyInactive(.unlinked))
+            #expect(simulator.calls.count == 1)
+            #expect(try MerchantTokenUnlink.unlink("cred_000000000000000000000000", merchantId: "m1", reason: "x", credentials: credentials,
+                                                   identity: nil, baseURL: simulator.baseURL, caCertificatePath: nil, on: connection) == .notFound)
         }
     }
 }

@@ -86,3 +86,19 @@ public enum MerchantTokenEventPull {
         String(decoding: body.prefix(300), as: UTF8.self)
     }
 }
+
+extension AppleTokenAPIIdentity {
+    /// A merchant's identity from `PAYPIPE_APPLE_IDENTITY_DIRECTORY`: `<directory>/<merchantId>/merchant-identifier`
+    /// (Apple's merchant identifier, one line), `identity.cert.pem` and `identity.key.pem` (unencrypted). nil when the
+    /// merchant has no such directory or a file is missing.
+    public static func fromDirectory(_ directory: String, merchantId: String) -> AppleTokenAPIIdentity? {
+        guard MerchantTokenNotification.isIdentifier(merchantId), !merchantId.hasPrefix(".") else { return nil }
+        let base = URL(fileURLWithPath: directory).appendingPathComponent(merchantId)
+        let certificate = base.appendingPathComponent("identity.cert.pem").path
+        let key = base.appendingPathComponent("identity.key.pem").path
+        guard let identifier = try? String(contentsOf: base.appendingPathComponent("merchant-identifier"), encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines), !identifier.isEmpty,
+              FileManager.default.isReadableFile(atPath: certificate), FileManager.default.isReadableFile(atPath: key) else { return nil }
+        return AppleTokenAPIIdentity(appleMerchantId: identifier, certificatePath: certificate, keyPath: key)
+    }
+}

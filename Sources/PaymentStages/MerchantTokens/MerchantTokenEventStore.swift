@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Postgres
 
 /// SQL for `merchant_token_events` (migration 16), its only writer: Apple's merchant-token notifications, queued by
@@ -17,9 +18,10 @@ public struct MerchantTokenEventStore: Sendable {
         public var eventType: String?
         public var merchantTokenIdentifier: String?
         public var lastError: String?
+        public var appliedNote: String?
     }
 
-    static let columns = "event_id, merchant_id, state, notifications, attempts, received_at, event_type, merchant_token_identifier, last_error"
+    static let columns = "event_id, merchant_id, state, notifications, attempts, received_at, event_type, merchant_token_identifier, last_error, applied_note"
 
     /// Queues `notifications` durably in one statement: a new event id gets its row; a repeated one (Apple retries,
     /// or a second notification of the same event) only counts the repeat, so the event is pulled once. Returns the
@@ -105,6 +107,34 @@ public struct MerchantTokenEventStore: Sendable {
              PostgresArray(reasons), PostgresArray(metadata), PostgresArray(errors), now])
     }
 
+    /// Pulled events waiting to be applied, locked until the caller's transaction ends (`SKIP LOCKED`: two appliers
+    /// never take the same event), oldest first, with Apple's answer as stored.
+    public func lockPulled(limit: Int, on transaction: PostgresConnection) throws -> [(eventId: String, merchantId: String?, event: MerchantTokenEvent)] {
+        try transaction.query(
+            """
+            SELECT event_id, merchant_id, event_type, merchant_token_identifier, reason, metadata::text AS metadata
+            FROM merchant_token_events WHERE state = 'pulled' ORDER BY received_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            """, [limit]
+        ).map { row in
+            let metadata: String? = try row.decode("metadata")
+            let event = MerchantTokenEvent(
+                type: .init(try row.decode("event_type")), merchantTokenIdentifier: try row.decode("merchant_token_identifier"),
+                reason: try row.decode("reason"), metadata: metadata.flatMap { try? JSONValue.parse($0) })
+            return (try row.decode("event_id"), try row.decode("merchant_id"), event)
+        }
+    }
+
+    /// Marks applied events `applied`, each with what applying it did (`applied_note`).
+    public func markApplied(_ notes: [String: String], on transaction: PostgresConnection) throws {
+        guard !notes.isEmpty else { return }
+        let entries = notes.sorted { $0.key < $1.key }
+        try transaction.query(
+            """
+            UPDATE merchant_token_events e SET state = 'applied', applied_note = n.note, settled_at = clock_timestamp()
+            FROM unnest($1::text[], $2::text[]) AS n(event_id, note) WHERE e.event_id = n.event_id AND e.state = 'pulled'
+            """, [PostgresArray(entries.map(\.key)), PostgresArray(entries.map(\.value))])
+    }
+
     /// Every row, newest first (the CLI's and the tests' view).
     public func list(limit: Int = 100, on connection: PostgresConnection) throws -> [Row] {
         try connection.query(
@@ -117,6 +147,7 @@ public struct MerchantTokenEventStore: Sendable {
             eventId: try row.decode("event_id"), merchantId: try row.decode("merchant_id"), state: try row.decode("state"),
             notifications: try row.decode("notifications"), attempts: try row.decode("attempts"),
             receivedAt: try row.decode("received_at"), eventType: try row.decode("event_type"),
-            merchantTokenIdentifier: try row.decode("merchant_token_identifier"), lastError: try row.decode("last_error"))
+            merchantTokenIdentifier: try row.decode("merchant_token_identifier"), lastError: try row.decode("last_error"),
+            appliedNote: try row.decode("applied_note"))
     }
 }

@@ -8,7 +8,8 @@ extension PayPipeSchema {
     /// - `state`: `queued` (to pull), `pulled` (Apple's answer stored and decided, not yet applied to a credential),
     ///   `applied` (applied, or nothing to apply), `failed` (given up: an answer that cannot be used, or Apple's 7-day
     ///   window passed; `last_error` says why);
-    /// - `event_type`, `merchant_token_identifier`, `reason`, `metadata`: Apple's answer once pulled.
+    /// - `event_type`, `merchant_token_identifier`, `reason`, `metadata`: Apple's answer once pulled;
+    /// - `applied_note`: what applying it did (credential unlinked, already unlinked, metadata updated, no credential).
     static let merchantTokenEvents = """
     CREATE TABLE merchant_token_events (
         event_id                   text PRIMARY KEY,
@@ -23,6 +24,7 @@ extension PayPipeSchema {
         reason                     text,
         metadata                   jsonb,
         last_error                 text,
+        applied_note               text,
         settled_at                 timestamptz
     );
     CREATE INDEX merchant_token_events_due ON merchant_token_events (next_attempt_at) WHERE state = 'queued';
