@@ -13,21 +13,32 @@ extension Integration {
     @Suite struct MerchantTokenPullTests {
         static let unlink = Array(#"{"eventType":"UNLINK","merchantTokenIdentifier":"DNITHE000000000000000001","reason":"USER","merchantTokenMetadata":{"cardArt":[],"cardMetadata":{"fpanSuffix":"1234"}}}"#.utf8)
 
-        func puller(_ simulator: AppleTokenAPISimulator, _ files: MutualTLSFiles, certificate: String? = nil, key: String? = nil) -> MerchantTokenEventPuller {
+        /// Throw-away certificates and the mutual-TLS simulator of Apple's API, started.
+        static func appleAPI(events: [String: [UInt8]] = [:]) throws -> (MutualTLSFiles, AppleTokenAPISimulator) {
+            let files = try MutualTLSFiles()
+            let simulator = AppleTokenAPISimulator(files: files.server)
+            for (eventId, body) in events { simulator.addEvent(merchantId: "merchant.com.example", eventId: eventId, body: body) }
+            do {
+                try simulator.start()
+            } catch {
+                files.remove()
+                throw error
+            }
+            return (files, simulator)
+        }
+
+        func puller(_ simulator: AppleTokenAPISimulator, _ files: MutualTLSFiles, merchant: String = "merchant-a",
+                    certificate: String? = nil, key: String? = nil) -> MerchantTokenEventPuller {
             let identity = AppleTokenAPIIdentity(appleMerchantId: "merchant.com.example", certificatePath: certificate ?? files.clientCertificate,
                                                  keyPath: key ?? files.clientKey)
-            return MerchantTokenEventPuller(baseURL: simulator.baseURL, identity: { $0 == "merchant-a" ? identity : nil },
+            return MerchantTokenEventPuller(baseURL: simulator.baseURL, identity: { $0 == merchant ? identity : nil },
                                             caCertificatePath: files.caCertificate, timeout: 10)
         }
 
         @Test func aNotifiedEventIsPulledOverMutualTLSAndDecided() throws {
             try TestServices.resetDatabase()
-            let files = try MutualTLSFiles()
-            defer { files.remove() }
-            let simulator = AppleTokenAPISimulator(files: files.server)
-            try simulator.start()
-            defer { simulator.stop() }
-            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-1", body: Self.unlink)
+            let (files, simulator) = try Self.appleAPI(events: ["evt-1": Self.unlink])
+            defer { simulator.stop(); files.remove() }
 
             let endpoint = try AppleNotificationTests.service()
             defer { endpoint.stop() }
@@ -60,12 +71,8 @@ extension Integration {
 
         @Test func withoutTheMerchantsCertificateNoEventIsServedAndTheEventWaits() throws {
             try TestServices.resetDatabase()
-            let files = try MutualTLSFiles()
-            defer { files.remove() }
-            let simulator = AppleTokenAPISimulator(files: files.server)
-            try simulator.start()
-            defer { simulator.stop() }
-            simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-1", body: Self.unlink)
+            let (files, simulator) = try Self.appleAPI(events: ["evt-1": Self.unlink])
+            defer { simulator.stop(); files.remove() }
             let database = try TestServices.database()
             defer { database.close() }
             try MerchantTokenEventStore().enqueue([MerchantTokenNotification(merchantId: "merchant-a", eventId: "evt-1")], on: database)
@@ -108,11 +115,8 @@ extension Integration {
             defer { connection.close() }
             let credentials = try CredentialStoreTests.store()
             let credential = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
-            let files = try MutualTLSFiles()
-            defer { files.remove() }
-            let simulator = AppleTokenAPISimulator(files: files.server)
-            try simulator.start()
-            defer { simulator.stop() }
+            let (files, simulator) = try Self.appleAPI()
+            defer { simulator.stop(); files.remove() }
             let token = "DNITHE000000000000000001"
             simulator.addEvent(merchantId: "merchant.com.example", eventId: "evt-meta", body: Array(
                 #"{"eventType":"UPDATED_METADATA","merchantTokenIdentifier":"\#(token)","reason":"ISSUER","merchantTokenMetadata":{"cardArt":[],"cardMetadata":{"fpanSuffix":"9876","expirationDate":"122031"}}}"#.utf8))
@@ -124,9 +128,7 @@ extension Integration {
             for event in ["evt-meta", "evt-unlink", "evt-unlink-again", "evt-other-token"] {
                 try store.enqueue([MerchantTokenNotification(merchantId: "m1", eventId: event)], on: connection)
             }
-            let identity = AppleTokenAPIIdentity(appleMerchantId: "merchant.com.example", certificatePath: files.clientCertificate, keyPath: files.clientKey)
-            let puller = MerchantTokenEventPuller(baseURL: simulator.baseURL, identity: { $0 == "m1" ? identity : nil }, caCertificatePath: files.caCertificate)
-            #expect(try puller.pullDue(on: connection).count == 4)
+            #expect(try puller(simulator, files, merchant: "m1").pullDue(on: connection).count == 4)
 
             let applier = MerchantTokenEventApplier(credentials: credentials)
             let changes = try applier.applyPulled(on: connection)
@@ -152,11 +154,8 @@ extension Integration {
             defer { connection.close() }
             let credentials = try CredentialStoreTests.store()
             let credential = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
-            let files = try MutualTLSFiles()
-            defer { files.remove() }
-            let simulator = AppleTokenAPISimulator(files: files.server)
-            try simulator.start()
-            defer { simulator.stop() }
+            let (files, simulator) = try Self.appleAPI()
+            defer { simulator.stop(); files.remove() }
             simulator.addToken(merchantId: "merchant.com.example", identifier: "DNITHE000000000000000001")
             func unlink(certificate: String, key: String) throws -> MerchantTokenUnlink.Result {
                 try MerchantTokenUnlink.unlink(
