@@ -147,6 +147,35 @@ extension Integration {
             #expect(try applier.applyPulled(on: connection).isEmpty)
         }
 
+        /// The operations worker's upkeep runs the pull and the apply once `PAYPIPE_APPLE_IDENTITY_DIRECTORY` is set
+        /// (MerchantTokenUpkeep.fromEnvironment): a notified UNLINK unlinks the credential in one upkeep round.
+        @Test func theOperationsUpkeepPullsAndAppliesWhenConfigured() throws {
+            let connection = try TestServices.database()
+            defer { connection.close() }
+            let credentials = try CredentialStoreTests.store()
+            let credential = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
+            let (files, simulator) = try Self.appleAPI(events: ["evt-1": Self.unlink])
+            defer { simulator.stop(); files.remove() }
+            let merchant = files.directory.appendingPathComponent("identities/m1")
+            try FileManager.default.createDirectory(at: merchant, withIntermediateDirectories: true)
+            try Data("merchant.com.example".utf8).write(to: merchant.appendingPathComponent("merchant-identifier"))
+            try FileManager.default.copyItem(atPath: files.clientCertificate, toPath: merchant.appendingPathComponent("identity.cert.pem").path)
+            try FileManager.default.copyItem(atPath: files.clientKey, toPath: merchant.appendingPathComponent("identity.key.pem").path)
+            try MerchantTokenEventStore().enqueue([MerchantTokenNotification(merchantId: "m1", eventId: "evt-1")], on: connection)
+
+            #expect(try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([:]), vault: credentials.vault) == nil)
+            var stage = OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: credentials.vault), ttl: 0), client: TrustPaymentsClient(
+                http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
+                webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1)))
+            stage.merchantTokens = try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([
+                "PAYPIPE_APPLE_IDENTITY_DIRECTORY": files.directory.appendingPathComponent("identities").path,
+                "PAYPIPE_APPLE_TOKEN_API_URL": simulator.baseURL, "PAYPIPE_APPLE_TOKEN_API_CA_FILE": files.caCertificate,
+            ]), vault: credentials.vault)
+            try stage.upkeep(database: connection, logger: Logger(component: "test", threshold: .error))
+            #expect(try credentials.find(credential.id, merchantId: "m1", on: connection)?.state == .unlinked)
+            #expect(try MerchantTokenEventStore().list(on: connection).map(\.state) == ["applied"])
+        }
+
         /// Merchant-initiated unlink of an MPAN credential: Apple's unlink API over mutual TLS, then `unlinked` exactly
         /// once; Apple out of reach leaves the credential active; a repeat calls nobody and says so.
         @Test func aMerchantUnlinkTellsAppleThenUnlinksOnce() throws {

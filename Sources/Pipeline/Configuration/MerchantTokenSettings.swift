@@ -21,16 +21,17 @@ public enum MerchantTokenSettings {
         "PAYPIPE_APPLE_NOTIFICATIONS_THREADS", readers: notifications, default: 2, range: 1...64,
         "server threads; each request is one short INSERT")
 
-    // MARK: Apple's Merchant Token Management API (the merchant-initiated unlink)
+    // MARK: Apple's Merchant Token Management API (the operations worker's pull, the merchant-initiated unlink)
+    static let tokenAPIReaders: [ConfigurationReader] = [.worker(Stage.operations.name), .cli]
     public static let tokenAPIURL = TextSetting(
-        "PAYPIPE_APPLE_TOKEN_API_URL", readers: [.cli], default: "https://apple-pay-gateway.apple.com", format: "`https://` URL",
-        "Apple's merchant-token API (`paypipe credential unlink`); the sandbox points it at the simulator")
+        "PAYPIPE_APPLE_TOKEN_API_URL", readers: tokenAPIReaders, default: "https://apple-pay-gateway.apple.com", format: "`https://` URL",
+        "Apple's merchant-token API (the operations worker's event pull, `paypipe credential unlink`); the sandbox points it at the simulator")
     public static let tokenAPICAFile = ConfigurationVariable(
-        "PAYPIPE_APPLE_TOKEN_API_CA_FILE", readers: [.cli], default: "unset: the system store", format: "PEM file path",
+        "PAYPIPE_APPLE_TOKEN_API_CA_FILE", readers: tokenAPIReaders, default: "unset: the system store", format: "PEM file path",
         "CA certificates trusted for `PAYPIPE_APPLE_TOKEN_API_URL` (the simulator's private CA)")
     public static let identityDirectory = ConfigurationVariable(
-        "PAYPIPE_APPLE_IDENTITY_DIRECTORY", readers: [.cli], default: "unset: no merchant can call Apple", format: "directory path",
-        "per merchant `<merchantId>/merchant-identifier`, `identity.cert.pem`, `identity.key.pem`: the client identity for Apple's merchant-token API (docs/merchant-tokens.md)")
+        "PAYPIPE_APPLE_IDENTITY_DIRECTORY", readers: tokenAPIReaders, default: "unset: no merchant can call Apple", format: "directory path",
+        "per merchant `<merchantId>/merchant-identifier`, `identity.cert.pem`, `identity.key.pem`: the client identity for Apple's merchant-token API; set, the operations worker pulls and applies Apple's events every `PAYPIPE_RECONCILE_INTERVAL` (docs/merchant-tokens.md)")
 
     public static let all: [ConfigurationVariable] = [
         notificationsHost.variable, notificationsPort.variable, notificationsAllowedNetworks.variable, notificationsThreads.variable,
