@@ -66,6 +66,7 @@ let package = Package(
         .executable(name: "paypipe-notify", targets: ["paypipe-notify"]),
         .executable(name: "paypipe-operations", targets: ["paypipe-operations"]),
         .executable(name: "paypipe-webhook-receiver", targets: ["paypipe-webhook-receiver"]),
+        .executable(name: "paypipe-apple-notifications", targets: ["paypipe-apple-notifications"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -117,7 +118,7 @@ let package = Package(
         // MARK: Development tools (docs/architecture.md, "Modules"): linked by the CLI, the simulators and the tests, never
         // by the paypipe-<stage> workers
         .target(name: "ApplePaySandbox", dependencies: ["ApplePay", "Crypto"]),
-        .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "HTTP", "JWT", "JSON"]),
+        .target(name: "PayPipeDevTools", dependencies: ["ApplePaySandbox", "PaymentStages", "Pipeline", "ApplePay", "Crypto", "COpenSSL", "HTTP", "JWT", "JSON"]),
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function. Pure modules
         // only: of the C libraries, just OpenSSL (through Crypto), whose X.509 and CMS parsing it fuzzes (scripts/check-modules).
@@ -131,6 +132,7 @@ let package = Package(
         .executableTarget(name: "paypipe-gateway-sim", dependencies: ["PayPipeDevTools", "Pipeline"]),
         .executableTarget(name: "paypipe-notify", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-operations", dependencies: ["Pipeline", "PaymentStages"]),
+        .executableTarget(name: "paypipe-apple-notifications", dependencies: ["Pipeline", "PaymentStages"]),
         .executableTarget(name: "paypipe-webhook-receiver", dependencies: ["Pipeline", "PayPipeDevTools", "HTTP"]),
         .executableTarget(name: "pg-bench", dependencies: ["Postgres"]),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"]),

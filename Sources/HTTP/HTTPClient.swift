@@ -126,6 +126,8 @@ public final class HTTPClient {
             setLong(CURLOPT_SSL_VERIFYPEER, configuration.verifyPeer ? 1 : 0),
             setLong(CURLOPT_SSL_VERIFYHOST, configuration.verifyPeer ? 2 : 0),
             configuration.caCertificatePath.map { setString(CURLOPT_CAINFO, $0) } ?? CURLE_OK,
+            configuration.clientCertificatePath.map { setString(CURLOPT_SSLCERT, $0) } ?? CURLE_OK,
+            configuration.clientKeyPath.map { setString(CURLOPT_SSLKEY, $0) } ?? CURLE_OK,
             // Fails early on a declared Content-Length over the limit; the write callback covers chunked bodies.
             paypipe_curl_setopt_offset(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes)),
         ])

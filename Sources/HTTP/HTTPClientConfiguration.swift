@@ -16,6 +16,10 @@ public struct HTTPClientConfiguration: Sendable {
     public var verifyPeer: Bool
     /// Responses whose body would exceed this many bytes fail with `HTTPClientError.tooLarge`.
     public var maxResponseBytes: Int
+    /// PEM certificate (chain) presented for mutual TLS, with `clientKeyPath` (an unencrypted PEM key): Apple's
+    /// merchant-token API. Both or neither; a client carries one identity, so connections it reuses never mix two.
+    public var clientCertificatePath: String?
+    public var clientKeyPath: String?
 
     public init(
         connectTimeout: Double = 5,
@@ -24,7 +28,9 @@ public struct HTTPClientConfiguration: Sendable {
         maxRedirects: Int = 5,
         caCertificatePath: String? = nil,
         verifyPeer: Bool = true,
-        maxResponseBytes: Int = 1 << 20
+        maxResponseBytes: Int = 1 << 20,
+        clientCertificatePath: String? = nil,
+        clientKeyPath: String? = nil
     ) {
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
@@ -33,5 +39,7 @@ public struct HTTPClientConfiguration: Sendable {
         self.caCertificatePath = caCertificatePath
         self.verifyPeer = verifyPeer
         self.maxResponseBytes = maxResponseBytes
+        self.clientCertificatePath = clientCertificatePath
+        self.clientKeyPath = clientKeyPath
     }
 }

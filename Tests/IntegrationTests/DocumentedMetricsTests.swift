@@ -20,6 +20,8 @@ extension Integration {
         "paypipe_sandbox_tappay": "the TapPay sandbox merchant's partner identifier",
         "paypipe_fuzz_main": "paypipe-fuzz's renamed entry point",
         "paypipe_1": "the start of `paypipe_1.0`, the libraryversion PayPipe sends Trust Payments",
+        "paypipe_apple_notifications_total": "exported by paypipe-apple-notifications, which PipelineProcesses does not run "
+            + "(AppleNotificationTests scrapes it)",
     ]
 
     /// The `paypipe_*` words of README.md and every docs/*.md, with the documents that use each.

@@ -39,6 +39,7 @@ extension OperationsStage {
             }
         }
         try database.transaction { try apply(writes, on: $0) }
+        try merchantTokens?.run(database: database, logger: logger)
     }
 
     /// The upkeep's calls on the call-out pool, each through the endpoint gate (a circuit per endpoint URL, the

@@ -39,6 +39,8 @@ public struct OperationsStage: CallingStageHandler {
     /// queries, the upkeep's), as submit's: a circuit per endpoint URL and at most `maxConcurrent` calls in flight per
     /// merchant.
     public let callOut: CallOut
+    /// Apple's merchant-token events, pulled and applied in the upkeep (nil: not configured; docs/merchant-tokens.md).
+    public var merchantTokens: MerchantTokenUpkeep?
     public var gate: EndpointGate { callOut.gate }
 
     public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps = OperationSteps(),

@@ -18,7 +18,7 @@ extension OperationsStage {
         let http = HTTPClientConfiguration(connectTimeout: try environment.read(PaymentSettings.webservicesConnectTimeout),
                                            totalTimeout: try environment.read(PaymentSettings.webservicesTimeout),
                                            caCertificatePath: try environment.raw(PaymentSettings.gatewayCAFile))
-        let stage = OperationsStage(
+        var stage = OperationsStage(
             directory: MerchantDirectory(store: MerchantStore(vault: DataVault(keyring: keyring)),
                                          ttl: try environment.read(PaymentSettings.merchantCacheTTL)),
             connectors: try ConnectorRegistry.connectors(ConnectorWorkerSettings(
@@ -30,9 +30,10 @@ extension OperationsStage {
                 maxConcurrent: try environment.read(PaymentSettings.merchantConcurrency),
                 failureThreshold: try environment.read(PaymentSettings.gatewayBreakerFailures),
                 openSeconds: try environment.read(PaymentSettings.gatewayBreakerOpen), maxWait: 1))
+        stage.merchantTokens = try MerchantTokenUpkeep.fromEnvironment(environment, vault: DataVault(keyring: keyring))
         logger.info("operations_configured", [
             ("webservicesTimeout", .double(http.totalTimeout)), ("sendWindow", .double(stage.sendWindow)),
-            ("reconcileGrace", .double(stage.reconcileGrace)),
+            ("reconcileGrace", .double(stage.reconcileGrace)), ("merchantTokenEvents", .bool(stage.merchantTokens != nil)),
         ])
         return stage
     }

@@ -153,5 +153,5 @@ public enum ResultsTiming: String, Sendable, CaseIterable {
 /// Every variable the workers and the operator CLI read: docs/configuration.md's first table, and what a worker's
 /// `--help` lists. Development tools declare theirs apart (PayPipeDevTools' `DevToolSettings`).
 public enum ConfigurationCatalogue {
-    public static let production: [ConfigurationVariable] = RuntimeSettings.all + PaymentSettings.all
+    public static let production: [ConfigurationVariable] = RuntimeSettings.all + PaymentSettings.all + MerchantTokenSettings.all
 }

@@ -37,7 +37,7 @@ public enum RuntimeSettings {
     /// The default is the stage's own port; the runtime takes it from the payment side (`defaultMetricsPort`).
     public static let metricsPort = IntegerSetting<UInt16>(
         "PAYPIPE_METRICS_PORT", readers: [.everyWorker], default: 9100, range: 0...65535,
-        defaultText: "the worker's own: decrypt 9101, authorize 9102, submit 9103, notify 9104, operations 9105 (the CLI: 9100)",
+        defaultText: "the worker's own: decrypt 9101, authorize 9102, submit 9103, notify 9104, operations 9105, apple-notifications 9106 (the CLI: 9100)",
         "port of `/healthz`, `/livez`, `/readyz` and `/metrics`; 0 picks a free port")
     public static let metricsHost = TextSetting(
         "PAYPIPE_METRICS_HOST", readers: [.everyWorker], default: "0.0.0.0", format: "IP address",
