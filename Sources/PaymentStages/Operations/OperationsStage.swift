@@ -90,6 +90,9 @@ public struct OperationsStage: CallingStageHandler {
             return [SpanAttribute("operationId", operationId), SpanAttribute("merchantId", merchantId), SpanAttribute("kind", kind.rawValue)]
         case .reconciled(let payment):
             return payment.spanAttributes
+        case .completion(let completion):
+            return [SpanAttribute("operationId", completion.operationId), SpanAttribute("merchantId", completion.merchantId),
+                    SpanAttribute("paymentId", completion.paymentId.paymentIDText), SpanAttribute("kind", CompletionRequest.routingKey)]
         }
     }
 
