@@ -39,7 +39,7 @@ public enum FailureCatalogue {
     static let token: [FailureCode] = [
         FailureCode("malformed_token", [.paymentFailed], origin: "decrypt", "the Apple Pay token is not a valid token structure"),
         FailureCode("amount_pending_not_supported", [.paymentFailed], origin: "decrypt",
-                    "the job has `amountPending` but its merchant's connector has no `deferredAmount` capability (only TapPay's deferred payment has): nothing is sent"),
+                    "the job has `amountPending` but its merchant's connector has no `deferredAmount` capability (docs/connectors.md lists which do): nothing is sent"),
         FailureCode("unsupported_version", [.paymentFailed], origin: "decrypt", "the token version is neither `EC_v1` nor `RSA_v1`"),
         FailureCode("signature_invalid", [.paymentFailed], origin: "decrypt", "the token's CMS signature does not verify"),
         FailureCode("certificate_invalid", [.paymentFailed], origin: "decrypt",
@@ -67,7 +67,7 @@ public enum FailureCatalogue {
         FailureCode("credential_expired", [.paymentFailed], origin: "decrypt",
                     "the MIT's credential expired (its state, or the card or token expiry month has passed)"),
         FailureCode("credential_not_supported", [.paymentFailed], origin: "decrypt",
-                    "the merchant's connector cannot store credentials or charge them (TapPay), has no processor code for the `mitReason`, or the credential was stored through another connector; in this release also every storing or merchant-initiated job the other checks accept (docs/recurring.md, \"Status\")"),
+                    "the merchant's connector cannot store credentials or charge them (docs/connectors.md), has no processor code for the `mitReason`, or the credential was stored through another connector; in this release also every storing or merchant-initiated job the other checks accept (docs/recurring.md, \"Status\")"),
         FailureCode("credential_usage_mismatch", [.paymentFailed], origin: "decrypt",
                     "the MIT's `mitReason` needs a credential stored for another usage (e.g. `recurring` on one stored for `unscheduled`)"),
     ]

@@ -27,8 +27,8 @@ enum PaymentCommand: CLICommand {
                paypipe payment complete ID --operation-id X --amount N
           A deferred payment (its job had amountPending, status awaiting_amount): publishes payment.complete.requested
           with the amount in minor units (required; at most the job's amount). The operations worker hands the payment
-          to authorize, and its AUTH is sent exactly once with that amount (docs/job-contract.md "TapPay deferred
-          payments").
+          to authorize, and its AUTH is sent exactly once with that amount (docs/job-contract.md "Deferred
+          payments (amount set later)").
         """
 
     static let syntax = CommandSyntax(

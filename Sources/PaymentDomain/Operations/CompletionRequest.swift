@@ -1,7 +1,7 @@
 import Foundation
 import JSON
 
-/// `payment.complete.requested` on `paypipe.jobs` (docs/job-contract.md, "TapPay deferred payments";
+/// `payment.complete.requested` on `paypipe.jobs` (docs/job-contract.md, "Deferred payments (amount set later)";
 /// docs/schemas/operation.schema.json): the amount of a payment whose job had `amountPending`, which sends its
 /// authorisation with that amount. `{operationId, merchantId, paymentId, amount}`, all required; unknown fields are
 /// ignored. Not an ``OperationRequest``: it acts on a payment before its authorisation, not on an authorised one.

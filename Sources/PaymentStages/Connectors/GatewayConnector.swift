@@ -129,7 +129,7 @@ public struct ConnectorCapabilities: Sendable, Equatable {
     public var manualCapture: Bool
     /// Merchant-initiated charges on a stored credential (none yet: room for recurring payments).
     public var storedCredentials: Bool
-    /// An authorisation whose amount is fixed later: a job with `amountPending` (TapPay's deferred payment).
+    /// An authorisation whose amount is fixed later: a job with `amountPending` (docs/job-contract.md, "Deferred payments (amount set later)").
     public var deferredAmount: Bool
     /// How long a deferred payment's credential lives (seconds from the job's receipt); 0 without ``deferredAmount``.
     public var deferredAmountLifetime: TimeInterval

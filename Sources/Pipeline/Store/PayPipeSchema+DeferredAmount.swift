@@ -1,5 +1,5 @@
 extension PayPipeSchema {
-    /// Migration 14: deferred payments (a job with `amountPending`, docs/job-contract.md "TapPay deferred payments").
+    /// Migration 14: deferred payments (a job with `amountPending`, docs/job-contract.md "Deferred payments (amount set later)").
     /// - the `awaiting_amount` status (the CHECK's list is frozen here: a later status adds a migration of its own);
     /// - `amount_completed_at`: when a `payment.complete.requested` operation set the amount. Authorize builds a
     ///   deferred payment's request only once it is set, so a completed payment never waits a second time;

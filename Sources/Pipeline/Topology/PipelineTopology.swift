@@ -30,7 +30,7 @@ public enum PipelineTopology {
         bindings: [AMQPBinding(queue: Stage.decrypt.queueName, exchange: jobsExchange, routingKey: jobRoutingKey)]
             // Capture, void and refund jobs (docs/job-contract.md "Operations"), consumed apart from the AUTH path.
             + OperationRequest.Kind.allCases.map { AMQPBinding(queue: Stage.operations.queueName, exchange: jobsExchange, routingKey: $0.routingKey) }
-            // A deferred payment's amount (docs/job-contract.md "TapPay deferred payments").
+            // A deferred payment's amount (docs/job-contract.md "Deferred payments (amount set later)").
             + [AMQPBinding(queue: Stage.operations.queueName, exchange: jobsExchange, routingKey: CompletionRequest.routingKey)])
 
     /// The pipeline's topology (``BrokerLayout/topology(retrySchedule:brokerNodes:retryStages:)``), with the retry tiers of
