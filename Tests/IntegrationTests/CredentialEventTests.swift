@@ -1,0 +1,142 @@
+import Foundation
+import JSON
+import PaymentDomain
+import PaymentStages
+import Pipeline
+import Postgres
+import Testing
+
+extension Integration {
+/// Issue 44, item 4: "The merchant is told: webhook and results events credential.unlinked and credential.updated".
+/// An Apple event applied to a stored credential records its event with the change (outbox `credential_events`);
+/// the notify worker's relay hands it to notify, whose one delivery path signs and POSTs it to the merchant and
+/// publishes it on `paypipe.results`, correlated by the credential's id.
+@Suite struct CredentialEventTests {
+    static let token = "DNITHE000000000000000001"
+
+    /// A stored MPAN credential of `m-notify`, stored by a payment with no `notify_url` (so the merchant's webhook is
+    /// the target).
+    static func storedCredential(_ harness: NotifyHarness, on database: PostgresConnection) throws -> (payment: StageMessage, credential: CredentialStore.Credential) {
+        let payment = try harness.insertPayment()
+        let credential = try CredentialStore(vault: harness.vault).create(CredentialStore.NewCredential(
+            merchantId: payment.merchantId, paymentId: payment.paymentId, connector: "trustpayments", usage: .recurring, tokenType: .merchant,
+            network: "visa", last4: "1234", expiry: CardExpiry(year: 2030, month: 12), merchantTokenIdentifier: token, cardMetadata: nil,
+            secrets: CredentialSecrets(references: ["parentTransactionReference": "59-9-1"])), on: database)
+        return (payment, credential)
+    }
+
+    /// Apple's event as the puller leaves it (`pulled`, its answer stored), for the real applier.
+    static func pulled(_ eventId: String, merchantId: String?, type: String, metadata: String? = nil, on database: PostgresConnection) throws {
+        try database.query(
+            """
+            INSERT INTO merchant_token_events (event_id, merchant_id, state, event_type, merchant_token_identifier, reason, metadata)
+            VALUES ($1, $2, 'pulled', $3, $4, 'USER', $5::jsonb)
+            """, [eventId, merchantId, type, token, metadata])
+    }
+
+    /// The relay's hand-offs, as notify decodes them.
+    static func handedOff(_ stage: NotifyStage, on database: PostgresConnection) throws -> [NotifyMessage] {
+        try CredentialEventRelay.claim(stuckAfter: 300, on: database).map { handOff in
+            #expect(handOff.target == Stage.notify.name)
+            return try stage.decode(InboundMessage(body: handOff.body, to: .notify))
+        }
+    }
+
+    @Test func anAppliedUnlinkIsASignedCredentialUnlinkedWebhookAndResult() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let database = try harness.database()
+        defer { database.close() }
+        let (payment, credential) = try Self.storedCredential(harness, on: database)
+        try Self.pulled("evt-unlink", merchantId: payment.merchantId, type: "UNLINK", on: database)
+        let applier = MerchantTokenEventApplier(credentials: CredentialStore(vault: harness.vault))
+        #expect(try applier.applyPulled(on: database)["evt-unlink"] == [.unlinked(credentialId: credential.id, merchantId: payment.merchantId)])
+
+        let stage = harness.makeStage()
+        let messages = try Self.handedOff(stage, on: database)
+        #expect(messages.count == 1 && messages.first?.credentialEvent != nil)
+        #expect(try Self.handedOff(stage, on: database).isEmpty, "handed off once within PAYPIPE_STUCK_AFTER")
+        let message = try #require(messages.first)
+        guard case .success(.publish(let published)) = stage.process([message], database: database)[0] else { throw TestFailure("not published") }
+
+        let requests = receiver.requests
+        #expect(requests.count == 1 && requests.allSatisfy(\.verified), "one webhook, signed like every webhook")
+        let event = try JSONValue.parse(requests[0].body)
+        #expect(event["type"] == "credential.unlinked")
+        #expect(event["data"]?["credentialId"]?.stringValue == credential.id && event["data"]?["merchantId"] == "m-notify")
+        #expect(event["data"]?["credential"]?["state"] == "unlinked" && event["data"]?["credential"]?["last4"] == "1234")
+        #expect(event["data"]?["credential"]?["usage"] == "recurring" && event["data"]?["credential"]?["tokenType"] == "merchant")
+        #expect(event["data"]?["paymentId"]?.stringValue == payment.paymentId.paymentIDText && event["data"]?["jobId"]?.stringValue == payment.jobId)
+        #expect(event["data"]?["reason"] == "Apple UNLINK (USER)")
+        #expect(!String(decoding: requests[0].body, as: UTF8.self).contains("59-9-1"), "no sealed secret in the event")
+
+        // The results exchange carries the same bytes, correlated by the credential's id (ResultSubject).
+        #expect(published.map(\.rendered.routingKey) == ["credential.unlinked"] && published[0].rendered.body == requests[0].body)
+        #expect(published[0].rendered.exchange == PipelineTopology.resultsExchange)
+        #expect(published[0].rendered.properties.messageId == event["data"]?["id"]?.stringValue)
+        #expect(published[0].rendered.properties.correlationId == credential.id)
+        #expect(published[0].rendered.properties.headers.compactMapValues(\.stringValue) == [
+            "merchantId": payment.merchantId, "jobId": payment.jobId, "paymentId": payment.paymentId.paymentIDText,
+            "credentialId": credential.id, "type": "credential.unlinked",
+        ])
+        #expect(try harness.deliveries(payment.paymentId).map(\.eventType) == ["credential.unlinked"])
+        #expect(try CredentialEventStore().events(credentialId: credential.id, on: database).map(\.notified) == [true])
+        #expect(try Self.handedOff(stage, on: database).isEmpty, "a notified event is never handed off again")
+
+        // A redelivered hand-off publishes the result again, never a second webhook.
+        guard case .success(.publish(let again)) = stage.process([message], database: database)[0] else { throw TestFailure("not re-published") }
+        #expect(again.first?.rendered.body == published[0].rendered.body && receiver.requests.count == 1)
+        // A second UNLINK of the same token changes nothing, so the merchant is not told twice.
+        try Self.pulled("evt-unlink-again", merchantId: payment.merchantId, type: "UNLINK", on: database)
+        #expect(try applier.applyPulled(on: database)["evt-unlink-again"] == [.alreadyUnlinked(credentialId: credential.id)])
+        #expect(try CredentialEventStore().events(credentialId: credential.id, on: database).count == 1)
+    }
+
+    @Test func anAppliedMetadataUpdateIsACredentialUpdatedWebhookAndResult() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let database = try harness.database()
+        defer { database.close() }
+        let (payment, credential) = try Self.storedCredential(harness, on: database)
+        try Self.pulled("evt-meta", merchantId: payment.merchantId, type: "UPDATED_METADATA",
+                        metadata: #"{"cardArt":[],"cardMetadata":{"fpanSuffix":"9876","expirationDate":"122031"}}"#, on: database)
+        #expect(try MerchantTokenEventApplier(credentials: CredentialStore(vault: harness.vault)).applyPulled(on: database)["evt-meta"]
+                == [.updated(credentialId: credential.id, merchantId: payment.merchantId)])
+
+        let stage = harness.makeStage()
+        let message = try #require(try Self.handedOff(stage, on: database).first)
+        guard case .success(.publish(let published)) = stage.process([message], database: database)[0] else { throw TestFailure("not published") }
+        let requests = receiver.requests
+        #expect(requests.count == 1 && requests.allSatisfy(\.verified))
+        let event = try JSONValue.parse(requests[0].body)
+        #expect(event["type"] == "credential.updated")
+        #expect(event["data"]?["credential"]?["last4"] == "9876" && event["data"]?["credential"]?["expiry"] == "2031-12")
+        #expect(event["data"]?["credential"]?["state"] == "active")
+        #expect(published.map(\.rendered.routingKey) == ["credential.updated"] && published[0].rendered.body == requests[0].body)
+        #expect(published[0].rendered.properties.correlationId == credential.id)
+    }
+
+    /// Another merchant's hand-off naming this merchant's event is unknown to it (the hand-off names its merchant, as
+    /// an operation's does): nothing is sent.
+    @Test func aHandOffNamingAnotherMerchantSendsNothing() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let database = try harness.database()
+        defer { database.close() }
+        let (payment, credential) = try Self.storedCredential(harness, on: database)
+        _ = try CredentialStore(vault: harness.vault).markUnlinked(credential.id, merchantId: payment.merchantId, reason: "operator", on: database)
+        let handOff = try #require(try CredentialEventStore().claimForHandOff(stuckAfter: 300, on: database).first)
+        let forged = CredentialEventHandOff.handOff(.init(rowId: handOff.rowId, merchantId: "m-other", paymentId: handOff.paymentId, jobId: handOff.jobId))
+        let stage = harness.makeStage()
+        let result = stage.process([try stage.decode(InboundMessage(body: forged.body, to: .notify))], database: database)[0]
+        guard case .failure(.unattributable(let code, _)) = result else { throw TestFailure("not refused: \(result)") }
+        #expect(code == "unknown_payment" && receiver.requests.isEmpty)
+    }
+}
+}
