@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import JSON
 import PaymentDomain
@@ -118,6 +119,39 @@ extension Integration {
         #expect(event["data"]?["credential"]?["state"] == "active")
         #expect(published.map(\.rendered.routingKey) == ["credential.updated"] && published[0].rendered.body == requests[0].body)
         #expect(published[0].rendered.properties.correlationId == credential.id)
+    }
+
+    /// The notify worker's relay thread (`CredentialEventRelay`, every `PAYPIPE_RECONCILE_INTERVAL`) hands the recorded
+    /// event over the real broker to the running notify stage: the merchant's webhook receives it once, and the results
+    /// queue bound to `paypipe.results` gets it with `correlation_id` = the credential id.
+    @Test func theNotifyWorkersRelayDeliversARecordedEventOverTheBroker() throws {
+        let harness = try NotifyHarness(extra: ["PAYPIPE_RECONCILE_INTERVAL": "200ms"])
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let database = try harness.database()
+        defer { database.close() }
+        let (payment, credential) = try Self.storedCredential(harness, on: database)
+        let runtime = try StageRuntime(handler: harness.makeStage(), configuration: harness.configuration,
+                                       logger: Logger(component: "notify", threshold: .debug, sink: harness.logSink), hooks: .none,
+                                       components: { CredentialEventRelay.components($0) })
+        try runtime.start()
+        defer { runtime.stopAndWait() }
+        #expect(try CredentialStore(vault: harness.vault).markUnlinked(credential.id, merchantId: payment.merchantId, reason: "customer asked",
+                                                                       on: database) != .notFound)
+        try TestServices.eventually("credential event notified") {
+            try CredentialEventStore().events(credentialId: credential.id, on: database).map(\.notified) == [true]
+        }
+        var results: [AMQPDelivery] = []
+        try TestServices.eventually("credential event on paypipe.results") {
+            results += try harness.drain(harness.resultsQueue)
+            return !results.isEmpty
+        }
+        let requests = receiver.requests
+        #expect(requests.count == 1 && requests.allSatisfy(\.verified))
+        #expect(results.map(\.routingKey) == ["credential.unlinked"] && results.first?.body == requests.first?.body)
+        #expect(results.first?.properties.correlationId == credential.id)
+        #expect(results.first?.properties.messageId == requests.first?.header("webhook-id"))
     }
 
     /// Another merchant's hand-off naming this merchant's event is unknown to it (the hand-off names its merchant, as
