@@ -43,10 +43,3 @@ public final class MerchantTokenMetrics: Sendable {
         metrics.report { $0.increment(Self.appliedMetric, labels: ["change": label]) }
     }
 }
-
-extension OperationsStage {
-    /// The merchant-token puller's series (``MerchantTokenMetrics``), present whether or not the pull is configured.
-    public func attach(metrics registry: MetricsRegistry) {
-        (merchantTokens?.metrics ?? MerchantTokenMetrics()).attach(metrics: registry)
-    }
-}
