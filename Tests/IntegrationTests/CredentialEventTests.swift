@@ -65,6 +65,15 @@ extension Integration {
             #expect(requests.count == 1 && requests.allSatisfy(\.verified), "one webhook, signed like every webhook")
             let body = try #require(requests.first?.body)
             #expect(published.first?.rendered.body == body, "the results event carries the webhook's bytes")
+            // The contract: docs/schemas/credential-event.schema.json (Draft 2020-12, as scripts/check-schemas checks jobs).
+            let file = try ContractTests.temporaryFile(body)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let schema = ContractTests.packageRoot.appendingPathComponent("docs/schemas/credential-event.schema.json").path
+            let check = try ContractTests.python([
+                "-c", "import json, sys, jsonschema; jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))",
+                schema, file.path,
+            ])
+            #expect(check.status == 0, "the event does not match its schema: \(check.text)")
             return (published, try JSONValue.parse(body), body)
         }
 
