@@ -111,7 +111,10 @@ enum StatsCommand: CLICommand {
                 "finishedPerSecond": Double(try row.decode("finished", as: Int64.self)) / 60]
     }
 
-    /// End-to-end latency of notified payments: first receipt by the decrypt stage → marked done by notify.
+    /// End-to-end latency of notified payments: first receipt by the decrypt stage → marked done by notify, less the
+    /// time a deferred payment waited in `awaiting_amount` for its completion (the merchant's wait, up to 30 days, not
+    /// the pipeline's), read from the audit trail for the payments that can have waited (completed, or expired
+    /// `prime_expired`).
     static func latency(_ filter: Filter) throws -> [String: Double] {
         let connection = try OperatorContext.database()
         defer { connection.close() }
@@ -121,8 +124,12 @@ enum StatsCommand: CLICommand {
             SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
                    percentile_cont(0.95) WITHIN GROUP (ORDER BY ms) AS p95,
                    percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
-            FROM (SELECT extract(epoch FROM updated_at - first_received_at) * 1000 AS ms
-                  FROM payments WHERE \(condition) AND stage = 'done') latencies
+            FROM (SELECT (extract(epoch FROM p.updated_at - p.first_received_at)
+                          - CASE WHEN p.amount_completed_at IS NOT NULL OR p.error_code = 'prime_expired' THEN coalesce(
+                                (SELECT extract(epoch FROM max(e.at) FILTER (WHERE e.from_status = 'awaiting_amount')
+                                                         - min(e.at) FILTER (WHERE e.to_status = 'awaiting_amount'))
+                                 FROM payment_events e WHERE e.payment_id = p.id), 0) ELSE 0 END) * 1000 AS ms
+                  FROM payments p WHERE \(condition) AND p.stage = 'done') latencies
             """, bindings)[0]
         var result: [String: Double] = [:]
         for key in ["p50", "p95", "p99"] where !row.isNull(key) { result[key] = try row.decode(key, as: Double.self) }

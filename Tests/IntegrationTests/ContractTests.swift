@@ -39,6 +39,7 @@ extension Integration {
                 operational = doc["channels"]["paypipe.results/operational"]
                 operationJobs = doc["channels"]["paypipe.jobs/operations"]
                 operationEvents = doc["channels"]["paypipe.results/operations"]
+                credentialEvents = doc["channels"]["paypipe.results/credentials"]
                 print(json.dumps({
                     "version": doc["asyncapi"],
                     "jobsExchange": jobs["bindings"]["amqp"]["exchange"]["name"],
@@ -57,6 +58,9 @@ extension Integration {
                     "operationEventKeys": operationEvents["subscribe"]["bindings"]["amqp"]["cc"],
                     "operationPayload": doc["components"]["messages"]["OperationJob"]["payload"]["$ref"],
                     "operationEventPayload": doc["components"]["messages"]["OperationEvent"]["payload"]["$ref"],
+                    "credentialEventKeys": credentialEvents["subscribe"]["bindings"]["amqp"]["cc"],
+                    "credentialEventExchange": credentialEvents["bindings"]["amqp"]["exchange"]["name"],
+                    "credentialEventPayload": doc["components"]["messages"]["CredentialEvent"]["payload"]["$ref"],
                 }))
                 """
             let output = try Self.python(["-c", script, Self.packageRoot.appendingPathComponent("docs/asyncapi.yaml").path])
@@ -78,6 +82,8 @@ extension Integration {
             #expect(document["operationKeys"] as? [String] == OperationRequest.Kind.allCases.map(\.routingKey))
             #expect(document["operationEventKeys"] as? [String]
                     == OperationProtocol.Effect.Event.allCases.map(\.rawValue) + [OperationEvent.failedType])
+            #expect(document["credentialEventKeys"] as? [String] == CredentialEventType.allCases.map(\.rawValue))
+            #expect(document["credentialEventExchange"] as? String == PipelineTopology.resultsExchange)
             let bound = PipelineTopology.topology(retrySchedule: RetrySchedule(delays: [1], maxRetries: 1)).bindings
                 .filter { $0.queue == Stage.operations.queueName && $0.exchange == PipelineTopology.jobsExchange }.map(\.routingKey)
             #expect(bound == OperationRequest.Kind.allCases.map(\.routingKey) + [CompletionRequest.routingKey],
@@ -87,7 +93,7 @@ extension Integration {
             #expect(asyncAPI.contains("cc: ['\(CompletionRequest.routingKey)']") && asyncAPI.contains("$ref: './schemas/completion.schema.json'"))
             #expect(try JSONSerialization.jsonObject(with: Data(contentsOf: docs.appendingPathComponent("schemas/completion.schema.json"))) is [String: Any])
             for reference in [document["jobPayload"], document["eventPayload"], document["operationalPayload"], document["operationPayload"],
-                              document["operationEventPayload"]] {
+                              document["operationEventPayload"], document["credentialEventPayload"]] {
                 let path = try #require(reference as? String)
                 let data = try Data(contentsOf: docs.appendingPathComponent(path))
                 #expect(try JSONSerialization.jsonObject(with: data) is [String: Any], "\(path) parses")

@@ -78,7 +78,10 @@ extension Integration {
             Issue.record("a completion above the job's amount was not refused")
             return
         }
+        let registry = MetricsRegistry()
+        harness.operations.attach(metrics: registry)
         #expect(try harness.complete(message, amount: 120_000, at: clock) == .success(.handOff(to: .authorize, message)))
+        #expect(try MetricsScrape(registry.render()).value("paypipe_deferred_payments_total", ["outcome": "completed"]) == 1)
         let completed = try #require(try harness.base.authorize.payment(message.paymentId))
         #expect(completed.status == .decrypted && completed.amountMinor == 120_000)
         // The same completion again, before authorize ran (a redelivery): handed on again, nothing written.
@@ -106,6 +109,11 @@ extension Integration {
         let completedLate = try harness.waiting(maximum: 520_000)
         let database = try harness.base.authorize.database()
         defer { database.close() }
+        // The deferred series (docs/operations.md): two waiting, seen by the upkeep's gauge.
+        let registry = MetricsRegistry()
+        harness.operations.attach(metrics: registry)
+        try harness.operations.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        #expect(try MetricsScrape(registry.render()).value("paypipe_payments_awaiting_amount") == 2)
         // 29 days on: nothing expires.
         #expect(try harness.operations.expireDeferred(clock: harness.databaseClock(plus: 29 * Self.day), on: database).isEmpty)
         #expect(try harness.base.status(swept) == .awaitingAmount)
@@ -122,6 +130,11 @@ extension Integration {
         #expect(harness.base.simulator.ledger.authCounts().isEmpty, "the simulator saw no Pay by Prime")
         // Nothing is left to sweep.
         #expect(try harness.operations.expireDeferred(clock: late, on: database).isEmpty)
+        try harness.operations.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        let scrape = try MetricsScrape(registry.render())
+        #expect(scrape.value("paypipe_payments_awaiting_amount") == 0)
+        #expect(scrape.value("paypipe_deferred_payments_total", ["outcome": "expired"]) == 2)
+        #expect(scrape.value("paypipe_deferred_payments_total", ["outcome": "completed"]) == 0)
     }
 
     @Test func aLostAnswerOfTheCompletionIsReconciledWithOneCall() throws {

@@ -171,9 +171,18 @@ extension Integration {
                 "PAYPIPE_APPLE_IDENTITY_DIRECTORY": files.directory.appendingPathComponent("identities").path,
                 "PAYPIPE_APPLE_TOKEN_API_URL": simulator.baseURL, "PAYPIPE_APPLE_TOKEN_API_CA_FILE": files.caCertificate,
             ]), vault: credentials.vault)
+            let registry = MetricsRegistry()
+            stage.attach(metrics: registry)
+            let before = try MetricsScrape(registry.render())
+            #expect(before.value(MerchantTokenMetrics.pullsMetric, ["outcome": "failed"]) == 0, "the alert's series exists at 0")
             try stage.upkeep(database: connection, logger: Logger(component: "test", threshold: .error))
             #expect(try credentials.find(credential.id, merchantId: "m1", on: connection)?.state == .unlinked)
             #expect(try MerchantTokenEventStore().list(on: connection).map(\.state) == ["applied"])
+            // The pull's series (docs/operations.md): one event pulled, one credential unlinked.
+            let after = try MetricsScrape(registry.render())
+            #expect(after.value(MerchantTokenMetrics.pullsMetric, ["outcome": "pulled"]) == 1)
+            #expect(after.value(MerchantTokenMetrics.pullsMetric, ["outcome": "failed"]) == 0)
+            #expect(after.value(MerchantTokenMetrics.appliedMetric, ["change": "unlinked"]) == 1)
         }
 
         /// Merchant-initiated unlink of an MPAN credential: Apple's unlink API over mutual TLS, then `unlinked` exactly

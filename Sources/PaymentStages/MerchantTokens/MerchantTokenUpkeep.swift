@@ -10,6 +10,8 @@ import Postgres
 public struct MerchantTokenUpkeep: Sendable {
     public let puller: MerchantTokenEventPuller
     public let applier: MerchantTokenEventApplier
+    /// `paypipe_merchant_token_pulls_total`, `paypipe_merchant_token_events_applied_total`.
+    public let metrics = MerchantTokenMetrics()
 
     public init(puller: MerchantTokenEventPuller, applier: MerchantTokenEventApplier) {
         self.puller = puller
@@ -29,6 +31,7 @@ public struct MerchantTokenUpkeep: Sendable {
     /// One round; logs what it did (never a card number: event ids, credential ids and outcomes only).
     public func run(database: PostgresConnection, logger: Logger) throws {
         for (eventId, outcome) in try puller.pullDue(on: database) {
+            metrics.pulled(outcome)
             switch outcome {
             case .pulled(let event, _):
                 logger.info("merchant_token_event_pulled", [("eventId", .string(eventId)), ("eventType", .string(event.type.rawValue))])
@@ -40,6 +43,7 @@ public struct MerchantTokenUpkeep: Sendable {
         }
         for (eventId, changes) in try applier.applyPulled(on: database) {
             for change in changes {
+                metrics.applied(change)
                 logger.info("merchant_token_event_applied", [("eventId", .string(eventId)), ("change", .string(change.note))])
             }
         }

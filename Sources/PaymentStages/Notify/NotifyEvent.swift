@@ -1,8 +1,8 @@
 import Foundation
 import Pipeline
 
-/// One event notify delivers, whatever it is about: a payment's result (``PaymentEvent``) or one of its operations'
-/// events (``OperationEvent``). The stage's one delivery path — target, secret rules, SSRF guard, endpoint gate,
+/// One event notify delivers, whatever it is about: a payment's result (``PaymentEvent``), one of its operations'
+/// events (``OperationEvent``) or an event of the credential it stored (``CredentialEvent``). The stage's one delivery path — target, secret rules, SSRF guard, endpoint gate,
 /// disabling, endpoint health, retry schedule and results publication — sees only this; the ``Subject`` says what
 /// settling the webhook marks (the payment done, or the operation notified).
 public struct NotifyEvent: Sendable, Equatable {
@@ -12,6 +12,8 @@ public struct NotifyEvent: Sendable, Equatable {
         case payment(UUID, deliveredStatus: String)
         /// A finished operation's event (`payment_operations` row id): settling stamps the operation `notified_at`.
         case operation(Int64)
+        /// A credential's event (`credential_events` row id): settling stamps the event `notified_at`.
+        case credential(Int64)
     }
 
     public let subject: Subject
@@ -40,11 +42,20 @@ public struct NotifyEvent: Sendable, Equatable {
         (paymentId, merchantId, jobId) = (event.payment.id, event.payment.merchantId, event.payment.jobId)
         resultSubject = event.subject
     }
+
+    public init(_ event: CredentialEvent) {
+        subject = .credential(event.event.rowId)
+        (id, type, body, occurredAt) = (event.id, event.type, event.body, event.event.occurredAt)
+        (paymentId, merchantId, jobId) = (event.payment.id, event.event.merchantId, event.payment.jobId)
+        resultSubject = event.subject
+    }
 }
 
-/// Which event a notify message asks for: its payment's result, or (``OperationEventMessage``) an operation's event.
+/// Which event a notify message asks for: its payment's result, an operation's event (``OperationEventMessage``) or a
+/// credential's (``CredentialEventHandOff``).
 /// The key of the duplicate rule before anything is read.
 public enum NotifyRequest: Sendable, Hashable {
     case payment(UUID)
     case operation(Int64)
+    case credential(Int64)
 }

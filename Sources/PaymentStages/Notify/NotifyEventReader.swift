@@ -48,7 +48,30 @@ struct NotifyEventReader: Sendable {
                 reads[.operation(rowId)] = .failure(error)
             }
         }
+        for case .credential(let rowId) in Set(requests) {
+            do {
+                if let read = try credential(rowId, on: connection) { reads[.credential(rowId)] = .success(read) }
+            } catch {
+                reads[.credential(rowId)] = .failure(error)
+            }
+        }
         return reads
+    }
+
+    /// A recorded credential event: it, the payment that stored the credential and that payment's `notify_url`, and
+    /// whether the event was notified or attempted before.
+    private func credential(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead? {
+        guard let recorded = try CredentialEventStore().load(rowId, on: connection),
+              let payment = try PaymentStore().load(recorded.paymentId, on: connection) else { return nil }
+        let row = try connection.query(
+            """
+            SELECT p.notify_url, EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.payment_id = p.id AND d.event_id = $2) AS attempted
+            FROM payments p WHERE p.id = $1
+            """, [payment.id, recorded.eventId])[0]
+        return NotifyRead(
+            payment: payment, merchantId: recorded.merchantId, event: NotifyEvent(CredentialEvent(event: recorded, payment: payment)),
+            notifyURL: try row.decode("notify_url", as: String?.self), settled: recorded.notified,
+            attempted: try row.decode("attempted", as: Bool.self), pending: "credential event \(rowId) is recorded")
     }
 
     /// A finished operation's event: the operation, its payment with the lifecycle after it, the job's metadata and

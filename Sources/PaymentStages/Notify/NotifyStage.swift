@@ -85,10 +85,12 @@ public struct NotifyStage: CallingStageHandler {
 
     public func spanAttributes(of message: NotifyMessage) -> [SpanAttribute] {
         message.message.spanAttributes + (message.operation.map { [SpanAttribute("operation", String($0))] } ?? [])
+            + (message.credentialEvent.map { [SpanAttribute("credentialEvent", String($0))] } ?? [])
     }
 
     public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage {
-        NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body))
+        NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body),
+                      credentialEvent: CredentialEventHandOff.rowId(in: inbound.body))
     }
 
     /// The runtime's batch shape (``CallingStageHandler``), one round, so that one slow endpoint does not serialise a
@@ -142,8 +144,8 @@ public struct NotifyStage: CallingStageHandler {
         let loaded = try reader.read(batch.map(\.request), on: transaction)
         let reads = batch.map { message -> Result<NotifyRead?, any Error> in
             guard let read = loaded[message.request] else { return .success(nil) }
-            // An operation's hand-off names its merchant: another merchant's operation is unknown to it.
-            return read.map { read in message.operation != nil && read.merchantId != message.message.merchantId ? nil : read }
+            // An operation's or credential event's hand-off names its merchant: another merchant's is unknown to it.
+            return read.map { read in message.namesEvent && read.merchantId != message.message.merchantId ? nil : read }
         }
         let intake = NotifyDecision.intake(zip(batch, reads).map { Self.read($1, request: $0.request) })
         var prepared: [Prepared<Delivery>] = try batch.indices.map { index in
@@ -171,7 +173,7 @@ public struct NotifyStage: CallingStageHandler {
     }
 
     private static func subject(_ message: NotifyMessage) -> String {
-        message.operation.map { "operation \($0)" } ?? "payment \(message.message.paymentId)"
+        message.operation.map { "operation \($0)" } ?? message.credentialEvent.map { "credential event \($0)" } ?? "payment \(message.message.paymentId)"
     }
 
     /// Per endpoint (scheme, host and port): its slots, circuit and rate.
@@ -533,6 +535,7 @@ public struct NotifyStage: CallingStageHandler {
         switch event.subject {
         case .payment(let paymentId, let deliveredStatus): try payments.markDone(paymentId, deliveredStatus: deliveredStatus, on: database)
         case .operation(let rowId): try operations.markNotified(rowId, on: database)
+        case .credential(let rowId): try CredentialEventStore().markNotified(rowId, on: database)
         }
         let messages = (NotifyDecision.publishesResults(results, webhookSettled: true) ? [Self.resultMessage(event)] : []) + also
         return messages.isEmpty ? .completed : .publish(messages)

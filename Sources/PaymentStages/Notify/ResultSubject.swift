@@ -3,7 +3,7 @@ import Pipeline
 
 /// What a message on `paypipe.results` is about, carried outside its body so a backend can wait for one job's result
 /// or select one merchant's without parsing JSON (docs/job-contract.md "Receiving results"): the AMQP
-/// `correlation_id` and the string headers `merchantId`, `jobId`, `paymentId`, `operationId` (each when known) and
+/// `correlation_id` and the string headers `merchantId`, `jobId`, `paymentId`, `operationId`, `credentialId` (each when known) and
 /// `type` (always, set by ``NotifyStage/resultsExchangeMessage(id:type:body:timestamp:merchantId:about:)``).
 public struct ResultSubject: Sendable, Equatable {
     public var merchantId: String?
@@ -11,16 +11,20 @@ public struct ResultSubject: Sendable, Equatable {
     public var paymentId: String?
     /// Set for an operation's event: its `operationId`, which is then the correlation id.
     public var operationId: String?
+    /// Set for a credential's event (``CredentialEvent``): the credential's id, which is then the correlation id.
+    public var credentialId: String?
 
-    public init(merchantId: String? = nil, jobId: String? = nil, paymentId: String? = nil, operationId: String? = nil) {
+    public init(merchantId: String? = nil, jobId: String? = nil, paymentId: String? = nil, operationId: String? = nil, credentialId: String? = nil) {
         self.merchantId = merchantId
         self.jobId = jobId
         self.paymentId = paymentId
         self.operationId = operationId
+        self.credentialId = credentialId
     }
 
-    /// The id the publisher chose for what it asked: the operation's for an operation event, else the job's.
-    public var correlationId: String? { operationId ?? jobId }
+    /// The id the publisher chose for what it asked: the operation's for an operation event, the credential's for a
+    /// credential event, else the job's.
+    public var correlationId: String? { operationId ?? credentialId ?? jobId }
 
     /// The AMQP headers it contributes, besides `type`.
     var headers: [String: String] {
@@ -29,6 +33,7 @@ public struct ResultSubject: Sendable, Equatable {
         headers["jobId"] = jobId
         headers["paymentId"] = paymentId
         headers["operationId"] = operationId
+        headers["credentialId"] = credentialId
         return headers
     }
 }

@@ -15,8 +15,9 @@ extension OperationsStage {
     /// by the first, the second seeing its result.
     func complete(_ requests: [CompletionRequest], database: PostgresConnection, clock: BatchClock? = nil) -> [Result<StageOutcome, StageFailure>] {
         guard !requests.isEmpty else { return [] }
+        var committed = (completed: 0, expired: 0)
         do {
-            return try database.transaction { transaction in
+            let results = try database.transaction { transaction in
                 let now = try clock ?? BatchClock.read(transaction)
                 let store = PaymentStore()
                 var snapshots = try store.deferredSnapshots(requests.map(\.paymentId), on: transaction)
@@ -50,8 +51,11 @@ extension OperationsStage {
                       try store.fail(expiring, on: transaction).count == expiring.count else {
                     throw StageFailure.transient(code: "database_conflict", reason: "a locked payment of the batch changed status")
                 }
+                committed = (completing.count, expiring.count)
                 return results
             }
+            deferredMetrics.committed(completed: committed.completed, expired: committed.expired)
+            return results
         } catch {
             return Array(repeating: .failure(FailureClassifier.classify(error)), count: requests.count)
         }
@@ -60,7 +64,7 @@ extension OperationsStage {
     /// The reconciler's expiry sweep: payments waiting for their amount whose credential's lifetime is over at
     /// `clock`'s database time fail `prime_expired`, nothing sent; their hand-offs to notify.
     public func expireDeferred(clock: BatchClock, on connection: PostgresConnection) throws -> [StageMessage] {
-        try connection.transaction { transaction in
+        let expired = try connection.transaction { transaction -> [StageMessage] in
             let store = PaymentStore()
             let waiting = try store.awaitingAmount(limit: Self.expiryBatch, on: transaction)
             guard !waiting.isEmpty else { return [] }
@@ -70,6 +74,8 @@ extension OperationsStage {
                 try expired.map { try PaymentStore.Failing(paymentId: $0.paymentId, from: .awaitingAmount, rejection: Self.expired) }, on: transaction)
             return expired.filter { written.contains($0.paymentId) }
         }
+        deferredMetrics.committed(completed: 0, expired: expired.count)
+        return expired
     }
 
     static let expired = Rejection(code: "prime_expired", reason: "the deferred payment's credential outlived its documented lifetime before a completion: nothing sent")

@@ -39,6 +39,7 @@ extension OperationsStage {
             }
         }
         try database.transaction { try apply(writes, on: $0) }
+        deferredMetrics.awaiting(try PaymentStore().awaitingAmountCount(on: database))
         try merchantTokens?.run(database: database, logger: logger)
     }
 

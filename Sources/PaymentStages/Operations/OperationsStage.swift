@@ -41,6 +41,8 @@ public struct OperationsStage: CallingStageHandler {
     public let callOut: CallOut
     /// Apple's merchant-token events, pulled and applied in the upkeep (nil: not configured; docs/merchant-tokens.md).
     public var merchantTokens: MerchantTokenUpkeep?
+    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Metrics.swift).
+    let deferredMetrics = DeferredMetrics()
     public var gate: EndpointGate { callOut.gate }
 
     public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps = OperationSteps(),

@@ -41,6 +41,19 @@ public struct CredentialStore: Sendable {
     }
 
     /// What a customer-initiated payment stores.
+    /// ``Credential``'s fields a merchant may see, as credential events carry them: id, usage, token type, network, last
+    /// four digits, expiry and state. Never a secret (the sealed blob is not read).
+    public static func publicFields(_ credential: Credential) -> JSONValue {
+        var fields: [(key: String, value: JSONValue)] = [
+            ("id", .string(credential.id)), ("usage", .string(credential.usage.rawValue)), ("tokenType", .string(credential.tokenType.rawValue)),
+        ]
+        if let network = credential.network { fields.append(("network", .string(network))) }
+        if let last4 = credential.last4 { fields.append(("last4", .string(last4))) }
+        if let expiry = credential.expiry { fields.append(("expiry", .string(expiry.description))) }
+        fields.append(("state", .string(credential.state.rawValue)))
+        return .object(fields)
+    }
+
     public struct NewCredential: Sendable {
         public var merchantId: String
         public var paymentId: UUID
@@ -147,8 +160,14 @@ public struct CredentialStore: Sendable {
     }
 
     /// Marks the credential `unlinked` and shreds its secrets, exactly once: only the first call returns `.changed`.
+    /// The change records its `credential.unlinked` event (``CredentialEventStore``) in the same transaction, so
+    /// the merchant is told exactly once, whichever path unlinked it.
     public func markUnlinked(_ id: String, merchantId: String, reason: String, on connection: PostgresConnection) throws -> StateChange {
-        try leaveActive(id, merchantId: merchantId, to: .unlinked, reason: reason, on: connection)
+        try Self.atomically(connection) { transaction in
+            let change = try leaveActive(id, merchantId: merchantId, to: .unlinked, reason: reason, on: transaction)
+            if case .changed(let credential) = change { try Self.record(.unlinked, credential, reason: reason, on: transaction) }
+            return change
+        }
     }
 
     /// Marks the credential `expired` and shreds its secrets, exactly once (the caller decided it expired:
@@ -158,17 +177,33 @@ public struct CredentialStore: Sendable {
     }
 
     /// Replaces the card metadata (Apple's `UPDATED_METADATA` / `UPDATED_CARD_ART`) and, when given, the last four
-    /// digits and expiry it carries. Any state: a metadata event on an unlinked credential is recorded too.
+    /// digits and expiry it carries. Any state: a metadata event on an unlinked credential is recorded too. Records
+    /// its `credential.updated` event (``CredentialEventStore``) in the same transaction.
     public func updateMetadata(_ id: String, merchantId: String, cardMetadata: JSONValue, last4: String?, expiry: CardExpiry?,
                                on connection: PostgresConnection) throws -> Credential? {
         let metadata = PostgresJSONB(String(decoding: cardMetadata.serialized(), as: UTF8.self))
-        return try connection.query(
-            """
-            UPDATE credentials SET card_metadata = $3, last4 = coalesce($4, last4), expiry = coalesce($5, expiry),
-                updated_at = clock_timestamp()
-            WHERE id = $1 AND merchant_id = $2
-            RETURNING \(Self.columns)
-            """, [id, merchantId, metadata, last4, expiry?.description]).first.map(Self.credential)
+        return try Self.atomically(connection) { transaction in
+            let updated = try transaction.query(
+                """
+                UPDATE credentials SET card_metadata = $3, last4 = coalesce($4, last4), expiry = coalesce($5, expiry),
+                    updated_at = clock_timestamp()
+                WHERE id = $1 AND merchant_id = $2
+                RETURNING \(Self.columns)
+                """, [id, merchantId, metadata, last4, expiry?.description]).first.map(Self.credential)
+            if let updated { try Self.record(.updated, updated, reason: nil, on: transaction) }
+            return updated
+        }
+    }
+
+    private static func record(_ type: CredentialEventType, _ credential: Credential, reason: String?, on transaction: PostgresConnection) throws {
+        try CredentialEventStore().record(
+            type, credentialId: credential.id, merchantId: credential.merchantId, paymentId: credential.paymentId,
+            credential: Self.publicFields(credential), reason: reason, on: transaction)
+    }
+
+    /// `body` in the caller's transaction, or in one of its own (a change and its event commit together).
+    private static func atomically<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+        connection.isInTransaction ? try body(connection) : try connection.transaction(body)
     }
 
     /// Shreds the secrets of every credential that has left `active` but still holds them (none should: the state

@@ -20,6 +20,7 @@ public enum PayPipeSchema {
         Migration(version: 13, name: "stored credentials, token types and merchant-initiated payments", sql: credentials),
         Migration(version: 14, name: "deferred payments: awaiting_amount and the completion's time", sql: deferredAmount),
         Migration(version: 16, name: "Apple merchant-token notifications", sql: merchantTokenEvents),
+        Migration(version: 18, name: "credential events for merchants (outbox)", sql: credentialEvents),
     ]
 
     /// Advisory-lock key for migrations (ASCII "paypipe" as an integer), shared by every PayPipe process.

@@ -67,6 +67,13 @@ extension PaymentStore {
         return snapshots
     }
 
+    /// How many payments wait for their amount now (`paypipe_payments_awaiting_amount`; the partial index
+    /// `payments_awaiting_amount` holds exactly them).
+    public func awaitingAmountCount(on connection: PostgresConnection) throws -> Int {
+        Int(try connection.query("SELECT count(*) AS n FROM payments WHERE status = $1", [PaymentStatus.awaitingAmount.rawValue])[0]
+            .decode("n", as: Int64.self))
+    }
+
     /// Payments waiting for their amount, the longest-waiting first: what the expiry sweep decides on.
     public func awaitingAmount(limit: Int, on connection: PostgresConnection) throws -> [(message: StageMessage, receivedAt: Date)] {
         try connection.query(
