@@ -23,6 +23,7 @@ import Testing
             "paypipe.jobs payment.capture.requested → paypipe.operations",
             "paypipe.jobs payment.void.requested → paypipe.operations",
             "paypipe.jobs payment.refund.requested → paypipe.operations",
+            "paypipe.jobs payment.complete.requested → paypipe.operations",
         ])
     }
 
