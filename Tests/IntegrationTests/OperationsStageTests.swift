@@ -20,16 +20,20 @@ extension Integration {
         let authorize: AuthorizeHarness
         let simulator: GatewaySimulator
 
-        init(settleDelay: Double) throws {
+        /// The merchant used everywhere, plus `otherMerchants` more on the same gateway (`ops-m-1`, …): a wave holds one
+        /// message per merchant, so a round of N operations needs N merchants.
+        init(settleDelay: Double, otherMerchants: Int = 0) throws {
             authorize = try AuthorizeHarness()
             simulator = GatewaySimulator(configuration: GatewaySimulatorConfiguration(
                 host: "127.0.0.1", port: 0, merchants: [:], webservicesUsers: ["ws.paypipe.test": "ws-password"],
                 slowResponseSeconds: 2, threads: 4, settleDelaySeconds: settleDelay))
             try simulator.start()
-            try authorize.applyMerchant(OperationsStageTests.merchantId, gateway: [
-                "type": "trustpayments", "baseUrl": simulator.baseURL, "siteReference": "test_site12345", "mode": "merchant-decrypts",
-                "transport": "webservices", "webservicesUsername": "ws.paypipe.test", "webservicesPassword": "ws-password",
-            ], identity: true)
+            for merchant in [OperationsStageTests.merchantId] + (0..<otherMerchants).map({ "\(OperationsStageTests.merchantId)-\($0 + 1)" }) {
+                try authorize.applyMerchant(merchant, gateway: [
+                    "type": "trustpayments", "baseUrl": simulator.baseURL, "siteReference": "test_site12345", "mode": "merchant-decrypts",
+                    "transport": "webservices", "webservicesUsername": "ws.paypipe.test", "webservicesPassword": "ws-password",
+                ], identity: true)
+            }
         }
 
         func tearDown() {
@@ -54,8 +58,8 @@ extension Integration {
 
         /// A payment authorised at the simulator by a real AUTH (settlestatus 2 asked for a manual capture), recorded
         /// as the submit stage records it.
-        func authorizedPayment(amount: Int64, mode: CaptureMode, askSuspension: Bool? = nil) throws -> UUID {
-            let message = try authorize.insertPayment(merchantId: OperationsStageTests.merchantId, amount: amount, currency: "GBP",
+        func authorizedPayment(amount: Int64, mode: CaptureMode, askSuspension: Bool? = nil, merchantId: String = OperationsStageTests.merchantId) throws -> UUID {
+            let message = try authorize.insertPayment(merchantId: merchantId, amount: amount, currency: "GBP",
                                                       orderReference: "OPS-\(UUID().uuidString.prefix(6))", data: nil)
             var payload: JSONValue = [
                 "requesttypedescriptions": ["AUTH"], "sitereference": "test_site12345", "accounttypedescription": "ECOM",
@@ -80,9 +84,11 @@ extension Integration {
             return message.paymentId
         }
 
-        func delivery(_ kind: OperationRequest.Kind, _ operationId: String, payment: UUID, amount: Int64? = nil) -> InboundMessage {
+        func delivery(
+            _ kind: OperationRequest.Kind, _ operationId: String, payment: UUID, amount: Int64? = nil, merchantId: String = OperationsStageTests.merchantId
+        ) -> InboundMessage {
             var body: [(key: String, value: JSONValue)] = [
-                ("operationId", .string(operationId)), ("merchantId", .string(OperationsStageTests.merchantId)),
+                ("operationId", .string(operationId)), ("merchantId", .string(merchantId)),
                 ("paymentId", .string(payment.paymentIDText)),
             ]
             if let amount { body.append(("amount", .integer(amount))) }
@@ -95,10 +101,10 @@ extension Integration {
             return stage.process([try stage.decode(delivery)], database: database)[0]
         }
 
-        func operation(_ operationId: String) throws -> OperationStore.Operation? {
+        func operation(_ operationId: String, merchantId: String = OperationsStageTests.merchantId) throws -> OperationStore.Operation? {
             let database = try authorize.database()
             defer { database.close() }
-            return try OperationStore().find(merchantId: OperationsStageTests.merchantId, operationId: operationId, on: database)
+            return try OperationStore().find(merchantId: merchantId, operationId: operationId, on: database)
         }
 
         func lifecycle(_ payment: UUID) throws -> MoneyLifecycle? {

@@ -316,38 +316,165 @@ public struct OperationSteps: Sendable {
         case retry(code: String, reason: String, until: Date? = nil)
     }
 
-    /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first.
+    /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first. A round of one
+    /// (``settle(_:actor:clock:on:)``).
     public func settle(
         _ operation: OperationStore.Operation, attempt: Int64, answer: Answer, transport: OperationProtocol.Transport = .webservices, actor: String,
         clock: BatchClock? = nil, on transaction: PostgresConnection
     ) throws -> Settled {
-        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
-        guard let current = try store.load(operation.id, on: transaction), current.state == .requested else {
-            throw OperationStore.NotCurrent(attemptId: attempt)
+        try settle([Answering(operation: operation, attempt: attempt, answer: answer, transport: transport)], actor: actor, clock: clock,
+                   on: transaction).settled[0]
+    }
+
+    /// One answer of a round: the operation as planned, the attempt it answers, and its merchant's transport.
+    public struct Answering: Sendable {
+        public let operation: OperationStore.Operation
+        public let attempt: Int64
+        public let answer: Answer
+        public let transport: OperationProtocol.Transport
+
+        public init(operation: OperationStore.Operation, attempt: Int64, answer: Answer, transport: OperationProtocol.Transport) {
+            (self.operation, self.attempt, self.answer, self.transport) = (operation, attempt, answer, transport)
         }
-        switch answer {
-        case .confirmed(let reference):
-            try store.finishAttempt(attempt, .init(state: .completed, outcome: "succeeded", errorCode: "0", transactionReference: reference), on: transaction)
-            return try confirm(current, gatewayReference: reference, actor: actor, on: transaction)
-        case .refused(let code, let message):
-            try store.finishAttempt(attempt, .init(state: .completed, outcome: "refused", errorCode: code, errorMessage: message), on: transaction)
-            try store.fail(current.id, code: code, reason: message, on: transaction)
-        case .notSent(let code, let reason):
-            try store.finishAttempt(attempt, .init(state: .notSent, outcome: "not_sent", errorCode: code, errorMessage: reason), on: transaction)
-            return .retry(code: code, reason: reason)
-        case .uncertain(let code, let reason):
-            try store.finishAttempt(attempt, .init(state: .uncertain, outcome: "uncertain", errorCode: code, errorMessage: reason), on: transaction)
-            guard let request = current.request, rules.reconcilable(request, transport: transport) else {
-                try store.review(current.id, code: "refund_outcome_unknown", reason: "REFUND answer lost (\(code)): never resent automatically", on: transaction)
-                return .review(try store.load(current.id, on: transaction) ?? current)
+    }
+
+    /// A round's answers as recorded, in order, and the payments read under the round's locks (what their reports need).
+    public struct Round: Sendable {
+        public let settled: [Settled]
+        public let payments: [UUID: PaymentRecord]
+    }
+
+    /// Records a round's answers set-based: the payments locked and read in one statement, the operations (and the
+    /// lost attempts of uncertain answers) in one each, every answer decided on those rows (``decide(_:current:money:lost:clock:)``,
+    /// pure), then one write per table (``apply(_:actor:on:)``). Any answer whose operation is no longer `requested`
+    /// throws ``OperationStore/NotCurrent`` and nothing of the round is kept.
+    public func settle(_ answers: [Answering], actor: String, clock: BatchClock?, on transaction: PostgresConnection) throws -> Round {
+        guard !answers.isEmpty else { return Round(settled: [], payments: [:]) }
+        let locked = try PaymentStore().lock(Array(Set(answers.compactMap(\.operation.paymentId))), on: transaction)
+        let current = try store.load(answers.map(\.operation.id), on: transaction)
+        let uncertain = answers.filter { if case .uncertain = $0.answer { true } else { false } }.map(\.attempt)
+        let lost = try store.attempts(ids: uncertain, on: transaction)
+        let clock = try uncertain.isEmpty ? clock : (clock ?? BatchClock.read(transaction))
+        let decisions = try answers.map { answering in
+            try decide(answering, current: current[answering.operation.id], money: answering.operation.paymentId.flatMap { locked[$0]?.money },
+                       lost: lost[answering.attempt], clock: clock)
+        }
+        let written = try apply(decisions, actor: actor, on: transaction)
+        return Round(settled: zip(decisions, answers).map { decision, answering in
+            decision.settled(written[decision.operation] ?? current[answering.operation.id] ?? answering.operation)
+        }, payments: locked.mapValues(\.record))
+    }
+
+    /// What the rows read under a round's locks say to write for one answer, and what it leads to.
+    public struct Decision: Sendable, Equatable {
+        public var operation: Int64
+        /// The answered attempt's row.
+        public var attempt: OperationStore.AttemptWrite?
+        /// The payment's lifecycle change (a confirmed operation with a lifecycle to move).
+        public var lifecycle: PaymentStore.LifecycleChanging?
+        /// The operation's end (succeeded, failed) or its review.
+        public var ending: OperationStore.Ending?
+        public var outcome: Outcome
+
+        public enum Outcome: Sendable, Equatable {
+            case finished, review
+            case retry(code: String, reason: String, until: Date?)
+        }
+
+        public static func == (lhs: Decision, rhs: Decision) -> Bool {
+            lhs.operation == rhs.operation && lhs.attempt?.id == rhs.attempt?.id && lhs.attempt?.written == rhs.attempt?.written
+                && lhs.lifecycle == rhs.lifecycle && lhs.ending == rhs.ending && lhs.outcome == rhs.outcome
+        }
+
+        func settled(_ operation: OperationStore.Operation) -> Settled {
+            switch outcome {
+            case .finished: .finished(operation)
+            case .review: .review(operation)
+            case .retry(let code, let reason, let until): .retry(code: code, reason: reason, until: until)
             }
-            let queried = transport.isConnector ? "the processor is queried" : "the AUTH is queried"
-            let lost = try store.attempts(current.id, on: transaction).first { $0.id == attempt }
-            let clock = try clock ?? BatchClock.read(transaction)
-            return .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else",
-                          until: lost.flatMap { Self.reconciliationTime(of: $0, clock: clock) })
         }
-        return .finished(try store.load(current.id, on: transaction) ?? current)
+    }
+
+    /// The rule of an answer (pure): on the operation and its payment's money state as read under the payment's lock
+    /// (`current`, `money`), the lost attempt of an uncertain answer and the batch's clock. Throws
+    /// ``OperationStore/NotCurrent`` when the operation is no longer `requested` (another consumer settled it).
+    public func decide(
+        _ answering: Answering, current: OperationStore.Operation?, money: PaymentStore.MoneyState?, lost: OperationStore.Attempt?, clock: BatchClock?
+    ) throws -> Decision {
+        guard let current, current.state == .requested else { throw OperationStore.NotCurrent(attemptId: answering.attempt) }
+        var decision = Decision(operation: current.id, outcome: .finished)
+        switch answering.answer {
+        case .confirmed(let reference):
+            decision.attempt = (answering.attempt, .init(state: .completed, outcome: "succeeded", errorCode: "0", transactionReference: reference))
+            try Self.confirmation(current, gatewayReference: reference, money: money, into: &decision)
+        case .refused(let code, let message):
+            decision.attempt = (answering.attempt, .init(state: .completed, outcome: "refused", errorCode: code, errorMessage: message))
+            decision.ending = .init(operation: current.id, state: .failed, code: code, reason: message)
+        case .notSent(let code, let reason):
+            decision.attempt = (answering.attempt, .init(state: .notSent, outcome: "not_sent", errorCode: code, errorMessage: reason))
+            decision.outcome = .retry(code: code, reason: reason, until: nil)
+        case .uncertain(let code, let reason):
+            decision.attempt = (answering.attempt, .init(state: .uncertain, outcome: "uncertain", errorCode: code, errorMessage: reason))
+            guard let request = current.request, rules.reconcilable(request, transport: answering.transport) else {
+                decision.ending = .init(operation: current.id, state: .needsReview, code: "refund_outcome_unknown",
+                                        reason: "REFUND answer lost (\(code)): never resent automatically")
+                decision.outcome = .review
+                return decision
+            }
+            let queried = answering.transport.isConnector ? "the processor is queried" : "the AUTH is queried"
+            decision.outcome = .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else",
+                                      until: clock.flatMap { clock in lost.flatMap { Self.reconciliationTime(of: $0, clock: clock) } })
+        }
+        return decision
+    }
+
+    /// The rule of a confirmed operation (pure): the payment's lifecycle moves to the decided effect when the payment
+    /// still has the state decided on (status `authorized`, lifecycle and amounts as before; the edge checked by
+    /// ``CheckedLifecycleChange``), and the operation succeeds; otherwise it goes to review and nothing moves.
+    static func confirmation(
+        _ operation: OperationStore.Operation, gatewayReference: String?, money: PaymentStore.MoneyState?, into decision: inout Decision
+    ) throws {
+        var settle: SettleStatus?
+        if case .transactionUpdate(_, let sent, _) = operation.request { settle = sent }
+        let unexpected = OperationStore.Ending(operation: operation.id, state: .needsReview, code: "operation_state_unexpected",
+                                               reason: "the gateway confirmed the operation but the payment's lifecycle changed meanwhile")
+        guard operation.state == .requested, let paymentId = operation.paymentId, let effect = operation.effect else {
+            (decision.ending, decision.outcome) = (unexpected, .review)
+            return
+        }
+        if let before = operation.before {
+            let change = try CheckedLifecycleChange(from: before, to: effect.lifecycle)
+            guard let money, money.status == .authorized, let now = money.lifecycle, now.status == before.status,
+                  now.capturedAmount == before.capturedAmount, now.refundedAmount == before.refundedAmount else {
+                (decision.ending, decision.outcome) = (unexpected, .review)
+                return
+            }
+            decision.lifecycle = PaymentStore.LifecycleChanging(
+                paymentId: paymentId, change: change, settleStatus: settle, operationId: operation.operationId,
+                detail: "\(operation.kind.rawValue) \(operation.operationId): \(effect.event.rawValue) \(effect.amount)")
+        }
+        decision.ending = .init(operation: operation.id, state: .succeeded, gatewayReference: gatewayReference, code: nil, reason: nil)
+        decision.outcome = .finished
+    }
+
+    /// A stale decision: the rows written differ from those decided on under the locks (never expected; the round's
+    /// transaction rolls back and its messages are retried).
+    public struct Diverged: Error, CustomStringConvertible {
+        public let table: String
+        public var description: String { "the round's \(table) changed after they were read under the locks" }
+    }
+
+    /// Carries out a round's decisions, one statement per table: the attempts, the payments' lifecycles (audited), the
+    /// operations; then reads back the operations that ended or went to review, by id.
+    func apply(_ decisions: [Decision], actor: String, on transaction: PostgresConnection) throws -> [Int64: OperationStore.Operation] {
+        try store.finishAttempts(decisions.compactMap(\.attempt), on: transaction)
+        let changes = decisions.compactMap(\.lifecycle)
+        guard try PaymentStore().changeLifecycles(changes, actor: actor, on: transaction).count == changes.count else {
+            throw Diverged(table: "payments")
+        }
+        let endings = decisions.compactMap(\.ending)
+        guard try store.end(endings, on: transaction).count == endings.count else { throw Diverged(table: "operations") }
+        return try store.load(endings.map(\.operation), on: transaction)
     }
 
     /// Records a status query of the AUTH for a lost TRANSACTIONUPDATE answer and acts on what it shows: took effect
@@ -363,7 +490,7 @@ public struct OperationSteps: Sendable {
     public func reconciled(
         _ operation: OperationStore.Operation, query: Int64, evidence: OperationProtocol.Evidence, actor: String, on transaction: PostgresConnection
     ) throws -> Settled {
-        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
+        let money = try operation.paymentId.flatMap { try PaymentStore().money($0, forUpdate: true, on: transaction) }
         guard let current = try store.load(operation.id, on: transaction), current.state == .requested, let request = current.request,
               let effect = current.effect else {
             throw OperationStore.NotCurrent(attemptId: query)
@@ -385,7 +512,9 @@ public struct OperationSteps: Sendable {
             if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }
             // The transaction the query found (a capture's id is what a later refund references, at a processor that
             // refunds captures).
-            return try confirm(current, gatewayReference: rules.transactionId(request, evidence: evidence), actor: actor, on: transaction)
+            var decision = Decision(operation: current.id, outcome: .finished)
+            try Self.confirmation(current, gatewayReference: rules.transactionId(request, evidence: evidence), money: money, into: &decision)
+            return decision.settled(try apply([decision], actor: actor, on: transaction)[current.id] ?? current)
         case .notApplied:
             if let lost { try store.finishAttempt(lost.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(query): not applied"), on: transaction) }
             return .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it")
@@ -420,16 +549,5 @@ public struct OperationSteps: Sendable {
                                                          actor: actor, operationId: nil, detail: "settlement learnt by status query", on: transaction)
         try PaymentStore().recordSettleStatus(paymentId, .settled, on: transaction)
         return changed
-    }
-
-    private func confirm(_ operation: OperationStore.Operation, gatewayReference: String?, actor: String, on transaction: PostgresConnection) throws -> Settled {
-        var settle: SettleStatus?
-        if case .transactionUpdate(_, let sent, _) = operation.request { settle = sent }
-        guard try store.succeed(operation, gatewayReference: gatewayReference, settleStatus: settle, actor: actor, on: transaction) else {
-            try store.review(operation.id, code: "operation_state_unexpected",
-                             reason: "the gateway confirmed the operation but the payment's lifecycle changed meanwhile", on: transaction)
-            return .review(try store.load(operation.id, on: transaction) ?? operation)
-        }
-        return .finished(try store.load(operation.id, on: transaction) ?? operation)
     }
 }

@@ -2,34 +2,42 @@ import Foundation
 import Pipeline
 import Postgres
 
-/// Phase 3 of a round: each answer applied under the payment's lock (``OperationSteps/settle`` and
-/// ``OperationSteps/reconciled``, writing through ``OperationStore`` and ``PaymentStore``), and a finished operation
-/// handed to notify.
+/// Phase 3 of a round: the answers to sends applied together, set-based (``OperationSteps/settle(_:actor:clock:on:)``:
+/// the round's payments locked and its rows read once, each answer decided purely, one write per table), status
+/// queries one by one under the payment's lock (``OperationSteps/reconciled``), writing through ``OperationStore`` and
+/// ``PaymentStore``; a finished operation handed to notify.
 extension OperationsStage {
     /// Records each answer; an update the status query shows not applied goes another round (its plan then sends a
     /// new attempt).
     public func record(_ answers: [Answered<Message, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
-        try answers.map { answered in
+        var sends: [(index: Int, answering: OperationSteps.Answering, clock: BatchClock)] = []
+        var results = [Recorded?](repeating: nil, count: answers.count)
+        for (index, answered) in answers.enumerated() {
             switch (answered.call, answered.answer) {
             case (.send(let planned, _), .sent(let answer)):
-                return try recorded(steps.settle(planned.operation, attempt: planned.attempt, answer: answer, transport: planned.transport,
-                                                 actor: Self.actor, clock: planned.clock, on: transaction), transaction: transaction)
+                sends.append((index, .init(operation: planned.operation, attempt: planned.attempt, answer: answer, transport: planned.transport), planned.clock))
             case (.query(let planned, _), .queried(.success(let evidence))):
-                return try recorded(steps.reconciled(planned.operation, query: planned.attempt, evidence: evidence, actor: Self.actor, on: transaction),
-                                    transaction: transaction)
+                results[index] = try recorded(steps.reconciled(planned.operation, query: planned.attempt, evidence: evidence, actor: Self.actor,
+                                                               on: transaction), transaction: transaction)
             case (.query(let planned, _), .queried(.failure(let failure))):
                 try steps.store.finishAttempt(planned.attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code,
                                                                      errorMessage: failure.reason), on: transaction)
-                return .failed(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
+                results[index] = .failed(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
             case (.send, .queried), (.query, .sent):
                 preconditionFailure("an answer of another kind of call")
             }
         }
+        // One clock per round: every call of it was planned in the same prepare.
+        let round = try steps.settle(sends.map(\.answering), actor: Self.actor, clock: sends.first?.clock, on: transaction)
+        for (send, settled) in zip(sends, round.settled) {
+            results[send.index] = try recorded(settled, payment: send.answering.operation.paymentId.flatMap { round.payments[$0] }, transaction: transaction)
+        }
+        return results.map { $0! }
     }
 
-    func recorded(_ settled: OperationSteps.Settled, transaction: PostgresConnection) throws -> Recorded {
+    func recorded(_ settled: OperationSteps.Settled, payment: PaymentRecord? = nil, transaction: PostgresConnection) throws -> Recorded {
         switch settled {
-        case .finished(let operation): .finished(try report(operation, transaction: transaction))
+        case .finished(let operation): .finished(try report(operation, payment: payment, transaction: transaction))
         case .review(let operation): .finished(reviewed(operation))
         case .retry(let code, _, _) where code == "operation_not_applied": .again
         case .retry(let code, let reason, let until): .failed(Self.retried(code: code, reason: reason, until: until))
@@ -45,9 +53,12 @@ extension OperationsStage {
 
     public func unsettled(_ message: Message) -> StageFailure { Self.unsettled }
 
-    /// A finished operation goes to notification, which sends its event.
-    func report(_ operation: OperationStore.Operation, transaction: PostgresConnection) throws -> StageOutcome {
-        guard let paymentId = operation.paymentId, let payment = try PaymentStore().load(paymentId, on: transaction) else { return .completed }
+    /// A finished operation goes to notification, which sends its event. `payment`: its row as already read in this
+    /// transaction, if it was (its status and ids are what the report needs; an operation changes neither).
+    func report(_ operation: OperationStore.Operation, payment read: PaymentRecord? = nil, transaction: PostgresConnection) throws -> StageOutcome {
+        guard let paymentId = operation.paymentId, let payment = try read ?? PaymentStore().load(paymentId, on: transaction) else {
+            return .completed
+        }
         var messages = [OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()]
         if operation.requestedBy == .lateAuthorization, operation.state == .succeeded {
             // The customer is not charged for a payment reported failed: the review closes as failed, notified again.

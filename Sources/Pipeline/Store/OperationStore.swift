@@ -123,6 +123,14 @@ public struct OperationStore: Sendable {
         try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.id = $1", [id]).first.map(Self.operation(row:))
     }
 
+    /// The operations `ids`, by id, in one statement (a round's; missing ones are absent).
+    public func load(_ ids: [Int64], on connection: PostgresConnection) throws -> [Int64: Operation] {
+        guard !ids.isEmpty else { return [:] }
+        let operations = try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.id = ANY($1::int8[])", [PostgresArray(ids)])
+            .map(Self.operation(row:))
+        return Dictionary(operations.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// The payment's operation still open (`requested` or `needs_review`), if any: at most one, by the unique index.
     public func open(paymentId: UUID, on connection: PostgresConnection) throws -> Operation? {
         try connection.query("SELECT \(Self.columns) FROM \(Self.from) WHERE o.payment_id = $1 AND o.state IN ('requested', 'needs_review')",
@@ -266,24 +274,33 @@ public struct OperationStore: Sendable {
         public let reconcileAfter: Date?
     }
 
+    private static let attemptColumns = "id, request_type, state, outcome, error_code, transaction_reference, settle_status, settle_base_amount, reconcile_after"
+
+    static func attempt(row: PostgresRow) throws -> Attempt {
+        let stateText = try row.decode("state", as: String.self)
+        guard let state = Attempt.State(rawValue: stateText) else {
+            throw PostgresError.decoding(column: "state", expected: "Attempt.State", reason: "unknown state '\(stateText)'")
+        }
+        return Attempt(id: try row.decode("id", as: Int64.self), requestType: try row.decode("request_type", as: String.self), state: state,
+                       outcome: try row.decode("outcome", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
+                       transactionReference: try row.decode("transaction_reference", as: String?.self),
+                       settleStatus: try row.decode("settle_status", as: String?.self),
+                       settleBaseAmount: try row.decode("settle_base_amount", as: Int64?.self),
+                       reconcileAfter: try row.decode("reconcile_after", as: Date?.self))
+    }
+
     /// The operation's attempts, oldest first.
     public func attempts(_ operationId: Int64, on connection: PostgresConnection) throws -> [Attempt] {
-        try connection.query(
-            """
-            SELECT id, request_type, state, outcome, error_code, transaction_reference, settle_status, settle_base_amount, reconcile_after
-            FROM operation_attempts WHERE operation_id = $1 ORDER BY id
-            """, [operationId]).map { row in
-            let stateText = try row.decode("state", as: String.self)
-            guard let state = Attempt.State(rawValue: stateText) else {
-                throw PostgresError.decoding(column: "state", expected: "Attempt.State", reason: "unknown state '\(stateText)'")
-            }
-            return Attempt(id: try row.decode("id", as: Int64.self), requestType: try row.decode("request_type", as: String.self), state: state,
-                           outcome: try row.decode("outcome", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
-                           transactionReference: try row.decode("transaction_reference", as: String?.self),
-                           settleStatus: try row.decode("settle_status", as: String?.self),
-                           settleBaseAmount: try row.decode("settle_base_amount", as: Int64?.self),
-                           reconcileAfter: try row.decode("reconcile_after", as: Date?.self))
-        }
+        try connection.query("SELECT \(Self.attemptColumns) FROM operation_attempts WHERE operation_id = $1 ORDER BY id", [operationId])
+            .map(Self.attempt(row:))
+    }
+
+    /// The attempts `ids` (of any operations), by id, in one statement.
+    public func attempts(ids: [Int64], on connection: PostgresConnection) throws -> [Int64: Attempt] {
+        guard !ids.isEmpty else { return [:] }
+        let attempts = try connection.query("SELECT \(Self.attemptColumns) FROM operation_attempts WHERE id = ANY($1::int8[])", [PostgresArray(ids)])
+            .map(Self.attempt(row:))
+        return Dictionary(attempts.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// What an answer (or the failure to get one) writes into its attempt.
@@ -314,15 +331,33 @@ public struct OperationStore: Sendable {
 
     /// Writes an attempt's answer; only while it is still `sending` or `uncertain`.
     public func finishAttempt(_ attemptId: Int64, _ answer: AttemptAnswer, on connection: PostgresConnection) throws {
+        try finishAttempts([(attemptId, answer)], on: connection)
+    }
+
+    /// An attempt's answer as ``finishAttempts(_:on:)`` writes it.
+    public typealias AttemptWrite = (id: Int64, written: AttemptAnswer)
+
+    /// Writes each attempt's answer in one statement, only while it is still `sending` or `uncertain`; if any one was
+    /// no longer open, throws ``NotCurrent`` for it (the caller's transaction rolls back, nothing is kept).
+    public func finishAttempts(_ answers: [AttemptWrite], on connection: PostgresConnection) throws {
+        guard !answers.isEmpty else { return }
         let rows = try connection.query(
             """
-            UPDATE operation_attempts SET state = $2, outcome = $3, error_code = $4, error_message = $5, transaction_reference = $6,
-                   settle_status = $7, settle_base_amount = $8, finished_at = CASE WHEN $2 = 'uncertain' THEN NULL ELSE clock_timestamp() END
-            WHERE id = $1 AND state IN ('sending', 'uncertain')
+            UPDATE operation_attempts a
+            SET state = i.state, outcome = i.outcome, error_code = i.error_code, error_message = i.error_message,
+                transaction_reference = i.transaction_reference, settle_status = i.settle_status, settle_base_amount = i.settle_base_amount,
+                finished_at = CASE WHEN i.state = 'uncertain' THEN NULL ELSE clock_timestamp() END
+            FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int8[])
+                AS i(id, state, outcome, error_code, error_message, transaction_reference, settle_status, settle_base_amount)
+            WHERE a.id = i.id AND a.state IN ('sending', 'uncertain')
+            RETURNING a.id
             """,
-            [attemptId, answer.state.rawValue, answer.outcome, answer.errorCode, answer.errorMessage.map { String($0.prefix(500)) },
-             answer.transactionReference, answer.settleStatus, answer.settleBaseAmount])
-        guard rows.affectedRows == 1 else { throw NotCurrent(attemptId: attemptId) }
+            [PostgresArray(answers.map(\.id)), PostgresArray(answers.map(\.written.state.rawValue)), PostgresArray(answers.map(\.written.outcome)),
+             PostgresArray(answers.map(\.written.errorCode)), PostgresArray(answers.map { $0.written.errorMessage.map { String($0.prefix(500)) } }),
+             PostgresArray(answers.map(\.written.transactionReference)), PostgresArray(answers.map(\.written.settleStatus)),
+             PostgresArray(answers.map(\.written.settleBaseAmount))])
+        let written = Set(try rows.map { try $0.decode("id", as: Int64.self) })
+        if let stale = answers.first(where: { !written.contains($0.id) }) { throw NotCurrent(attemptId: stale.id) }
     }
 
     /// Ends a `requested` operation as the gateway confirmed it: the payment's lifecycle moves to the decided effect
@@ -352,18 +387,43 @@ public struct OperationStore: Sendable {
     /// Puts a `requested` operation up for review with its code; the payment takes no other operation meanwhile.
     @discardableResult
     public func review(_ operationId: Int64, code: String, reason: String, on connection: PostgresConnection) throws -> Bool {
-        try connection.query(
-            "UPDATE payment_operations SET state = 'needs_review', error_code = $2, error_message = $3 WHERE id = $1 AND state = 'requested'",
-            [operationId, code, String(reason.prefix(500))]).affectedRows == 1
+        try end([Ending(operation: operationId, state: .needsReview, code: code, reason: reason)], on: connection) == [operationId]
     }
 
     private func end(_ id: Int64, state: State, gatewayReference: String?, code: String?, reason: String?, on connection: PostgresConnection) throws -> Bool {
-        try connection.query(
+        try end([Ending(operation: id, state: state, gatewayReference: gatewayReference, code: code, reason: reason)], on: connection) == [id]
+    }
+
+    /// How an operation ends (``end(_:on:)``): `succeeded` or `failed` from `requested` or `needs_review`, or
+    /// `needs_review` from `requested` (a review keeps the operation open).
+    public struct Ending: Sendable, Equatable {
+        public let operation: Int64
+        public let state: State
+        public let gatewayReference: String?
+        public let code: String?
+        public let reason: String?
+
+        public init(operation: Int64, state: State, gatewayReference: String? = nil, code: String?, reason: String?) {
+            (self.operation, self.state, self.gatewayReference, self.code, self.reason) = (operation, state, gatewayReference, code, reason)
+        }
+    }
+
+    /// Ends each operation as its ``Ending`` says, in one statement; returns the operations written (one in another
+    /// state is left as it is).
+    public func end(_ endings: [Ending], on connection: PostgresConnection) throws -> Set<Int64> {
+        guard !endings.isEmpty else { return [] }
+        let rows = try connection.query(
             """
-            UPDATE payment_operations SET state = $2, gateway_reference = coalesce($3, gateway_reference), error_code = $4,
-                   error_message = $5, finished_at = clock_timestamp()
-            WHERE id = $1 AND state IN ('requested', 'needs_review')
-            """, [id, state.rawValue, gatewayReference, code, reason.map { String($0.prefix(500)) }]).affectedRows == 1
+            UPDATE payment_operations o
+            SET state = i.state, gateway_reference = coalesce(i.gateway_reference, o.gateway_reference), error_code = i.error_code,
+                error_message = i.error_message, finished_at = CASE WHEN i.state = 'needs_review' THEN o.finished_at ELSE clock_timestamp() END
+            FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[]) AS i(id, state, gateway_reference, error_code, error_message)
+            WHERE o.id = i.id AND (o.state = 'requested' OR (o.state = 'needs_review' AND i.state <> 'needs_review'))
+            RETURNING o.id
+            """,
+            [PostgresArray(endings.map(\.operation)), PostgresArray(endings.map(\.state.rawValue)), PostgresArray(endings.map(\.gatewayReference)),
+             PostgresArray(endings.map(\.code)), PostgresArray(endings.map { $0.reason.map { String($0.prefix(500)) } })])
+        return Set(try rows.map { try $0.decode("id", as: Int64.self) })
     }
 
     /// Marks a finished operation's event as handed to notification.

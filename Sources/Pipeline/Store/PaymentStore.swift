@@ -174,21 +174,8 @@ extension PaymentStore {
         _ paymentId: UUID, _ change: CheckedLifecycleChange, settleStatus: SettleStatus?, actor: String, operationId: String?,
         detail: String?, on connection: PostgresConnection
     ) throws -> Bool {
-        let (from, to) = (change.from, change.to)
-        let authorized = PaymentStatus.authorized.rawValue
-        let rows = try connection.query(
-            """
-            WITH updated AS (
-                UPDATE payments SET lifecycle = $5, captured_minor = $6, refunded_minor = $7,
-                       settle_status = COALESCE($8, settle_status), updated_at = clock_timestamp()
-                WHERE id = $1 AND status = $9 AND lifecycle = $2 AND captured_minor = $3 AND refunded_minor = $4
-                RETURNING id, stage)
-            INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, detail, lifecycle_from, lifecycle_to, operation_id)
-            SELECT id, $9, $9, stage, $10, $11, $2, $5, $12 FROM updated
-            """,
-            [paymentId, from.status.rawValue, from.capturedAmount, from.refundedAmount, to.status.rawValue, to.capturedAmount,
-             to.refundedAmount, settleStatus?.wireValue, authorized, actor, detail, operationId])
-        return rows.affectedRows == 1
+        let changing = LifecycleChanging(paymentId: paymentId, change: change, settleStatus: settleStatus, operationId: operationId, detail: detail)
+        return try changeLifecycles([changing], actor: actor, on: connection) == [paymentId]
     }
 
     /// Records that a settlement query found nothing to learn (the record was not returned).
@@ -202,5 +189,76 @@ extension PaymentStore {
         try connection.query(
             "UPDATE payments SET settle_status = $2, settle_checked_at = clock_timestamp() WHERE id = $1 AND status = $3",
             [paymentId, settleStatus.wireValue, PaymentStatus.authorized.rawValue])
+    }
+}
+
+/// The operations record phase's set-based statements: a round's payments locked and read at once, its lifecycle
+/// changes written at once (``changeLifecycle`` is one of them).
+extension PaymentStore {
+    /// A payment's row and money state, read together under its row lock (the operations record phase).
+    public struct Locked: Sendable, Equatable {
+        public let record: PaymentRecord
+        public let money: MoneyState
+    }
+
+    /// Locks the payments `ids` in id order (one statement; every round takes its locks in the same order) and reads
+    /// each row with its money state. Missing payments are absent from the answer.
+    public func lock(_ ids: [UUID], on transaction: PostgresConnection) throws -> [UUID: Locked] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try transaction.query(
+            """
+            SELECT \(PaymentRecord.columns), lifecycle, authorized_minor, captured_minor, refunded_minor, capture_deadline, settle_status
+            FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+            """, [PostgresArray(ids)])
+        return try Dictionary(rows.map { row in
+            let record = try PaymentRecord(row: row)
+            return (record.id, Locked(record: record, money: try Self.money(row: row)))
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// One checked lifecycle change of ``changeLifecycles(_:actor:on:)``.
+    public struct LifecycleChanging: Sendable, Equatable {
+        public let paymentId: UUID
+        public let change: CheckedLifecycleChange
+        /// The settle status now known, if the change brings one.
+        public let settleStatus: SettleStatus?
+        public let operationId: String?
+        public let detail: String?
+
+        public init(paymentId: UUID, change: CheckedLifecycleChange, settleStatus: SettleStatus?, operationId: String?, detail: String?) {
+            (self.paymentId, self.change, self.settleStatus, self.operationId, self.detail) = (paymentId, change, settleStatus, operationId, detail)
+        }
+    }
+
+    /// Writes each change whose payment still has its `from` state (status `authorized`, lifecycle and amounts as
+    /// expected), with its settle status, and audits it, in one statement; returns the payments changed (a payment
+    /// with another state is left as it is: a race or a stale decision).
+    public func changeLifecycles(_ rows: [LifecycleChanging], actor: String, on connection: PostgresConnection) throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let updated = try connection.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::int8[], $7::int8[], $8::text[],
+                                     $9::text[], $10::text[])
+                    WITH ORDINALITY AS t(id, from_lifecycle, from_captured, from_refunded, to_lifecycle, to_captured, to_refunded,
+                                         settle_status, operation_id, detail, n)),
+            updated AS (
+                UPDATE payments p SET lifecycle = i.to_lifecycle, captured_minor = i.to_captured, refunded_minor = i.to_refunded,
+                       settle_status = COALESCE(i.settle_status, p.settle_status), updated_at = clock_timestamp()
+                FROM input i
+                WHERE p.id = i.id AND p.status = $11 AND p.lifecycle = i.from_lifecycle AND p.captured_minor = i.from_captured
+                  AND p.refunded_minor = i.from_refunded
+                RETURNING p.id, p.stage, i.n, i.from_lifecycle, i.to_lifecycle, i.operation_id, i.detail),
+            events AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, detail, lifecycle_from, lifecycle_to, operation_id)
+                SELECT id, $11, $11, stage, $12, detail, from_lifecycle, to_lifecycle, operation_id FROM updated ORDER BY n)
+            SELECT id FROM updated
+            """,
+            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map(\.change.from.status.rawValue)),
+             PostgresArray(rows.map(\.change.from.capturedAmount)), PostgresArray(rows.map(\.change.from.refundedAmount)),
+             PostgresArray(rows.map(\.change.to.status.rawValue)), PostgresArray(rows.map(\.change.to.capturedAmount)),
+             PostgresArray(rows.map(\.change.to.refundedAmount)), PostgresArray(rows.map { $0.settleStatus?.wireValue }),
+             PostgresArray(rows.map(\.operationId)), PostgresArray(rows.map(\.detail)), PaymentStatus.authorized.rawValue, actor])
+        return Set(try updated.map { try $0.decode("id", as: UUID.self) })
     }
 }
