@@ -21,6 +21,10 @@ public struct PaymentJob: Sendable, Equatable {
     /// A TapPay merchant's job: the prime TapPay's SDK gave the app (the Apple Pay token went to TapPay), in place of
     /// `applePayToken`. Exactly one of the two is present. The prime expires 90 s after it was obtained (docs/job-contract.md).
     public var tapPayPrime: String? = nil
+    /// The W3C trace context of the job's handling by decrypt (`traceparent`, `tracestate`), which its payment's row
+    /// keeps: set by the stage from the delivery, never read from the body.
+    public var traceparent: String? = nil
+    public var tracestate: String? = nil
     /// `"amountPending": true`: the final amount is set later, by a `payment.complete.requested` operation, and the
     /// job's `amount` is the most that completion may charge (its currency is the payment's). Only for a merchant whose
     /// connector declares the `deferredAmount` capability (decrypt fails others `amount_pending_not_supported`);

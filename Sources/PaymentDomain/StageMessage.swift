@@ -10,11 +10,26 @@ public struct StageMessage: Sendable, Codable, Equatable {
     public let paymentId: UUID
     public let merchantId: String
     public let jobId: String
+    /// The W3C `traceparent`/`tracestate` the payment's row keeps (its decrypt span's, migration 15), for a hand-off
+    /// built from the row outside any delivery's handling (a re-drive): it is sent with them, so the payment's later
+    /// spans, webhook and results stay in its trace. Not part of the body; nil for a hand-off that continues the
+    /// delivery being handled (the runtime stamps that one).
+    public private(set) var traceparent: String? = nil
+    public private(set) var tracestate: String? = nil
 
-    public init(paymentId: UUID, merchantId: String, jobId: String) {
+    private enum CodingKeys: String, CodingKey { case paymentId, merchantId, jobId }
+
+    public init(paymentId: UUID, merchantId: String, jobId: String, traceparent: String? = nil, tracestate: String? = nil) {
         self.paymentId = paymentId
         self.merchantId = merchantId
         self.jobId = jobId
+        self.traceparent = traceparent
+        self.tracestate = tracestate
+    }
+
+    /// The same hand-off whatever trace it reports to (its body and `message_id` are the same).
+    public static func == (lhs: StageMessage, rhs: StageMessage) -> Bool {
+        lhs.paymentId == rhs.paymentId && lhs.merchantId == rhs.merchantId && lhs.jobId == rhs.jobId
     }
 
     /// `{"jobId":…,"merchantId":…,"paymentId":…}`, keys sorted. Written and read with the JSON module rather than

@@ -103,6 +103,23 @@ extension Integration {
         #expect(try harness.payByPrimes(message) == 1)
     }
 
+    /// The completion hands the payment back to authorize in the job's trace, the one its row keeps, not in the
+    /// operation's (the runtime keeps a hand-off's own trace: TraceContextTests).
+    @Test func aCompletionContinuesTheJobsTrace() throws {
+        let harness = try Harness()
+        let message = try harness.waiting(maximum: 500_000)
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let database = try harness.base.authorize.database()
+        defer { database.close() }
+        try database.query("UPDATE payments SET trace_parent = $2, trace_state = 'vendor=abc' WHERE id = $1", [message.paymentId, traceparent])
+        guard case .success(.handOff(let handOff)) = try harness.complete(message, amount: 120_000, at: harness.databaseClock(plus: 60)) else {
+            Issue.record("the completion did not hand the payment on")
+            return
+        }
+        #expect(handOff.stage == .authorize && handOff.message == message)
+        #expect(handOff.trace?.traceparent == traceparent && handOff.trace?.state == "vendor=abc", "in the job's trace: \(String(describing: handOff.trace))")
+    }
+
     @Test func aDeferredPaymentExpiresWithoutACall() throws {
         let harness = try Harness()
         let swept = try harness.waiting(maximum: 510_000)

@@ -81,6 +81,33 @@ extension Integration {
         #expect(try Self.events(again.id, on: database).isEmpty && Self.events(replay.id, on: database).isEmpty)
     }
 
+    /// Each payment keeps its job's trace context (migration 15), written by the same insert; a re-drive of the row
+    /// (the reconciler's claim, a deferred completion's snapshot, an operator's resolve) hands it on.
+    @Test func insertNewKeepsTheJobsTraceContextAndReDrivesCarryIt() throws {
+        let database = try Self.database()
+        defer { database.close() }
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        var traced = Self.new("t", .decrypted(Decrypt.Verified(transactionId: "tx-t", payload: Self.sealed(1))))
+        var job = try #require(traced.job)
+        (job.traceparent, job.tracestate) = (traceparent, "vendor=abc")
+        traced = Decrypt.NewPayment(id: traced.id, key: traced.key, jobHash: traced.jobHash, job: job, settled: traced.settled)
+        let untraced = Self.new("u", .decrypted(Decrypt.Verified(transactionId: "tx-u", payload: Self.sealed(2))))
+        _ = try database.transaction { try Self.store.insertNew([traced, untraced], receivedAt: Self.receivedAt, on: $0) }
+        try database.query("UPDATE payments SET stage = 'authorize', updated_at = now() - interval '10 minutes'")
+        let claimed = try Reconciler(stage: .authorize, stuckAfterSeconds: 300).claimStuck(on: database)
+        let byId = Dictionary(uniqueKeysWithValues: claimed.map { ($0.paymentId, $0) })
+        #expect(byId[traced.id]?.traceparent == traceparent)
+        #expect(byId[traced.id]?.tracestate == "vendor=abc")
+        #expect(byId[untraced.id].map { $0.traceparent == nil && $0.tracestate == nil } == true, "a payment without a trace keeps none")
+        let handOff = HandOffMessage(.authorize, try #require(byId[traced.id]))
+        #expect(handOff.trace?.traceparent == traceparent && handOff.trace?.state == "vendor=abc", "the re-drive is sent in the payment's trace")
+        #expect(HandOffMessage(.authorize, try #require(byId[untraced.id])).trace == nil)
+        #expect(try Self.store.tracedMessage(traced.id, on: database)?.traceparent == traceparent)
+        let snapshot = try #require(try database.transaction { try Self.store.deferredSnapshots([traced.id], on: $0) }[traced.id])
+        #expect(snapshot.message(paymentId: traced.id).traceparent == traceparent)
+        #expect(snapshot.completed(amount: 1, at: Self.receivedAt).traceparent == traceparent)
+    }
+
     @Test func decryptRowsFindsThePaymentsByKeyAndTheClaimedTransactionIds() throws {
         let database = try Self.database()
         defer { database.close() }

@@ -196,6 +196,44 @@ extension Integration {
             }
             print(Self.spanTree(spans(ofJob: given)))
 
+            // Re-driven from the database (its hand-off lost while at notify): the reconciler's re-drive — the stack's own
+            // notify reconciler or `paypipe reconcile`, whichever claims it first — continues the payment's stored trace: a
+            // new notify span whose parent is decrypt's span (the context the row kept), and the webhook and results
+            // message it causes are in the job's trace.
+            let givenPayment = try #require(payments[given])
+            let decryptSpans = Set(spans(ofJob: given).filter { $0["name"] as? String == "decrypt" }.compactMap { $0["spanId"] as? String })
+            let notifiedBefore = Set(spans(ofJob: given).filter { $0["name"] as? String == "notify" }.compactMap { $0["spanId"] as? String })
+            let hooksBefore = webhooks.filter { $0["paymentId"] as? String == givenPayment }.count
+            let database = try TestServices.database()
+            defer { database.close() }
+            try database.query("UPDATE payments SET stage = 'notify', updated_at = now() - interval '1 hour', redriven_at = NULL WHERE id = $1::uuid",
+                               [givenPayment])
+            let reconcile = try ChildProcess.runCapturingOutput(
+                PipelineProcesses.packageRoot.appendingPathComponent(".build/debug/paypipe").path, ["reconcile", "--stuck-after", "10m"],
+                environment: ["PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL])
+            #expect(reconcile.status == 0, "paypipe reconcile: \(reconcile.text)")
+            var redriven: [[String: Any]] = []
+            try TestServices.eventually(timeout: 60, "the re-driven payment's notify span exported and its webhook sent again") {
+                redriven = spans(ofJob: given).filter { $0["name"] as? String == "notify" && !notifiedBefore.contains($0["spanId"] as? String ?? "") }
+                return !redriven.isEmpty && stack.verifiedWebhooks().filter { $0["paymentId"] as? String == givenPayment }.count > hooksBefore
+            }
+            #expect(redriven.allSatisfy { $0["traceId"] as? String == Self.givenTrace }, "the re-drive keeps the job's trace: \(redriven)")
+            #expect(redriven.allSatisfy { decryptSpans.contains($0["parentSpanId"] as? String ?? "") },
+                    "the re-driven notify span is a child of the stored (decrypt's) span: \(redriven.map { $0["parentSpanId"] ?? "-" }), decrypt \(decryptSpans)")
+            let redrivenContexts = Set(redriven.compactMap { $0["spanId"] as? String }.map { "00-\(Self.givenTrace)-\($0)-01" })
+            let resentHooks = stack.verifiedWebhooks().filter { $0["paymentId"] as? String == givenPayment }.dropFirst(hooksBefore)
+            #expect(!resentHooks.isEmpty && resentHooks.allSatisfy { redrivenContexts.contains($0["traceparent"] as? String ?? "") },
+                    "the re-sent webhook's traceparent: \(resentHooks.map { $0["traceparent"] ?? "" })")
+            var resentResults: [AMQPDelivery] = []
+            try TestServices.eventually(timeout: 30, "the re-driven payment's results message") {
+                resentResults += try Self.drain(resultsQueue).filter { $0.properties.headers["paymentId"]?.stringValue == givenPayment }
+                return !resentResults.isEmpty
+            }
+            #expect(resentResults.allSatisfy { redrivenContexts.contains($0.properties.headers["traceparent"]?.stringValue ?? "") },
+                    "the results message's traceparent: \(resentResults.map { $0.properties.headers["traceparent"] as Any })")
+            #expect(resentResults.allSatisfy { $0.properties.headers["tracestate"]?.stringValue == "vendor=abc" }, "the stored tracestate is passed on")
+            print(Self.spanTree(spans(ofJob: given)))
+
             // A refund of the given job's payment, published with its own trace: the operations worker continues it.
             let refundTrace = "1af7651916cd43dd8448eb211c80319d"
             let operationId = "\(prefix)-refund"

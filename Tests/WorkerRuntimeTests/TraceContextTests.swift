@@ -109,6 +109,33 @@ import Testing
         #expect(trace.logFields.map(\.0) == ["traceId", "spanId"])
     }
 
+    /// A hand-off re-driven from a payment's row continues the trace the row kept, even when it is published while
+    /// another delivery is handled (a deferred completion: the operation's trace is not the payment's).
+    @Test func aHandOffWithItsOwnTraceKeepsItWhateverDeliveryCausedIt() throws {
+        let stored = try #require(TraceContext.parse(traceparent: Self.example, tracestate: "a=1"))
+        let router = DeliveryRouter(stage: StageName("operations"), retrySchedule: RetrySchedule(delays: [1], maxRetries: 1))
+        let redriven = router.handOff(HandOffMessage(to: StageName("authorize"), id: "p:authorize", body: [], trace: stored))
+        #expect(redriven.properties.headers["traceparent"] == .string(Self.example))
+        #expect(redriven.properties.headers["tracestate"] == .string("a=1"))
+        let operation = DeliveryTrace.of(delivery(headers: ["traceparent": .string("00-1af7651916cd43dd8448eb211c80319d-b7ad6b7169203331-01")]))
+        let published = operation.stamped(redriven)
+        #expect(published.properties.headers["traceparent"] == .string(Self.example), "the payment's trace, not the operation's")
+        #expect(published.properties.headers["tracestate"] == .string("a=1"))
+        // Without a trace of its own, a hand-off outside any delivery carries none (the next stage starts one), and one
+        // inside a delivery's handling names the handling span.
+        let plain = router.handOff(HandOffMessage(to: StageName("authorize"), id: "p:authorize", body: []))
+        #expect(plain.properties.headers["traceparent"] == nil)
+        #expect(operation.stamped(plain).properties.headers["traceparent"] == .string(operation.context.traceparent))
+    }
+
+    @Test func aRowsStoredContextGivesItsLogFieldsAndABadOneNone() {
+        let fields = TraceContext.logFields(traceparent: Self.example)
+        #expect(fields.map(\.0) == ["traceId", "spanId"])
+        #expect(fields.map(\.1) == [.string("4bf92f3577b34da6a3ce929d0e0e4736"), .string("00f067aa0ba902b7")])
+        #expect(TraceContext.logFields(traceparent: nil).isEmpty)
+        #expect(TraceContext.logFields(traceparent: "00-zz").isEmpty)
+    }
+
     @Test func handlingEndsAsTheResultSays() {
         let handOff = HandlingEnd(.success(.handOff(HandOffMessage(to: .submit, id: "i", body: []))))
         #expect(handOff.outcome == "hand_off" && handOff.status == .ok)

@@ -48,20 +48,33 @@ public enum DeferredAmount {
         /// When PayPipe first received the job: the credential's age is counted from here (the job's publish time is
         /// earlier, so this never expires a credential early; the connector's own check at send time is exact).
         public let receivedAt: Date
+        /// The trace context the payment's row keeps (``StageMessage/traceparent``): the completion's hand-off
+        /// continues the job's trace, not the operation's.
+        public let traceparent: String?
+        public let tracestate: String?
 
-        public init(merchantId: String, jobId: String, status: PaymentStatus, amountMinor: Int64?, completedAt: Date?, receivedAt: Date) {
+        public init(merchantId: String, jobId: String, status: PaymentStatus, amountMinor: Int64?, completedAt: Date?, receivedAt: Date,
+                    traceparent: String? = nil, tracestate: String? = nil) {
             (self.merchantId, self.jobId, self.status) = (merchantId, jobId, status)
             (self.amountMinor, self.completedAt, self.receivedAt) = (amountMinor, completedAt, receivedAt)
+            (self.traceparent, self.tracestate) = (traceparent, tracestate)
+        }
+
+        /// The payment's hand-off, in its own trace.
+        public func message(paymentId: UUID) -> StageMessage {
+            StageMessage(paymentId: paymentId, merchantId: merchantId, jobId: jobId, traceparent: traceparent, tracestate: tracestate)
         }
 
         /// As it is once a completion of `amount` at `at` is applied (a later message of the same batch sees it).
         public func completed(amount: Int64, at: Date) -> Snapshot {
-            Snapshot(merchantId: merchantId, jobId: jobId, status: .decrypted, amountMinor: amount, completedAt: at, receivedAt: receivedAt)
+            Snapshot(merchantId: merchantId, jobId: jobId, status: .decrypted, amountMinor: amount, completedAt: at, receivedAt: receivedAt,
+                     traceparent: traceparent, tracestate: tracestate)
         }
 
         /// As it is once failed.
         public func failed() -> Snapshot {
-            Snapshot(merchantId: merchantId, jobId: jobId, status: .failed, amountMinor: amountMinor, completedAt: completedAt, receivedAt: receivedAt)
+            Snapshot(merchantId: merchantId, jobId: jobId, status: .failed, amountMinor: amountMinor, completedAt: completedAt, receivedAt: receivedAt,
+                     traceparent: traceparent, tracestate: tracestate)
         }
     }
 

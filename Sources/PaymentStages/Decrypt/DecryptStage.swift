@@ -43,7 +43,10 @@ public struct DecryptStage: TransactionalStageHandler {
 
     public func decode(_ message: InboundMessage) throws(StageFailure) -> DecryptInput {
         do {
-            return .job(try PaymentJob.decode(message.body), publishedAt: message.publishedAt)
+            var job = try PaymentJob.decode(message.body)
+            // The payment's row keeps this handling's context: a re-drive from the row continues the job's trace.
+            (job.traceparent, job.tracestate) = (message.trace.traceparent, message.trace.state)
+            return .job(job, publishedAt: message.publishedAt)
         } catch {
             switch error {
             case .unaddressed(let reason):

@@ -56,7 +56,8 @@ extension PaymentStore {
     /// evaluated once per distinct (merchant, job mode, job window) of the batch rather than per row (the function is not
     /// inlined: each call is a separate function execution with its own two merchant lookups, about 14 µs per row). The
     /// CTE is `MATERIALIZED` because, referenced once, PostgreSQL would otherwise fold it into the join and could run
-    /// the function again for every input row (pg_stat_statements counted one call per payment).
+    /// the function again for every input row (pg_stat_statements counted one call per payment). Each payment keeps its
+    /// job's trace context (`trace_parent`, `trace_state`: ``PaymentJob/traceparent``), which a re-drive continues.
     public func insertNew(_ rows: [Decrypt.NewPayment<DataVault.SealedBox>], receivedAt: Date, on transaction: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let created = CheckedTransition.creation
@@ -73,11 +74,11 @@ extension PaymentStore {
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
                                      $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[],
                                      $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $23::text[], $24::text[],
-                                     $25::text[], $26::text[], $27::text[])
+                                     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[])
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                          notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext,
                                          status, stage, error_code, error_message, actor, job_capture_mode, job_capture_within,
-                                         token_type, merchant_token_identifier, merchant_token_metadata, n)),
+                                         token_type, merchant_token_identifier, merchant_token_metadata, trace_parent, trace_state, n)),
             policy AS MATERIALIZED (
                 SELECT k.merchant_id, k.job_capture_mode, k.job_capture_within, c.capture_mode, c.capture_within_seconds
                 FROM (SELECT DISTINCT merchant_id, job_capture_mode, job_capture_within FROM input) k,
@@ -86,11 +87,11 @@ extension PaymentStore {
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                       status, stage, token_transaction_id, notify_url, metadata, error_code, error_message,
                                       first_received_at, updated_at, capture_mode, capture_within_seconds,
-                                      token_type, merchant_token_identifier, merchant_token_metadata)
+                                      token_type, merchant_token_identifier, merchant_token_metadata, trace_parent, trace_state)
                 SELECT input.id, input.merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                        status, stage, token_transaction_id, notify_url, metadata::jsonb, error_code, error_message,
                        $19, clock_timestamp(), policy.capture_mode, policy.capture_within_seconds,
-                       token_type, merchant_token_identifier, merchant_token_metadata::jsonb
+                       token_type, merchant_token_identifier, merchant_token_metadata::jsonb, trace_parent, trace_state
                 FROM input JOIN policy ON policy.merchant_id IS NOT DISTINCT FROM input.merchant_id
                                       AND policy.job_capture_mode IS NOT DISTINCT FROM input.job_capture_mode
                                       AND policy.job_capture_within IS NOT DISTINCT FROM input.job_capture_within
@@ -128,6 +129,7 @@ extension PaymentStore {
                 PostgresArray(rows.map { $0.settled.token?.type.rawValue }),
                 PostgresArray(rows.map { $0.settled.token?.merchantTokenIdentifier }),
                 PostgresArray(rows.map { $0.settled.token?.merchantTokenMetadata }),
+                PostgresArray(rows.map(\.job?.traceparent)), PostgresArray(rows.map(\.job?.tracestate)),
             ])
         return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
     }

@@ -25,9 +25,9 @@ extension PaymentStore {
               AND EXISTS (SELECT 1 FROM webhook_deliveries d
                           JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) ON d.url = k.url
                           WHERE d.payment_id = p.id AND d.outcome = 'held' AND p.merchant_id = k.merchant_id)
-            RETURNING p.id, p.merchant_id, p.job_id
+            RETURNING p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state
             """, [PostgresArray(merchantIds), PostgresArray(urls), PaymentStage.notify.rawValue])
-        return try rows.map(Self.message(row:))
+        return try rows.map(Self.tracedMessage(row:))
     }
 
     /// Puts terminal payments (one, or those with a `failed` or `disabled` webhook attempt at or after `since`) back
@@ -40,11 +40,11 @@ extension PaymentStore {
               AND (($1::uuid IS NOT NULL AND id = $1::uuid)
                    OR ($1::uuid IS NULL AND id IN (SELECT payment_id FROM webhook_deliveries
                                                    WHERE outcome IN ('failed', 'disabled') AND attempted_at >= $2)))
-            RETURNING id, merchant_id, job_id
+            RETURNING id, merchant_id, job_id, trace_parent, trace_state
             """,
             [paymentId, since, PaymentStage.notify.rawValue, PostgresArray([PaymentStage.done.rawValue, PaymentStage.notify.rawValue]),
              PostgresArray(PaymentStatus.allCases.filter(\.isTerminal).map(\.rawValue))])
-        return try rows.map(Self.message(row:))
+        return try rows.map(Self.tracedMessage(row:))
     }
 
     /// A payment whose webhook was answered: the event delivered and the attempt to record in `webhook_deliveries`.

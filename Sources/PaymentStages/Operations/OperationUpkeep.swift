@@ -11,12 +11,15 @@ public enum OperationUpkeep {
         public var merchantId: String
         public var transactionReference: String
         public var currency: String
+        /// The trace context the payment's row keeps, for the upkeep's log lines about it (`traceId`, `spanId`).
+        public var traceparent: String?
 
-        public init(id: UUID, merchantId: String, transactionReference: String, currency: String = "") {
+        public init(id: UUID, merchantId: String, transactionReference: String, currency: String = "", traceparent: String? = nil) {
             self.id = id
             self.merchantId = merchantId
             self.transactionReference = transactionReference
             self.currency = currency
+            self.traceparent = traceparent
         }
 
         var query: SettlementQuery { SettlementQuery(transactionReference: transactionReference, currency: currency) }

@@ -26,7 +26,8 @@ extension OperationsStage {
                 var results: [Result<StageOutcome, StageFailure>] = []
                 for request in requests {
                     let snapshot = snapshots[request.paymentId]
-                    let message = snapshot.map { StageMessage(paymentId: request.paymentId, merchantId: $0.merchantId, jobId: $0.jobId) }
+                    // In the payment's trace: authorize's span continues the job's, not the completion's.
+                    let message = snapshot.map { $0.message(paymentId: request.paymentId) }
                     switch DeferredAmount.complete(snapshot, merchantId: request.merchantId, amount: request.amount, now: now.database,
                                                    lifetime: snapshot.flatMap { lifetimes[$0.merchantId] }) {
                     case .complete(let amount):

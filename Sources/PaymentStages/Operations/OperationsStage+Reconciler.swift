@@ -11,19 +11,18 @@ extension OperationsStage {
     public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
         let rows = try connection.query(
             """
-            (SELECT p.id, p.merchant_id, p.job_id FROM payments p
+            (SELECT p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state FROM payments p
              WHERE p.status = 'needs_review' AND p.error_code = 'late_authorization'
                AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'late-authorization-' || p.id::text)
              ORDER BY p.updated_at LIMIT 100)
             UNION ALL
-            (SELECT p.id, p.merchant_id, p.job_id FROM payments p
+            (SELECT p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state FROM payments p
              WHERE p.lifecycle = 'authorized' AND p.capture_deadline <= clock_timestamp()
                AND NOT EXISTS (SELECT 1 FROM payment_operations o WHERE o.merchant_id = p.merchant_id AND o.operation_id = 'expiry-' || p.id::text)
              ORDER BY p.capture_deadline LIMIT 100)
             """)
         let handed: [(stage: Stage, message: StageMessage)] = try rows.map { row in
-            (stage: .operations, message: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
-                                                      jobId: try row.decode("job_id", as: String.self)))
+            (stage: .operations, message: try PaymentStore.tracedMessage(row: row))
         }
         // Deferred payments whose credential expired end `failed` here, and go to notify.
         return try handed + expireDeferred(clock: BatchClock.read(connection), on: connection).map { (stage: .notify, message: $0) }

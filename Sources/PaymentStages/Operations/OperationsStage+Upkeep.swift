@@ -29,9 +29,10 @@ extension OperationsStage {
             writes += OperationUpkeep.writes(call, answer, markUnanswered: true)
             switch (call, answer) {
             case (.suspend(let payment), .suspended(.confirmed)):
-                logger.info("manual_capture_suspended", [("paymentId", .string(payment.id.paymentIDText))])
+                logger.info("manual_capture_suspended", [("paymentId", .string(payment.id.paymentIDText))] + TraceContext.logFields(traceparent: payment.traceparent))
             case (.suspend(let payment), .suspended(let answer)):
-                logger.warning("manual_capture_suspend_failed", [("paymentId", .string(payment.id.paymentIDText)), ("answer", .string("\(answer)"))])
+                logger.warning("manual_capture_suspend_failed", [("paymentId", .string(payment.id.paymentIDText)), ("answer", .string("\(answer)"))]
+                               + TraceContext.logFields(traceparent: payment.traceparent))
             case (.querySettlement(let merchantId, _), .settlement(.failure)):
                 logger.warning("settlement_query_failed", [("merchantId", .string(merchantId))])
             default:
@@ -99,7 +100,7 @@ extension OperationsStage {
     func suspensionCandidates(database: PostgresConnection) throws -> [OperationUpkeep.Payment] {
         try database.query(
             """
-            SELECT p.id, p.merchant_id FROM payments p
+            SELECT p.id, p.merchant_id, p.trace_parent FROM payments p
             WHERE p.lifecycle = 'authorized' AND p.capture_mode = 'manual'
               AND coalesce(p.settle_status, (SELECT a.settle_status FROM gateway_attempts a
                                              WHERE a.payment_id = p.id AND a.transaction_reference IS NOT NULL AND a.outcome IN ('authorized', 'found')
@@ -112,7 +113,8 @@ extension OperationsStage {
     private func payment(_ row: PostgresRow, database: PostgresConnection) throws -> OperationUpkeep.Payment? {
         let id = try row.decode("id", as: UUID.self)
         guard let facts = try steps.store.gatewayFacts(paymentId: id, on: database) else { return nil }
-        return OperationUpkeep.Payment(id: id, merchantId: try row.decode("merchant_id", as: String.self), transactionReference: facts.transactionReference)
+        return OperationUpkeep.Payment(id: id, merchantId: try row.decode("merchant_id", as: String.self), transactionReference: facts.transactionReference,
+                                       traceparent: row.hasColumn("trace_parent") ? try row.decode("trace_parent", as: String?.self) : nil)
     }
 
     /// Captured payments of connectors that poll settlement, whose query may be due: a superset of the due ones

@@ -53,7 +53,8 @@ public struct PaymentResolution: Sendable {
             try payments.transition(
                 paymentId, from: .needsReview, to: status, actor: "operator:\(actor)",
                 errorCode: status == .authorized ? nil : Self.errorCode, detail: reason, on: transaction)
-            return payment.message
+            // The notification continues the payment's trace.
+            return try payments.tracedMessage(paymentId, on: transaction) ?? payment.message
         }
     }
 }

@@ -445,13 +445,18 @@ public struct SubmitStage: CallingStageHandler {
         try connection.transaction { transaction in
             let rows = try transaction.query(
                 """
-                SELECT \(PaymentRecord.columns) FROM payments
+                SELECT \(PaymentRecord.columns), trace_parent, trace_state FROM payments
                 WHERE stage IN ('authorize', 'submit') AND status IN ('decrypted', 'prepared')
                   AND first_received_at < clock_timestamp() - make_interval(secs => $1)
                 ORDER BY first_received_at LIMIT 500
                 FOR UPDATE SKIP LOCKED
                 """, [settings.paymentDeadline])
             let claimed = try rows.map(PaymentRecord.init(row:))
+            // Their hand-offs to notification continue each payment's trace.
+            let traced = Dictionary(uniqueKeysWithValues: try rows.map { row in
+                let message = try PaymentStore.tracedMessage(row: row)
+                return (message.paymentId, message)
+            })
             let read = try lock(claimed.map(\.id), transaction: transaction)
             let expiring = claimed.filter { payment in
                 guard let locked = read.rows[payment.id]?.locked else { return false }
@@ -463,7 +468,7 @@ public struct SubmitStage: CallingStageHandler {
                     paymentId: payment.id, from: payment.status, to: .failed, errorCode: "deadline_exceeded",
                     detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s")
             }, actor: Self.actor, on: transaction)
-            return expiring.map { (Stage.notify, $0.message) }
+            return expiring.map { (Stage.notify, traced[$0.id] ?? $0.message) }
         }
     }
 

@@ -27,9 +27,11 @@ extension PaymentStageHandler {
 
 extension HandOffMessage {
     /// The hand-off of `message` to `stage`: `message_id` `<paymentId>:<stage>` (one per payment and stage, which
-    /// consumers dedupe on), the message's JSON as its body.
+    /// consumers dedupe on), the message's JSON as its body, and the trace its payment's row kept when it was built from
+    /// the row (``StageMessage/traceparent``; a malformed stored value is no trace, as for a delivery).
     public init(_ stage: Stage, _ message: StageMessage) {
-        self.init(to: stage.name, id: "\(message.paymentId.paymentIDText):\(stage.rawValue)", body: message.encoded())
+        self.init(to: stage.name, id: "\(message.paymentId.paymentIDText):\(stage.rawValue)", body: message.encoded(),
+                  trace: TraceContext.parse(traceparent: message.traceparent, tracestate: message.tracestate))
     }
 
     /// The stage it goes to, when it is one of the pipeline's.

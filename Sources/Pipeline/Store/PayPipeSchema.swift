@@ -19,6 +19,7 @@ public enum PayPipeSchema {
         Migration(version: 12, name: "lifecycle edges generated from MoneyLifecycle", sql: lifecycleRules),
         Migration(version: 13, name: "stored credentials, token types and merchant-initiated payments", sql: credentials),
         Migration(version: 14, name: "deferred payments: awaiting_amount and the completion's time", sql: deferredAmount),
+        Migration(version: 15, name: "payments keep their trace context", sql: traceContext),
         Migration(version: 16, name: "Apple merchant-token notifications", sql: merchantTokenEvents),
         Migration(version: 18, name: "credential events for merchants (outbox)", sql: credentialEvents),
     ]

@@ -53,7 +53,7 @@ extension PaymentStore {
         guard !ids.isEmpty else { return [:] }
         let rows = try transaction.query(
             """
-            SELECT id, merchant_id, job_id, status, amount_minor, amount_completed_at, first_received_at FROM payments
+            SELECT id, merchant_id, job_id, status, amount_minor, amount_completed_at, first_received_at, trace_parent, trace_state FROM payments
             WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
             """, [PostgresArray(Array(Set(ids)))])
         var snapshots: [UUID: DeferredAmount.Snapshot] = [:]
@@ -62,7 +62,8 @@ extension PaymentStore {
             snapshots[try row.decode("id", as: UUID.self)] = DeferredAmount.Snapshot(
                 merchantId: try row.decode("merchant_id", as: String.self), jobId: try row.decode("job_id", as: String.self), status: status,
                 amountMinor: try row.decode("amount_minor", as: Int64?.self), completedAt: try row.decode("amount_completed_at", as: Date?.self),
-                receivedAt: try row.decode("first_received_at", as: Date.self))
+                receivedAt: try row.decode("first_received_at", as: Date.self),
+                traceparent: try row.decode("trace_parent", as: String?.self), tracestate: try row.decode("trace_state", as: String?.self))
         }
         return snapshots
     }
@@ -78,12 +79,10 @@ extension PaymentStore {
     public func awaitingAmount(limit: Int, on connection: PostgresConnection) throws -> [(message: StageMessage, receivedAt: Date)] {
         try connection.query(
             """
-            SELECT id, merchant_id, job_id, first_received_at FROM payments
+            SELECT id, merchant_id, job_id, first_received_at, trace_parent, trace_state FROM payments
             WHERE status = $1 ORDER BY first_received_at LIMIT $2
             """, [PaymentStatus.awaitingAmount.rawValue, Int64(limit)]).map { row in
-            (StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
-                          jobId: try row.decode("job_id", as: String.self)),
-             try row.decode("first_received_at", as: Date.self))
+            (try Self.tracedMessage(row: row), try row.decode("first_received_at", as: Date.self))
         }
     }
 }

@@ -117,7 +117,7 @@ extension PaymentStore {
     }
 
     /// Claims up to `limit` payments idle at `stage` (and not re-driven) for `seconds`, oldest first, skipping rows
-    /// another worker holds, stamps `redriven_at` and counts the re-drive; returns their hand-offs.
+    /// another worker holds, stamps `redriven_at` and counts the re-drive; returns their hand-offs, in the payments' traces.
     public func claimStuck(in stage: PaymentStage, idleFor seconds: Double, limit: Int, on transaction: PostgresConnection) throws -> [StageMessage] {
         let rows = try transaction.query(
             """
@@ -131,14 +131,29 @@ extension PaymentStore {
                 FOR UPDATE SKIP LOCKED)
             UPDATE payments p SET redriven_at = now(), redrive_count = p.redrive_count + 1
             FROM stuck WHERE p.id = stuck.id
-            RETURNING p.id, p.merchant_id, p.job_id
+            RETURNING p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state
             """,
             [stage.rawValue, seconds, limit])
-        return try rows.map(Self.message(row:))
+        return try rows.map(Self.tracedMessage(row:))
     }
 
     package static func message(row: PostgresRow) throws -> StageMessage {
         StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
                      jobId: try row.decode("job_id", as: String.self))
+    }
+
+    /// The hand-off of payment `id` in its own trace, for one re-driven by an operator (`paypipe payment resolve`); nil
+    /// when there is no such payment.
+    public func tracedMessage(_ id: UUID, on connection: PostgresConnection) throws -> StageMessage? {
+        try connection.query("SELECT id, merchant_id, job_id, trace_parent, trace_state FROM payments WHERE id = $1", [id])
+            .first.map(Self.tracedMessage(row:))
+    }
+
+    /// The hand-off of a row read with its `trace_parent` and `trace_state`, for a re-drive outside any delivery's
+    /// handling: it continues the payment's trace (``StageMessage/traceparent``).
+    package static func tracedMessage(row: PostgresRow) throws -> StageMessage {
+        StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                     jobId: try row.decode("job_id", as: String.self), traceparent: try row.decode("trace_parent", as: String?.self),
+                     tracestate: try row.decode("trace_state", as: String?.self))
     }
 }

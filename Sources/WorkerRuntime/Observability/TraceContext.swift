@@ -36,6 +36,17 @@ public struct TraceContext: Sendable, Equatable, Hashable {
         "00-\(traceId)-\(spanId)-\(Self.hex(UInt64(flags), digits: 2))"
     }
 
+    /// The `traceId` and `spanId` fields of a log line about work in this context.
+    public var logFields: [(String, LogValue)] {
+        [("traceId", .string(traceId)), ("spanId", .string(spanId))]
+    }
+
+    /// The log fields of the context a payment's row keeps (`traceparent`, `tracestate`), for a line about the payment
+    /// written outside any delivery's handling (an upkeep round); none when the row keeps none.
+    public static func logFields(traceparent: String?, tracestate: String? = nil) -> [(String, LogValue)] {
+        parse(traceparent: traceparent, tracestate: tracestate)?.logFields ?? []
+    }
+
     /// Parses a `traceparent` header strictly (trace-context §3.2): two lowercase hex digits of version other than `ff`;
     /// for version 00 exactly 55 characters; for a later version at least 55, and a `-` after them when longer (its
     /// extra fields are ignored); ids lowercase hex and not all zero; flags two hex digits. `tracestate` is kept only with

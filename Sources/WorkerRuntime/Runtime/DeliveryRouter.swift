@@ -60,13 +60,18 @@ public struct DeliveryRouter: Sendable {
         self.retrySchedule = retrySchedule
     }
 
-    /// A persistent hand-off to its target stage, through the stages exchange.
+    /// A persistent hand-off to its target stage, through the stages exchange; with the hand-off's own trace context
+    /// (``HandOffMessage/trace``) as its `traceparent`/`tracestate` when it has one.
     public func handOff(_ handOff: HandOffMessage) -> AMQPOutboundMessage {
         var properties = AMQPProperties()
         properties.contentType = "application/json"
         properties.messageId = handOff.id
         properties.persistent = true
         properties.appId = "paypipe-\(stage.rawValue)"
+        if let trace = handOff.trace {
+            properties.headers[TraceContext.traceparentHeader] = .string(trace.traceparent)
+            properties.headers[TraceContext.tracestateHeader] = trace.state.map { .string($0) }
+        }
         return AMQPOutboundMessage(
             exchange: BrokerLayout.stagesExchange, routingKey: handOff.target.rawValue,
             body: handOff.body, properties: properties, mandatory: true)

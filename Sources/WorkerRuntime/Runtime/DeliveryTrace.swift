@@ -26,9 +26,11 @@ public struct DeliveryTrace: Sendable, Equatable {
 
     /// `message` as sent on this handling's behalf: a hand-off or an event names this handling's span as its parent.
     /// The delivery's own copies (retry tiers and dead letters, published to the default exchange) keep the delivery's
-    /// headers, so the retried attempt is another child of the same sender.
+    /// headers, so the retried attempt is another child of the same sender. A hand-off that carries a trace of its own
+    /// (``HandOffMessage/trace``: a deferred payment operations hands back to authorize continues the payment's trace,
+    /// not the operation's) keeps it.
     public func stamped(_ message: AMQPOutboundMessage) -> AMQPOutboundMessage {
-        guard !message.exchange.isEmpty else { return message }
+        guard !message.exchange.isEmpty, message.properties.headers[TraceContext.traceparentHeader] == nil else { return message }
         var stamped = message
         stamped.properties.headers[TraceContext.traceparentHeader] = .string(context.traceparent)
         stamped.properties.headers[TraceContext.tracestateHeader] = context.state.map { .string($0) }
@@ -36,9 +38,7 @@ public struct DeliveryTrace: Sendable, Equatable {
     }
 
     /// The `traceId` and `spanId` fields of every log line about the delivery.
-    public var logFields: [(String, LogValue)] {
-        [("traceId", .string(context.traceId)), ("spanId", .string(context.spanId))]
-    }
+    public var logFields: [(String, LogValue)] { context.logFields }
 
     /// A header as text: AMQP publishers send strings as `longstr`, which some clients decode as bytes.
     private static func text(_ value: AMQPFieldValue?) -> String? {

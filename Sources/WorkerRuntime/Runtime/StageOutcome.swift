@@ -20,8 +20,13 @@ public struct HandOffMessage: Sendable, Equatable {
     /// Its `message_id` (consumers dedupe on it).
     public let id: String
     public let body: [UInt8]
+    /// The trace it continues when it is not the handled delivery's: a payment re-driven from its row (the reconciler,
+    /// an operator's command, operations handing a deferred payment back) carries the context its row kept, and is sent
+    /// with it (``DeliveryRouter/handOff(_:)``), so the next stage's span joins the payment's own trace. Nil: the
+    /// delivery's (``DeliveryTrace/stamped(_:)``), or a new trace for what is published outside any delivery.
+    public let trace: TraceContext?
 
-    public init(to target: StageName, id: String, body: [UInt8]) {
-        (self.target, self.id, self.body) = (target, id, body)
+    public init(to target: StageName, id: String, body: [UInt8], trace: TraceContext? = nil) {
+        (self.target, self.id, self.body, self.trace) = (target, id, body, trace)
     }
 }
