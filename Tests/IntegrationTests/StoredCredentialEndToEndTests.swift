@@ -190,4 +190,31 @@ extension Integration.StoredCredentialEndToEndTests {
         #expect(failed.status == .failed && failed.errorCode == "credential_unlinked")
         #expect(harness.records("MIT-3060").isEmpty && harness.auths("MIT-3060") == 0)
     }
+
+    /// Capture and refund work on an MIT payment as on any other: an OPP pre-authorisation on the registration (a
+    /// manual-capture merchant), captured in part and refunded by the real operations stage, one gateway operation each.
+    @Test func anOPPMerchantInitiatedPaymentIsCapturedAndRefunded() throws {
+        let operations = try Integration.ConnectorOperationsTests.Harness()
+        let harness = operations.base
+        let stage = harness.stage()
+        func manual(_ message: StageMessage) throws -> StageMessage {
+            let database = try harness.authorize.database()
+            defer { database.close() }
+            try PaymentStore().setCapturePolicy(message.paymentId, CapturePolicy(mode: .manual, captureWithin: nil), on: database)
+            return message
+        }
+        let cit = try manual(try harness.storing("opp-ops", amount: 4050, usage: .recurring))
+        #expect(try harness.pay(stage, cit) == .success(.handOff(to: .notify, cit)))
+        let credential = try #require(try harness.credential(of: cit)).credential
+        let mit = try manual(try harness.merchantInitiated("opp-ops", amount: 4000, credentialId: credential.id, reason: .recurring))
+        #expect(try harness.pay(stage, mit) == .success(.handOff(to: .notify, mit)))
+        let sent = try #require(harness.simulator.ledger.captured.first { $0["form"]?["merchantTransactionId"]?.stringValue?.hasPrefix("MIT-4000") == true })
+        #expect(sent["path"]?.stringValue?.hasPrefix("/v1/registrations/") == true && sent["form"]?["paymentType"] == "PA")
+        let ops = operations.operations()
+        #expect(Integration.ConnectorOperationsTests.published(try operations.run(ops, .capture, "ship", mit, amount: 2500)))
+        #expect(Integration.ConnectorOperationsTests.published(try operations.run(ops, .refund, "return", mit, amount: 1000)))
+        #expect(try [operations.outcome(mit, "ship"), operations.outcome(mit, "return")] == ["succeeded", "succeeded"])
+        #expect(try operations.lifecycle(mit).map { "\($0.status.rawValue) \($0.capturedAmount) \($0.refundedAmount)" } == "partially_refunded 2500 1000")
+        #expect(operations.ledger(try operations.processorId(mit)) == ["CP 2500", "RF 1000"])
+    }
 }
