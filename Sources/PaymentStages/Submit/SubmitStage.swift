@@ -395,8 +395,15 @@ public struct SubmitStage: CallingStageHandler {
         }
         // The status queries first, in batch order: their ids ascend as the answers came, before anything they led to.
         try attempts.recordQueries(writes.queries, on: transaction)
-        // A storing payment's credential shows what its card data holds: read before the ending shreds it.
-        let authorizing = writes.endings.filter { $0.ending.result.outcome == .authorized }
+        // A storing payment's credential shows what its card data holds: read before the ending shreds it. Only for
+        // answers to a storing request, or adopted from a status query (no request at hand): no statement otherwise.
+        let authorizing = writes.endings.filter { ending in
+            guard ending.ending.result.outcome == .authorized else { return false }
+            switch answers[ending.index].call {
+            case .send(_, let request, let endpoint, _): return endpoint.connector.plugin.storesCredential(request)
+            case .query: return true
+            }
+        }
         let storing = try credentialRecording.read(authorizing.map(\.ending.paymentId), on: transaction)
         let ended = writes.endings.isEmpty ? [] : try SubmitRecordStatement.finish(writes.endings.map(\.ending), on: transaction)
         var storingEnded: [(paymentId: UUID, connector: ConnectorKind, result: GatewayResult)] = []

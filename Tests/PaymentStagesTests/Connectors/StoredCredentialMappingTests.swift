@@ -74,6 +74,7 @@ import Testing
         #expect(expected["credentialsonfile"] == nil)
         expected["credentialsonfile"] = "1"
         #expect(Self.payload(storing) == expected, "the same wallet AUTH, plus credentialsonfile 1")
+        #expect(TrustPaymentsClient.storesCredential(storing) && !TrustPaymentsClient.storesCredential(plain), "submit reads only for storing requests")
     }
 
     @Test func trustPaymentsMerchantInitiatedAuthIsAChildOfTheStoredParentWithoutCardData() throws {
@@ -112,6 +113,8 @@ import Testing
                                     "standingInstruction.mode", "standingInstruction.type", "standingInstruction.source", "merchantTransactionId"])
         #expect(Self.payload(request)["standingInstruction.type"] == "INSTALLMENT")
         #expect(request.claims[OPPStoredCredentials.pathKey] == nil, "a storing payment goes to /v1/payments")
+        #expect(OPPConnector.storesCredential(request))
+        #expect(!OPPConnector.storesCredential(try OPPWire.authorizationRequest(settings: settings, mode: .gatewayDecrypts, payment: Self.payment(nil), data: data)))
     }
 
     @Test func oppMerchantInitiatedPaymentGoesToTheRegistrationWithoutBrandOrCard() throws {

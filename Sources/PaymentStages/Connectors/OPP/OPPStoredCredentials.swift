@@ -87,4 +87,8 @@ enum OPPStoredCredentials {
 
 extension OPPConnector {
     public static var storedCredentials: StoredCredentialSupport? { OPPStoredCredentials.support }
+
+    public static func storesCredential(_ request: GatewayRequest) -> Bool {
+        request.claims["payload"]?["createRegistration"]?.stringValue == "true"
+    }
 }
