@@ -217,4 +217,19 @@ extension Integration.StoredCredentialEndToEndTests {
         #expect(try operations.lifecycle(mit).map { "\($0.status.rawValue) \($0.capturedAmount) \($0.refundedAmount)" } == "partially_refunded 2500 1000")
         #expect(operations.ledger(try operations.processorId(mit)) == ["CP 2500", "RF 1000"])
     }
+
+    /// A storing payment whose answer was lost is reconciled by its status query with exactly one AUTH at the
+    /// processor, and still records its credential, from the adopted record (the simulator's records carry the
+    /// references; for OPP that a real query record does is [UNCONFIRMED], docs/recurring.md "Status").
+    @Test(arguments: [("tp-m", "CIT-5096"), ("opp-m", "CIT-6096")])
+    func aStoringPaymentWithALostAnswerStoresOnceReconciled(_ merchant: String, _ reference: String) throws {
+        let harness = try Harness()
+        let cit = try harness.storing(merchant, amount: Int64(reference.dropFirst(4))!, usage: .recurring)
+        try harness.reconcilesLostAnswer(harness.stage(), cit, reference: reference)
+        let stored = try #require(try harness.credential(of: cit))
+        #expect(stored.credential.state == .active && stored.secrets?.references.isEmpty == false)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        #expect(try database.query("SELECT count(*) AS n FROM credentials")[0].decode("n", as: Int64.self) == 1)
+    }
 }
