@@ -232,4 +232,21 @@ extension Integration.StoredCredentialEndToEndTests {
         defer { database.close() }
         #expect(try database.query("SELECT count(*) AS n FROM credentials")[0].decode("n", as: Int64.self) == 1)
     }
+
+    /// Never another merchant's credential: an MIT row that names one (decrypt never links it; written here directly)
+    /// finds no credential of its own merchant and fails `credential_unknown` in authorize, before any call.
+    @Test func anMITNamingAnotherMerchantsCredentialIsRefusedBeforeAnyCall() throws {
+        let harness = try Harness()
+        let cit = try harness.storing("tp-m", amount: 7050, usage: .recurring)
+        #expect(try harness.pay(harness.stage(), cit) == .success(.handOff(to: .notify, cit)))
+        let others = try #require(try harness.credential(of: cit)).credential
+        let mit = try harness.merchantInitiated("opp-m", amount: 7060, credentialId: others.id, reason: .recurring)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        #expect(harness.authorize.makeStage().process([mit], database: database)[0] == .success(.handOff(to: .notify, mit)))
+        let failed = try #require(try harness.authorize.payment(mit.paymentId))
+        #expect(failed.status == .failed && failed.errorCode == "credential_unknown")
+        #expect(harness.simulator.ledger.captured.allSatisfy { $0["form"]?["merchantTransactionId"]?.stringValue?.hasPrefix("MIT-7060") != true })
+        #expect(try database.query("SELECT count(*) AS n FROM gateway_requests WHERE payment_id = $1", [mit.paymentId])[0].decode("n", as: Int64.self) == 0)
+    }
 }
