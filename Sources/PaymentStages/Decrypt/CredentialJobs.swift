@@ -8,6 +8,8 @@ import Postgres
 struct CredentialJobs {
     /// The batch's MIT credentials by id (any merchant: ``CredentialCheck`` compares the merchant).
     let credentials: [String: CredentialCheck.Stored]
+    /// Their token types: an MIT reports the type of the token its credential was stored from.
+    var tokenTypes: [String: TokenType] = [:]
 
 
     /// The key an MIT claims in place of a token's `transactionId` (it has no token): its own job key, so the column's
@@ -29,15 +31,24 @@ struct CredentialJobs {
         let ids = Array(Set(jobs.compactMap(\.merchantInitiated?.credentialId)))
         guard !ids.isEmpty else { return CredentialJobs(credentials: [:]) }
         let rows = try connection.query(
-            "SELECT id, merchant_id, connector, usage, state, expiry FROM credentials WHERE id = ANY($1::text[])", [PostgresArray(ids)])
+            "SELECT id, merchant_id, connector, usage, state, expiry, token_type FROM credentials WHERE id = ANY($1::text[])", [PostgresArray(ids)])
         var credentials: [String: CredentialCheck.Stored] = [:]
+        var tokenTypes: [String: TokenType] = [:]
         for row in rows {
+            tokenTypes[try row.decode("id")] = TokenType(rawValue: try row.decode("token_type"))
             guard let usage = CredentialUsage(rawValue: try row.decode("usage")), let state = CredentialState(rawValue: try row.decode("state")) else { continue }
             credentials[try row.decode("id")] = CredentialCheck.Stored(
                 merchantId: try row.decode("merchant_id"), connector: try row.decode("connector"), usage: usage, state: state,
                 expiry: try row.decode("expiry", as: String?.self).flatMap { CardExpiry($0) })
         }
-        return CredentialJobs(credentials: credentials)
+        return CredentialJobs(credentials: credentials, tokenTypes: tokenTypes)
+    }
+
+    /// An accepted MIT's verification with its credential's token type (decrypt saw no token of its own).
+    func withCredentialTokenType(_ job: PaymentJob, _ verified: Result<Decrypt.Verified<StoredPaymentData>, Rejection>)
+        -> Result<Decrypt.Verified<StoredPaymentData>, Rejection> {
+        guard let id = job.merchantInitiated?.credentialId, let type = tokenTypes[id], case .success(let mit) = verified else { return verified }
+        return .success(Decrypt.Verified(transactionId: mit.transactionId, payload: mit.payload, token: TokenFacts(type: type)))
     }
 
     /// The refusal of a CIT or MIT job for a merchant whose connector is `connector`, or nil: an accepted one goes on,

@@ -110,8 +110,8 @@ public struct DecryptStage: TransactionalStageHandler {
                     if let rejection = credentialJobs.rejection(job, connector: merchant.merchant.config.gateway?.connector, at: instant) {
                         return .failure(rejection)
                     }
-                    return verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
-                           merchant: merchant, at: instant)
+                    return credentialJobs.withCredentialTokenType(job, verify(
+                        job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job), merchant: merchant, at: instant))
                 }
             }
             if try apply(decisions, receivedAt: now, on: transaction) {
