@@ -60,14 +60,14 @@ public enum FailureCatalogue {
 
     /// Stored credentials and merchant-initiated payments (docs/recurring.md): every refusal is made before any gateway call.
     static let credentials: [FailureCode] = [
-        FailureCode("credential_unknown", [.paymentFailed], origin: "decrypt",
+        FailureCode("credential_unknown", [.paymentFailed], origin: "decrypt, authorize",
                     "the MIT's `credentialId` names no credential of the job's merchant (another merchant's reads the same)"),
-        FailureCode("credential_unlinked", [.paymentFailed], origin: "decrypt",
-                    "the MIT's credential was unlinked (Apple's `UNLINK` event or `paypipe credential unlink`)"),
-        FailureCode("credential_expired", [.paymentFailed], origin: "decrypt",
+        FailureCode("credential_unlinked", [.paymentFailed], origin: "decrypt, authorize",
+                    "the MIT's credential was unlinked (Apple's `UNLINK` event or `paypipe credential unlink`), also when that happened between decrypt and authorize"),
+        FailureCode("credential_expired", [.paymentFailed], origin: "decrypt, authorize",
                     "the MIT's credential expired (its state, or the card or token expiry month has passed)"),
         FailureCode("credential_not_supported", [.paymentFailed], origin: "decrypt",
-                    "the merchant's connector cannot store credentials or charge them (docs/connectors.md), has no processor code for the `mitReason`, or the credential was stored through another connector; in this release also every storing or merchant-initiated job the other checks accept (docs/recurring.md, \"Status\")"),
+                    "the merchant's connector cannot store credentials or charge them (docs/connectors.md), has no processor code for the `mitReason`, or the credential was stored through another connector"),
         FailureCode("credential_usage_mismatch", [.paymentFailed], origin: "decrypt",
                     "the MIT's `mitReason` needs a credential stored for another usage (e.g. `recurring` on one stored for `unscheduled`)"),
     ]

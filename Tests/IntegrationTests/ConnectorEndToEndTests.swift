@@ -22,7 +22,8 @@ extension Integration {
 
         init() throws {
             authorize = try AuthorizeHarness()
-            var configuration = GatewaySimulatorConfiguration(port: 0, merchants: [:], slowResponseSeconds: 2.5, threads: 4)
+            var configuration = GatewaySimulatorConfiguration(
+                port: 0, merchants: ["jwt.paypipe.test": AuthorizeHarness.jwtSecret], slowResponseSeconds: 2.5, threads: 4)
             configuration.oppTokens = ["e2e-token": ConnectorEndToEndTests.entity]
             configuration.tapPayPartners = ["partner_e2e": "tappay_e2e"]
             simulator = GatewaySimulator(configuration: configuration)
@@ -31,6 +32,9 @@ extension Integration {
                 "type": "opp", "baseUrl": simulator.baseURL, "mode": "merchant-decrypts",
                 "opp": ["entityId": ConnectorEndToEndTests.entity, "accessToken": "e2e-token", "paymentBrand": "VISA"],
             ], identity: true)
+            var trustPayments = AuthorizeHarness.gateway(mode: "merchant-decrypts")
+            trustPayments["baseUrl"] = simulator.baseURL
+            try authorize.applyMerchant("tp-m", gateway: trustPayments, identity: true)
             try authorize.applyMerchant("tappay-m", gateway: [
                 "type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts",
                 "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"],

@@ -90,9 +90,15 @@ extension Integration {
         #expect(codes == [
             "unknown": "failed credential_unknown", "others": "failed credential_unknown", "unlinked": "failed credential_unlinked",
             "expired": "failed credential_expired", "usage": "failed credential_usage_mismatch",
-            // The checks pass; this release does not send MITs yet (docs/recurring.md, "Status").
-            "accepted": "failed credential_not_supported",
+            // The checks pass: nothing to decrypt, on to authorize with its credential linked.
+            "accepted": "decrypted -",
         ])
+        let linked = try database.query("SELECT credential_id, mit_reason, token_transaction_id, token_type FROM payments WHERE job_id = 'accepted'")[0]
+        #expect(try linked.decode("token_type", as: String?.self) == "merchant", "the type of the token the credential was stored from")
+        #expect(try linked.decode("credential_id", as: String?.self) == active.id && linked.decode("mit_reason", as: String?.self) == "recurring")
+        #expect(try linked.decode("token_transaction_id", as: String?.self) == "mit:\(merchant)/accepted")
+        #expect(try database.query("SELECT count(*) AS n FROM payments WHERE credential_id IS NOT NULL AND job_id <> 'accepted'")[0]
+            .decode("n", as: Int64.self) == 0, "a refused MIT links no credential")
     }
 
     @Test func tapPayRefusesStoringAndMerchantInitiatedJobsBeforeAnyCall() throws {

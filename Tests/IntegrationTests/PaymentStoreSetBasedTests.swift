@@ -108,6 +108,41 @@ extension Integration {
         #expect(snapshot.completed(amount: 1, at: Self.receivedAt).traceparent == traceparent)
     }
 
+    /// A storing job's usage and an MIT's credential and reason reach the payment row, so authorize and submit see
+    /// them; a refused MIT keeps its reason but links no credential (its id may be unknown or another merchant's).
+    @Test func insertNewRecordsTheStoredCredentialMembersOfTheJob() throws {
+        let database = try Self.database()
+        defer { database.close() }
+        func job(_ jobId: String, _ members: String) -> PaymentJob {
+            try! PaymentJob.decode(Array("""
+                {"jobId":"\(jobId)","merchantId":"m1","orderReference":"order-\(jobId)","amount":{"value":1099,"currency":"GBP"},\(members)}
+                """.utf8))
+        }
+        func new(_ job: PaymentJob, _ settled: Decrypt.Settled<DataVault.SealedBox>) -> Decrypt.NewPayment<DataVault.SealedBox> {
+            Decrypt.NewPayment(id: UUID(), key: Decrypt.JobKey(merchantId: "m1", jobId: job.jobId), jobHash: job.contentHash, job: job, settled: settled)
+        }
+        let parent = Self.new("parent", .decrypted(Decrypt.Verified(transactionId: "tx-parent", payload: Self.sealed(1))))
+        _ = try Self.store.insertNew([parent], receivedAt: Self.receivedAt, on: database)
+        let credentialId = "cred_" + String(repeating: "ab", count: 12)
+        try database.query(
+            """
+            INSERT INTO credentials (id, merchant_id, payment_id, connector, usage, token_type, key_id, nonce, ciphertext)
+            VALUES ($1, 'm1', $2, 'trustpayments', 'recurring', 'merchant', 'k1', '\\x01', '\\x0102')
+            """, [credentialId, parent.id])
+        let mit = #""initiator":"merchant","credentialId":"\#(credentialId)","mitReason":"recurring""#
+        let storing = new(job("cit", #""applePayToken":{"paymentData":{"version":"EC_v1"}},"storeCredential":{"usage":"installment"}"#),
+                          .decrypted(Decrypt.Verified(transactionId: "tx-cit", payload: Self.sealed(2))))
+        let charged = new(job("mit", mit), .decrypted(Decrypt.Verified(transactionId: "mit-1", payload: Self.sealed(3))))
+        let refused = new(job("refused", #""initiator":"merchant","credentialId":"cred_000000000000000000000000","mitReason":"delayed_charge""#),
+                          .failed(Rejection(code: "credential_unknown", reason: "no such credential")))
+        #expect(try Self.store.insertNew([storing, charged, refused], receivedAt: Self.receivedAt, on: database).count == 3)
+        let rows = try database.query(
+            "SELECT job_id, store_credential, credential_id, mit_reason FROM payments WHERE job_id <> 'parent' ORDER BY job_id")
+        #expect(try rows.map { row in
+            try ["job_id", "store_credential", "credential_id", "mit_reason"].map { try row.decode($0, as: String?.self) ?? "-" }.joined(separator: " ")
+        } == ["cit installment - -", "mit - \(credentialId) recurring", "refused - - delayed_charge"])
+    }
+
     @Test func decryptRowsFindsThePaymentsByKeyAndTheClaimedTransactionIds() throws {
         let database = try Self.database()
         defer { database.close() }

@@ -212,6 +212,11 @@ public struct SimulatorEngine: Sendable {
             extra.append(("settleduedate", .string(Self.utcDate(Date().addingTimeInterval(settleDelaySeconds ?? 0)))))
         }
         if let masked = SimulatorRequestValidator.maskedPan(fields["pan"]?.stringValue) { extra.append(("maskedpan", .string(masked))) }
+        // A stored-credential AUTH keeps its fields, as a child AUTH shows its parent (tests read them off the ledger).
+        for name in ["parenttransactionreference", "credentialsonfile", "initiationreason", "subscriptiontype"] {
+            if let value = fields[name]?.stringValue { extra.append((name, .string(value))) }
+        }
+        if let account = fields["accounttypedescription"]?.stringValue { extra.append(("accounttypedescription", .string(account))) }
         extra.append(("customeroutput", "RESULT"))
         return Self.item("AUTH", code: code, message: message, extra: extra)
     }

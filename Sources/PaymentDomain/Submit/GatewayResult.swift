@@ -16,6 +16,9 @@ public struct GatewayResult: Sendable, Equatable {
     public var reason: String?
     /// The processor's settlement due date of an AUTH, where it gives one (``SettlementSchedule/dueDate(_:)``): when settlement is first queried.
     public var settleDueDate: String?
+    /// What a storing (customer-initiated) payment's answer names for later merchant-initiated ones, under the
+    /// connector's own names (``CredentialSecrets/references``); empty when the answer carries none. Sealed when stored.
+    public var credentialReferences: [String: String] = [:]
 
     public init(
         outcome: GatewayOutcome, errorCode: String? = nil, errorMessage: String? = nil, errorData: [String] = [],

@@ -20,6 +20,8 @@ public struct AuthorizeStage: TransactionalStageHandler {
     let requests: GatewayRequestStore
     private let clock: @Sendable () -> Date
     private let payments = PaymentStore()
+    /// Opens an MIT's credential references (sealed under the same data key as the card data).
+    private var credentials: CredentialStore { CredentialStore(vault: cardData.vault) }
 
     /// - Parameter clock: the initial `iat` of built claims (informational: submit re-signs with its own clock).
     public init(
@@ -55,8 +57,17 @@ public struct AuthorizeStage: TransactionalStageHandler {
             }
             // A deferred payment's credential waits until a completion set the amount (``DeferredAmount``).
             if data?.credential?.amountPending == true, payment.row.amountCompletedAt == nil { return .awaitingAmount }
+            var details = GatewayPaymentDetails(payment.row.record)
+            do {
+                switch try payment.row.storedCredential.intent(credentials) {
+                case .success(let intent): details.storedCredential = intent
+                case .failure(let rejection): return .rejected(rejection)
+                }
+            } catch {
+                return .unavailable(FailureClassifier.classify(error))
+            }
             do throws(ConnectorBuildError) {
-                return .request(try build(payment.row.record, merchant: merchant?.merchant, data: data, issuedAt: now))
+                return .request(try build(details, merchant: merchant?.merchant, data: data, issuedAt: now))
             } catch {
                 return .rejected(Rejection(code: error.code, reason: error.reason))
             }
@@ -98,6 +109,8 @@ public struct AuthorizeStage: TransactionalStageHandler {
         let card: PostgresRow?
         /// When a completion set a deferred payment's amount (nil: never, or not a deferred payment).
         let amountCompletedAt: Date?
+        /// The usage a CIT stores, or an MIT's credential (``AuthorizeCredential``).
+        let storedCredential: AuthorizeCredential
     }
 
     /// Locks the payments (`FOR UPDATE`: two deliveries of the same payment in concurrent lanes serialise here, and
@@ -108,8 +121,9 @@ public struct AuthorizeStage: TransactionalStageHandler {
         guard !ids.isEmpty else { return [:] }
         let rows = try transaction.query(
             """
-            SELECT \(PaymentRecord.columns), p.amount_completed_at, c.key_id, c.nonce, c.ciphertext
+            SELECT \(PaymentRecord.columns), p.amount_completed_at, c.key_id, c.nonce, c.ciphertext, \(AuthorizeCredential.columns)
             FROM payments p LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
+            \(AuthorizeCredential.join)
             WHERE p.id = ANY($1::uuid[])
             ORDER BY p.id
             FOR UPDATE OF p
@@ -120,14 +134,15 @@ public struct AuthorizeStage: TransactionalStageHandler {
             let card = try row.decode("key_id", as: String?.self) == nil ? nil : row
             locked[record.id] = Authorize.Locked(
                 id: record.id, merchantId: record.merchantId, jobId: record.jobId, status: record.status,
-                row: Row(record: record, card: card, amountCompletedAt: try row.decode("amount_completed_at", as: Date?.self)))
+                row: Row(record: record, card: card, amountCompletedAt: try row.decode("amount_completed_at", as: Date?.self),
+                         storedCredential: try AuthorizeCredential(row: row)))
         }
         return locked
     }
 
     /// The request of `payment` for its merchant's connector (``ConnectorPlugin/request(gateway:secrets:payment:data:issuedAt:)``).
-    private func build(_ payment: PaymentRecord, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(ConnectorBuildError) -> GatewayRequest {
+    private func build(_ payment: GatewayPaymentDetails, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(ConnectorBuildError) -> GatewayRequest {
         try ConnectorRequestBuilder.build(
-            gateway: merchant?.config.gateway, secrets: merchant?.secrets, payment: GatewayPaymentDetails(payment), data: data, issuedAt: issuedAt)
+            gateway: merchant?.config.gateway, secrets: merchant?.secrets, payment: payment, data: data, issuedAt: issuedAt)
     }
 }

@@ -11,6 +11,8 @@ public struct GatewayPaymentDetails: Sendable, Equatable {
     public var amountMinor: Int64?
     /// ISO 4217 alpha-3, as the job gave it.
     public var currency: String?
+    /// The stored-credential part of the payment (nil: an ordinary one-off payment).
+    public var storedCredential: StoredCredentialIntent? = nil
 
     public init(paymentId: UUID, orderReference: String?, amountMinor: Int64?, currency: String?) {
         self.paymentId = paymentId

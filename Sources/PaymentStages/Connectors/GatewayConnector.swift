@@ -308,6 +308,11 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// cannot (its storing and MIT jobs fail `credential_not_supported` before any call). Its processor's fields are
     /// in its folder (`<Name>StoredCredentials.swift`).
     static var storedCredentials: StoredCredentialSupport? { get }
+    /// The references an authorised storing payment's answer gives for its later MITs (sealed with the credential);
+    /// empty: none. By default what the answer's parsing put in ``GatewayResult/credentialReferences``.
+    static func credentialReferences(of result: GatewayResult) -> [String: String]
+    /// Whether a stored request is a storing payment's (so submit reads what its credential shows only for those).
+    static func storesCredential(_ request: GatewayRequest) -> Bool
 
     /// Lower-cased keys of its stored requests that hold card data or bearer material (``ClaimsRedactor``).
     static var sensitiveKeys: Set<String> { get }
@@ -327,4 +332,6 @@ extension ConnectorPlugin {
     public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? { nil }
     public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? { nil }
     public static var storedCredentials: StoredCredentialSupport? { nil }
+    public static func credentialReferences(of result: GatewayResult) -> [String: String] { result.credentialReferences }
+    public static func storesCredential(_ request: GatewayRequest) -> Bool { false }
 }

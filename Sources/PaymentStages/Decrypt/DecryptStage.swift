@@ -89,7 +89,7 @@ public struct DecryptStage: TransactionalStageHandler {
             keys.append(input.key)
             guard case .job(let job, _) = input else { continue }
             // A job carrying a processor's own credential has that credential's replay key and no token to parse.
-            if let replayKey = ConnectorRegistry.credentialReplayKey(job) {
+            if let replayKey = ConnectorRegistry.credentialReplayKey(job) ?? CredentialJobs.claimKey(job) {
                 transactionIds.append(replayKey)
             } else {
                 let parsed = checks.parsed(job)
@@ -113,8 +113,8 @@ public struct DecryptStage: TransactionalStageHandler {
                     if let rejection = credentialJobs.rejection(job, connector: merchant.merchant.config.gateway?.connector, at: instant) {
                         return .failure(rejection)
                     }
-                    return verify(job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job),
-                           merchant: merchant, at: instant)
+                    return credentialJobs.withCredentialTokenType(job, verify(
+                        job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job), merchant: merchant, at: instant))
                 }
             }
             if try apply(decisions, receivedAt: now, on: transaction) {
@@ -211,6 +211,9 @@ public struct DecryptStage: TransactionalStageHandler {
         if job.amountPending, merchant.merchant.config.gateway?.connector.capabilities.deferredAmount != true {
             return .failure(Rejection(code: "amount_pending_not_supported",
                                       reason: "amountPending needs a connector with the deferredAmount capability; this merchant's has none"))
+        }
+        if let merchantInitiated = CredentialJobs.merchantInitiated(job) {
+            return .success(merchantInitiated)
         }
         if let replayKey = ConnectorRegistry.credentialReplayKey(job), let data = ConnectorRegistry.credentialData(job, publishedAt: clock) {
             // No token: the credential and its publish time (its age is measured from it) go to authorize.

@@ -74,11 +74,12 @@ extension PaymentStore {
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::text[], $6::int8[], $7::text[],
                                      $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[],
                                      $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $23::text[], $24::text[],
-                                     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[])
+                                     $25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::text[])
                     WITH ORDINALITY AS t(id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                          notify_url, metadata, token_transaction_id, key_id, nonce, ciphertext,
                                          status, stage, error_code, error_message, actor, job_capture_mode, job_capture_within,
-                                         token_type, merchant_token_identifier, merchant_token_metadata, trace_parent, trace_state, n)),
+                                         token_type, merchant_token_identifier, merchant_token_metadata, trace_parent, trace_state,
+                                         store_credential, credential_id, mit_reason, n)),
             policy AS MATERIALIZED (
                 SELECT k.merchant_id, k.job_capture_mode, k.job_capture_within, c.capture_mode, c.capture_within_seconds
                 FROM (SELECT DISTINCT merchant_id, job_capture_mode, job_capture_within FROM input) k,
@@ -87,11 +88,13 @@ extension PaymentStore {
                 INSERT INTO payments (id, merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                                       status, stage, token_transaction_id, notify_url, metadata, error_code, error_message,
                                       first_received_at, updated_at, capture_mode, capture_within_seconds,
-                                      token_type, merchant_token_identifier, merchant_token_metadata, trace_parent, trace_state)
+                                      token_type, merchant_token_identifier, merchant_token_metadata, trace_parent, trace_state,
+                                      store_credential, credential_id, mit_reason)
                 SELECT input.id, input.merchant_id, job_id, job_hash, order_reference, amount_minor, currency,
                        status, stage, token_transaction_id, notify_url, metadata::jsonb, error_code, error_message,
                        $19, clock_timestamp(), policy.capture_mode, policy.capture_within_seconds,
-                       token_type, merchant_token_identifier, merchant_token_metadata::jsonb, trace_parent, trace_state
+                       token_type, merchant_token_identifier, merchant_token_metadata::jsonb, trace_parent, trace_state,
+                       store_credential, credential_id, mit_reason
                 FROM input JOIN policy ON policy.merchant_id IS NOT DISTINCT FROM input.merchant_id
                                       AND policy.job_capture_mode IS NOT DISTINCT FROM input.job_capture_mode
                                       AND policy.job_capture_within IS NOT DISTINCT FROM input.job_capture_within
@@ -130,6 +133,13 @@ extension PaymentStore {
                 PostgresArray(rows.map { $0.settled.token?.merchantTokenIdentifier }),
                 PostgresArray(rows.map { $0.settled.token?.merchantTokenMetadata }),
                 PostgresArray(rows.map(\.job?.traceparent)), PostgresArray(rows.map(\.job?.tracestate)),
+                PostgresArray(rows.map { $0.job?.storeCredential?.rawValue }),
+                // Only an accepted MIT links its credential: decrypt's checks validated the id for this merchant, and a
+                // refused one (unknown, another merchant's) must not reference a credential it may not use.
+                PostgresArray(rows.map { row -> String? in
+                    if case .decrypted = row.settled { row.job?.merchantInitiated?.credentialId } else { nil }
+                }),
+                PostgresArray(rows.map { $0.job?.merchantInitiated?.reason.rawValue }),
             ])
         return Set(try inserted.map { try $0.decode("id", as: UUID.self) })
     }

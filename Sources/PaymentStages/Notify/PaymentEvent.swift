@@ -66,6 +66,29 @@ public struct PaymentEvent: Sendable, Equatable {
     /// `merchant` (Apple's merchant token, MPAN), `device` (DPAN) or `unknown`; absent for payments recorded before
     /// PayPipe recorded it, or that failed before their token was read.
     public var tokenType: TokenType? = nil
+    /// `payment.authorized` of a storing payment (CIT): the credential it stored (docs/recurring.md); nothing secret.
+    public var credential: StoredCredentialSummary? = nil
+
+    /// What an event says of a stored credential: no reference, no card number.
+    public struct StoredCredentialSummary: Sendable, Equatable {
+        public var id: String
+        public var usage: CredentialUsage
+        public var tokenType: TokenType
+        public var network: String?
+        public var last4: String?
+        /// `YYYY-MM`.
+        public var expiry: String?
+
+        public init(id: String, usage: CredentialUsage, tokenType: TokenType, network: String?, last4: String?, expiry: String?) {
+            (self.id, self.usage, self.tokenType, self.network, self.last4, self.expiry) = (id, usage, tokenType, network, last4, expiry)
+        }
+
+        var json: JSONValue {
+            let optional: [(String, String?)] = [("network", network), ("last4", last4), ("expiry", expiry)]
+            return .object([("id", .string(id)), ("usage", .string(usage.rawValue)), ("tokenType", .string(tokenType.rawValue))]
+                + optional.compactMap { key, value in value.map { (key, JSONValue.string($0)) } })
+        }
+    }
 
     public init(
         type: PaymentEventType, paymentId: UUID, jobId: String, merchantId: String, orderReference: String?,
@@ -114,6 +137,7 @@ public struct PaymentEvent: Sendable, Equatable {
         }
         data.append(("status", .string(status)))
         if let tokenType { data.append(("tokenType", .string(tokenType.rawValue))) }
+        if let credential { data.append(("credential", credential.json)) }
         if let gateway {
             let fields: [(String, String?)] = [
                 ("transactionReference", gateway.transactionReference), ("errorCode", gateway.errorCode),

@@ -56,8 +56,12 @@ public struct PaymentEventLoader: Sendable {
                (SELECT max(at) FROM payment_events WHERE payment_id = p.id AND to_status = p.status) AS terminal_at,
                (SELECT string_agg(DISTINCT event_id, ',') FROM webhook_deliveries WHERE payment_id = p.id) AS attempted_events,
                g.id AS attempt_id, g.transaction_reference, g.error_code AS gateway_error_code,
-               g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan
+               g.error_message AS gateway_error_message, g.settle_status, g.auth_code, g.masked_pan,
+               cr.id AS credential_id, cr.usage AS credential_usage, cr.token_type AS credential_token_type,
+               cr.network AS credential_network, cr.last4 AS credential_last4, cr.expiry AS credential_expiry
         FROM (SELECT \(PaymentRecord.columns), metadata::text AS metadata, notify_url, token_type FROM payments WHERE \(condition)) p
+        -- The credential a storing payment recorded (at most one: payment_id is unique).
+        LEFT JOIN credentials cr ON cr.payment_id = p.id
         -- The completed attempt wins over later uncertain/not-sent ones; among equals the newest.
         LEFT JOIN LATERAL (SELECT id, transaction_reference, error_code, error_message, settle_status, auth_code, masked_pan
                            FROM gateway_attempts WHERE payment_id = p.id
@@ -81,6 +85,7 @@ public struct PaymentEventLoader: Sendable {
             receivedAt: payment.firstReceivedAt,
             occurredAt: try row?.decode("terminal_at", as: Date?.self) ?? payment.updatedAt)
         event.tokenType = try row?.decode("token_type", as: String?.self).flatMap(TokenType.init(rawValue:))
+        if type == .authorized, let row { event.credential = try Self.credential(row) }
         // Event ids are `evt_` and hex digits: a comma never occurs in one.
         let attempted = try row?.decode("attempted_events", as: String?.self)?.split(separator: ",").contains { $0 == event.id } ?? false
         return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self), attempted: attempted)
@@ -96,6 +101,16 @@ public struct PaymentEventLoader: Sendable {
             transactionReference: try text("transaction_reference"), errorCode: try text("gateway_error_code"),
             errorMessage: try text("gateway_error_message"), settleStatus: try text("settle_status"), authCode: try text("auth_code"))
         return (result, try text("masked_pan"))
+    }
+
+    /// The stored credential's summary, when the payment stored one.
+    private static func credential(_ row: PostgresRow) throws -> PaymentEvent.StoredCredentialSummary? {
+        guard let id = try row.decode("credential_id", as: String?.self),
+              let usage = CredentialUsage(rawValue: try row.decode("credential_usage", as: String.self)),
+              let tokenType = TokenType(rawValue: try row.decode("credential_token_type", as: String.self)) else { return nil }
+        return PaymentEvent.StoredCredentialSummary(
+            id: id, usage: usage, tokenType: tokenType, network: try row.decode("credential_network", as: String?.self),
+            last4: try row.decode("credential_last4", as: String?.self), expiry: try row.decode("credential_expiry", as: String?.self))
     }
 
     /// The last four digits of the gateway's masked PAN (which masks the device account number), without network;

@@ -44,6 +44,10 @@ public struct SubmitStage: CallingStageHandler {
     public var gate: EndpointGate { callOut.gate }
     private let payments = PaymentStore()
     private let attempts = GatewayAttemptStore()
+    /// An authorised storing payment's credential (sealed under the same data key as the requests).
+    private var credentialRecording: StoredCredentialRecording {
+        StoredCredentialRecording(credentials: CredentialStore(vault: requests.vault), cardData: CardDataStore(vault: requests.vault))
+    }
     private let machine: SubmitProtocol
     /// The stage's own series (late answers); nil when no registry was given.
     private let metrics: SubmitMetrics?
@@ -391,11 +395,27 @@ public struct SubmitStage: CallingStageHandler {
         }
         // The status queries first, in batch order: their ids ascend as the answers came, before anything they led to.
         try attempts.recordQueries(writes.queries, on: transaction)
+        // A storing payment's credential shows what its card data holds: read before the ending shreds it. Only for
+        // answers to a storing request, or adopted from a status query (no request at hand): no statement otherwise.
+        let authorizing = writes.endings.filter { ending in
+            guard ending.ending.result.outcome == .authorized else { return false }
+            switch answers[ending.index].call {
+            case .send(_, let request, let endpoint, _): return endpoint.connector.plugin.storesCredential(request)
+            case .query: return true
+            }
+        }
+        let storing = try credentialRecording.read(authorizing.map(\.ending.paymentId), on: transaction)
         let ended = writes.endings.isEmpty ? [] : try SubmitRecordStatement.finish(writes.endings.map(\.ending), on: transaction)
+        var storingEnded: [(paymentId: UUID, connector: ConnectorKind, result: GatewayResult)] = []
         for (offset, handOff) in ended.enumerated() {
             // Not ended: the payment is no longer `submitting` on this attempt (decided again on a fresh read).
             recorded[writes.endings[offset].index] = handOff.map { .finished(.handOff(to: .notify, $0)) }
+            let ending = writes.endings[offset].ending
+            if handOff != nil, storing[ending.paymentId] != nil {
+                storingEnded.append((ending.paymentId, answers[writes.endings[offset].index].call.endpoint.connector, ending.result))
+            }
         }
+        try credentialRecording.record(storingEnded, read: storing, on: transaction)
         try attempts.finish(writes.finishes, open: true, on: transaction)
         try attempts.recordEvidence(writes.evidence, on: transaction)
         try payments.transition(writes.transitions, actor: Self.actor, on: transaction)

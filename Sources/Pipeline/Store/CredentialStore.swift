@@ -155,8 +155,14 @@ public struct CredentialStore: Sendable {
             "SELECT key_id, nonce, ciphertext FROM credentials WHERE id = $1 AND merchant_id = $2 AND ciphertext IS NOT NULL",
             [credential.id, credential.merchantId])
         guard let row = rows.first else { return nil }
-        let box = DataVault.SealedBox(keyId: try row.decode("key_id"), nonce: try row.decode("nonce"), ciphertext: try row.decode("ciphertext"))
-        return try JSONDecoder().decode(CredentialSecrets.self, from: Data(try vault.open(box, aad: Self.aad(credential.id))))
+        return try open(DataVault.SealedBox(keyId: try row.decode("key_id"), nonce: try row.decode("nonce"), ciphertext: try row.decode("ciphertext")),
+                        credentialId: credential.id)
+    }
+
+    /// Opens a credential's sealed secrets read along with other rows (authorize's batch lock); AAD = the credential id,
+    /// so a blob moved to another row fails to open.
+    public func open(_ box: DataVault.SealedBox, credentialId: String) throws -> CredentialSecrets {
+        try JSONDecoder().decode(CredentialSecrets.self, from: Data(try vault.open(box, aad: Self.aad(credentialId))))
     }
 
     /// Marks the credential `unlinked` and shreds its secrets, exactly once: only the first call returns `.changed`.

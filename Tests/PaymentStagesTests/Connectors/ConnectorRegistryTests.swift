@@ -96,6 +96,8 @@ import Testing
         #expect(ClaimsRedactor.sensitiveKeys == [
             "pan", "tavv", "wallettoken", "expirydate", "securitycode", "cavv", "jwt", "threedresponse",
             "card.number", "card.expirymonth", "card.expiryyear", "threedsecure.verificationid", "applepay.paymenttoken", "prime", "partner_key",
+            // OPP's stored request of a merchant-initiated payment names its registration (it can charge the card).
+            "registrationpath",
         ])
         #expect(ClaimsRedactor.masked(["card.number": "4111111111111111", "pan": "5555555555554444"])
             == ["card.number": "************1111", "pan": "************4444"])

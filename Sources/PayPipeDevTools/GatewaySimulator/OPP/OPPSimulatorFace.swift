@@ -33,11 +33,31 @@ public final class OPPSimulatorFace: Sendable {
     }
 
     let payments = Mutex<[String: Payment]>([:])
+    /// Registrations made by a storing payment (`createRegistration=true`, docs/recurring.md): by registration id.
+    let registrations = Mutex<[String: Registration]>([:])
+
+    /// What a registration holds: its entity, the storing payment's brand and card summary, and the initial
+    /// transaction id a repeated payment must name.
+    struct Registration: Sendable {
+        let entity: String
+        let brand: String
+        let card: JSONValue?
+        let initialTransactionId: String
+    }
     private let sequence = Mutex(0)
 
     init() {}
 
-    static func paths(_ path: String) -> Bool { path.hasPrefix("/v1/payments") || path == "/v3/query" }
+    static func paths(_ path: String) -> Bool { path.hasPrefix("/v1/payments") || path == "/v3/query" || path.hasPrefix(registrationsPrefix) }
+
+    static let registrationsPrefix = "/v1/registrations/"
+
+    /// The registration id of `POST /v1/registrations/{id}/payments`, or nil for another path.
+    static func registrationPayment(_ path: String) -> String? {
+        guard path.hasPrefix(registrationsPrefix), path.hasSuffix("/payments") else { return nil }
+        let id = path.dropFirst(registrationsPrefix.count).dropLast("/payments".count)
+        return id.isEmpty || id.contains("/") ? nil : String(id)
+    }
 
     func route(_ request: HTTPServerRequest, engine: SimulatorEngine, configuration: GatewaySimulatorConfiguration, holds: SimulatorHolds) -> HTTPServerResponse {
         let body = request.method == "POST" ? OPPWire.formDecode(String(decoding: request.body, as: UTF8.self)) : []
@@ -56,6 +76,13 @@ public final class OPPSimulatorFace: Sendable {
             ])
         }
         let id = request.path.hasPrefix("/v1/payments/") ? String(request.path.dropFirst("/v1/payments/".count)) : nil
+        if request.method == "POST", let registrationId = Self.registrationPayment(request.path) {
+            // A repeated (merchant-initiated) payment on a registration of this entity [doc, reseller: primeiropay repeated-payment].
+            guard let registration = registrations.withLock({ $0[registrationId] }), registration.entity == entity else {
+                return Self.error("700.400.580", "cannot find registration", status: 404)
+            }
+            return authorise(fields, entity: entity, engine: engine, holds: holds, registration: registration)
+        }
         switch (request.method, request.path, id) {
         case ("POST", "/v1/payments", nil):
             return authorise(fields, entity: entity, engine: engine, holds: holds)
@@ -93,13 +120,24 @@ public final class OPPSimulatorFace: Sendable {
     }
 
     /// Why an authorisation request is invalid, naming the parameter, or nil.
-    static func invalidParameter(_ fields: [String: String]) -> String? {
+    /// A payment on a `registration` carries no brand and no card (the registration holds them), and must be a
+    /// `REPEATED` one naming the registration's initial transaction id.
+    static func invalidParameter(_ fields: [String: String], registration: Registration? = nil) -> String? {
         guard let type = fields["paymentType"], ["PA", "DB"].contains(type) else { return "paymentType" }
         guard let code = fields["currency"], let currency = Currency.alpha3(code) else { return "currency" }
         guard let amount = fields["amount"], let minor = OPPWire.minorUnits(amount, currency: currency), minor > 0 else { return "amount" }
-        guard let brand = fields["paymentBrand"], !brand.isEmpty else { return "paymentBrand" }
+        if registration == nil {
+            guard let brand = fields["paymentBrand"], !brand.isEmpty else { return "paymentBrand" }
+        }
         guard let reference = fields["merchantTransactionId"], (8...255).contains(reference.count) else { return "merchantTransactionId" }
         if let parameter = OPPStoredCredentialRules.invalidParameter(fields) { return parameter }
+        if let registration {
+            let prefix = OPPStoredCredentialRules.prefix
+            guard fields[prefix + "mode"] == "REPEATED" else { return prefix + "mode" }
+            guard fields[prefix + "initialTransactionId"] == registration.initialTransactionId else { return prefix + "initialTransactionId" }
+            guard fields["card.number"] == nil, fields["applePay.paymentToken"] == nil else { return "card.number" }
+            return nil
+        }
         if let token = fields["applePay.paymentToken"] {
             guard (try? JSONValue.parse(Array(token.utf8)))?["header"] != nil else { return "applePay.paymentToken" }
             return nil
@@ -112,16 +150,17 @@ public final class OPPSimulatorFace: Sendable {
         return nil
     }
 
-    private func nextId() -> String {
+    private func nextId(prefix: String = "8ac7a4a1") -> String {
         let number = sequence.withLock { value in
             value += 1
             return value
         }
-        return String(format: "8ac7a4a1%024x", number)
+        return prefix + String(format: "%024x", number)
     }
 
-    private func authorise(_ fields: [String: String], entity: String, engine: SimulatorEngine, holds: SimulatorHolds) -> HTTPServerResponse {
-        if let parameter = Self.invalidParameter(fields) {
+    private func authorise(_ fields: [String: String], entity: String, engine: SimulatorEngine, holds: SimulatorHolds,
+                           registration: Registration? = nil) -> HTTPServerResponse {
+        if let parameter = Self.invalidParameter(fields, registration: registration) {
             return Self.error("200.300.404", "invalid or missing parameter: \(parameter)")
         }
         let reference = fields["merchantTransactionId"]!
@@ -143,12 +182,24 @@ public final class OPPSimulatorFace: Sendable {
         if behaviour == .invalidField { return Self.error(code, description) }
         let number = fields["card.number"]
         var answer: JSONValue = [
-            "id": .string(nextId()), "paymentType": .string(fields["paymentType"]!), "paymentBrand": .string(fields["paymentBrand"]!),
+            "id": .string(nextId()), "paymentType": .string(fields["paymentType"]!),
+            "paymentBrand": .string(registration?.brand ?? fields["paymentBrand"]!),
             "amount": .string(fields["amount"]!), "currency": .string(currency.code), "merchantTransactionId": .string(reference),
             "result": ["code": .string(code), "description": .string(description)],
             "buildNumber": "paypipe-sim", "timestamp": .string(Self.timestamp()), "ndc": .string(entity),
         ]
         if let number { answer.set(["bin": .string(String(number.prefix(6))), "last4Digits": .string(String(number.suffix(4)))], forKey: "card") }
+        if let card = registration?.card { answer.set(card, forKey: "card") }
+        if fields["createRegistration"] == "true", OPPResultCode.group(code) == .success {
+            // A successful storing payment answers its registration and the initial transaction id later repeated
+            // payments name (docs/recurring.md: the network's id, not OPP's `id` [secondary]).
+            let registrationId = nextId(prefix: "8ac7a4a2")
+            let initial = "SIM" + String(registrationId.suffix(12))
+            answer.set(.string(registrationId), forKey: "registrationId")
+            answer.set(["initialTransactionId": .string(initial)], forKey: "standingInstruction")
+            let stored = Registration(entity: entity, brand: fields["paymentBrand"]!, card: answer["card"], initialTransactionId: initial)
+            registrations.withLock { $0[registrationId] = stored }
+        }
         payments.withLock { $0[answer["id"]!.stringValue!] = Payment(answer: answer, reference: reference, amountMinor: minor) }
         let group = OPPResultCode.group(code)
         engine.recordForeign(reference: reference, amountMinor: minor, currency: currency.code, authorised: group == .success || group == .review,

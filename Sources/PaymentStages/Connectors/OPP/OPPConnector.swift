@@ -38,7 +38,8 @@ public struct OPPConnector: GatewayConnector {
         using client: HTTPClient
     ) -> GatewayResult {
         let form = OPPWire.paymentForm(request, entityId: endpoint.siteReference, reference: reference)
-        switch exchange.send(post("/v1/payments", form: form, endpoint: endpoint, gate: window?.gate), client: client) {
+        let path = request.claims[OPPStoredCredentials.pathKey]?.stringValue ?? "/v1/payments"
+        switch exchange.send(post(path, form: form, endpoint: endpoint, gate: window?.gate), client: client) {
         case .failure(let failure): return failure.result
         case .success(let answer):
             if let echoed = answer["merchantTransactionId"]?.stringValue, echoed != reference {

@@ -44,7 +44,7 @@ extension OPPConnector: ConnectorPlugin {
     }
 
     public static var sensitiveKeys: Set<String> {
-        ["card.number", "card.expirymonth", "card.expiryyear", "threedsecure.verificationid", "applepay.paymenttoken"]
+        ["card.number", "card.expirymonth", "card.expiryyear", "threedsecure.verificationid", "applepay.paymenttoken", "registrationpath"]
     }
     public static var panKeys: Set<String> { ["card.number"] }
 }

@@ -110,8 +110,13 @@ public enum OPPWire {
             ("amount", try amount(minor: minor, currency: currency)),
             ("currency", currency.code),
             ("paymentType", settings.resolvedPaymentType),
-            ("paymentBrand", settings.resolvedBrand),
         ]
+        if case .charge(let reason, let usage, let references) = payment.storedCredential {
+            return try OPPStoredCredentials.merchantInitiatedRequest(
+                fields, reason: reason, usage: usage, references: references, orderReference: payment.gatewayOrderReference,
+                paymentType: settings.resolvedPaymentType)
+        }
+        fields.append(("paymentBrand", settings.resolvedBrand))
         switch mode {
         case .merchantDecrypts:
             let card = try NetworkTokenFields(data, currency: currency, amount: minor)
@@ -125,6 +130,7 @@ public enum OPPWire {
             }
             fields.append(("applePay.paymentToken", try paymentToken(token)))
         }
+        if case .store(let usage) = payment.storedCredential { fields += OPPStoredCredentials.initialParameters(usage) }
         return GatewayRequest(orderReference: payment.gatewayOrderReference, requestTypes: [settings.resolvedPaymentType],
                               claims: ["payload": .object(fields.map { ($0.key, .string($0.value)) })])
     }
@@ -251,13 +257,15 @@ public enum OPPWire {
         }
         let (outcome, reason) = OPPResultCode.outcome(code, sandbox: sandbox)
         let card = answer["card"]
-        return GatewayResult(
+        var result = GatewayResult(
             outcome: outcome, errorCode: String(code.prefix(32)), errorMessage: answer["result"]?["description"]?.stringValue.map { String($0.prefix(500)) },
             transactionReference: answer["id"]?.stringValue.map { String($0.prefix(64)) },
             acquirerResponseCode: answer["resultDetails"]?["ExtendedDescription"]?.stringValue.map { String($0.prefix(64)) },
             authCode: answer["resultDetails"]?["AuthCode"]?.stringValue.map { String($0.prefix(16)) },
             maskedPan: card?["bin"]?.stringValue.flatMap { bin in card?["last4Digits"]?.stringValue.map { "\(bin.prefix(6))######\($0.suffix(4))" } },
             reason: reason)
+        result.credentialReferences = OPPStoredCredentials.references(answer)
+        return result
     }
 
     /// Interprets a `/v3/query` answer for the payment described by `expected` (amount in minor units, currency,

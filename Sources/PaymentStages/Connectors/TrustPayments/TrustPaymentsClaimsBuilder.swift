@@ -39,6 +39,10 @@ public enum TrustPaymentsClaimsBuilder {
     ) throws(AuthorizeError) -> GatewayRequest {
         let gateway = try validated(gateway, secret: gateway?.resolvedTransport == .webservices ? webservicesPassword : jwtSecret)
         let (currency, amount) = try validatedAmount(payment)
+        if case .charge(let reason, _, let references) = payment.storedCredential {
+            return try merchantInitiated(gateway: gateway, payment: payment, currency: currency, amount: amount, reason: reason,
+                                         references: references, data: data, issuedAt: issuedAt)
+        }
         guard let data else {
             throw .cardDataMissing("no stored payment data for this payment (never stored, or already purged)")
         }
@@ -61,14 +65,50 @@ public enum TrustPaymentsClaimsBuilder {
             }
             payload.append(("wallettoken", .string(try walletToken(token))))
         }
-        payload += TrustPaymentsContactFields.fields(prefix: "billing", contact: data.billingContact)
-        payload += TrustPaymentsContactFields.fields(prefix: "customer", contact: data.shippingContact)
+        if case .store(let usage) = payment.storedCredential {
+            payload += TrustPaymentsStoredCredentials.initialFields(usage).map { ($0.0, .string($0.1)) }
+        }
+        return request(gateway: gateway, orderReference: orderReference, requestTypes: gateway.requestTypes, payload: payload, data: data, issuedAt: issuedAt)
+    }
+
+    /// The claims of `payload` with the job's contacts, for the gateway's user.
+    private static func request(
+        gateway: MerchantConfig.Gateway, orderReference: String, requestTypes: [String], payload: [(key: String, value: JSONValue)],
+        data: StoredPaymentData?, issuedAt: Date
+    ) -> GatewayRequest {
+        let payload = payload + TrustPaymentsContactFields.fields(prefix: "billing", contact: data?.billingContact)
+            + TrustPaymentsContactFields.fields(prefix: "customer", contact: data?.shippingContact)
         let claims: JSONValue = [
             "iss": .string(gateway.username ?? ""),
             "iat": .integer(seconds(issuedAt)),
             "payload": .object(payload),
         ]
-        return GatewayRequest(orderReference: orderReference, requestTypes: gateway.requestTypes, claims: claims)
+        return GatewayRequest(orderReference: orderReference, requestTypes: requestTypes, claims: claims)
+    }
+
+    /// A merchant-initiated child AUTH: no wallet or card fields (the child "inherits the previously stored payment …
+    /// details" of its parent [doc: help.trustpayments.com/hc/en-us/articles/4402772396817]), the parent's
+    /// `transactionreference` and the reason's fields (``TrustPaymentsStoredCredentials``), and `AUTH` alone: the
+    /// customer is absent, so there is no 3-D Secure step.
+    private static func merchantInitiated(
+        gateway: MerchantConfig.Gateway, payment: GatewayPaymentDetails, currency: Currency, amount: Int64, reason: MITReason,
+        references: [String: String], data: StoredPaymentData?, issuedAt: Date
+    ) throws(AuthorizeError) -> GatewayRequest {
+        guard let parent = references[TrustPaymentsStoredCredentials.parentReference], !parent.isEmpty else {
+            throw .cardDataMissing("the stored credential holds no parent transaction reference")
+        }
+        guard let fields = TrustPaymentsStoredCredentials.merchantInitiatedFields(reason, parentTransactionReference: parent) else {
+            throw .cardDataMissing("no merchant-initiated fields for the reason \(reason.rawValue)")
+        }
+        let orderReference = payment.gatewayOrderReference
+        let payload: [(key: String, value: JSONValue)] = [
+            ("sitereference", .string(gateway.siteReference)),
+            ("currencyiso3a", .string(currency.code)),
+            ("baseamount", .string(String(amount))),
+            ("orderreference", .string(orderReference)),
+            ("requesttypedescriptions", .array([.string("AUTH")])),
+        ] + fields.map { ($0.0, .string($0.1)) }
+        return request(gateway: gateway, orderReference: orderReference, requestTypes: ["AUTH"], payload: payload, data: data, issuedAt: issuedAt)
     }
 
     /// Signs stored claims for sending, with `iat` replaced by `issuedAt` (HS256, header `{"alg":"HS256","typ":"JWT"}`).

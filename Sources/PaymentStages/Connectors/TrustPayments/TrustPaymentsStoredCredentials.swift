@@ -40,4 +40,13 @@ enum TrustPaymentsStoredCredentials {
 
 extension TrustPaymentsClient {
     public static var storedCredentials: StoredCredentialSupport? { TrustPaymentsStoredCredentials.support }
+
+    /// The parent of later child AUTHs is the storing AUTH itself: its `transactionreference` [doc: help article 4402772396817].
+    public static func storesCredential(_ request: GatewayRequest) -> Bool {
+        request.claims["payload"]?["credentialsonfile"]?.stringValue == "1"
+    }
+
+    public static func credentialReferences(of result: GatewayResult) -> [String: String] {
+        result.transactionReference.map { [TrustPaymentsStoredCredentials.parentReference: $0] } ?? [:]
+    }
 }
