@@ -22,7 +22,8 @@ struct PostgresErrorTests {
             #expect(constraint == "\(table)_pan_key")
             #expect(message == "duplicate key value violates unique constraint \"\(table)_pan_key\"")
             #expect(detail == "Key (pan)=(…) already exists.")
-            #expect(!error.description.contains("4111"))
+            // The table name is random digits, so it may hold "4111" itself: only the value must not appear.
+            #expect(!error.description.replacingOccurrences(of: table, with: "<table>").contains("4111"))
             // The connection is still usable.
             #expect(try connection.query("SELECT count(*) AS n FROM \(table)")[0].decode("n", as: Int.self) == 1)
         }
@@ -40,7 +41,7 @@ struct PostgresErrorTests {
                 let description = error.map { "\($0)" } ?? ""
                 #expect(description.contains(table))
                 #expect(description.contains("Failing row contains (…)"))
-                #expect(!description.contains("4111"))
+                #expect(!description.replacingOccurrences(of: table, with: "<table>").contains("4111"))
             }
         }
     }
