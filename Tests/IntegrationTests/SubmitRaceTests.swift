@@ -73,6 +73,47 @@ extension Integration {
         #expect(try harness.payment(message.paymentId).status == .authorized)
     }
 
+    /// Defect (chaos, CI): the batch read locked the payments and read their attempts in one statement. A consumer that
+    /// waited for a payment's row lock got the payment as the lock holder left it (PostgreSQL re-reads a locked row
+    /// that changed) but its attempts as they were when the statement started: a payment the holder had just moved to
+    /// `submitting` with a `sending` attempt looked attempt-less, was re-armed to `prepared` beside the AUTH in flight,
+    /// and stayed there for good (`attempt_open` on every plan, never expired), its AUTH's answer kept as evidence.
+    @Test func aConsumerThatWaitedForTheRowLockSeesTheHoldersAttempt() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let (message, order) = try harness.preparedPayment(amount: 1000)
+        // The holder: another consumer's planning transaction, between its lock and its commit.
+        let holder = try harness.authorize.database()
+        defer { holder.close() }
+        try holder.simpleQuery("BEGIN")
+        try holder.query("SELECT id FROM payments WHERE id = $1 FOR UPDATE", [message.paymentId])
+        let moved = try PaymentStore().beginSubmitting(
+            [PaymentStore.SubmitSend(paymentId: message.paymentId, orderReference: order, requestType: "AUTH", siteReference: "test_site",
+                                     settleSeconds: 60)],
+            sendWindow: 1, actor: "test", on: holder)
+        let attemptId = try #require(moved[message.paymentId])
+        // The waiter: this consumer's planning transaction, blocked on the row lock.
+        let stage = harness.makeStage()
+        let waiter = Background {
+            let database = try harness.authorize.database()
+            defer { database.close() }
+            let prepared = try database.transaction { try stage.prepare([message], window: nil, transaction: $0) }
+            guard case .decided(.failure(let failure)) = prepared[0] else { return .failure(.transient(code: "test_unexpected", reason: "\(prepared[0])")) }
+            return .failure(failure)
+        }
+        let watcher = try harness.authorize.database()
+        defer { watcher.close() }
+        try TestServices.eventually(timeout: 10, "the waiter blocks on the row lock") {
+            try watcher.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").count == 1
+        }
+        try holder.simpleQuery("COMMIT")
+        let decided = try waiter.join()
+        #expect(Self.transientCode(decided) == "awaiting_reconciliation", "the waiter decided \(decided)")
+        #expect(try harness.payment(message.paymentId).status == .submitting, "the AUTH in flight keeps its payment")
+        let latest = try harness.attempts(message.paymentId).filter { $0.requestType != GatewayAttemptStore.queryRequestType }.last
+        #expect(latest?.id == attemptId && latest?.state == .sending)
+    }
+
     /// Defect 1: the answer to an old attempt arrives after a newer AUTH was planned; it must not settle the payment.
     @Test func aLateTransientAnswerOfAnOldAttemptDoesNotRearmTheCurrentOne() throws {
         let harness = try SubmitHarness()

@@ -33,12 +33,21 @@ enum SubmitPlanStatement {
     /// One AUTH about to be sent: its `sending` attempt.
     typealias Send = PaymentStore.SubmitSend
 
-    /// Locks and reads the batch's payments in one statement. `legacySettleSeconds` stands in for the reconciliation
+    /// Locks the batch's payments, then reads them. `legacySettleSeconds` stands in for the reconciliation
     /// time of an attempt written before migration 5 (`started_at` + it).
     static func lock(_ ids: [UUID], legacySettleSeconds: Double, requests: GatewayRequestStore, on connection: PostgresConnection) throws -> Read {
+        // Two statements, never one: a statement that waits for a row lock returns the locked row as its holder left
+        // it, but reads every other table (attempts, status queries, requests) as of its own start, before the
+        // holder committed. Read after the locks are held, the attempts are the ones the payment's status belongs to.
+        try connection.query(lockOnlyStatement, [PostgresArray(ids)])
+        return try read(ids, legacySettleSeconds: legacySettleSeconds, requests: requests, on: connection)
+    }
+
+    /// The batch read of payments whose row locks this transaction already holds (e.g. claimed by the reconciler).
+    static func read(_ ids: [UUID], legacySettleSeconds: Double, requests: GatewayRequestStore, on connection: PostgresConnection) throws -> Read {
         var rows: [UUID: Row] = [:]
         var now: Date?
-        for row in try connection.query(lockStatement, [PostgresArray(ids), legacySettleSeconds, GatewayAttemptStore.queryRequestType]) {
+        for row in try connection.query(readStatement, [PostgresArray(ids), legacySettleSeconds, GatewayAttemptStore.queryRequestType]) {
             now = try row.decode("db_now", as: Date.self)
             let payment = try PaymentRecord(row: row)
             let request = payment.status == .prepared ? (try? requests.open(row, for: payment.id)) ?? nil : nil
@@ -77,8 +86,12 @@ enum SubmitPlanStatement {
     private static let paymentColumns = PaymentRecord.columns.split(separator: ",")
         .map { "p." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")
 
-    /// `db_now` is an uncorrelated subquery: evaluated once per execution, the batch's one reading of the clock.
-    private static let lockStatement = """
+    /// The batch's row locks, in id order (two workers cannot deadlock on the same payments).
+    private static let lockOnlyStatement = "SELECT id FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE"
+
+    /// The batch read, under the locks taken before it. `db_now` is an uncorrelated subquery: evaluated once per
+    /// execution, the batch's one reading of the clock.
+    private static let readStatement = """
         SELECT \(paymentColumns), \(GatewayRequestStore.columns("g")), (SELECT clock_timestamp()) AS db_now,
                a.id AS attempt_id, a.state AS attempt_state, a.order_reference AS attempt_reference, a.site_reference AS attempt_site,
                coalesce(a.reconcile_after, a.started_at + make_interval(secs => $2::float8)) AS settle_at,
@@ -92,7 +105,5 @@ enum SubmitPlanStatement {
                                   max(started_at) FILTER (WHERE outcome = 'not_found') AS last_not_found
                            FROM gateway_attempts WHERE payment_id = p.id AND request_type = $3 AND id > a.id) q ON true
         WHERE p.id = ANY($1::uuid[])
-        ORDER BY p.id
-        FOR UPDATE OF p
         """
 }

@@ -220,10 +220,13 @@ public struct SubmitStage: CallingStageHandler {
     /// plus the margin (the `webservices` transport has no `exp`, so this wait is all that bounds its AUTH).
     private func settleSeconds(_ endpoint: GatewayEndpoint) -> Double { client.totalTimeout(for: endpoint) + settings.reconcileGrace }
 
-    /// The batch read. An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout
-    /// + grace), with the jwt transport's timeout, the only transport there was then.
+    /// An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace), with
+    /// the jwt transport's timeout, the only transport there was then.
+    private var legacySettleSeconds: Double { client.totalTimeout + settings.reconcileGrace }
+
+    /// The batch read, under the batch's row locks.
     private func lock(_ ids: [UUID], transaction: PostgresConnection) throws -> SubmitPlanStatement.Read {
-        try SubmitPlanStatement.lock(ids, legacySettleSeconds: client.totalTimeout + settings.reconcileGrace, requests: requests, on: transaction)
+        try SubmitPlanStatement.lock(ids, legacySettleSeconds: legacySettleSeconds, requests: requests, on: transaction)
     }
 
     /// A payment's gateway as the decisions see it, and its endpoint when it has one.
@@ -477,7 +480,9 @@ public struct SubmitStage: CallingStageHandler {
                 let message = try PaymentStore.tracedMessage(row: row)
                 return (message.paymentId, message)
             })
-            let read = try lock(claimed.map(\.id), transaction: transaction)
+            // Claimed (locked) above: read without locking again.
+            let read = try SubmitPlanStatement.read(
+                claimed.map(\.id), legacySettleSeconds: legacySettleSeconds, requests: requests, on: transaction)
             let expiring = claimed.filter { payment in
                 guard let locked = read.rows[payment.id]?.locked else { return false }
                 return machine.mayExpire(locked.snapshot(now: read.now))
