@@ -55,12 +55,7 @@ extension Integration {
         return Scenario(prior: [try input(prior)], batch: batch, failing: failing)
     }
 
-    static func jobId(_ input: DecryptInput) -> String {
-        switch input {
-        case .job(let job, _): job.jobId
-        case .invalid(_, let jobId, _, _): jobId
-        }
-    }
+    static func jobId(_ input: DecryptInput) -> String { input.key.jobId }
 
     /// An outcome with the job id's prefix dropped, and checked to address the payment of its job.
     static func normalized(_ result: Result<StageOutcome, StageFailure>, job: String, prefix: String, on database: PostgresConnection) throws -> String {

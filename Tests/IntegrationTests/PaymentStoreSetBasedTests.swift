@@ -92,7 +92,12 @@ extension Integration {
         (job.traceparent, job.tracestate) = (traceparent, "vendor=abc")
         traced = Decrypt.NewPayment(id: traced.id, key: traced.key, jobHash: traced.jobHash, job: job, settled: traced.settled)
         let untraced = Self.new("u", .decrypted(Decrypt.Verified(transactionId: "tx-u", payload: Self.sealed(2))))
-        _ = try database.transaction { try Self.store.insertNew([traced, untraced], receivedAt: Self.receivedAt, on: $0) }
+        // An invalid job has no job, only its delivery's context.
+        let invalid = Self.new("i", .failed(Rejection(code: "invalid_job", reason: "no amount")), invalid: true)
+        let invalidTraced = Decrypt.NewPayment(id: invalid.id, key: invalid.key, jobHash: invalid.jobHash, job: nil, settled: invalid.settled,
+                                               trace: (traceparent, nil))
+        _ = try database.transaction { try Self.store.insertNew([traced, untraced, invalidTraced], receivedAt: Self.receivedAt, on: $0) }
+        #expect(try Self.store.tracedMessage(invalid.id, on: database)?.traceparent == traceparent, "an invalid job's failed payment keeps it")
         try database.query("UPDATE payments SET stage = 'authorize', updated_at = now() - interval '10 minutes'")
         let claimed = try Reconciler(stage: .authorize, stuckAfterSeconds: 300).claimStuck(on: database)
         let byId = Dictionary(uniqueKeysWithValues: claimed.map { ($0.paymentId, $0) })

@@ -185,6 +185,23 @@ import Testing
         #expect(Self.summary(decisions[2]) == "reject idempotency_conflict")
     }
 
+    /// An invalid job's `failed` payment keeps its delivery's trace context as a usable job's payment does, so a
+    /// re-drive from its row continues the job's trace (docs/observability.md).
+    @Test func anInvalidJobsPaymentKeepsItsTraceContext() throws {
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let invalid = DecryptInput.invalid(merchantId: "m1", jobId: "bad", contentHash: [1], reason: "no amount",
+                                           traceparent: traceparent, tracestate: "vendor=abc")
+        var job = Self.job("good")
+        (job.traceparent, job.tracestate) = (traceparent, nil)
+        let decisions = Self.decide([invalid, .job(job), .invalid(merchantId: "m1", jobId: "untraced", contentHash: [2], reason: "no amount")])
+        let created = decisions.compactMap { decision -> Decrypt.NewPayment<String>? in
+            if case .create(let new) = decision { new } else { nil }
+        }
+        #expect(created.map(\.traceparent) == [traceparent, traceparent, nil])
+        #expect(created.map(\.tracestate) == ["vendor=abc", nil, nil])
+        #expect(created[0].map { $0 + "!" }.traceparent == traceparent, "sealing the payload keeps the trace")
+    }
+
     @Test func newPaymentsGetTheirOwnIdsAndTheOutcomesFollowTheMessages() {
         let expected = [UUID(), UUID()]
         var generator = expected.makeIterator()

@@ -2,22 +2,31 @@ import Foundation
 
 /// A decoded job for the decrypt stage: usable, or addressed to a merchant and job but invalid (which still becomes a
 /// `failed` payment that the merchant is notified of). `publishedAt` is the delivery's AMQP `timestamp` property (see
-/// ``VerificationClock``).
+/// ``VerificationClock``). An invalid job keeps its delivery's trace context as a usable job does in
+/// ``PaymentJob/traceparent``: its `failed` payment's row keeps it, and a re-drive continues the trace.
 public enum DecryptInput: Sendable, Equatable {
     case job(PaymentJob, publishedAt: Date? = nil)
-    case invalid(merchantId: String, jobId: String, contentHash: [UInt8], reason: String)
+    case invalid(merchantId: String, jobId: String, contentHash: [UInt8], reason: String, traceparent: String? = nil, tracestate: String? = nil)
 
     public var key: Decrypt.JobKey {
         switch self {
         case .job(let job, _): Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)
-        case .invalid(let merchantId, let jobId, _, _): Decrypt.JobKey(merchantId: merchantId, jobId: jobId)
+        case .invalid(let merchantId, let jobId, _, _, _, _): Decrypt.JobKey(merchantId: merchantId, jobId: jobId)
         }
     }
 
     public var contentHash: [UInt8] {
         switch self {
         case .job(let job, _): job.contentHash
-        case .invalid(_, _, let hash, _): hash
+        case .invalid(_, _, let hash, _, _, _): hash
+        }
+    }
+
+    /// The trace context the payment's row keeps (`trace_parent`, `trace_state`).
+    public var trace: (parent: String?, state: String?) {
+        switch self {
+        case .job(let job, _): (job.traceparent, job.tracestate)
+        case .invalid(_, _, _, _, let parent, let state): (parent, state)
         }
     }
 }
@@ -104,9 +113,15 @@ public enum Decrypt {
         /// `nil` for an invalid job: only its key and hash are known.
         public let job: PaymentJob?
         public let settled: Settled<Payload>
+        /// The job's trace context, an invalid job's included (``DecryptInput/trace``).
+        public let traceparent: String?
+        public let tracestate: String?
 
-        public init(id: UUID, key: JobKey, jobHash: [UInt8], job: PaymentJob?, settled: Settled<Payload>) {
+        /// `trace`: the input's (``DecryptInput/trace``); nil takes the job's.
+        public init(id: UUID, key: JobKey, jobHash: [UInt8], job: PaymentJob?, settled: Settled<Payload>,
+                    trace: (parent: String?, state: String?)? = nil) {
             (self.id, self.key, self.jobHash, self.job, self.settled) = (id, key, jobHash, job, settled)
+            (traceparent, tracestate) = trace ?? (job?.traceparent, job?.tracestate)
         }
 
         public var message: StageMessage { StageMessage(paymentId: id, merchantId: key.merchantId, jobId: key.jobId) }
@@ -120,7 +135,7 @@ public enum Decrypt {
             case .failed(let rejection):
                 mapped = .failed(rejection)
             }
-            return NewPayment<Other>(id: id, key: key, jobHash: jobHash, job: job, settled: mapped)
+            return NewPayment<Other>(id: id, key: key, jobHash: jobHash, job: job, settled: mapped, trace: (traceparent, tracestate))
         }
     }
 
@@ -203,7 +218,7 @@ public enum Decrypt {
         }
         let settled: Settled<Payload>
         switch input {
-        case .invalid(_, _, _, let reason):
+        case .invalid(_, _, _, let reason, _, _):
             settled = .failed(Rejection(code: "invalid_job", reason: reason))
         case .job(let job, let publishedAt):
             let instant = clock.instant(publishedAt: publishedAt, firstReceivedAt: existing?.firstReceivedAt ?? now).instant
@@ -218,7 +233,7 @@ public enum Decrypt {
         }
         if let existing { return .settle(existing, settled) }
         let job: PaymentJob? = if case .job(let job, _) = input { job } else { nil }
-        return .create(NewPayment(id: newID(), key: key, jobHash: input.contentHash, job: job, settled: settled))
+        return .create(NewPayment(id: newID(), key: key, jobHash: input.contentHash, job: job, settled: settled, trace: input.trace))
     }
 
     static func conflict(_ key: JobKey) -> StageFailure {

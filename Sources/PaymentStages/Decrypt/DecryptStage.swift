@@ -37,7 +37,7 @@ public struct DecryptStage: TransactionalStageHandler {
     public func spanAttributes(of input: DecryptInput) -> [SpanAttribute] {
         switch input {
         case .job(let job, _): [SpanAttribute("jobId", job.jobId), SpanAttribute("merchantId", job.merchantId)]
-        case .invalid(let merchantId, let jobId, _, _): [SpanAttribute("jobId", jobId), SpanAttribute("merchantId", merchantId)]
+        case .invalid(let merchantId, let jobId, _, _, _, _): [SpanAttribute("jobId", jobId), SpanAttribute("merchantId", merchantId)]
         }
     }
 
@@ -52,7 +52,8 @@ public struct DecryptStage: TransactionalStageHandler {
             case .unaddressed(let reason):
                 throw .unattributable(code: "malformed_job", reason: reason)
             case .invalid(let merchantId, let jobId, let hash, let reason):
-                return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason)
+                return .invalid(merchantId: merchantId, jobId: jobId, contentHash: hash, reason: reason,
+                                traceparent: message.trace.traceparent, tracestate: message.trace.state)
             }
         }
     }

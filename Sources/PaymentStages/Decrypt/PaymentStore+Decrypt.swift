@@ -132,7 +132,7 @@ extension PaymentStore {
                 PostgresArray(rows.map { $0.settled.token?.type.rawValue }),
                 PostgresArray(rows.map { $0.settled.token?.merchantTokenIdentifier }),
                 PostgresArray(rows.map { $0.settled.token?.merchantTokenMetadata }),
-                PostgresArray(rows.map(\.job?.traceparent)), PostgresArray(rows.map(\.job?.tracestate)),
+                PostgresArray(rows.map(\.traceparent)), PostgresArray(rows.map(\.tracestate)),
                 PostgresArray(rows.map { $0.job?.storeCredential?.rawValue }),
                 // Only an accepted MIT links its credential: decrypt's checks validated the id for this merchant, and a
                 // refused one (unknown, another merchant's) must not reference a credential it may not use.
