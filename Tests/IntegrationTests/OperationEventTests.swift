@@ -125,11 +125,16 @@ extension Integration {
         #expect(try !Self.notified(operation.id, database))
 
         _ = try harness.drain(Stage.notify.queueName)
+        // The payment's row keeps its job's trace (migration 15): the released event is sent in it.
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        try database.query("UPDATE payments SET trace_parent = $2, trace_state = 'vendor=abc' WHERE id = $1", [payment.paymentId, traceparent])
         let enabled = try harness.paypipe(["webhooks", "endpoints", "enable", "m-notify"])
         #expect(enabled.status == 0, "\(enabled.text)")
         #expect(enabled.text.contains("re-delivering 1 held delivery"))
         let released = try harness.drain(Stage.notify.queueName)
         #expect(released.count == 1)
+        #expect(released.first?.properties.headers["traceparent"]?.stringValue == traceparent)
+        #expect(released.first?.properties.headers["tracestate"]?.stringValue == "vendor=abc")
         let again = try stage.decode(InboundMessage(body: try #require(released.first).body, to: .notify))
         #expect(again.operation == operation.id)
         _ = stage.process([again], database: database)

@@ -77,12 +77,14 @@ public struct WebhookDeliveryStore: Sendable {
 
     /// The finished operations not yet notified whose payment has a `held` attempt to one of `endpoints`: their
     /// events were held with the endpoint; their hand-offs are published again when it is re-enabled. Notify settles an
-    /// operation's webhook once (`notified_at`), so a hand-off for one notified meanwhile sends nothing.
+    /// operation's webhook once (`notified_at`), so a hand-off for one notified meanwhile sends nothing. Each is sent in
+    /// its payment's trace (the row's `trace_parent`/`trace_state`): the operation's own trace is not stored.
     public func heldOperations(_ endpoints: [WebhookEndpoint], on connection: PostgresConnection) throws -> [OperationEventMessage] {
         guard !endpoints.isEmpty else { return [] }
         let rows = try connection.query(
             """
-            SELECT o.id AS operation, p.id, p.merchant_id, p.job_id FROM payment_operations o JOIN payments p ON p.id = o.payment_id
+            SELECT o.id AS operation, p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state
+            FROM payment_operations o JOIN payments p ON p.id = o.payment_id
             WHERE o.notified_at IS NULL AND o.state = ANY($3::text[])
               AND EXISTS (SELECT 1 FROM webhook_deliveries d JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) ON d.url = k.url
                           WHERE d.payment_id = p.id AND d.outcome = 'held' AND p.merchant_id = k.merchant_id)
@@ -91,10 +93,7 @@ public struct WebhookDeliveryStore: Sendable {
             [PostgresArray(endpoints.map(\.merchantId)), PostgresArray(endpoints.map(\.url)),
              PostgresArray([OperationStore.State.succeeded.rawValue, OperationStore.State.failed.rawValue])])
         return try rows.map { row in
-            OperationEventMessage(
-                payment: StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
-                                      jobId: try row.decode("job_id", as: String.self)),
-                operationRowId: try row.decode("operation", as: Int64.self))
+            OperationEventMessage(payment: try PaymentStore.tracedMessage(row: row), operationRowId: try row.decode("operation", as: Int64.self))
         }
     }
 

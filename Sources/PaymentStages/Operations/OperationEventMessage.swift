@@ -27,13 +27,22 @@ public struct OperationEventMessage: Sendable, Equatable {
         return id
     }
 
-    /// The hand-off as the runtime publishes it: persistent, mandatory, `message_id` `operation:<row id>:notify`.
+    /// The hand-off as the runtime publishes it: persistent, mandatory, `message_id` `operation:<row id>:notify`. A
+    /// payment built from its row (``StageMessage/traceparent``: a held event released by an operator) is sent in that
+    /// trace; otherwise the handled delivery's trace applies.
     public func handOff(at now: Date = Date()) -> OutboundMessage {
-        Self.notifyHandOff(id: "operation:\(operationRowId):notify", body: encoded(), at: now)
+        let trace = TraceContext.parse(traceparent: payment.traceparent, tracestate: payment.tracestate)
+        return Self.notifyHandOff(id: "operation:\(operationRowId):notify", body: encoded(), at: now, trace: trace)
     }
 
     /// A message to `notify` through the stages exchange, as a hand-off travels (routing key `notify`).
-    static func notifyHandOff(id: String, body: [UInt8], at now: Date = Date()) -> OutboundMessage {
-        .event(exchange: PipelineTopology.stagesExchange, type: Stage.notify.rawValue, id: id, body: body, timestamp: now, mandatory: true)
+    static func notifyHandOff(id: String, body: [UInt8], at now: Date = Date(), trace: TraceContext? = nil) -> OutboundMessage {
+        var headers: [String: String] = [:]
+        if let trace {
+            headers[TraceContext.traceparentHeader] = trace.traceparent
+            headers[TraceContext.tracestateHeader] = trace.state
+        }
+        return .event(exchange: PipelineTopology.stagesExchange, type: Stage.notify.rawValue, id: id, body: body, timestamp: now, mandatory: true,
+                      headers: headers)
     }
 }
