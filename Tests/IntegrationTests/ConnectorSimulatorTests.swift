@@ -46,8 +46,8 @@ extension Integration {
         return try OPPWire.authorizationRequest(settings: OPPSettings(entityId: entity, paymentType: type), mode: mode, payment: payment, data: data)
     }
 
-    static func expected(_ amount: Int64, _ reference: String, currency: String = "GBP") -> GatewayResponseMapper.Expected {
-        GatewayResponseMapper.Expected(amountMinor: amount, currency: currency, orderReference: reference)
+    static func expected(_ amount: Int64, _ reference: String, currency: String = "GBP") -> TransactionQueryResult.Expected {
+        TransactionQueryResult.Expected(amountMinor: amount, currency: currency, orderReference: reference)
     }
 
     @Test func oppAuthorisesDeclinesAndReconcilesALostAnswer() throws {

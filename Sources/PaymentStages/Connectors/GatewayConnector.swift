@@ -35,7 +35,7 @@ public protocol GatewayConnector: Sendable {
     /// The reconciliation query for an unknown outcome: what the processor holds under `reference`. A record is adopted
     /// only if it is the only one and matches `expected`.
     func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult
 
@@ -201,7 +201,7 @@ public struct GatewayConnectors: GatewayConnector {
     }
 
     public func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         connector(endpoint.connector).find(reference: reference, endpoint: endpoint, expected: expected, requestId: requestId, now: now, using: client)

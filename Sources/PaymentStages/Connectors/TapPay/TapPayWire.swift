@@ -191,7 +191,7 @@ public enum TapPayWire {
     /// Interprets a Record API answer for the payment `expected` describes: status 0 or 2 (end of list [doc]) with a
     /// `trade_records` list. No record for the reference is "not found"; two are ambiguous (needs review, never
     /// adopted); one whose amount, currency or reference differs is too. A pending record proves nothing.
-    public static func queryResult(_ answer: JSONValue, expected: GatewayResponseMapper.Expected) -> TransactionQueryResult {
+    public static func queryResult(_ answer: JSONValue, expected: TransactionQueryResult.Expected) -> TransactionQueryResult {
         guard let status = answer["status"]?.int64Value, status == 0 || status == 2, let records = answer["trade_records"]?.arrayValue else {
             return .inconclusive(code: answer["status"]?.int64Value.map(String.init) ?? "paypipe.invalid_response",
                                  reason: "record query failed: \(answer["msg"]?.stringValue.map { String($0.prefix(200)) } ?? "no trade_records")")

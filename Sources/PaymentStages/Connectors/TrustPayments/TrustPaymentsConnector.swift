@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import JWT
 import Pipeline
+import TrustPaymentsWire
 
 /// Trust Payments behind the connector protocol, unchanged in behaviour: the stored claims with the per-payment
 /// `orderreference`, AUTH over the merchant's transport, TRANSACTIONQUERY by that reference, and the back-office
@@ -18,7 +19,7 @@ extension TrustPaymentsClient: GatewayConnector {
     }
 
     public func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         queryTransaction(orderReference: reference, endpoint: endpoint, expected: expected, requestId: requestId, now: now, using: client)
@@ -42,7 +43,7 @@ extension TrustPaymentsClient: GatewayConnector {
         switch endpoint.transport {
         case .webservices:
             switch webservicesExchange(request: object, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
-            case .success(let answer): return GatewayResponseMapper.result(fromClaims: ["payload": answer])
+            case .success(let answer): return TrustPaymentsResponseMapper.result(fromClaims: ["payload": answer])
             case .failure(let failure): return failure.result
             }
         case .jwt:
@@ -50,7 +51,7 @@ extension TrustPaymentsClient: GatewayConnector {
             let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
             let types = object["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue) ?? []
             switch exchange(jwt: jwt, requestTypes: types, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
-            case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
+            case .success(let claims): return TrustPaymentsResponseMapper.result(fromClaims: claims)
             case .failure(let failure): return failure.result
             }
         }
