@@ -138,7 +138,7 @@ import Testing
     /// refund only when it is exactly the payment's earlier refunds plus this one, and anything else is review, never
     /// a resend.
     @Test(arguments: [
-        (true, GatewayOperation.capture(transactionReference: T.reference, amount: 1000), OperationProtocol.TradeRecord(isCaptured: true, refundedAmount: 0), "took_effect"),
+        (true, GatewayOperation.capture(transactionReference: T.reference, amount: 1000), OperationProtocol.ShownPayment(isCaptured: true, refundedAmount: 0), "took_effect"),
         (true, .capture(transactionReference: T.reference, amount: 1000), .init(isCaptured: false, refundedAmount: 0), "not_applied"),
         (true, .capture(transactionReference: T.reference, amount: 1000), .init(isCaptured: nil, refundedAmount: 0), "reconciliation_inconclusive"),
         (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: 700), "took_effect"),
@@ -146,11 +146,11 @@ import Testing
         (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: 1000), "refund_outcome_unknown"),
         (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: nil), "reconciliation_inconclusive"),
     ])
-    func tapPayTradeRecords(authorized: Bool, operation: GatewayOperation, record: OperationProtocol.TradeRecord, expected: String) {
+    func tapPayTradeRecords(authorized: Bool, operation: GatewayOperation, record: OperationProtocol.ShownPayment, expected: String) {
         let before = authorized ? T.suspended : T.lifecycle(.partiallyRefunded, refunded: 400)
-        let verdict = T.machine.reconcile(operation, before: before, effect: Self.effect(.partiallyRefunded, refunded: 700), evidence: .trade(record))
+        let verdict = T.machine.reconcile(operation, before: before, effect: Self.effect(.partiallyRefunded, refunded: 700), evidence: .payment(record))
         #expect(Self.name(verdict) == expected)
-        #expect(T.machine.reconcile(operation, before: before, effect: Self.captureEffect, evidence: .trade(nil)).code == "reconciliation_inconclusive")
+        #expect(T.machine.reconcile(operation, before: before, effect: Self.captureEffect, evidence: .payment(nil)).code == "reconciliation_inconclusive")
     }
 
     /// OPP: the transactions under the operation's own merchantTransactionId. One successful one of its kind and amount

@@ -393,8 +393,14 @@ import Testing
     static func reconcile(_ request: OperationRequest, from lifecycle: MoneyLifecycle, _ settle: SettleStatus,
                           queried: SettleStatus?, amount: Int64?) throws -> OperationProtocol.Reconciliation {
         let (operation, effect) = try #require(sent(decide(request, lifecycle, settle)))
-        return machine.reconcile(operation, before: lifecycle, effect: effect,
-                                 queried: queried.map { .init(settleStatus: $0, settleBaseAmount: amount) })
+        let auth = queried.map { OperationProtocol.QueriedAuth(settleStatus: $0, settleBaseAmount: amount) }
+        let verdict = machine.reconcile(operation, before: lifecycle, effect: effect, queried: auth)
+        // The neutral evidence a connector maps its answer into decides the same (a record of the payment's settlement;
+        // no record at all is inconclusive there, whatever the operation: a lost REFUND is never queried, see
+        // ``OperationProtocol/reconcilable(_:transport:)``).
+        let neutral = machine.reconcile(operation, before: lifecycle, effect: effect, evidence: .settlement(auth))
+        if auth != nil { #expect(neutral == verdict) } else { #expect(neutral.code == "reconciliation_inconclusive") }
+        return verdict
     }
 
     /// A capture whose answer was lost: released (or settled since) at the captured amount took effect and is never

@@ -507,24 +507,32 @@ extension OperationProtocol {
 // MARK: Reconciling another connector's lost answer
 
 extension OperationProtocol {
-    /// What a connector's status query found for an operation whose answer was lost (docs/connectors.md).
+    /// What a processor's status query shows about an operation whose answer was lost, in one processor-neutral shape
+    /// its connector maps its answer into (docs/connectors.md); the rules below decide on it. A connector queries either
+    /// the payment (what the processor holds for it now) or the operation itself (every transaction under the
+    /// reference the operation was sent with), and fills in whatever its answer shows.
     public enum Evidence: Sendable, Equatable, Hashable {
-        /// A settlement-updates processor's AUTH as its query by the processor's id returned it (nil: not returned).
-        case auth(QueriedAuth?)
-        /// The payment's record with its cumulative operation fields, as the query by the processor's id of the
-        /// payment returned it (nil: none came back).
-        case trade(TradeRecord?)
+        /// The payment as the query by the processor's id of the payment returned it (nil: no record of it came back).
+        case payment(ShownPayment?)
         /// Every transaction the query returned under the operation's own reference (the one it was sent with).
         case transactions([TransactionRecord])
+
+        /// A payment whose record shows its settlement alone (nil: no record of it came back).
+        public static func settlement(_ queried: QueriedAuth?) -> Evidence {
+            .payment(queried.map { ShownPayment(settlement: $0) })
+        }
     }
 
-    /// A payment record's cumulative operation fields: whether it is captured, and the amount refunded so far (minor
-    /// units), each nil when absent.
-    public struct TradeRecord: Sendable, Equatable, Hashable {
+    /// What a processor shows of one payment, each part nil when its answer does not carry it: its settle status and
+    /// the amount it will settle (a processor whose operations update them), whether it is captured, and the amount
+    /// refunded so far (minor units; a processor that keeps cumulative operation fields).
+    public struct ShownPayment: Sendable, Equatable, Hashable {
+        public var settlement: QueriedAuth?
         public var isCaptured: Bool?
         public var refundedAmount: Int64?
 
-        public init(isCaptured: Bool?, refundedAmount: Int64?) {
+        public init(settlement: QueriedAuth? = nil, isCaptured: Bool? = nil, refundedAmount: Int64? = nil) {
+            self.settlement = settlement
             self.isCaptured = isCaptured
             self.refundedAmount = refundedAmount
         }
@@ -558,10 +566,6 @@ extension OperationProtocol {
         return transport.isConnector
     }
 
-    /// What `evidence` says about `operation` (sent from lifecycle `before`, `effect` expected) whose answer was lost.
-    /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
-    /// into a second refund. A capture or reversal the query does not show may be sent again (the processors refuse a
-    /// second capture of one authorisation anyway, docs/connectors.md).
     /// The processor's id of the one successful transaction of `operation`'s kind that `evidence` shows (a transaction
     /// record's `id`), which is what a "took effect" rests on; nil when the evidence names none.
     public func transactionId(_ operation: GatewayOperation, evidence: Evidence) -> String? {
@@ -579,29 +583,38 @@ extension OperationProtocol {
         }
     }
 
+    /// What `evidence` says about `operation` (sent from lifecycle `before`, `effect` expected) whose answer was lost,
+    /// decided on what the evidence shows, whichever processor showed it: a settle-status update by the payment's
+    /// settlement; a capture by whether the payment is captured; a refund by the payment's cumulative refunded amount;
+    /// any operation by the transactions under its own reference.
+    /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
+    /// into a second refund. A capture or reversal the query does not show may be sent again (the processors refuse a
+    /// second capture of one authorisation anyway, docs/connectors.md).
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, evidence: Evidence) -> Reconciliation {
         let lostRefund = Reconciliation.review(code: "refund_outcome_unknown",
                                                reason: "the refund's answer was lost and the status query does not show it: never resent automatically")
         switch evidence {
-        case .auth(let queried):
-            return reconcile(operation, before: before, effect: effect, queried: queried)
-        case .trade(nil):
-            return .inconclusive(code: "reconciliation_inconclusive", reason: "the Record API returned no record of the payment")
-        case .trade(let record?):
+        case .payment(nil):
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "the status query returned no record of the payment")
+        case .payment(let shown?):
             switch operation {
+            case .transactionUpdate:
+                // An update of the payment's settle status and amount: they show whether it took effect.
+                return reconcile(operation, before: before, effect: effect, queried: shown.settlement)
             case .capture:
-                guard let captured = record.isCaptured else {
-                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the trade record has no is_captured")
+                guard let captured = shown.isCaptured else {
+                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the payment's record does not say whether it is captured")
                 }
                 return captured ? .tookEffect : .notApplied
             case .refund(_, let amount):
                 // The payment's operations are serialised under its lock (one open at a time): the record's cumulative
-                // refund_amount is this payment's refunds before this one, plus this one if it took effect.
-                guard let refunded = record.refundedAmount else {
-                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the trade record has no refund_amount")
-                }
-                return refunded == before.refundedAmount + amount ? .tookEffect : lostRefund
-            case .reversal, .transactionUpdate:
+                // refunded amount is this payment's refunds before this one, plus this one if it took effect.
+                if let refunded = shown.refundedAmount { return refunded == before.refundedAmount + amount ? .tookEffect : lostRefund }
+                // A record of the payment's settlement alone: its refunds are transactions of their own, which it
+                // does not show.
+                if shown.settlement != nil { return reconcile(operation, before: before, effect: effect, queried: shown.settlement) }
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the payment's record has no refunded amount")
+            case .reversal:
                 return .review(code: "operation_state_unexpected", reason: "a payment record cannot reconcile a \(operation.requestType)")
             }
         case .transactions(let records):

@@ -483,7 +483,7 @@ public struct OperationSteps: Sendable {
     public func reconciled(
         _ operation: OperationStore.Operation, query: Int64, queried: OperationProtocol.QueriedAuth?, actor: String, on transaction: PostgresConnection
     ) throws -> Settled {
-        try reconciled(operation, query: query, evidence: .auth(queried), actor: actor, on: transaction)
+        try reconciled(operation, query: query, evidence: .settlement(queried), actor: actor, on: transaction)
     }
 
     /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``).
@@ -497,7 +497,7 @@ public struct OperationSteps: Sendable {
         }
         let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, evidence: evidence)
         var queried: OperationProtocol.QueriedAuth?
-        if case .auth(let auth) = evidence { queried = auth }
+        if case .payment(let shown?) = evidence { queried = shown.settlement }
         let outcome = switch verdict {
         case .tookEffect: "took_effect"
         case .notApplied: "not_applied"

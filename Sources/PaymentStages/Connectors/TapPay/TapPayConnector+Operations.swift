@@ -18,7 +18,7 @@ extension TapPayConnector: OperationConnector {
             let capture = ConnectorOperation.capture(transactionId: payment.transactionReference, amountMinor: 0, currency: payment.currency)
             switch findOperation(capture, reference: payment.transactionReference, endpoint: endpoint, requestId: requestId, now: now, using: client) {
             case .failure(let failure): return .failure(failure)
-            case .success(.trade(let record?)) where record.isCaptured == true:
+            case .success(.payment(let record?)) where record.isCaptured == true:
                 settled[payment.transactionReference] = OperationProtocol.QueriedAuth(settleStatus: .settled, settleBaseAmount: nil)
             case .success: continue
             }

@@ -154,9 +154,9 @@ public enum TapPayWire {
         guard mine.count == records.count, mine.count <= 1 else {
             return .failure(OperationQueryFailure(code: "paypipe.query_unrecognised", reason: "the records are not exactly this trade's"))
         }
-        guard let record = mine.first else { return .success(.trade(nil)) }
+        guard let record = mine.first else { return .success(.payment(nil)) }
         let refunded = record["refund_amount"]?.int64Value.flatMap { minorUnits($0, currency: record["currency"]?.stringValue ?? currency) }
-        return .success(.trade(OperationProtocol.TradeRecord(isCaptured: record["is_captured"]?.boolValue, refundedAmount: refunded)))
+        return .success(.payment(OperationProtocol.ShownPayment(isCaptured: record["is_captured"]?.boolValue, refundedAmount: refunded)))
     }
 
     // MARK: Answers

@@ -32,11 +32,11 @@ extension TrustPaymentsClient {
     }
 
     /// A lost answer's evidence: the AUTH's settle status and `settlebaseamount` (a TRANSACTIONQUERY by its
-    /// `transactionreference`).
+    /// `transactionreference`) as the payment's settlement; no AUTH record, no payment shown.
     public func findOperation(
         _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
-        queryAuth(transactionReference: operation.transactionId, endpoint: endpoint, requestId: requestId, using: client).map { .auth($0) }
+        queryAuth(transactionReference: operation.transactionId, endpoint: endpoint, requestId: requestId, using: client).map(OperationProtocol.Evidence.settlement)
     }
 
     /// A local failure as an operation's answer: certainly not sent, unknown, or refused before any call.
@@ -75,20 +75,27 @@ extension TrustPaymentsClient {
         case .failure(let failure):
             return .failure(OperationQueryFailure(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed"))
         case .success(let document):
-            guard let item = document["response"]?.arrayValue?.first, item["errorcode"]?.stringValue == "0" else {
-                return .failure(OperationQueryFailure(code: "paypipe.query_failed", reason: "the status query was not answered Ok"))
-            }
-            let wanted = Set(transactionReferences)
-            var found: [String: OperationProtocol.QueriedAuth] = [:]
-            for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
-                guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
-                      let settle = record["settlestatus"]?.stringValue else { continue }
-                found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
-                                                                 settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
-            }
-            return .success(found)
+            return Self.settlements(document, of: Set(transactionReferences))
         }
     }
+
+    /// The AUTH records of `wanted` a TRANSACTIONQUERY answer (the Webservices document) shows, by transaction
+    /// reference: each one's settle status and `settlebaseamount`; a record without a settle status, of another
+    /// request type or of another reference is not one. An answer not Ok is a failure.
+    static func settlements(_ document: JSONValue, of wanted: Set<String>) -> Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure> {
+        guard let item = document["response"]?.arrayValue?.first, item["errorcode"]?.stringValue == "0" else {
+            return .failure(OperationQueryFailure(code: "paypipe.query_failed", reason: "the status query was not answered Ok"))
+        }
+        var found: [String: OperationProtocol.QueriedAuth] = [:]
+        for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
+            guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
+                  let settle = record["settlestatus"]?.stringValue else { continue }
+            found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
+                                                             settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
+        }
+        return .success(found)
+    }
+
 }
 
 /// Trust Payments' operations behind the one operation interface: the decided TRANSACTIONUPDATE or REFUND as it is,
@@ -117,7 +124,7 @@ extension TrustPaymentsClient: OperationConnector {
     public func findOperation(
         _ request: GatewayOperation, _ context: OperationContext, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
-        queryAuth(transactionReference: request.targetReference, endpoint: endpoint, requestId: requestId, using: client).map { .auth($0) }
+        queryAuth(transactionReference: request.targetReference, endpoint: endpoint, requestId: requestId, using: client).map(OperationProtocol.Evidence.settlement)
     }
 
     public func upkeep(_ endpoint: GatewayEndpoint) -> UpkeepCapabilities {
