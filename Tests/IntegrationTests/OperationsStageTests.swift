@@ -199,7 +199,7 @@ extension Integration {
                 throw TestFailure("\(operationId) not reported")
             }
             let refund = try #require(try harness.operation(operationId))
-            #expect(refund.state == .succeeded && refund.request == .refund(parentTransactionReference: refund.request!.targetReference, baseAmount: amount))
+            #expect(refund.state == .succeeded && refund.request == .refund(parentTransactionReference: refund.request!.targetReference, amount: amount))
             #expect(refund.gatewayReference != nil, "the REFUND's own transaction reference")
         }
         guard case .success(.publish) = try harness.run(stage, harness.delivery(.refund, "return-3", payment: payment, amount: 101)) else {

@@ -163,19 +163,12 @@ import Testing
     /// The decided request in each connector's form, in the payment's currency; a TRANSACTIONUPDATE is none.
     @Test func decidedRequestsInConnectorForm() {
         #expect(ConnectorOperation(.capture(transactionReference: "P", amount: 5), currency: "GBP") == .capture(transactionId: "P", amountMinor: 5, currency: "GBP"))
-        #expect(ConnectorOperation(.reversal(transactionReference: "P"), currency: "GBP") == .void(transactionId: "P"))
-        #expect(ConnectorOperation(.refund(parentTransactionReference: "P", baseAmount: 5), currency: "USD") == .refund(transactionId: "P", amountMinor: 5, currency: "USD"))
-        #expect(ConnectorOperation(.transactionUpdate(transactionReference: "P", settleStatus: .cancelled, settleBaseAmount: nil), currency: "GBP") == nil)
-    }
-
-    /// Trust Payments' webservices client sends no other connector's request.
-    @Test func webservicesRefusesAConnectorRequest() {
-        let endpoint = GatewayEndpoint(baseUrl: "https://127.0.0.1:9", siteReference: "s", transport: .webservices, username: "u", secret: "p")
-        let answer = TrustPaymentsClient(transport: .init(deployment: .sandbox)).operate(.capture(transactionReference: "1-2-3", amount: 5), endpoint: endpoint,
-                                                                                         requestId: "O1", window: nil, using: HTTPClient())
-        guard case .refused("operation_not_supported", _) = answer else {
-            Issue.record("\(answer)")
-            return
-        }
+        #expect(ConnectorOperation(.void(transactionReference: "P"), currency: "GBP") == .void(transactionId: "P"))
+        #expect(ConnectorOperation(.refund(parentTransactionReference: "P", amount: 5), currency: "USD") == .refund(transactionId: "P", amountMinor: 5, currency: "USD"))
+        // What a processor's own capture, void and refund cannot express: a capture without its amount, a lowered
+        // capture, a suspension.
+        #expect(ConnectorOperation(.capture(transactionReference: "P", amount: nil), currency: "GBP") == nil)
+        #expect(ConnectorOperation(.lowerCapture(transactionReference: "P", amount: 5), currency: "GBP") == nil)
+        #expect(ConnectorOperation(.hold(transactionReference: "P"), currency: "GBP") == nil)
     }
 }

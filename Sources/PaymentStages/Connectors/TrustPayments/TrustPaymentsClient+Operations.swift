@@ -11,23 +11,23 @@ extension TrustPaymentsClient {
     public func operate(
         _ operation: GatewayOperation, endpoint: GatewayEndpoint, requestId: String, window: SendWindow?, using client: HTTPClient
     ) -> OperationSteps.Answer {
-        guard operation.isWebservices else {
-            return .refused(code: "operation_not_supported", message: "\(operation.requestType) is another connector's request, not a Webservices one")
-        }
+        let requestType = OperationProtocol.Transport.RequestNames.trustPayments.name(of: operation)
         let request = operation.requestObject(siteReference: endpoint.siteReference)
         switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
         case .failure(let failure):
             return Self.answer(failure.result)
         case .success(let document):
             let items = document["response"]?.arrayValue ?? []
-            guard let item = items.last(where: { $0["requesttypedescription"]?.stringValue == operation.requestType }) ?? items.last,
+            guard let item = items.last(where: { $0["requesttypedescription"]?.stringValue == requestType }) ?? items.last,
                   let code = item["errorcode"]?.stringValue else {
-                return .uncertain(code: "paypipe.invalid_response", reason: "the answer has no \(operation.requestType) item with an errorcode")
+                return .uncertain(code: "paypipe.invalid_response", reason: "the answer has no \(requestType) item with an errorcode")
             }
             guard code == "0" else {
                 return .refused(code: "gateway_\(code.prefix(16))", message: String((item["errormessage"]?.stringValue ?? "refused").prefix(200)))
             }
-            return .confirmed(transactionReference: operation.requestType == "REFUND" ? item["transactionreference"]?.stringValue : nil)
+            // A REFUND is a transaction of its own, whose reference is kept; an update's is the AUTH's.
+            let isRefund = if case .refund = operation { true } else { false }
+            return .confirmed(transactionReference: isRefund ? item["transactionreference"]?.stringValue : nil)
         }
     }
 
@@ -136,7 +136,7 @@ extension TrustPaymentsClient: OperationConnector {
 
     /// TRANSACTIONUPDATE `{"settlestatus":"2"}`: an absolute value, so sending it again changes nothing more.
     public func suspend(transactionReference: String, endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient) -> OperationSteps.Answer {
-        operate(.suspend(transactionReference), endpoint: endpoint, requestId: requestId, window: nil, using: client)
+        operate(.hold(transactionReference: transactionReference), endpoint: endpoint, requestId: requestId, window: nil, using: client)
     }
 
     public func querySettlement(
@@ -148,9 +148,10 @@ extension TrustPaymentsClient: OperationConnector {
 
 /// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
 extension OperationProtocol.Transport {
-    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates)
+    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates, requestNames: .trustPayments)
     public static let jwt = OperationProtocol.Transport(
         name: "Trust Payments",
         operations: .refused(reason: "needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed",
-                             lateVoid: "voids need the webservices transport"))
+                             lateVoid: "voids need the webservices transport"),
+        requestNames: .trustPayments)
 }

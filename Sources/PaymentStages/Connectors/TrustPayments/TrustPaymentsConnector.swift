@@ -6,7 +6,7 @@ import TrustPaymentsWire
 
 /// Trust Payments behind the connector protocol, unchanged in behaviour: the stored claims with the per-payment
 /// `orderreference`, AUTH over the merchant's transport, TRANSACTIONQUERY by that reference, and the back-office
-/// operations as the operations lifecycle sends them (``GatewayOperation``: TRANSACTIONUPDATE and REFUND).
+/// operations as the operations lifecycle sends them (``GatewayOperation`` as TRANSACTIONUPDATE and REFUND).
 extension TrustPaymentsClient: GatewayConnector {
     public func totalTimeout(for endpoint: GatewayEndpoint) -> Double { totalTimeout(for: endpoint.transport) }
 
@@ -29,9 +29,9 @@ extension TrustPaymentsClient: GatewayConnector {
     /// refund: REFUND of the settled AUTH (trustpayments.md §8, docs/operations-lifecycle.md).
     public static func gatewayOperation(_ operation: ConnectorOperation) -> GatewayOperation {
         switch operation {
-        case .capture(let id, let amount, _): .transactionUpdate(transactionReference: id, settleStatus: .pendingSettlement, settleBaseAmount: amount)
-        case .void(let id): .transactionUpdate(transactionReference: id, settleStatus: .cancelled, settleBaseAmount: nil)
-        case .refund(let id, let amount, _): .refund(parentTransactionReference: id, baseAmount: amount)
+        case .capture(let id, let amount, _): .capture(transactionReference: id, amount: amount)
+        case .void(let id): .void(transactionReference: id)
+        case .refund(let id, let amount, _): .refund(parentTransactionReference: id, amount: amount)
         }
     }
 
