@@ -113,7 +113,11 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["WorkerRuntime", "PaymentDomain", "AMQP", "Postgres", "Crypto", "JSON"]),
 
         // MARK: Stage implementations (domain work of each stage, on the runtime)
-        .target(name: "PaymentStages", dependencies: ["PaymentDomain", "Pipeline", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"]),
+        // A connector's pure wire mapping that the fuzz harness fuzzes is a module of its own inside the connector's
+        // folder (PaymentDomain and JSON only, scripts/check-modules), so the harness links no stage code.
+        .target(name: "TrustPaymentsWire", dependencies: ["PaymentDomain", "JSON"], path: "Sources/PaymentStages/Connectors/TrustPayments/Wire"),
+        .target(name: "PaymentStages", dependencies: ["PaymentDomain", "Pipeline", "TrustPaymentsWire", "ApplePay", "JWT", "Crypto", "Postgres", "AMQP", "HTTP", "JSON"],
+                exclude: ["Connectors/TrustPayments/Wire"]),
 
         // MARK: Development tools (docs/architecture.md, "Modules"): linked by the CLI, the simulators and the tests, never
         // by the paypipe-<stage> workers
@@ -122,7 +126,7 @@ let package = Package(
 
         // MARK: Fuzzing (docs/fuzzing.md): the harness is a library so unit tests call the same function. Pure modules
         // only: of the C libraries, just OpenSSL (through Crypto), whose X.509 and CMS parsing it fuzzes (scripts/check-modules).
-        .target(name: "FuzzTargets", dependencies: ["PaymentDomain", "ApplePay", "Crypto", "JSON", "HTTPTypes", "JWT"]),
+        .target(name: "FuzzTargets", dependencies: ["PaymentDomain", "TrustPaymentsWire", "ApplePay", "Crypto", "JSON", "HTTPTypes", "JWT"]),
 
         // MARK: Executables (thin mains)
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "ApplePay", "AMQP", "Postgres", "Crypto", "HTTP", "JWT"]),
@@ -153,8 +157,8 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "AMQP"]),
         // Pure: runs with RabbitMQ and PostgreSQL stopped (scripts/check-modules keeps IO modules out of its graph).
         .testTarget(name: "PaymentDomainTests", dependencies: ["PaymentDomain", "JSON"]),
-        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentDomain", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["PaymentDomain", "Pipeline", "PaymentStages", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
+        .testTarget(name: "PaymentStagesTests", dependencies: ["PaymentDomain", "PaymentStages", "TrustPaymentsWire", "PayPipeDevTools", "ApplePaySandbox", "Pipeline", "ApplePay", "JWT", "HTTP"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["PaymentDomain", "Pipeline", "PaymentStages", "TrustPaymentsWire", "PayPipeDevTools", "ApplePaySandbox", "AMQP", "Postgres", "HTTP", "Crypto", "ApplePay"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"]),

@@ -5,6 +5,7 @@ import HTTPTypes
 import JSON
 import JWT
 import PaymentDomain
+import TrustPaymentsWire
 
 /// The function the fuzzer calls for every input, and the unit tests for every regression input.
 ///
@@ -73,13 +74,13 @@ public enum FuzzHarness {
         }
         // A verified answer's claims and the raw document alike go through the mapper: a gateway holding the secret is
         // still a peer whose values must not crash a worker.
-        _ = GatewayResponseMapper.result(fromClaims: document)
-        _ = GatewayResponseMapper.queryResult(fromClaims: document)
+        _ = TrustPaymentsResponseMapper.result(fromClaims: document)
+        _ = TrustPaymentsResponseMapper.queryResult(fromClaims: document)
         guard let token = document["jwt"]?.stringValue else { return FuzzOutcome(.gatewayResponse, .rejected(code: "no_jwt")) }
         do {
             let verified = try JWTVerifier(key: Array(gatewaySecret.utf8), algorithms: [.hs256], clockSkew: 300).verify(token)
-            _ = GatewayResponseMapper.result(fromClaims: verified.claims)
-            _ = GatewayResponseMapper.queryResult(fromClaims: verified.claims)
+            _ = TrustPaymentsResponseMapper.result(fromClaims: verified.claims)
+            _ = TrustPaymentsResponseMapper.queryResult(fromClaims: verified.claims)
             return FuzzOutcome(.gatewayResponse, .accepted)
         } catch {
             return FuzzOutcome(.gatewayResponse, .rejected(code: "jwt_rejected"))

@@ -29,7 +29,7 @@ public enum FuzzSurface: UInt8, CaseIterable, Sendable, CustomStringConvertible 
     /// `WebhookResponseClass.classify`. Oracle: the delay is always within 0…`RetryAfter.maximumSeconds`.
     case webhookResponse = 8
     /// A gateway's HTTP body as the submit stage reads it: strict JSON, the `jwt` member verified as HS256 with a fixed
-    /// secret (`JWTVerifier`), and the document's claims through `GatewayResponseMapper` (result and query forms).
+    /// secret (`JWTVerifier`), and the document's claims through `TrustPaymentsResponseMapper` (result and query forms).
     case gatewayResponse = 9
 
     /// The surface an input's first byte selects.

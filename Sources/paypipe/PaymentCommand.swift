@@ -208,7 +208,7 @@ enum PaymentCommand: CLICommand {
                 "attempts": try operations.attempts(operation.id, on: connection).map { ["requestType": $0.requestType, "state": $0.state.rawValue] },
             ]
             entry["amount"] = operation.amount
-            entry["request"] = operation.request?.requestType
+            entry["request"] = operation.requestType
             entry["event"] = operation.state == .succeeded ? operation.effect?.event.rawValue : nil
             entry["eventAmount"] = operation.state == .succeeded ? operation.effect?.amount : nil
             entry["gatewayReference"] = operation.gatewayReference

@@ -172,7 +172,7 @@ extension Integration {
                                                        secrets: try harness.authorize.merchant("tappay-ops")?.secrets, site: nil).get()
         let shown = stage.connectors.findOperation(.capture(transactionId: id, amountMinor: 100_000, currency: "TWD"), reference: id, endpoint: endpoint,
                                                    requestId: "T1", now: Date(), using: HTTPClient())
-        #expect(shown == .success(.trade(.init(isCaptured: false, refundedAmount: 0))))
+        #expect(shown == .success(.payment(.init(isCaptured: false, refundedAmount: 0))))
 
         // A partial capture is refused with a classified failure, without a call; a void has no API.
         #expect(Self.published(try harness.run(stage, .capture, "part", payment, amount: 50_000)))

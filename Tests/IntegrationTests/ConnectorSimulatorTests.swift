@@ -46,8 +46,8 @@ extension Integration {
         return try OPPWire.authorizationRequest(settings: OPPSettings(entityId: entity, paymentType: type), mode: mode, payment: payment, data: data)
     }
 
-    static func expected(_ amount: Int64, _ reference: String, currency: String = "GBP") -> GatewayResponseMapper.Expected {
-        GatewayResponseMapper.Expected(amountMinor: amount, currency: currency, orderReference: reference)
+    static func expected(_ amount: Int64, _ reference: String, currency: String = "GBP") -> TransactionQueryResult.Expected {
+        TransactionQueryResult.Expected(amountMinor: amount, currency: currency, orderReference: reference)
     }
 
     @Test func oppAuthorisesDeclinesAndReconcilesALostAnswer() throws {
@@ -275,9 +275,9 @@ extension Integration {
 @Suite struct TrustPaymentsConnectorTests {
     @Test func operationsAreTheLifecyclesRequests() {
         #expect(TrustPaymentsClient.gatewayOperation(.capture(transactionId: "1-2-3", amountMinor: 500, currency: "GBP"))
-                == .transactionUpdate(transactionReference: "1-2-3", settleStatus: .pendingSettlement, settleBaseAmount: 500))
-        #expect(TrustPaymentsClient.gatewayOperation(.void(transactionId: "1-2-3")) == .transactionUpdate(transactionReference: "1-2-3", settleStatus: .cancelled, settleBaseAmount: nil))
-        #expect(TrustPaymentsClient.gatewayOperation(.refund(transactionId: "1-2-3", amountMinor: 500, currency: "GBP")) == .refund(parentTransactionReference: "1-2-3", baseAmount: 500))
+                == .capture(transactionReference: "1-2-3", amount: 500))
+        #expect(TrustPaymentsClient.gatewayOperation(.void(transactionId: "1-2-3")) == .void(transactionReference: "1-2-3"))
+        #expect(TrustPaymentsClient.gatewayOperation(.refund(transactionId: "1-2-3", amountMinor: 500, currency: "GBP")) == .refund(parentTransactionReference: "1-2-3", amount: 500))
     }
 
     @Test func authoriseFindAndVoidOverWebservices() throws {

@@ -199,7 +199,9 @@ extension Integration {
             throw TestFailure("capture not finished")
         }
         #expect(capture.state == .succeeded)
-        #expect(capture.request == .transactionUpdate(transactionReference: "9-9-j1", settleStatus: .pendingSettlement, settleBaseAmount: 800))
+        #expect(capture.request == .capture(transactionReference: "9-9-j1", amount: 800))
+        // Stored under the processor's names and settle status, as before the request became neutral.
+        #expect(capture.requestType == "TRANSACTIONUPDATE" && capture.updatedSettleStatus == .pendingSettlement)
         #expect(try Self.money(id, on: connection)?.status == .captured)
         #expect(try Self.money(id, on: connection)?.capturedAmount == 800)
         // A second capture: one capture per authorisation.
@@ -214,7 +216,7 @@ extension Integration {
                 throw TestFailure("refund not finished")
             }
             #expect(refund.state == .succeeded)
-            #expect(refund.request == .refund(parentTransactionReference: "9-9-j1", baseAmount: amount))
+            #expect(refund.request == .refund(parentTransactionReference: "9-9-j1", amount: amount) && refund.requestType == "REFUND")
         }
         guard case .finished(let over) = try Self.run(Self.request(.refund, "ref-3", payment: id, amount: 101), on: connection) else {
             throw TestFailure("over-refund not finished")

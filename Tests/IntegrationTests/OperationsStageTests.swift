@@ -7,6 +7,7 @@ import PayPipeDevTools
 import Pipeline
 import Postgres
 import Testing
+import TrustPaymentsWire
 
 extension Integration {
 /// The operations stage on the real PostgreSQL against the in-process simulator over HTTP (`/json/`): the story of
@@ -198,7 +199,7 @@ extension Integration {
                 throw TestFailure("\(operationId) not reported")
             }
             let refund = try #require(try harness.operation(operationId))
-            #expect(refund.state == .succeeded && refund.request == .refund(parentTransactionReference: refund.request!.targetReference, baseAmount: amount))
+            #expect(refund.state == .succeeded && refund.request == .refund(parentTransactionReference: refund.request!.targetReference, amount: amount))
             #expect(refund.gatewayReference != nil, "the REFUND's own transaction reference")
         }
         guard case .success(.publish) = try harness.run(stage, harness.delivery(.refund, "return-3", payment: payment, amount: 101)) else {
@@ -442,10 +443,10 @@ extension Integration {
 
     /// The AUTH answer's `settleduedate` is recorded with its attempt (the simulator sends the UTC date it settles).
     @Test func theSettleDueDateIsRecordedFromTheAuthAnswer() throws {
-        let result = GatewayResponseMapper.result(fromItem: ["requesttypedescription": "AUTH", "errorcode": "0", "settlestatus": "0",
+        let result = TrustPaymentsResponseMapper.result(fromItem: ["requesttypedescription": "AUTH", "errorcode": "0", "settlestatus": "0",
                                                             "transactionreference": "1-2-3", "settleduedate": "2026-12-02"])
         #expect(result.settleDueDate == "2026-12-02")
-        #expect(GatewayResponseMapper.result(fromItem: ["errorcode": "0", "settleduedate": "02/12/2026"]).settleDueDate == nil)
+        #expect(TrustPaymentsResponseMapper.result(fromItem: ["errorcode": "0", "settleduedate": "02/12/2026"]).settleDueDate == nil)
         let harness = try Harness(settleDelay: 0)
         defer { harness.tearDown() }
         let database = try harness.authorize.database()

@@ -49,13 +49,13 @@ import Testing
         case .send(let operation, let effect):
             switch operation {
             case .capture(let reference, let amount):
-                "send CAPTURE \(amount) → \(effect.lifecycle.status.rawValue) \(effect.lifecycle.capturedAmount)\(reference == T.reference ? "" : " (wrong reference)")"
-            case .reversal(let reference):
+                "send CAPTURE \(amount.map(String.init) ?? "all") → \(effect.lifecycle.status.rawValue) \(effect.lifecycle.capturedAmount)\(reference == T.reference ? "" : " (wrong reference)")"
+            case .void(let reference):
                 "send REVERSAL → \(effect.lifecycle.status.rawValue) \(effect.lifecycle.capturedAmount)\(reference == T.reference ? "" : " (wrong reference)")"
             case .refund(let reference, let amount):
                 "send REFUND \(amount) → \(effect.lifecycle.status.rawValue) \(effect.lifecycle.capturedAmount)\(reference == T.reference ? "" : " (wrong reference)")"
-            case .transactionUpdate:
-                "a TRANSACTIONUPDATE"
+            case .lowerCapture, .hold:
+                "a settlement update"
             }
         case .refuse(let code, _): "refuse \(code)"
         case .wait(let code, _): "wait \(code)"
@@ -79,7 +79,13 @@ import Testing
                     let label = "\(transport) \(lifecycle.status) \(kind) \(amount.map(String.init) ?? "-")"
                     switch decision {
                     case .send(let operation, let effect):
-                        #expect(!operation.isWebservices || operation.requestType == "REFUND", "\(label)")
+                        // A request of the processor's own: a capture of a stated amount, a void or a refund.
+                        let own = switch operation {
+                        case .capture(_, let amount): amount != nil
+                        case .void, .refund: true
+                        case .lowerCapture, .hold: false
+                        }
+                        #expect(own, "\(label)")
                         #expect(effect.lifecycle.isConsistent && lifecycle.status.successors.contains(effect.lifecycle.status), "\(label)")
                         #expect(transport.capturesPartially || kind != .capture || effect.lifecycle.capturedAmount == lifecycle.authorizedAmount, "\(label)")
                         #expect(transport.voids || kind != .void, "\(label)")
@@ -99,7 +105,7 @@ import Testing
     /// `operation_not_supported` rather than refund a trade never captured, which no source documents.
     @Test func theExpiryVoidPerConnector() {
         let expired = T.snapshot(T.suspended, transport: .opp, now: T.now.addingTimeInterval(7200))
-        guard case .send(.reversal(T.reference), let effect)? = T.machine.expiry(expired, gateway: T.facts(.other(""))) else {
+        guard case .send(.void(T.reference), let effect)? = T.machine.expiry(expired, gateway: T.facts(.other(""))) else {
             Issue.record("OPP's expiry is not a reversal")
             return
         }
@@ -113,7 +119,7 @@ import Testing
     /// (no void API) goes to review, where a refund is due.
     @Test func theLateAuthorisationPerConnector() {
         let facts = T.facts(.other(""))
-        #expect(T.machine.lateAuthorization(facts, transport: .opp, captureMode: .manual) == .void(.reversal(transactionReference: T.reference)))
+        #expect(T.machine.lateAuthorization(facts, transport: .opp, captureMode: .manual) == .void(.void(transactionReference: T.reference)))
         #expect(T.machine.lateAuthorization(facts, transport: .opp, captureMode: .automatic) == .review(code: "late_authorization", reason: "the late OPP debit (DB) is captured: a refund is due"))
         for mode in CaptureMode.allCases {
             guard case .review("late_authorization", _) = T.machine.lateAuthorization(facts, transport: .tapPay, captureMode: mode) else {
@@ -132,25 +138,25 @@ import Testing
 
     static let capture = GatewayOperation.capture(transactionReference: T.reference, amount: 600)
     static let captureEffect = OperationProtocol.Effect(lifecycle: T.lifecycle(.captured, captured: 600), event: .captured, amount: 600)
-    static let refund = GatewayOperation.refund(parentTransactionReference: T.reference, baseAmount: 300)
+    static let refund = GatewayOperation.refund(parentTransactionReference: T.reference, amount: 300)
 
     /// TapPay: the trade record's `is_captured` settles a capture either way; its cumulative `refund_amount` confirms a
     /// refund only when it is exactly the payment's earlier refunds plus this one, and anything else is review, never
     /// a resend.
     @Test(arguments: [
-        (true, GatewayOperation.capture(transactionReference: T.reference, amount: 1000), OperationProtocol.TradeRecord(isCaptured: true, refundedAmount: 0), "took_effect"),
+        (true, GatewayOperation.capture(transactionReference: T.reference, amount: 1000), OperationProtocol.ShownPayment(isCaptured: true, refundedAmount: 0), "took_effect"),
         (true, .capture(transactionReference: T.reference, amount: 1000), .init(isCaptured: false, refundedAmount: 0), "not_applied"),
         (true, .capture(transactionReference: T.reference, amount: 1000), .init(isCaptured: nil, refundedAmount: 0), "reconciliation_inconclusive"),
-        (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: 700), "took_effect"),
-        (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: 400), "refund_outcome_unknown"),
-        (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: 1000), "refund_outcome_unknown"),
-        (false, .refund(parentTransactionReference: T.reference, baseAmount: 300), .init(isCaptured: true, refundedAmount: nil), "reconciliation_inconclusive"),
+        (false, .refund(parentTransactionReference: T.reference, amount: 300), .init(isCaptured: true, refundedAmount: 700), "took_effect"),
+        (false, .refund(parentTransactionReference: T.reference, amount: 300), .init(isCaptured: true, refundedAmount: 400), "refund_outcome_unknown"),
+        (false, .refund(parentTransactionReference: T.reference, amount: 300), .init(isCaptured: true, refundedAmount: 1000), "refund_outcome_unknown"),
+        (false, .refund(parentTransactionReference: T.reference, amount: 300), .init(isCaptured: true, refundedAmount: nil), "reconciliation_inconclusive"),
     ])
-    func tapPayTradeRecords(authorized: Bool, operation: GatewayOperation, record: OperationProtocol.TradeRecord, expected: String) {
+    func tapPayTradeRecords(authorized: Bool, operation: GatewayOperation, record: OperationProtocol.ShownPayment, expected: String) {
         let before = authorized ? T.suspended : T.lifecycle(.partiallyRefunded, refunded: 400)
-        let verdict = T.machine.reconcile(operation, before: before, effect: Self.effect(.partiallyRefunded, refunded: 700), evidence: .trade(record))
+        let verdict = T.machine.reconcile(operation, before: before, effect: Self.effect(.partiallyRefunded, refunded: 700), evidence: .payment(record))
         #expect(Self.name(verdict) == expected)
-        #expect(T.machine.reconcile(operation, before: before, effect: Self.captureEffect, evidence: .trade(nil)).code == "reconciliation_inconclusive")
+        #expect(T.machine.reconcile(operation, before: before, effect: Self.captureEffect, evidence: .payment(nil)).code == "reconciliation_inconclusive")
     }
 
     /// OPP: the transactions under the operation's own merchantTransactionId. One successful one of its kind and amount
@@ -163,11 +169,11 @@ import Testing
         (.capture(transactionReference: T.reference, amount: 600), [.init(kind: .capture, amount: 500, result: .succeeded)], "operation_state_unexpected"),
         (.capture(transactionReference: T.reference, amount: 600), [.init(kind: .capture, amount: 600, result: .pending)], "reconciliation_inconclusive"),
         (.capture(transactionReference: T.reference, amount: 600), [.init(kind: .capture, amount: 600, result: .rejected)], "operation_state_unexpected"),
-        (.reversal(transactionReference: T.reference), [.init(kind: .void, amount: nil, result: .succeeded)], "took_effect"),
-        (.reversal(transactionReference: T.reference), [], "not_applied"),
-        (.refund(parentTransactionReference: T.reference, baseAmount: 300), [.init(kind: .refund, amount: 300, result: .succeeded)], "took_effect"),
-        (.refund(parentTransactionReference: T.reference, baseAmount: 300), [], "refund_outcome_unknown"),
-        (.refund(parentTransactionReference: T.reference, baseAmount: 300),
+        (.void(transactionReference: T.reference), [.init(kind: .void, amount: nil, result: .succeeded)], "took_effect"),
+        (.void(transactionReference: T.reference), [], "not_applied"),
+        (.refund(parentTransactionReference: T.reference, amount: 300), [.init(kind: .refund, amount: 300, result: .succeeded)], "took_effect"),
+        (.refund(parentTransactionReference: T.reference, amount: 300), [], "refund_outcome_unknown"),
+        (.refund(parentTransactionReference: T.reference, amount: 300),
          [.init(kind: .refund, amount: 300, result: .succeeded), .init(kind: .refund, amount: 300, result: .succeeded)], "operation_state_unexpected"),
     ])
     func oppTransactions(operation: GatewayOperation, records: [OperationProtocol.TransactionRecord], expected: String) {

@@ -44,8 +44,16 @@ import Testing
         return nil
     }
 
+    /// The neutral request that sets settle status `settle` and amount `base` (``GatewayOperation/settlementUpdate``).
     static func update(_ settle: SettleStatus?, _ base: Int64?) -> GatewayOperation {
-        .transactionUpdate(transactionReference: reference, settleStatus: settle, settleBaseAmount: base)
+        let request: GatewayOperation = switch settle {
+        case .pendingSettlement?: .capture(transactionReference: reference, amount: base)
+        case .cancelled?: .void(transactionReference: reference)
+        case .suspended?: .hold(transactionReference: reference)
+        default: .lowerCapture(transactionReference: reference, amount: base ?? -1)
+        }
+        #expect(request.settlementUpdate?.settleStatus == settle && request.settlementUpdate?.settleAmount == base)
+        return request
     }
 
     // MARK: Idempotency and the preconditions, before any money rule
@@ -249,22 +257,22 @@ import Testing
 
     @Test func aRefundAfterSettlementIsAREFUNDAlwaysWithItsAmount() throws {
         let (partial, partialEffect) = try #require(Self.sent(Self.decide(Self.request(.refund, 300), Self.lifecycle(.settled), .settled)))
-        #expect(partial == .refund(parentTransactionReference: Self.reference, baseAmount: 300))
+        #expect(partial == .refund(parentTransactionReference: Self.reference, amount: 300))
         #expect(partialEffect.event == .refunded && partialEffect.amount == 300)
         #expect(partialEffect.lifecycle == Self.lifecycle(.partiallyRefunded, refunded: 300))
         let (full, fullEffect) = try #require(Self.sent(Self.decide(Self.request(.refund), Self.lifecycle(.settled), .settled)))
-        #expect(full == .refund(parentTransactionReference: Self.reference, baseAmount: 1000))
+        #expect(full == .refund(parentTransactionReference: Self.reference, amount: 1000))
         #expect(fullEffect.lifecycle.status == .refunded)
         // The rest of a partial refund, absent amount = all that is left.
         let (rest, restEffect) = try #require(Self.sent(Self.decide(Self.request(.refund), Self.lifecycle(.partiallyRefunded, refunded: 300), .settled)))
-        #expect(rest == .refund(parentTransactionReference: Self.reference, baseAmount: 700))
+        #expect(rest == .refund(parentTransactionReference: Self.reference, amount: 700))
         #expect(restEffect.lifecycle == Self.lifecycle(.refunded, refunded: 1000))
     }
 
     /// A settlement the poll has not recorded yet (lifecycle `captured`, gateway 100) is a settlement: REFUND.
     @Test func aSettlementReportedByTheGatewayCountsBeforeThePollRecordsIt() throws {
         let (operation, effect) = try #require(Self.sent(Self.decide(Self.request(.refund, 300), Self.automatic, .settled)))
-        #expect(operation == .refund(parentTransactionReference: Self.reference, baseAmount: 300))
+        #expect(operation == .refund(parentTransactionReference: Self.reference, amount: 300))
         #expect(effect.lifecycle.status == .partiallyRefunded && effect.lifecycle.isConsistent)
     }
 
@@ -305,8 +313,8 @@ import Testing
         #expect(try Self.sent(run(capture, .suspended))?.0 == Self.update(.pendingSettlement, 800))
         state.status = .settled  // the settlement poll
         let first = Self.request(.refund, 300, id: "return-1"), second = Self.request(.refund, 400, id: "return-2")
-        #expect(try Self.sent(run(first, .settled))?.0 == .refund(parentTransactionReference: Self.reference, baseAmount: 300))
-        #expect(try Self.sent(run(second, .settled))?.0 == .refund(parentTransactionReference: Self.reference, baseAmount: 400))
+        #expect(try Self.sent(run(first, .settled))?.0 == .refund(parentTransactionReference: Self.reference, amount: 300))
+        #expect(try Self.sent(run(second, .settled))?.0 == .refund(parentTransactionReference: Self.reference, amount: 400))
         #expect(state == Self.lifecycle(.partiallyRefunded, captured: 800, refunded: 700).with(deadline: Self.suspended.captureDeadline))
         #expect(try run(Self.request(.refund, 101, id: "return-3"), .settled).code == "amount_exceeds_refundable")
         // Redeliveries of every operation: the earlier outcomes, nothing sent, the state unchanged.
@@ -315,7 +323,7 @@ import Testing
             #expect(record.status == (request.operationId == "return-3" ? .failed : .succeeded))
         }
         #expect(state.refundedAmount == 700)
-        #expect(try Self.sent(run(Self.request(.refund, id: "return-4"), .settled))?.0 == .refund(parentTransactionReference: Self.reference, baseAmount: 100))
+        #expect(try Self.sent(run(Self.request(.refund, id: "return-4"), .settled))?.0 == .refund(parentTransactionReference: Self.reference, amount: 100))
         #expect(state.status == .refunded)
     }
 
@@ -347,13 +355,13 @@ import Testing
                             #expect(after.authorizedAmount == lifecycle.authorizedAmount && after.capturedAmount <= max(lifecycle.capturedAmount, after.authorizedAmount), "\(label)")
                             #expect(effect.amount > 0, "\(label)")
                             switch operation {
-                            case .transactionUpdate(let reference, _, _):
-                                #expect(reference == Self.reference && settle.isUpdatable, "\(label)")
+                            case .capture, .void, .lowerCapture:
+                                #expect(operation.targetReference == Self.reference && settle.isUpdatable, "\(label)")
                             case .refund(let parent, let base):
                                 #expect(parent == Self.reference && settle == .settled, "\(label)")
                                 #expect(base == after.refundedAmount - lifecycle.refundedAmount && base <= lifecycle.capturedAmount, "\(label)")
-                            case .capture, .reversal:
-                                Issue.record("\(label): Trust Payments' operations are TRANSACTIONUPDATEs and REFUNDs")
+                            case .hold:
+                                Issue.record("\(label): an operation never suspends (a suspension follows the AUTH)")
                             }
                         case .refuse(let code, _):
                             #expect(FailureCatalogue.entry(for: code)?.outcomes == [.operationFailed], "\(label): \(code)")
@@ -393,8 +401,14 @@ import Testing
     static func reconcile(_ request: OperationRequest, from lifecycle: MoneyLifecycle, _ settle: SettleStatus,
                           queried: SettleStatus?, amount: Int64?) throws -> OperationProtocol.Reconciliation {
         let (operation, effect) = try #require(sent(decide(request, lifecycle, settle)))
-        return machine.reconcile(operation, before: lifecycle, effect: effect,
-                                 queried: queried.map { .init(settleStatus: $0, settleBaseAmount: amount) })
+        let auth = queried.map { OperationProtocol.QueriedAuth(settleStatus: $0, settleBaseAmount: amount) }
+        let verdict = machine.reconcile(operation, before: lifecycle, effect: effect, queried: auth)
+        // The neutral evidence a connector maps its answer into decides the same (a record of the payment's settlement;
+        // no record at all is inconclusive there, whatever the operation: a lost REFUND is never queried, see
+        // ``OperationProtocol/reconcilable(_:transport:)``).
+        let neutral = machine.reconcile(operation, before: lifecycle, effect: effect, evidence: .settlement(auth))
+        if auth != nil { #expect(neutral == verdict) } else { #expect(neutral.code == "reconciliation_inconclusive") }
+        return verdict
     }
 
     /// A capture whose answer was lost: released (or settled since) at the captured amount took effect and is never

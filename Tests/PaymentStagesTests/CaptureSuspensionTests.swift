@@ -2,6 +2,7 @@ import JWT
 @testable import PaymentStages
 import Pipeline
 import Testing
+import TrustPaymentsWire
 
 /// A manual-capture AUTH asks to be suspended (settlestatus "2" on the AUTH request), and its suspended answer is
 /// authorised, while an automatic AUTH's request and answers are what they were.
@@ -38,14 +39,14 @@ import Testing
     }
 
     @Test func aSuspendedAnswerIsAuthorisedOnlyWhenAsked() {
-        let suspended = GatewayResponseMapper.result(fromClaims: ["payload": ["version": "1.00", "response": [[
+        let suspended = TrustPaymentsResponseMapper.result(fromClaims: ["payload": ["version": "1.00", "response": [[
             "requesttypedescription": "AUTH", "errorcode": "0", "errormessage": "Ok", "settlestatus": "2", "transactionreference": "1-2-3",
         ]]]])
         #expect(suspended.outcome == .needsReview && suspended.reason == "gateway_suspended")
         #expect(CaptureSuspension.result(suspended, asked: false) == suspended)
         let asked = CaptureSuspension.result(suspended, asked: true)
         #expect(asked.outcome == .authorized && asked.reason == nil && asked.transactionReference == "1-2-3")
-        let declined = GatewayResponseMapper.result(fromClaims: ["payload": ["version": "1.00", "response": [[
+        let declined = TrustPaymentsResponseMapper.result(fromClaims: ["payload": ["version": "1.00", "response": [[
             "requesttypedescription": "AUTH", "errorcode": "70000", "errormessage": "Decline", "settlestatus": "3",
         ]]]])
         #expect(CaptureSuspension.result(declined, asked: true) == declined)

@@ -5,6 +5,7 @@ import Pipeline
 @testable import PayPipeDevTools
 import Synchronization
 import Testing
+import TrustPaymentsWire
 
 /// The simulator's pure parts: amount behaviours, field validation, the ledger and TRANSACTIONQUERY.
 @Suite struct GatewaySimulatorEngineTests {
@@ -70,7 +71,7 @@ import Testing
         let reply = engine.handle(requestTypes: ["THREEDQUERY", "AUTH"], fields: Self.fields(amount: 1000))
         #expect(reply.delivery == .answer)
         #expect(reply.items.map { $0["requesttypedescription"]?.stringValue } == ["THREEDQUERY", "AUTH"])
-        let auth = GatewayResponseMapper.result(fromItem: GatewayResponseMapper.mainItem(reply.items)!)
+        let auth = TrustPaymentsResponseMapper.result(fromItem: TrustPaymentsResponseMapper.mainItem(reply.items)!)
         #expect(auth.outcome == .authorized)
         #expect(auth.maskedPan == "411111######1111")
         #expect(engine.ledger.authCount(orderReference: "ORDER-1") == 1)
@@ -78,14 +79,14 @@ import Testing
         let filter: JSONValue = ["filter": ["sitereference": [["value": "test_site1"]], "orderreference": [["value": "ORDER-1"]]]]
         let query = engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: filter)
         let claims: JSONValue = ["payload": ["version": "1.00", "response": .array(query.items)]]
-        guard case .found(let found) = GatewayResponseMapper.queryResult(fromClaims: claims) else {
+        guard case .found(let found) = TrustPaymentsResponseMapper.queryResult(fromClaims: claims) else {
             Issue.record("expected the AUTH to be found")
             return
         }
         #expect(found.transactionReference == auth.transactionReference)
         let other: JSONValue = ["filter": ["sitereference": [["value": "test_site1"]], "orderreference": [["value": "ORDER-2"]]]]
         let none: JSONValue = ["payload": ["version": "1.00", "response": .array(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: other).items)]]
-        #expect(GatewayResponseMapper.queryResult(fromClaims: none) == .notFound)
+        #expect(TrustPaymentsResponseMapper.queryResult(fromClaims: none) == .notFound)
         #expect(engine.handle(requestTypes: ["TRANSACTIONQUERY"], fields: [:]).items.first?["errorcode"]?.stringValue == "60019")
     }
 
@@ -98,7 +99,7 @@ import Testing
         #expect(uncertain.items.last?["errorcode"]?.stringValue == "99999")
         #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1093, order: "E")).items.last?["errorcode"]?.stringValue == "79001")
         let challenge = engine.handle(requestTypes: ["THREEDQUERY", "AUTH"], fields: Self.fields(amount: 1095, order: "F"))
-        #expect(GatewayResponseMapper.result(fromItem: GatewayResponseMapper.mainItem(challenge.items)!).reason == "3ds_challenge_required")
+        #expect(TrustPaymentsResponseMapper.result(fromItem: TrustPaymentsResponseMapper.mainItem(challenge.items)!).reason == "3ds_challenge_required")
         #expect(engine.handle(requestTypes: ["AUTH"], fields: Self.fields(amount: 1051, order: "G")).items.last?["errorcode"]?.stringValue == "70000")
         #expect(["A", "B", "C", "D", "E", "F", "G"].map(engine.ledger.authCount(orderReference:)) == [0, 1, 1, 1, 0, 0, 1])
         #expect(engine.ledger.totalAuths == 4)

@@ -12,17 +12,17 @@ import Testing
     static let authorized = MoneyLifecycle(status: .authorized, captureMode: .manual, authorizedAmount: 1000, capturedAmount: 0)
     static let captured = MoneyLifecycle(status: .captured, captureMode: .manual, authorizedAmount: 1000, capturedAmount: 600)
     static let capture = GatewayOperation.capture(transactionReference: "1-2-3", amount: 600)
-    static let refund = GatewayOperation.refund(parentTransactionReference: "1-2-3", baseAmount: 100)
+    static let refund = GatewayOperation.refund(parentTransactionReference: "1-2-3", amount: 100)
     static let update = OperationProtocol.Transport(name: "updates", operations: .settlementUpdates)
     static let connector = OperationProtocol.Transport(name: "a connector", operations: .processorOperations)
 
     static func operation(
         _ request: GatewayOperation = capture, state: OperationStore.State = .requested, before: MoneyLifecycle? = authorized,
-        effect: MoneyLifecycle = captured, kind: OperationRequest.Kind = .capture
+        effect: MoneyLifecycle = captured, kind: OperationRequest.Kind = .capture, updatedSettleStatus: SettleStatus? = nil
     ) -> OperationStore.Operation {
         OperationStore.Operation(
             id: 41, merchantId: "m", operationId: "op-1", paymentId: payment, kind: kind, requestedBy: .merchant, contentHash: [1],
-            amount: 600, state: state, request: request, before: before,
+            amount: 600, state: state, request: request, updatedSettleStatus: updatedSettleStatus, before: before,
             effect: OperationProtocol.Effect(lifecycle: effect, event: kind == .refund ? .refunded : .captured, amount: 600),
             gatewayReference: nil, errorCode: nil, errorMessage: nil, createdAt: start, finishedAt: nil)
     }
@@ -63,9 +63,10 @@ import Testing
     }
 
     @Test func aConfirmedUpdateBringsItsSettleStatusAndAVoidWithoutLifecycleOnlyEnds() throws {
-        let void = GatewayOperation.transactionUpdate(transactionReference: "1-2-3", settleStatus: .cancelled, settleBaseAmount: nil)
+        let void = GatewayOperation.void(transactionReference: "1-2-3")
         let voided = MoneyLifecycle(status: .voided, captureMode: .manual, authorizedAmount: 1000, capturedAmount: 0)
-        let decision = try Self.decide(.confirmed(transactionReference: nil), operation: Self.operation(void, effect: voided, kind: .void),
+        let decision = try Self.decide(.confirmed(transactionReference: nil),
+                                       operation: Self.operation(void, effect: voided, kind: .void, updatedSettleStatus: .cancelled),
                                        transport: Self.update)
         #expect(decision.lifecycle?.settleStatus == .cancelled && decision.lifecycle?.change.to == voided)
         // A late AUTH's void: no lifecycle was decided from, so none moves; the operation succeeds.

@@ -8,7 +8,7 @@ import Testing
 /// review, never resent), a request known not sent is sent again. No database, no sleep.
 @Suite struct OperationResumptionTests {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
-    static let void = GatewayOperation.transactionUpdate(transactionReference: "1-2-3", settleStatus: .cancelled, settleBaseAmount: nil)
+    static let void = GatewayOperation.void(transactionReference: "1-2-3")
 
     static func attempt(_ id: Int64, _ state: OperationStore.Attempt.State, type: String = "TRANSACTIONUPDATE", outcome: String? = nil,
                         reconcileAfter: Date? = start.addingTimeInterval(30)) -> OperationStore.Attempt {

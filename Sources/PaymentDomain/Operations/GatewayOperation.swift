@@ -1,48 +1,50 @@
-/// One gateway request an operation sends, as a processor-neutral value its connector translates into its wire form
-/// (docs/connectors.md): an update of the authorisation's settle status or a refund of the settled payment for a
-/// processor whose operations are settlement updates (``OperationProtocol/Transport/Operations/settlementUpdates``), or
-/// the processor's own capture, reversal or refund (``OperationProtocol/Transport/Operations/processorOperations``).
-/// Amounts are minor units.
+/// One gateway request an operation sends, as what it is, processor-neutral: its connector translates it into its wire
+/// form and names it (docs/connectors.md; the names it is stored and reported under are the connector's,
+/// ``OperationProtocol/Transport/requestNames``). Amounts are minor units.
 public enum GatewayOperation: Sendable, Equatable, Hashable {
-    /// An update of the authorisation `transactionReference`: its settle status and settle amount.
-    /// `settleStatus` nil leaves it as it is (a lower settle amount alone).
-    case transactionUpdate(transactionReference: String, settleStatus: SettleStatus?, settleBaseAmount: Int64?)
-    /// A refund of the settled (or, for processor operations, captured) payment `parentTransactionReference`, always
-    /// with its amount.
-    case refund(parentTransactionReference: String, baseAmount: Int64)
-    /// The processor's own capture of its authorisation `transactionReference`.
-    case capture(transactionReference: String, amount: Int64)
-    /// The processor's own reversal of its uncaptured authorisation.
-    case reversal(transactionReference: String)
+    /// Captures the authorisation `transactionReference`: `amount` of it, the rest released; nil captures all of it as
+    /// authorised (a processor whose capture names its amount is always given one).
+    case capture(transactionReference: String, amount: Int64?)
+    /// Cancels the payment before settlement: the uncaptured authorisation, or what was captured of it.
+    case void(transactionReference: String)
+    /// Lowers the amount a captured payment settles at to `amount`, before settlement (a refund of part of it).
+    case lowerCapture(transactionReference: String, amount: Int64)
+    /// Holds an authorisation the processor would otherwise settle (manual capture not honoured on the AUTH itself)
+    /// until an operation captures or voids it.
+    case hold(transactionReference: String)
+    /// Refunds `amount` of the settled (or, at a processor that refunds captures, captured) payment
+    /// `parentTransactionReference`.
+    case refund(parentTransactionReference: String, amount: Int64)
 
-    /// Suspends an AUTH that was answered unsuspended (manual capture when `settlestatus "2"` on the AUTH itself was
-    /// not sent or not honoured).
-    public static func suspend(_ transactionReference: String) -> GatewayOperation {
-        .transactionUpdate(transactionReference: transactionReference, settleStatus: .suspended, settleBaseAmount: nil)
-    }
-
-    public var requestType: String {
-        switch self {
-        case .transactionUpdate: "TRANSACTIONUPDATE"
-        case .refund: "REFUND"
-        case .capture: "CAPTURE"
-        case .reversal: "REVERSAL"
-        }
-    }
-
-    /// The processor's id of the payment the request acts on (a REFUND's parent).
+    /// The processor's id of the payment the request acts on (a refund's parent).
     public var targetReference: String {
         switch self {
-        case .transactionUpdate(let reference, _, _), .refund(let reference, _), .capture(let reference, _), .reversal(let reference): reference
+        case .capture(let reference, _), .void(let reference), .lowerCapture(let reference, _), .hold(let reference),
+             .refund(let reference, _): reference
         }
     }
 
-    /// Whether this is a settlement-updates processor's request (an update or a refund); captures and reversals are
-    /// processor operations.
-    public var isWebservices: Bool {
+    /// What the request is, in reasons and logs.
+    public var name: String {
         switch self {
-        case .transactionUpdate, .refund: true
-        case .capture, .reversal: false
+        case .capture: "capture"
+        case .void: "void"
+        case .lowerCapture: "lowered capture"
+        case .hold: "hold"
+        case .refund: "refund"
+        }
+    }
+
+    /// The settle status and amount to settle the request sets, at a processor whose operations update the payment's
+    /// settlement (``OperationProtocol/Transport/Operations/settlementUpdates``); nil for a refund, which is a
+    /// transaction of its own. A nil status leaves the status as it is, a nil amount the amount.
+    public var settlementUpdate: (settleStatus: SettleStatus?, settleAmount: Int64?)? {
+        switch self {
+        case .capture(_, let amount): (.pendingSettlement, amount)
+        case .void: (.cancelled, nil)
+        case .lowerCapture(_, let amount): (nil, amount)
+        case .hold: (.suspended, nil)
+        case .refund: nil
         }
     }
 }

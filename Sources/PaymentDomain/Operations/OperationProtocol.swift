@@ -41,14 +41,46 @@ public struct OperationProtocol: Sendable, Equatable {
         public var voids: Bool
         /// What an automatically captured authorisation is at the processor (a late one is reviewed: a refund is due).
         public var capturedAuthorization: String
+        /// What the processor calls each request and its status query.
+        public var requestNames: RequestNames
 
         public init(name: String, operations: Operations, capturesPartially: Bool = true, voids: Bool = true,
-                    capturedAuthorization: String = "authorisation") {
+                    capturedAuthorization: String = "authorisation", requestNames: RequestNames = .neutral) {
             self.name = name
             self.operations = operations
             self.capturesPartially = capturesPartially
             self.voids = voids
             self.capturedAuthorization = capturedAuthorization
+            self.requestNames = requestNames
+        }
+
+        /// The names a processor gives an operation's requests (``GatewayOperation``) and its status query, under which
+        /// they are stored (`request_type`) and reported (`paypipe payment show`): data its connector declares.
+        public struct RequestNames: Sendable, Hashable {
+            public var capture: String
+            public var void: String
+            public var lowerCapture: String
+            public var hold: String
+            public var refund: String
+            public var query: String
+
+            public init(capture: String, void: String, lowerCapture: String, hold: String, refund: String, query: String) {
+                (self.capture, self.void, self.lowerCapture, self.hold, self.refund, self.query) = (capture, void, lowerCapture, hold, refund, query)
+            }
+
+            /// The names of a processor that declares none (its operations are refused, so none is ever stored).
+            public static let neutral = RequestNames(capture: "capture", void: "void", lowerCapture: "lower_capture", hold: "hold",
+                                                     refund: "refund", query: "query")
+
+            public func name(of operation: GatewayOperation) -> String {
+                switch operation {
+                case .capture: capture
+                case .void: void
+                case .lowerCapture: lowerCapture
+                case .hold: hold
+                case .refund: refund
+                }
+            }
         }
 
         /// A connector whose operations are captures, reversals and refunds of its own (not settle-status updates).
@@ -260,7 +292,7 @@ public struct OperationProtocol: Sendable, Equatable {
         after.capturedAmount = captured
         // A partial capture sets the amount and releases the rest in the same update.
         let base = captured < lifecycle.authorizedAmount ? captured : nil
-        return .send(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .pendingSettlement, settleBaseAmount: base),
+        return .send(.capture(transactionReference: gateway.transactionReference, amount: base),
                      effect: Effect(lifecycle: after, event: .captured, amount: captured))
     }
 
@@ -293,7 +325,7 @@ public struct OperationProtocol: Sendable, Equatable {
             if refunded == lifecycle.capturedAmount { return .send(voidUpdate(gateway), effect: voidEffect(lifecycle)) }
             var after = lifecycle
             after.capturedAmount -= refunded
-            return .send(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: nil, settleBaseAmount: after.capturedAmount),
+            return .send(.lowerCapture(transactionReference: gateway.transactionReference, amount: after.capturedAmount),
                          effect: Effect(lifecycle: after, event: .captured, amount: after.capturedAmount))
         case .settled, .partiallyRefunded:
             // baseamount always: a REFUND without one refunds an amount no source states for a parent whose
@@ -313,7 +345,7 @@ public struct OperationProtocol: Sendable, Equatable {
         var after = lifecycle
         after.refundedAmount += refunded
         after.status = after.refundedAmount == after.capturedAmount ? .refunded : .partiallyRefunded
-        return .send(.refund(parentTransactionReference: gateway.transactionReference, baseAmount: refunded),
+        return .send(.refund(parentTransactionReference: gateway.transactionReference, amount: refunded),
                      effect: Effect(lifecycle: after, event: .refunded, amount: refunded))
     }
 
@@ -347,7 +379,7 @@ public struct OperationProtocol: Sendable, Equatable {
             guard lifecycle.status == .authorized else {
                 return .refuse(code: "payment_settled", reason: "the payment is \(lifecycle.status.rawValue) at \(name) (captured): refund it instead")
             }
-            return .send(.reversal(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
+            return .send(.void(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
         case .refund:
             switch lifecycle.status {
             case .authorized, .refunded, .voided:
@@ -377,7 +409,7 @@ public struct OperationProtocol: Sendable, Equatable {
     }
 
     private func voidUpdate(_ gateway: GatewayFacts) -> GatewayOperation {
-        .transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil)
+        .void(transactionReference: gateway.transactionReference)
     }
 
     private func voidEffect(_ lifecycle: MoneyLifecycle) -> Effect {
@@ -401,7 +433,7 @@ public struct OperationProtocol: Sendable, Equatable {
         case .settlementUpdates:
             break
         case .processorOperations where snapshot.transport.voids:
-            return .send(.reversal(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
+            return .send(.void(transactionReference: gateway.transactionReference), effect: voidEffect(lifecycle))
         case .processorOperations:
             // Not refunded instead: a refund of a payment never captured is not documented (it may not release the
             // hold, or may be refused), and the customer was not charged: with no automatic capture the
@@ -456,7 +488,7 @@ extension OperationProtocol {
     /// `settlebaseamount` show whether it took effect. A REFUND is a new transaction, and no source confirms a query
     /// filter that finds it by its parent (docs/connectors.md): it is never resent automatically.
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, queried: QueriedAuth?) -> Reconciliation {
-        guard case .transactionUpdate(_, let settle, let base) = operation else {
+        guard let (settle, base) = operation.settlementUpdate else {
             return .review(code: "refund_outcome_unknown",
                            reason: "a REFUND's answer was lost and no confirmed query finds it: never resent automatically")
         }
@@ -507,24 +539,32 @@ extension OperationProtocol {
 // MARK: Reconciling another connector's lost answer
 
 extension OperationProtocol {
-    /// What a connector's status query found for an operation whose answer was lost (docs/connectors.md).
+    /// What a processor's status query shows about an operation whose answer was lost, in one processor-neutral shape
+    /// its connector maps its answer into (docs/connectors.md); the rules below decide on it. A connector queries either
+    /// the payment (what the processor holds for it now) or the operation itself (every transaction under the
+    /// reference the operation was sent with), and fills in whatever its answer shows.
     public enum Evidence: Sendable, Equatable, Hashable {
-        /// A settlement-updates processor's AUTH as its query by the processor's id returned it (nil: not returned).
-        case auth(QueriedAuth?)
-        /// The payment's record with its cumulative operation fields, as the query by the processor's id of the
-        /// payment returned it (nil: none came back).
-        case trade(TradeRecord?)
+        /// The payment as the query by the processor's id of the payment returned it (nil: no record of it came back).
+        case payment(ShownPayment?)
         /// Every transaction the query returned under the operation's own reference (the one it was sent with).
         case transactions([TransactionRecord])
+
+        /// A payment whose record shows its settlement alone (nil: no record of it came back).
+        public static func settlement(_ queried: QueriedAuth?) -> Evidence {
+            .payment(queried.map { ShownPayment(settlement: $0) })
+        }
     }
 
-    /// A payment record's cumulative operation fields: whether it is captured, and the amount refunded so far (minor
-    /// units), each nil when absent.
-    public struct TradeRecord: Sendable, Equatable, Hashable {
+    /// What a processor shows of one payment, each part nil when its answer does not carry it: its settle status and
+    /// the amount it will settle (a processor whose operations update them), whether it is captured, and the amount
+    /// refunded so far (minor units; a processor that keeps cumulative operation fields).
+    public struct ShownPayment: Sendable, Equatable, Hashable {
+        public var settlement: QueriedAuth?
         public var isCaptured: Bool?
         public var refundedAmount: Int64?
 
-        public init(isCaptured: Bool?, refundedAmount: Int64?) {
+        public init(settlement: QueriedAuth? = nil, isCaptured: Bool? = nil, refundedAmount: Int64? = nil) {
+            self.settlement = settlement
             self.isCaptured = isCaptured
             self.refundedAmount = refundedAmount
         }
@@ -558,10 +598,6 @@ extension OperationProtocol {
         return transport.isConnector
     }
 
-    /// What `evidence` says about `operation` (sent from lifecycle `before`, `effect` expected) whose answer was lost.
-    /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
-    /// into a second refund. A capture or reversal the query does not show may be sent again (the processors refuse a
-    /// second capture of one authorisation anyway, docs/connectors.md).
     /// The processor's id of the one successful transaction of `operation`'s kind that `evidence` shows (a transaction
     /// record's `id`), which is what a "took effect" rests on; nil when the evidence names none.
     public func transactionId(_ operation: GatewayOperation, evidence: Evidence) -> String? {
@@ -573,36 +609,46 @@ extension OperationProtocol {
     /// The kind of record a status query shows for `operation`.
     static func recordKind(_ operation: GatewayOperation) -> OperationRequest.Kind {
         switch operation {
-        case .capture: .capture
-        case .reversal: .void
-        case .refund, .transactionUpdate: .refund
+        case .capture, .hold: .capture
+        case .void: .void
+        case .refund, .lowerCapture: .refund
         }
     }
 
+    /// What `evidence` says about `operation` (sent from lifecycle `before`, `effect` expected) whose answer was lost,
+    /// decided on what the evidence shows, whichever processor showed it: a settle-status update by the payment's
+    /// settlement; a capture by whether the payment is captured; a refund by the payment's cumulative refunded amount;
+    /// any operation by the transactions under its own reference.
+    /// A refund is never "not applied": a refund the query does not show goes to review, so a lost answer never turns
+    /// into a second refund. A capture or reversal the query does not show may be sent again (the processors refuse a
+    /// second capture of one authorisation anyway, docs/connectors.md).
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, evidence: Evidence) -> Reconciliation {
         let lostRefund = Reconciliation.review(code: "refund_outcome_unknown",
                                                reason: "the refund's answer was lost and the status query does not show it: never resent automatically")
         switch evidence {
-        case .auth(let queried):
-            return reconcile(operation, before: before, effect: effect, queried: queried)
-        case .trade(nil):
-            return .inconclusive(code: "reconciliation_inconclusive", reason: "the Record API returned no record of the payment")
-        case .trade(let record?):
+        case .payment(nil):
+            return .inconclusive(code: "reconciliation_inconclusive", reason: "the status query returned no record of the payment")
+        case .payment(let shown?):
+            if shown.settlement != nil, operation.settlementUpdate != nil {
+                // An update of the payment's settle status and amount: they show whether it took effect.
+                return reconcile(operation, before: before, effect: effect, queried: shown.settlement)
+            }
             switch operation {
             case .capture:
-                guard let captured = record.isCaptured else {
-                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the trade record has no is_captured")
+                guard let captured = shown.isCaptured else {
+                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the payment's record does not say whether it is captured")
                 }
                 return captured ? .tookEffect : .notApplied
             case .refund(_, let amount):
                 // The payment's operations are serialised under its lock (one open at a time): the record's cumulative
-                // refund_amount is this payment's refunds before this one, plus this one if it took effect.
-                guard let refunded = record.refundedAmount else {
-                    return .inconclusive(code: "reconciliation_inconclusive", reason: "the trade record has no refund_amount")
-                }
-                return refunded == before.refundedAmount + amount ? .tookEffect : lostRefund
-            case .reversal, .transactionUpdate:
-                return .review(code: "operation_state_unexpected", reason: "a payment record cannot reconcile a \(operation.requestType)")
+                // refunded amount is this payment's refunds before this one, plus this one if it took effect.
+                if let refunded = shown.refundedAmount { return refunded == before.refundedAmount + amount ? .tookEffect : lostRefund }
+                // A record of the payment's settlement alone: its refunds are transactions of their own, which it
+                // does not show.
+                if shown.settlement != nil { return reconcile(operation, before: before, effect: effect, queried: shown.settlement) }
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the payment's record has no refunded amount")
+            case .void, .lowerCapture, .hold:
+                return .review(code: "operation_state_unexpected", reason: "a payment record without its settlement cannot reconcile a \(operation.name)")
             }
         case .transactions(let records):
             let kind = Self.recordKind(operation)
@@ -612,8 +658,9 @@ extension OperationProtocol {
                 return .notApplied
             }
             let sent: Int64? = switch operation {
-            case .capture(_, let amount), .refund(_, let amount): amount
-            case .reversal, .transactionUpdate: nil
+            case .capture(_, let amount): amount
+            case .refund(_, let amount), .lowerCapture(_, let amount): amount
+            case .void, .hold: nil
             }
             guard mine.count == 1, sent == nil || record.amount == sent else {
                 return .review(code: "operation_state_unexpected",
@@ -649,7 +696,7 @@ extension OperationProtocol {
         switch transport.operations {
         case .processorOperations where transport.voids && captureMode == .manual:
             // A pre-authorisation: reversed whole.
-            return .void(.reversal(transactionReference: gateway.transactionReference))
+            return .void(.void(transactionReference: gateway.transactionReference))
         case .processorOperations where transport.voids:
             return .review(code: "late_authorization", reason: "the late \(transport.name) \(transport.capturedAuthorization) is captured: a refund is due")
         case .processorOperations:
@@ -669,7 +716,7 @@ extension OperationProtocol {
             if case .refused(_, let lateVoid) = transport.operations {
                 return .review(code: "late_authorization", reason: "the late AUTH cannot be voided automatically: \(lateVoid)")
             }
-            return .void(.transactionUpdate(transactionReference: gateway.transactionReference, settleStatus: .cancelled, settleBaseAmount: nil))
+            return .void(.void(transactionReference: gateway.transactionReference))
         }
     }
 }

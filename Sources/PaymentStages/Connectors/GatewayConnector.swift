@@ -35,7 +35,7 @@ public protocol GatewayConnector: Sendable {
     /// The reconciliation query for an unknown outcome: what the processor holds under `reference`. A record is adopted
     /// only if it is the only one and matches `expected`.
     func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult
 
@@ -105,14 +105,14 @@ public enum ConnectorOperation: Sendable, Equatable {
         }
     }
 
-    /// The operation the operations worker decided (``OperationProtocol``), in this form; nil for an operation already
-    /// written in a processor's own terms, which is no connector operation of its own.
+    /// The operation the operations worker decided (``OperationProtocol``), in this form; nil for one a processor's own
+    /// capture, void and refund cannot express (a capture without its amount, a lowered capture, a suspension).
     public init?(_ operation: GatewayOperation, currency: String) {
         switch operation {
-        case .capture(let id, let amount): self = .capture(transactionId: id, amountMinor: amount, currency: currency)
-        case .reversal(let id): self = .void(transactionId: id)
+        case .capture(let id, let amount?): self = .capture(transactionId: id, amountMinor: amount, currency: currency)
+        case .void(let id): self = .void(transactionId: id)
         case .refund(let id, let amount): self = .refund(transactionId: id, amountMinor: amount, currency: currency)
-        case .transactionUpdate: return nil
+        case .capture(_, nil), .lowerCapture, .hold: return nil
         }
     }
 }
@@ -201,7 +201,7 @@ public struct GatewayConnectors: GatewayConnector {
     }
 
     public func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         connector(endpoint.connector).find(reference: reference, endpoint: endpoint, expected: expected, requestId: requestId, now: now, using: client)

@@ -124,7 +124,7 @@ extension OperationConnector where Self: GatewayConnector {
         using client: HTTPClient
     ) -> OperationSteps.Answer {
         guard let operation = connectorOperation(request, context) else {
-            return .refused(code: "operation_not_supported", message: "\(request.requestType) is not a \(endpoint.connector.rawValue) operation")
+            return .refused(code: "operation_not_supported", message: "a \(request.name) is not a \(endpoint.connector.rawValue) operation")
         }
         return OperationSteps.Answer(connectorResult: perform(operation, reference: context.reference, endpoint: endpoint, requestId: requestId,
                                                               now: now, window: window, using: client))
@@ -134,7 +134,7 @@ extension OperationConnector where Self: GatewayConnector {
         _ request: GatewayOperation, _ context: OperationContext, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
         guard let operation = connectorOperation(request, context) else {
-            return .failure(OperationQueryFailure(code: "operation_not_supported", reason: "\(request.requestType) is not a \(endpoint.connector.rawValue) operation"))
+            return .failure(OperationQueryFailure(code: "operation_not_supported", reason: "a \(request.name) is not a \(endpoint.connector.rawValue) operation"))
         }
         return findOperation(operation, reference: context.reference, endpoint: endpoint, requestId: requestId, now: now, using: client)
     }
@@ -150,6 +150,13 @@ extension OperationConnector where Self: GatewayConnector {
     public func suspend(transactionReference: String, endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient) -> OperationSteps.Answer {
         .refused(code: "operation_not_supported", message: "\(endpoint.connector.rawValue) has no suspension")
     }
+}
+
+extension OperationProtocol.Transport.RequestNames {
+    /// The stored names of a processor's own capture, void (a reversal), refund and status query; it has no lowered
+    /// capture or suspension (the rules never send one to it), which keep their neutral names.
+    public static let processorOperations = Self(capture: "CAPTURE", void: "REVERSAL", lowerCapture: neutral.lowerCapture, hold: neutral.hold,
+                                                 refund: "REFUND", query: "QUERY")
 }
 
 /// A status query that could not be answered.

@@ -143,8 +143,8 @@ public struct OperationSteps: Sendable {
         case .plan(let plan):
             return plan
         case .begin(let void, let before, let effect):
-            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: requestedBy, send: void, before: before, effect: effect,
-                                            timing: timing, on: transaction),
+            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: requestedBy, send: void, stored: Self.stored(void, transport),
+                                            before: before, effect: effect, timing: timing, on: transaction),
                   let begun = try store.load(ids.operation, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "the \(requestedBy.rawValue) void was recorded concurrently")
             }
@@ -192,7 +192,7 @@ public struct OperationSteps: Sendable {
             }
             return .finished(refused)
         case .send(let gatewayRequest, let effect):
-            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: requestedBy, send: gatewayRequest,
+            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: requestedBy, send: gatewayRequest, stored: Self.stored(gatewayRequest, transport),
                                             before: money.lifecycle, effect: effect, timing: timing, on: transaction),
                   let begun = try store.load(ids.operation, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
@@ -227,7 +227,7 @@ public struct OperationSteps: Sendable {
             // could see it "not applied" just before it is. The message comes back at that time.
             return .wait(code: "attempt_open", reason: "attempt \(attempt) of operation \(operation.operationId) may still be in flight", until: until)
         case .sendAgain:
-            guard let attempt = try store.beginAttempt(operation.id, requestType: request.requestType, timing: timing, on: transaction) else {
+            guard let attempt = try store.beginAttempt(operation.id, requestType: operation.requestType ?? transport.requestNames.name(of: request), timing: timing, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .send(operation, attempt: attempt, request: request)
@@ -276,7 +276,7 @@ public struct OperationSteps: Sendable {
             let inconclusive = attempts.filter { isQuery($0.requestType) && $0.id > last.id && $0.outcome == "inconclusive" }.count
             if inconclusive >= maxInconclusiveQueries {
                 return .review(code: "reconciliation_inconclusive",
-                               reason: "\(inconclusive) status queries could not tell whether the \(request.requestType) took effect")
+                               reason: "\(inconclusive) status queries could not tell whether the \(request.name) took effect")
             }
             return .query
         }
@@ -290,7 +290,12 @@ public struct OperationSteps: Sendable {
 
     /// The status query reconciling a lost answer, as its attempt is recorded: a settlement-updates processor's
     /// TRANSACTIONQUERY of the AUTH, or a processor's own status query (`QUERY`, its connector's, docs/connectors.md).
-    static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.isConnector ? "QUERY" : "TRANSACTIONQUERY" }
+    static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.requestNames.query }
+
+    /// How `request` is stored for a merchant of `transport`: under its processor's name, as a settlement update or not.
+    static func stored(_ request: GatewayOperation, _ transport: OperationProtocol.Transport) -> OperationStore.StoredForm {
+        OperationStore.StoredForm(requestType: transport.requestNames.name(of: request), updatesSettlement: transport.operations == .settlementUpdates)
+    }
 
     static func isQuery(_ requestType: String) -> Bool { requestType == "TRANSACTIONQUERY" || requestType == "QUERY" }
 
@@ -422,7 +427,7 @@ public struct OperationSteps: Sendable {
                 return decision
             }
             let queried = answering.transport.isConnector ? "the processor is queried" : "the AUTH is queried"
-            decision.outcome = .retry(code: "reconciliation_pending", reason: "\(request.requestType) answer lost (\(code)): \(queried) before anything else",
+            decision.outcome = .retry(code: "reconciliation_pending", reason: "\(current.requestType ?? request.name) answer lost (\(code)): \(queried) before anything else",
                                       until: clock.flatMap { clock in lost.flatMap { Self.reconciliationTime(of: $0, clock: clock) } })
         }
         return decision
@@ -434,8 +439,8 @@ public struct OperationSteps: Sendable {
     static func confirmation(
         _ operation: OperationStore.Operation, gatewayReference: String?, money: PaymentStore.MoneyState?, into decision: inout Decision
     ) throws {
-        var settle: SettleStatus?
-        if case .transactionUpdate(_, let sent, _) = operation.request { settle = sent }
+        // The settle status a settlement update sets is the payment's once it is confirmed.
+        let settle = operation.updatedSettleStatus
         let unexpected = OperationStore.Ending(operation: operation.id, state: .needsReview, code: "operation_state_unexpected",
                                                reason: "the gateway confirmed the operation but the payment's lifecycle changed meanwhile")
         guard operation.state == .requested, let paymentId = operation.paymentId, let effect = operation.effect else {
@@ -483,7 +488,7 @@ public struct OperationSteps: Sendable {
     public func reconciled(
         _ operation: OperationStore.Operation, query: Int64, queried: OperationProtocol.QueriedAuth?, actor: String, on transaction: PostgresConnection
     ) throws -> Settled {
-        try reconciled(operation, query: query, evidence: .auth(queried), actor: actor, on: transaction)
+        try reconciled(operation, query: query, evidence: .settlement(queried), actor: actor, on: transaction)
     }
 
     /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``).
@@ -497,7 +502,7 @@ public struct OperationSteps: Sendable {
         }
         let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, evidence: evidence)
         var queried: OperationProtocol.QueriedAuth?
-        if case .auth(let auth) = evidence { queried = auth }
+        if case .payment(let shown?) = evidence { queried = shown.settlement }
         let outcome = switch verdict {
         case .tookEffect: "took_effect"
         case .notApplied: "not_applied"

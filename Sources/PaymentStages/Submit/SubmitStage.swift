@@ -143,7 +143,7 @@ public struct SubmitStage: CallingStageHandler {
     public enum Call: Sendable {
         case send(attemptId: Int64, request: GatewayRequest, endpoint: GatewayEndpoint, reference: String)
         /// `suspended`: the AUTH asked to be suspended (manual capture), so a record with settle status 2 is authorised.
-        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, suspended: Bool)
+        case query(attemptId: Int64, reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, suspended: Bool)
 
         var endpoint: GatewayEndpoint {
             switch self {
@@ -300,7 +300,7 @@ public struct SubmitStage: CallingStageHandler {
                 }
                 prepared[index] = .call(.query(
                     attemptId: attemptId, reference: reference, endpoint: endpoint,
-                    expected: GatewayResponseMapper.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
+                    expected: TransactionQueryResult.Expected(amountMinor: payment.amountMinor, currency: payment.currency, orderReference: reference),
                     suspended: payment.captureMode == .manual))
             case .rearm(let detail):
                 rearms.append(try PaymentStore.Transitioning(paymentId: payment.id, from: .submitting, to: .prepared, detail: detail))

@@ -39,6 +39,10 @@ public struct OperationStore: Sendable {
         public let state: State
         /// What was decided under the payment's lock (absent on an operation refused without a call).
         public let request: GatewayOperation?
+        /// What the processor calls ``request``, as stored (its connector's name, ``OperationProtocol/Transport/RequestNames``).
+        public var requestType: String? = nil
+        /// The settle status ``request`` sets, stored for a processor whose operations update the payment's settlement.
+        public var updatedSettleStatus: SettleStatus? = nil
         public let before: MoneyLifecycle?
         public let effect: OperationProtocol.Effect?
         /// A REFUND's own transaction reference, once answered.
@@ -67,6 +71,25 @@ public struct OperationStore: Sendable {
         p.capture_mode, coalesce(p.authorized_minor, p.amount_minor) AS authorized_minor, p.capture_deadline
         """
 
+    /// The decided request of a stored operation, from what it is (its kind and the event its effect reports) and its
+    /// amounts, whichever processor's names it was stored under: a capture of its amount (none: all of it); a void; a
+    /// refund that refunds, that voids all of a captured payment, or that lowers the captured amount before settlement.
+    static func request(kind: OperationRequest.Kind, event: OperationProtocol.Effect.Event?, reference: String, row: PostgresRow) throws -> GatewayOperation? {
+        switch (kind, event) {
+        case (.capture, _):
+            let amount = try row.decode("capture_amount", as: Int64?.self) ?? row.decode("update_settle_base_amount", as: Int64?.self)
+            return .capture(transactionReference: reference, amount: amount)
+        case (.void, _), (.refund, .voided?):
+            return .void(transactionReference: reference)
+        case (.refund, .refunded?):
+            return try row.decode("refund_amount", as: Int64?.self).map { .refund(parentTransactionReference: reference, amount: $0) }
+        case (.refund, .captured?):
+            return try row.decode("update_settle_base_amount", as: Int64?.self).map { .lowerCapture(transactionReference: reference, amount: $0) }
+        case (.refund, nil):
+            return nil
+        }
+    }
+
     static func operation(row: PostgresRow) throws -> Operation {
         func decoded<T: RawRepresentable>(_ column: String, as: T.Type) throws -> T where T.RawValue == String {
             try row.decodeChoice(column, as: T.self)
@@ -80,32 +103,24 @@ public struct OperationStore: Sendable {
                                   refundedAmount: try row.decode("\(prefix)_refunded", as: Int64.self),
                                   captureDeadline: try row.decode("capture_deadline", as: Date?.self))
         }
-        var request: GatewayOperation?
-        let reference = try row.decode("transaction_reference", as: String?.self)
-        switch (try row.decode("request_type", as: String?.self), reference) {
-        case ("TRANSACTIONUPDATE"?, let reference?):
-            request = .transactionUpdate(transactionReference: reference,
-                                         settleStatus: try row.decode("update_settle_status", as: String?.self).map(SettleStatus.init),
-                                         settleBaseAmount: try row.decode("update_settle_base_amount", as: Int64?.self))
-        case ("REFUND"?, let reference?):
-            request = .refund(parentTransactionReference: reference, baseAmount: try row.decode("refund_amount", as: Int64.self))
-        case ("CAPTURE"?, let reference?):
-            request = .capture(transactionReference: reference, amount: try row.decode("capture_amount", as: Int64.self))
-        case ("REVERSAL"?, let reference?):
-            request = .reversal(transactionReference: reference)
-        default:
-            request = nil
+        let effect = try lifecycle("after").flatMap { after in
+            try row.decode("event_type", as: String?.self).flatMap(OperationProtocol.Effect.Event.init(rawValue:)).map {
+                OperationProtocol.Effect(lifecycle: after, event: $0, amount: try row.decode("event_amount", as: Int64.self))
+            }
         }
-        var effect: OperationProtocol.Effect?
-        if let after = try lifecycle("after"), let event = try row.decode("event_type", as: String?.self).flatMap(OperationProtocol.Effect.Event.init(rawValue:)) {
-            effect = OperationProtocol.Effect(lifecycle: after, event: event, amount: try row.decode("event_amount", as: Int64.self))
+        let requestType = try row.decode("request_type", as: String?.self)
+        let kind: OperationRequest.Kind = try decoded("kind", as: OperationRequest.Kind.self)
+        var request: GatewayOperation?
+        if requestType != nil, let reference = try row.decode("transaction_reference", as: String?.self) {
+            request = try Self.request(kind: kind, event: effect?.event, reference: reference, row: row)
         }
         return Operation(
             id: try row.decode("id", as: Int64.self), merchantId: try row.decode("merchant_id", as: String.self),
             operationId: try row.decode("operation_id", as: String.self), paymentId: try row.decode("payment_id", as: UUID?.self),
-            kind: try decoded("kind", as: OperationRequest.Kind.self), requestedBy: try decoded("requested_by", as: Requester.self),
+            kind: kind, requestedBy: try decoded("requested_by", as: Requester.self),
             contentHash: try row.decode("content_hash", as: [UInt8].self), amount: try row.decode("amount_minor", as: Int64?.self),
-            state: try decoded("state", as: State.self), request: request, before: try lifecycle("before"), effect: effect,
+            state: try decoded("state", as: State.self), request: request, requestType: requestType,
+            updatedSettleStatus: try row.decode("update_settle_status", as: String?.self).map(SettleStatus.init), before: try lifecycle("before"), effect: effect,
             gatewayReference: try row.decode("gateway_reference", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
             errorMessage: try row.decode("error_message", as: String?.self), createdAt: try row.decode("created_at", as: Date.self),
             finishedAt: try row.decode("finished_at", as: Date?.self))
@@ -209,19 +224,35 @@ public struct OperationStore: Sendable {
         }
     }
 
+    /// How a decided request is stored, in its processor's terms (from the merchant's ``OperationProtocol/Transport``):
+    /// the name it is stored under, and whether it is an update of the payment's settlement (its settle status and
+    /// amount stored) rather than a request of the processor's own (a capture's amount stored).
+    public struct StoredForm: Sendable, Equatable {
+        public var requestType: String
+        public var updatesSettlement: Bool
+
+        public init(requestType: String, updatesSettlement: Bool) {
+            self.requestType = requestType
+            self.updatesSettlement = updatesSettlement
+        }
+    }
+
     /// Records a decided operation `requested` with its first `sending` attempt, in one statement; commit before the
     /// call. Nil when the merchant already has an operation with this `operationId` (nothing written). The caller holds
     /// the payment's row lock and found no open operation: the unique open index refuses a second one regardless.
     public func begin(
-        _ request: OperationRequest, paymentId: UUID, requestedBy: Requester = .merchant, send: GatewayOperation, before: MoneyLifecycle?,
-        effect: OperationProtocol.Effect, timing: SendTiming, on connection: PostgresConnection
+        _ request: OperationRequest, paymentId: UUID, requestedBy: Requester = .merchant, send: GatewayOperation, stored: StoredForm,
+        before: MoneyLifecycle?, effect: OperationProtocol.Effect, timing: SendTiming, on connection: PostgresConnection
     ) throws -> (operation: Int64, attempt: Int64)? {
-        let (reference, settle, base, refund, capture): (String, String?, Int64?, Int64?, Int64?) = switch send {
-        case .transactionUpdate(let reference, let settle, let base): (reference, settle?.wireValue, base, nil, nil)
-        case .refund(let parent, let amount): (parent, nil, nil, amount, nil)
-        case .capture(let reference, let amount): (reference, nil, nil, nil, amount)
-        case .reversal(let reference): (reference, nil, nil, nil, nil)
-        }
+        // Stored in the processor's terms: the settle status and amount an update sets (a settlement-updates
+        // processor), or a capture's own amount; a refund's amount either way.
+        let requestType = stored.requestType
+        let update = stored.updatesSettlement ? send.settlementUpdate : nil
+        let (settle, base) = (update?.settleStatus?.wireValue, update?.settleAmount)
+        var (refund, capture): (Int64?, Int64?) = (nil, nil)
+        if case .refund(_, let amount) = send { refund = amount }
+        if case .capture(_, let amount) = send, update == nil { capture = amount }
+        let reference = send.targetReference
         let rows = try connection.query(
             """
             WITH operation AS (
@@ -240,7 +271,7 @@ public struct OperationStore: Sendable {
             SELECT operation_id, id FROM attempt
             """,
             [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
-             request.amount, send.requestType, reference, settle, base, refund, before?.status.rawValue, before?.capturedAmount,
+             request.amount, requestType, reference, settle, base, refund, before?.status.rawValue, before?.capturedAmount,
              before?.refundedAmount, effect.lifecycle.status.rawValue, effect.lifecycle.capturedAmount, effect.lifecycle.refundedAmount,
              effect.event.rawValue, effect.amount, timing.sendWindow, timing.settleSeconds, capture])
         guard let row = rows.first else { return nil }

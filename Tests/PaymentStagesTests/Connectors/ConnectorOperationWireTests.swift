@@ -56,6 +56,37 @@ import Testing
         #expect(shown == expected)
     }
 
+    // MARK: Trust Payments
+
+    static func transactionQuery(_ records: [JSONValue], code: String = "0") -> JSONValue {
+        ["response": [["errorcode": .string(code), "records": .array(records)]]]
+    }
+
+    /// A TRANSACTIONQUERY answer as the neutral evidence a lost TRANSACTIONUPDATE answer is reconciled on: the AUTH's
+    /// settle status and settlebaseamount as the payment's settlement; no AUTH record of the reference (or one without a
+    /// settle status) shows no payment; an answer not Ok is a failure.
+    @Test(arguments: [
+        (transactionQuery([["requesttypedescription": "AUTH", "transactionreference": "1-2-3", "settlestatus": "0", "settlebaseamount": "800"]]),
+         "settlement 0 800"),
+        (transactionQuery([["requesttypedescription": "AUTH", "transactionreference": "1-2-3", "settlestatus": "3"]]), "settlement 3 -"),
+        (transactionQuery([["requesttypedescription": "REFUND", "transactionreference": "1-2-3", "settlestatus": "0"]]), "no record"),
+        (transactionQuery([["requesttypedescription": "AUTH", "transactionreference": "1-2-4", "settlestatus": "0"]]), "no record"),
+        (transactionQuery([["requesttypedescription": "AUTH", "transactionreference": "1-2-3"]]), "no record"),
+        (transactionQuery([]), "no record"),
+        (transactionQuery([], code: "50000"), "failure paypipe.query_failed"),
+    ])
+    func trustPaymentsQueryAnswers(answer: JSONValue, expected: String) {
+        let evidence = TrustPaymentsClient.settlements(answer, of: ["1-2-3"]).map { OperationProtocol.Evidence.settlement($0["1-2-3"]) }
+        let shown: String = switch evidence {
+        case .failure(let failure): "failure \(failure.code)"
+        case .success(.payment(nil)): "no record"
+        case .success(.payment(let shown?)) where shown.isCaptured == nil && shown.refundedAmount == nil:
+            "settlement \(shown.settlement.map { $0.settleStatus.wireValue } ?? "-") \(shown.settlement?.settleBaseAmount.map(String.init) ?? "-")"
+        case .success(let other): "\(other)"
+        }
+        #expect(shown == expected)
+    }
+
     // MARK: TapPay
 
     /// A refund always carries its amount, in TapPay's unit; one TapPay cannot express is refused, never sent without
@@ -93,8 +124,8 @@ import Testing
     func tapPayRecordAnswers(answer: JSONValue, expected: String) {
         let shown: String = switch TapPayWire.tradeEvidence(answer, recTradeId: "D1", currency: "TWD") {
         case .failure(let failure): "failure \(failure.code)"
-        case .success(.trade(nil)): "no record"
-        case .success(.trade(let record?)):
+        case .success(.payment(nil)): "no record"
+        case .success(.payment(let record?)) where record.settlement == nil:
             "captured \(record.isCaptured.map(String.init) ?? "-") refunded \(record.refundedAmount.map(String.init) ?? "-")"
         case .success(let other): "\(other)"
         }
@@ -132,19 +163,12 @@ import Testing
     /// The decided request in each connector's form, in the payment's currency; a TRANSACTIONUPDATE is none.
     @Test func decidedRequestsInConnectorForm() {
         #expect(ConnectorOperation(.capture(transactionReference: "P", amount: 5), currency: "GBP") == .capture(transactionId: "P", amountMinor: 5, currency: "GBP"))
-        #expect(ConnectorOperation(.reversal(transactionReference: "P"), currency: "GBP") == .void(transactionId: "P"))
-        #expect(ConnectorOperation(.refund(parentTransactionReference: "P", baseAmount: 5), currency: "USD") == .refund(transactionId: "P", amountMinor: 5, currency: "USD"))
-        #expect(ConnectorOperation(.transactionUpdate(transactionReference: "P", settleStatus: .cancelled, settleBaseAmount: nil), currency: "GBP") == nil)
-    }
-
-    /// Trust Payments' webservices client sends no other connector's request.
-    @Test func webservicesRefusesAConnectorRequest() {
-        let endpoint = GatewayEndpoint(baseUrl: "https://127.0.0.1:9", siteReference: "s", transport: .webservices, username: "u", secret: "p")
-        let answer = TrustPaymentsClient(transport: .init(deployment: .sandbox)).operate(.capture(transactionReference: "1-2-3", amount: 5), endpoint: endpoint,
-                                                                                         requestId: "O1", window: nil, using: HTTPClient())
-        guard case .refused("operation_not_supported", _) = answer else {
-            Issue.record("\(answer)")
-            return
-        }
+        #expect(ConnectorOperation(.void(transactionReference: "P"), currency: "GBP") == .void(transactionId: "P"))
+        #expect(ConnectorOperation(.refund(parentTransactionReference: "P", amount: 5), currency: "USD") == .refund(transactionId: "P", amountMinor: 5, currency: "USD"))
+        // What a processor's own capture, void and refund cannot express: a capture without its amount, a lowered
+        // capture, a suspension.
+        #expect(ConnectorOperation(.capture(transactionReference: "P", amount: nil), currency: "GBP") == nil)
+        #expect(ConnectorOperation(.lowerCapture(transactionReference: "P", amount: 5), currency: "GBP") == nil)
+        #expect(ConnectorOperation(.hold(transactionReference: "P"), currency: "GBP") == nil)
     }
 }

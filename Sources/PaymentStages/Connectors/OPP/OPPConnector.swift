@@ -50,7 +50,7 @@ public struct OPPConnector: GatewayConnector {
     }
 
     public func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         let request = HTTPRequest(method: "GET", url: endpoint.trimmedBase + OPPWire.queryPath(entityId: endpoint.siteReference, reference: reference),

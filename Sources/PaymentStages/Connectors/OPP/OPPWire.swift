@@ -274,7 +274,7 @@ public enum OPPWire {
     /// authorisation (`PA`/`DB`). Two authorisations under one
     /// reference, or one whose reference, amount or currency differs, are ambiguous: needs review, never adopted,
     /// never resent. A record without a final outcome (pending, communication error) proves nothing.
-    public static func queryResult(_ answer: JSONValue, status: Int = 200, expected: GatewayResponseMapper.Expected, sandbox: Bool) -> TransactionQueryResult {
+    public static func queryResult(_ answer: JSONValue, status: Int = 200, expected: TransactionQueryResult.Expected, sandbox: Bool) -> TransactionQueryResult {
         if isNotFound(answer, status: status) { return .notFound }
         guard let code = answer["result"]?["code"]?.stringValue else {
             return .inconclusive(code: "paypipe.invalid_response", reason: "query answer has no result.code")
@@ -303,7 +303,7 @@ public enum OPPWire {
         }
     }
 
-    static func matches(_ record: JSONValue, _ expected: GatewayResponseMapper.Expected) -> Bool {
+    static func matches(_ record: JSONValue, _ expected: TransactionQueryResult.Expected) -> Bool {
         if let reference = expected.orderReference, record["merchantTransactionId"]?.stringValue != reference { return false }
         if let code = expected.currency {
             guard record["currency"]?.stringValue == code, let currency = Currency.alpha3(code) else { return false }

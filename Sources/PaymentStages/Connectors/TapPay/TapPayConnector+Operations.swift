@@ -18,7 +18,7 @@ extension TapPayConnector: OperationConnector {
             let capture = ConnectorOperation.capture(transactionId: payment.transactionReference, amountMinor: 0, currency: payment.currency)
             switch findOperation(capture, reference: payment.transactionReference, endpoint: endpoint, requestId: requestId, now: now, using: client) {
             case .failure(let failure): return .failure(failure)
-            case .success(.trade(let record?)) where record.isCaptured == true:
+            case .success(.payment(let record?)) where record.isCaptured == true:
                 settled[payment.transactionReference] = OperationProtocol.QueriedAuth(settleStatus: .settled, settleBaseAmount: nil)
             case .success: continue
             }
@@ -30,5 +30,6 @@ extension TapPayConnector: OperationConnector {
 /// TapPay's operations as the rules see them: `/tpc/transaction/cap` (the full authorisation only) and
 /// `/tpc/transaction/refund`; no void API.
 extension OperationProtocol.Transport {
-    public static let tapPay = OperationProtocol.Transport(name: "TapPay", operations: .processorOperations, capturesPartially: false, voids: false)
+    public static let tapPay = OperationProtocol.Transport(name: "TapPay", operations: .processorOperations, capturesPartially: false, voids: false,
+                                                           requestNames: .processorOperations)
 }

@@ -55,7 +55,7 @@ public struct TapPayConnector: GatewayConnector {
     }
 
     public func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         let body = TapPayWire.recordQuery(partnerKey: endpoint.secret, reference: reference, around: now)

@@ -154,9 +154,9 @@ public enum TapPayWire {
         guard mine.count == records.count, mine.count <= 1 else {
             return .failure(OperationQueryFailure(code: "paypipe.query_unrecognised", reason: "the records are not exactly this trade's"))
         }
-        guard let record = mine.first else { return .success(.trade(nil)) }
+        guard let record = mine.first else { return .success(.payment(nil)) }
         let refunded = record["refund_amount"]?.int64Value.flatMap { minorUnits($0, currency: record["currency"]?.stringValue ?? currency) }
-        return .success(.trade(OperationProtocol.TradeRecord(isCaptured: record["is_captured"]?.boolValue, refundedAmount: refunded)))
+        return .success(.payment(OperationProtocol.ShownPayment(isCaptured: record["is_captured"]?.boolValue, refundedAmount: refunded)))
     }
 
     // MARK: Answers
@@ -191,7 +191,7 @@ public enum TapPayWire {
     /// Interprets a Record API answer for the payment `expected` describes: status 0 or 2 (end of list [doc]) with a
     /// `trade_records` list. No record for the reference is "not found"; two are ambiguous (needs review, never
     /// adopted); one whose amount, currency or reference differs is too. A pending record proves nothing.
-    public static func queryResult(_ answer: JSONValue, expected: GatewayResponseMapper.Expected) -> TransactionQueryResult {
+    public static func queryResult(_ answer: JSONValue, expected: TransactionQueryResult.Expected) -> TransactionQueryResult {
         guard let status = answer["status"]?.int64Value, status == 0 || status == 2, let records = answer["trade_records"]?.arrayValue else {
             return .inconclusive(code: answer["status"]?.int64Value.map(String.init) ?? "paypipe.invalid_response",
                                  reason: "record query failed: \(answer["msg"]?.stringValue.map { String($0.prefix(200)) } ?? "no trade_records")")

@@ -21,7 +21,7 @@ extension TrustPaymentsClient {
 
     /// One TRANSACTIONQUERY on a client of its own (a new connection), adopting any single matching record.
     public func queryTransaction(
-        orderReference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected = .init(amountMinor: nil, currency: nil),
+        orderReference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected = .init(amountMinor: nil, currency: nil),
         requestId: String, now: Date = Date()
     ) -> TransactionQueryResult {
         queryTransaction(orderReference: orderReference, endpoint: endpoint, expected: expected, requestId: requestId, now: now,

@@ -11,32 +11,32 @@ extension TrustPaymentsClient {
     public func operate(
         _ operation: GatewayOperation, endpoint: GatewayEndpoint, requestId: String, window: SendWindow?, using client: HTTPClient
     ) -> OperationSteps.Answer {
-        guard operation.isWebservices else {
-            return .refused(code: "operation_not_supported", message: "\(operation.requestType) is another connector's request, not a Webservices one")
-        }
+        let requestType = OperationProtocol.Transport.RequestNames.trustPayments.name(of: operation)
         let request = operation.requestObject(siteReference: endpoint.siteReference)
         switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
         case .failure(let failure):
             return Self.answer(failure.result)
         case .success(let document):
             let items = document["response"]?.arrayValue ?? []
-            guard let item = items.last(where: { $0["requesttypedescription"]?.stringValue == operation.requestType }) ?? items.last,
+            guard let item = items.last(where: { $0["requesttypedescription"]?.stringValue == requestType }) ?? items.last,
                   let code = item["errorcode"]?.stringValue else {
-                return .uncertain(code: "paypipe.invalid_response", reason: "the answer has no \(operation.requestType) item with an errorcode")
+                return .uncertain(code: "paypipe.invalid_response", reason: "the answer has no \(requestType) item with an errorcode")
             }
             guard code == "0" else {
                 return .refused(code: "gateway_\(code.prefix(16))", message: String((item["errormessage"]?.stringValue ?? "refused").prefix(200)))
             }
-            return .confirmed(transactionReference: operation.requestType == "REFUND" ? item["transactionreference"]?.stringValue : nil)
+            // A REFUND is a transaction of its own, whose reference is kept; an update's is the AUTH's.
+            let isRefund = if case .refund = operation { true } else { false }
+            return .confirmed(transactionReference: isRefund ? item["transactionreference"]?.stringValue : nil)
         }
     }
 
     /// A lost answer's evidence: the AUTH's settle status and `settlebaseamount` (a TRANSACTIONQUERY by its
-    /// `transactionreference`).
+    /// `transactionreference`) as the payment's settlement; no AUTH record, no payment shown.
     public func findOperation(
         _ operation: ConnectorOperation, reference: String, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
-        queryAuth(transactionReference: operation.transactionId, endpoint: endpoint, requestId: requestId, using: client).map { .auth($0) }
+        queryAuth(transactionReference: operation.transactionId, endpoint: endpoint, requestId: requestId, using: client).map(OperationProtocol.Evidence.settlement)
     }
 
     /// A local failure as an operation's answer: certainly not sent, unknown, or refused before any call.
@@ -75,20 +75,27 @@ extension TrustPaymentsClient {
         case .failure(let failure):
             return .failure(OperationQueryFailure(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed"))
         case .success(let document):
-            guard let item = document["response"]?.arrayValue?.first, item["errorcode"]?.stringValue == "0" else {
-                return .failure(OperationQueryFailure(code: "paypipe.query_failed", reason: "the status query was not answered Ok"))
-            }
-            let wanted = Set(transactionReferences)
-            var found: [String: OperationProtocol.QueriedAuth] = [:]
-            for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
-                guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
-                      let settle = record["settlestatus"]?.stringValue else { continue }
-                found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
-                                                                 settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
-            }
-            return .success(found)
+            return Self.settlements(document, of: Set(transactionReferences))
         }
     }
+
+    /// The AUTH records of `wanted` a TRANSACTIONQUERY answer (the Webservices document) shows, by transaction
+    /// reference: each one's settle status and `settlebaseamount`; a record without a settle status, of another
+    /// request type or of another reference is not one. An answer not Ok is a failure.
+    static func settlements(_ document: JSONValue, of wanted: Set<String>) -> Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure> {
+        guard let item = document["response"]?.arrayValue?.first, item["errorcode"]?.stringValue == "0" else {
+            return .failure(OperationQueryFailure(code: "paypipe.query_failed", reason: "the status query was not answered Ok"))
+        }
+        var found: [String: OperationProtocol.QueriedAuth] = [:]
+        for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
+            guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
+                  let settle = record["settlestatus"]?.stringValue else { continue }
+            found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
+                                                             settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
+        }
+        return .success(found)
+    }
+
 }
 
 /// Trust Payments' operations behind the one operation interface: the decided TRANSACTIONUPDATE or REFUND as it is,
@@ -117,7 +124,7 @@ extension TrustPaymentsClient: OperationConnector {
     public func findOperation(
         _ request: GatewayOperation, _ context: OperationContext, endpoint: GatewayEndpoint, requestId: String, now: Date, using client: HTTPClient
     ) -> Result<OperationProtocol.Evidence, OperationQueryFailure> {
-        queryAuth(transactionReference: request.targetReference, endpoint: endpoint, requestId: requestId, using: client).map { .auth($0) }
+        queryAuth(transactionReference: request.targetReference, endpoint: endpoint, requestId: requestId, using: client).map(OperationProtocol.Evidence.settlement)
     }
 
     public func upkeep(_ endpoint: GatewayEndpoint) -> UpkeepCapabilities {
@@ -129,7 +136,7 @@ extension TrustPaymentsClient: OperationConnector {
 
     /// TRANSACTIONUPDATE `{"settlestatus":"2"}`: an absolute value, so sending it again changes nothing more.
     public func suspend(transactionReference: String, endpoint: GatewayEndpoint, requestId: String, using client: HTTPClient) -> OperationSteps.Answer {
-        operate(.suspend(transactionReference), endpoint: endpoint, requestId: requestId, window: nil, using: client)
+        operate(.hold(transactionReference: transactionReference), endpoint: endpoint, requestId: requestId, window: nil, using: client)
     }
 
     public func querySettlement(
@@ -141,9 +148,10 @@ extension TrustPaymentsClient: OperationConnector {
 
 /// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
 extension OperationProtocol.Transport {
-    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates)
+    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates, requestNames: .trustPayments)
     public static let jwt = OperationProtocol.Transport(
         name: "Trust Payments",
         operations: .refused(reason: "needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed",
-                             lateVoid: "voids need the webservices transport"))
+                             lateVoid: "voids need the webservices transport"),
+        requestNames: .trustPayments)
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import JWT
 import Pipeline
+import TrustPaymentsWire
 
 /// Talks to Trust Payments over the merchant's transport (``GatewayEndpoint/transport``):
 /// - `webservices`: the Webservices JSON API (`/json/`, HTTP Basic) as Trust Payments' Python SDK speaks it
@@ -56,7 +57,7 @@ public struct TrustPaymentsClient: Sendable {
             ?? Self.requestLifetime(totalTimeout: totalTimeout)
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now, expiresIn: max(1, lifetime))
         switch exchange(jwt: jwt, requestTypes: requestTypes, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
-        case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
+        case .success(let claims): return TrustPaymentsResponseMapper.result(fromClaims: claims)
         case .failure(let failure): return failure.result
         }
     }
@@ -76,7 +77,7 @@ public struct TrustPaymentsClient: Sendable {
     /// Asks which transactions the gateway holds for `orderReference` on the endpoint's site; a record is adopted only
     /// if it matches `expected`.
     public func queryTransaction(
-        orderReference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        orderReference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         if endpoint.transport == .webservices {
@@ -85,7 +86,7 @@ public struct TrustPaymentsClient: Sendable {
         let claims = Self.queryClaims(orderReference: orderReference, endpoint: endpoint)
         let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
         switch exchange(jwt: jwt, requestTypes: ["TRANSACTIONQUERY"], endpoint: endpoint, requestId: requestId, gate: nil, client: client) {
-        case .success(let claims): return GatewayResponseMapper.queryResult(fromClaims: claims, expected: expected)
+        case .success(let claims): return TrustPaymentsResponseMapper.queryResult(fromClaims: claims, expected: expected)
         case .failure(let failure): return .inconclusive(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed")
         }
     }

@@ -2,10 +2,11 @@ import Foundation
 import HTTP
 import JWT
 import Pipeline
+import TrustPaymentsWire
 
 /// Trust Payments behind the connector protocol, unchanged in behaviour: the stored claims with the per-payment
 /// `orderreference`, AUTH over the merchant's transport, TRANSACTIONQUERY by that reference, and the back-office
-/// operations as the operations lifecycle sends them (``GatewayOperation``: TRANSACTIONUPDATE and REFUND).
+/// operations as the operations lifecycle sends them (``GatewayOperation`` as TRANSACTIONUPDATE and REFUND).
 extension TrustPaymentsClient: GatewayConnector {
     public func totalTimeout(for endpoint: GatewayEndpoint) -> Double { totalTimeout(for: endpoint.transport) }
 
@@ -18,7 +19,7 @@ extension TrustPaymentsClient: GatewayConnector {
     }
 
     public func find(
-        reference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, now: Date,
+        reference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, now: Date,
         using client: HTTPClient
     ) -> TransactionQueryResult {
         queryTransaction(orderReference: reference, endpoint: endpoint, expected: expected, requestId: requestId, now: now, using: client)
@@ -28,9 +29,9 @@ extension TrustPaymentsClient: GatewayConnector {
     /// refund: REFUND of the settled AUTH (trustpayments.md §8, docs/operations-lifecycle.md).
     public static func gatewayOperation(_ operation: ConnectorOperation) -> GatewayOperation {
         switch operation {
-        case .capture(let id, let amount, _): .transactionUpdate(transactionReference: id, settleStatus: .pendingSettlement, settleBaseAmount: amount)
-        case .void(let id): .transactionUpdate(transactionReference: id, settleStatus: .cancelled, settleBaseAmount: nil)
-        case .refund(let id, let amount, _): .refund(parentTransactionReference: id, baseAmount: amount)
+        case .capture(let id, let amount, _): .capture(transactionReference: id, amount: amount)
+        case .void(let id): .void(transactionReference: id)
+        case .refund(let id, let amount, _): .refund(parentTransactionReference: id, amount: amount)
         }
     }
 
@@ -42,7 +43,7 @@ extension TrustPaymentsClient: GatewayConnector {
         switch endpoint.transport {
         case .webservices:
             switch webservicesExchange(request: object, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
-            case .success(let answer): return GatewayResponseMapper.result(fromClaims: ["payload": answer])
+            case .success(let answer): return TrustPaymentsResponseMapper.result(fromClaims: ["payload": answer])
             case .failure(let failure): return failure.result
             }
         case .jwt:
@@ -50,7 +51,7 @@ extension TrustPaymentsClient: GatewayConnector {
             let jwt = TrustPaymentsClaimsBuilder.signedJWT(claims: claims, secret: endpoint.secret, issuedAt: now)
             let types = object["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue) ?? []
             switch exchange(jwt: jwt, requestTypes: types, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
-            case .success(let claims): return GatewayResponseMapper.result(fromClaims: claims)
+            case .success(let claims): return TrustPaymentsResponseMapper.result(fromClaims: claims)
             case .failure(let failure): return failure.result
             }
         }

@@ -5,34 +5,40 @@ import PaymentDomain
 /// adds the envelope (`alias`, `version`, `requestreference`). Its operations are TRANSACTIONUPDATEs of the AUTH and
 /// REFUNDs of the settled AUTH.
 extension GatewayOperation {
-    /// The request object (one element of the envelope's `request[]`); `null` for a processor's own capture or
-    /// reversal, which Trust Payments has no form for.
+    /// The request object (one element of the envelope's `request[]`): a REFUND of the settled AUTH, or else a
+    /// TRANSACTIONUPDATE of the AUTH to the settle status and `settlebaseamount` the operation sets
+    /// (``GatewayOperation/settlementUpdate``).
     public func requestObject(siteReference: String) -> JSONValue {
-        switch self {
-        case .capture, .reversal:
-            return .null
-        case .transactionUpdate(let reference, let settleStatus, let settleBaseAmount):
-            // The filter's shape is TRANSACTIONQUERY's: arrays of {"value": …} (§8, [doc][sdk]).
-            let filter: JSONValue = .object([
-                (key: "sitereference", value: .array([.object([(key: "value", value: .string(siteReference))])])),
-                (key: "transactionreference", value: .array([.object([(key: "value", value: .string(reference))])])),
-            ])
-            let updates = JSONValue.object(omittingAbsent: [
-                ("settlestatus", settleStatus.map { .string($0.wireValue) }),
-                ("settlebaseamount", settleBaseAmount.map { .string(String($0)) }),
-            ])
-            return .object([
-                (key: "requesttypedescriptions", value: .array([.string(requestType)])),
-                (key: "filter", value: filter),
-                (key: "updates", value: updates),
-            ])
-        case .refund(let parent, let baseAmount):
+        let requestType = OperationProtocol.Transport.RequestNames.trustPayments.name(of: self)
+        guard let (settleStatus, settleBaseAmount) = settlementUpdate else {
+            guard case .refund(let parent, let amount) = self else { return .null }
             return .object([
                 (key: "requesttypedescriptions", value: .array([.string(requestType)])),
                 (key: "sitereference", value: .string(siteReference)),
                 (key: "parenttransactionreference", value: .string(parent)),
-                (key: "baseamount", value: .string(String(baseAmount))),
+                (key: "baseamount", value: .string(String(amount))),
             ])
         }
+        // The filter's shape is TRANSACTIONQUERY's: arrays of {"value": …} (§8, [doc][sdk]).
+        let filter: JSONValue = .object([
+            (key: "sitereference", value: .array([.object([(key: "value", value: .string(siteReference))])])),
+            (key: "transactionreference", value: .array([.object([(key: "value", value: .string(targetReference))])])),
+        ])
+        let updates = JSONValue.object(omittingAbsent: [
+            ("settlestatus", settleStatus.map { .string($0.wireValue) }),
+            ("settlebaseamount", settleBaseAmount.map { .string(String($0)) }),
+        ])
+        return .object([
+            (key: "requesttypedescriptions", value: .array([.string(requestType)])),
+            (key: "filter", value: filter),
+            (key: "updates", value: updates),
+        ])
     }
+}
+
+/// Trust Payments' names of the requests, as stored and reported: every operation but a refund is a TRANSACTIONUPDATE
+/// of the AUTH; a refund is a REFUND; the status query a TRANSACTIONQUERY.
+extension OperationProtocol.Transport.RequestNames {
+    public static let trustPayments = Self(capture: "TRANSACTIONUPDATE", void: "TRANSACTIONUPDATE", lowerCapture: "TRANSACTIONUPDATE",
+                                           hold: "TRANSACTIONUPDATE", refund: "REFUND", query: "TRANSACTIONQUERY")
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import JWT
 import Pipeline
+import TrustPaymentsWire
 
 /// The `webservices` transport's timing, as Trust Payments' Python SDK 1.0.26 does it (`config.py:38-42`,
 /// `httpclient.py` `_send`): a connection failure is retried, 0.5 s apart and at most 6 times, while 10 s of
@@ -71,18 +72,18 @@ extension TrustPaymentsClient {
             return .local(.permanentError, code: "paypipe.invalid_request", message: "stored claims have no payload object")
         }
         switch webservicesExchange(request: payload, endpoint: endpoint, requestId: requestId, gate: window?.gate, client: client) {
-        case .success(let answer): return GatewayResponseMapper.result(fromClaims: ["payload": answer])
+        case .success(let answer): return TrustPaymentsResponseMapper.result(fromClaims: ["payload": answer])
         case .failure(let failure): return failure.result
         }
     }
 
     /// A TRANSACTIONQUERY over `/json/` by site and the attempt's order reference.
     func webservicesQuery(
-        orderReference: String, endpoint: GatewayEndpoint, expected: GatewayResponseMapper.Expected, requestId: String, client: HTTPClient
+        orderReference: String, endpoint: GatewayEndpoint, expected: TransactionQueryResult.Expected, requestId: String, client: HTTPClient
     ) -> TransactionQueryResult {
         let request = Self.queryRequest(orderReference: orderReference, siteReference: endpoint.siteReference)
         switch webservicesExchange(request: request, endpoint: endpoint, requestId: requestId, gate: nil, client: client) {
-        case .success(let answer): return GatewayResponseMapper.queryResult(fromClaims: ["payload": answer], expected: expected)
+        case .success(let answer): return TrustPaymentsResponseMapper.queryResult(fromClaims: ["payload": answer], expected: expected)
         case .failure(let failure):
             return .inconclusive(code: failure.result.errorCode ?? "paypipe.query_failed", reason: failure.result.errorMessage ?? "query failed")
         }

@@ -182,7 +182,7 @@ import Testing
         ["result": ["code": .string(code), "description": "successful request"], "payments": .array(records)]
     }
 
-    static let expected = GatewayResponseMapper.Expected(amountMinor: 1050, currency: "GBP", orderReference: "REF-1")
+    static let expected = TransactionQueryResult.Expected(amountMinor: 1050, currency: "GBP", orderReference: "REF-1")
 
     @Test func answers() {
         let authorised = OPPWire.result(Self.record("000.000.000"), sandbox: false)

@@ -93,7 +93,7 @@ import Testing
         }
     }
 
-    static let expected = GatewayResponseMapper.Expected(amountMinor: 120_000, currency: "TWD", orderReference: "REF-1")
+    static let expected = TransactionQueryResult.Expected(amountMinor: 120_000, currency: "TWD", orderReference: "REF-1")
 
     static func records(_ records: [JSONValue], status: Int64 = 0) -> JSONValue {
         ["status": .integer(status), "msg": "", "trade_records": .array(records)]

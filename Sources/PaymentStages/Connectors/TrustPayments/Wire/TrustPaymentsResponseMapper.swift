@@ -1,14 +1,17 @@
 import JSON
+import PaymentDomain
 
-/// Pure mapping of Trust Payments answers to ``GatewayOutcome``s: no I/O, so every code class is unit-tested.
+/// Pure mapping of Trust Payments answers to ``GatewayOutcome``s: no I/O, so every code class is unit-tested. A module of
+/// its own (`TrustPaymentsWire`, pure: PaymentDomain and JSON only) inside the connector's folder, so the fuzz harness,
+/// which links no stage code (scripts/check-modules), fuzzes it.
 ///
 /// The default for anything not listed is `uncertain`: treating an unknown answer as "declined" or "failed" could
 /// abandon a payment the acquirer actually charged, while "uncertain" only costs a TRANSACTIONQUERY.
 ///
 /// The codes and their meanings are those of Trust Payments' Python SDK 1.0.26, `securetrading/data/errormessages.json`
-/// (copied to `Tests/Fixtures/trustpayments/errormessages.json`; `GatewayResponseMapperTests` checks every mapped code
+/// (copied to `Tests/Fixtures/trustpayments/errormessages.json`; `TrustPaymentsResponseMapperTests` checks every mapped code
 /// against it). A code that list lacks stays uncertain.
-public enum GatewayResponseMapper {
+public enum TrustPaymentsResponseMapper {
     /// errormessages.json: 60022 "Unauthenticated", 60042 "Insufficient funds", 70000 "Decline", 71000 "Soft
     /// Decline", 72000 "Refer to Issuer", 88888 "Soft Decline retry" (a new attempt by the customer, not a resend
     /// of this request).
@@ -103,27 +106,17 @@ public enum GatewayResponseMapper {
         }
     }
 
-    /// What a payment's own AUTH record must match to be adopted: its amount in minor units and its currency.
-    public struct Expected: Sendable, Equatable {
-        public let amountMinor: Int64?
-        public let currency: String?
-        /// The order reference queried: a record naming another one is not this payment's.
-        public let orderReference: String?
-
-        public init(amountMinor: Int64?, currency: String?, orderReference: String? = nil) {
-            self.amountMinor = amountMinor
-            self.currency = currency
-            self.orderReference = orderReference
+    /// Whether a record's `baseamount`, `currencyiso3a` and `orderreference`, where present, equal the payment's.
+    static func matches(_ record: JSONValue, _ expected: TransactionQueryResult.Expected) -> Bool {
+        if let orderReference = expected.orderReference, let recorded = record["orderreference"]?.stringValue, recorded != orderReference {
+            return false
         }
-
-        /// Whether a record's `baseamount`, `currencyiso3a` and `orderreference`, where present, equal the payment's.
-        func matches(_ record: JSONValue) -> Bool {
-            if let orderReference, let recorded = record["orderreference"]?.stringValue, recorded != orderReference { return false }
-            if let amountMinor, let recorded = record["baseamount"].flatMap({ $0.int64Value ?? $0.stringValue.flatMap { Int64($0) } }),
-               recorded != amountMinor { return false }
-            if let currency, let recorded = record["currencyiso3a"]?.stringValue, recorded != currency { return false }
-            return true
+        if let amountMinor = expected.amountMinor,
+           let recorded = record["baseamount"].flatMap({ $0.int64Value ?? $0.stringValue.flatMap { Int64($0) } }), recorded != amountMinor {
+            return false
         }
+        if let currency = expected.currency, let recorded = record["currencyiso3a"]?.stringValue, recorded != currency { return false }
+        return true
     }
 
     /// Interprets the verified claims of a TRANSACTIONQUERY answer for the payment described by `expected`.
@@ -135,7 +128,7 @@ public enum GatewayResponseMapper {
     /// proves nothing either way. The reference queried is the payment's own, so two AUTH records, or one whose
     /// amount, currency or order reference differs, mean something PayPipe does not understand: inconclusive, never
     /// adopted.
-    public static func queryResult(fromClaims claims: JSONValue, expected: Expected = Expected(amountMinor: nil, currency: nil)) -> TransactionQueryResult {
+    public static func queryResult(fromClaims claims: JSONValue, expected: TransactionQueryResult.Expected = .init(amountMinor: nil, currency: nil)) -> TransactionQueryResult {
         guard let items = responseItems(claims), let item = mainItem(items) else {
             return .inconclusive(code: "paypipe.invalid_response", reason: "query response has no version 1.00 response[]")
         }
@@ -154,7 +147,7 @@ public enum GatewayResponseMapper {
         guard auths.count == 1 else {
             return .inconclusive(code: "paypipe.query_ambiguous", reason: "\(auths.count) AUTH records for one payment's reference")
         }
-        guard expected.matches(record) else {
+        guard matches(record, expected) else {
             return .inconclusive(code: "paypipe.query_mismatch", reason: "the AUTH record's amount or currency differs from the payment's")
         }
         guard record["errorcode"]?.stringValue != nil else {

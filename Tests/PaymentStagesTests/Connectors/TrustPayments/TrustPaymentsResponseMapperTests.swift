@@ -3,18 +3,19 @@ import JWT
 import PaymentDomain
 @testable import PaymentStages
 import Testing
+import TrustPaymentsWire
 
 /// Trust Payments answers → outcomes: every code class, the main-item rule, 3-D Secure redirects, response
 /// validation, and TRANSACTIONQUERY verdicts.
-@Suite struct GatewayResponseMapperTests {
+@Suite struct TrustPaymentsResponseMapperTests {
     @Test("error code 0 authorises", arguments: ["0"])
     func authorized(code: String) {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .authorized)
+        #expect(TrustPaymentsResponseMapper.outcome(forErrorCode: code) == .authorized)
     }
 
     @Test("issuer and 3-D Secure refusals are declines", arguments: ["70000", "60022", "60042", "71000", "72000", "88888"])
     func declined(code: String) {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .declined)
+        #expect(TrustPaymentsResponseMapper.outcome(forErrorCode: code) == .declined)
     }
 
     @Test("request errors are permanent", arguments: [
@@ -22,19 +23,19 @@ import Testing
         "10003", "10100", "10101", "10102", "10103", "10205", "10600", "20004", "20007", "20011", "20015", "20018", "20040",
     ])
     func permanent(code: String) {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .permanentError)
+        #expect(TrustPaymentsResponseMapper.outcome(forErrorCode: code) == .permanentError)
     }
 
     @Test("transport, queued and unknown answers are uncertain",
           arguments: ["50000", "50005", "50014", "60010", "70001", "79000", "99999", "12345", "20016", "20017", "20041", "50015", "abc", "", "-1"])
     func uncertain(code: String) {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .uncertain)
+        #expect(TrustPaymentsResponseMapper.outcome(forErrorCode: code) == .uncertain)
     }
 
     /// No source says a locked record (79001) or a generic retry (88000) was not processed: query before resending.
     @Test("locked records and generic retries are uncertain", arguments: ["79001", "88000"])
     func lockedAndGenericRetryAreUncertain(code: String) {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: code) == .uncertain)
+        #expect(TrustPaymentsResponseMapper.outcome(forErrorCode: code) == .uncertain)
     }
 
     static func authItem(settleStatus: String?, amount: String = "1000", currency: String = "GBP") -> JSONValue {
@@ -49,14 +50,14 @@ import Testing
         ("3", .declined, "gateway_cancelled"), ("2", .needsReview, "gateway_suspended"), ("7", .uncertain, "gateway_settlestatus_unknown"),
     ])
     func settleStatus(status: String, outcome: GatewayOutcome, reason: String?) {
-        let result = GatewayResponseMapper.result(fromItem: Self.authItem(settleStatus: status))
+        let result = TrustPaymentsResponseMapper.result(fromItem: Self.authItem(settleStatus: status))
         #expect(result.outcome == outcome)
         #expect(result.reason == reason)
         if let reason { #expect(TerminalDecision(result).errorCode == reason) }
     }
 
     @Test func anAuthWithoutSettleStatusStaysAuthorised() {
-        #expect(GatewayResponseMapper.result(fromItem: Self.authItem(settleStatus: nil)).outcome == .authorized)
+        #expect(TrustPaymentsResponseMapper.result(fromItem: Self.authItem(settleStatus: nil)).outcome == .authorized)
     }
 
     static func queryClaims(_ records: [JSONValue]) -> JSONValue {
@@ -65,18 +66,18 @@ import Testing
     }
 
     @Test func aQueryAdoptsOnlyTheOneRecordThatMatchesThePayment() {
-        let expected = GatewayResponseMapper.Expected(amountMinor: 1000, currency: "GBP")
-        let one = GatewayResponseMapper.queryResult(fromClaims: Self.queryClaims([Self.authItem(settleStatus: "0")]), expected: expected)
+        let expected = TransactionQueryResult.Expected(amountMinor: 1000, currency: "GBP")
+        let one = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.queryClaims([Self.authItem(settleStatus: "0")]), expected: expected)
         guard case .found(let adopted) = one else {
             Issue.record("not adopted: \(one)")
             return
         }
         #expect(adopted.transactionReference == "1-2-3")
-        let two = GatewayResponseMapper.queryResult(
+        let two = TrustPaymentsResponseMapper.queryResult(
             fromClaims: Self.queryClaims([Self.authItem(settleStatus: "0"), Self.authItem(settleStatus: "3")]), expected: expected)
         #expect(two == .inconclusive(code: "paypipe.query_ambiguous", reason: "2 AUTH records for one payment's reference"))
         for mismatch in [Self.authItem(settleStatus: "0", amount: "1001"), Self.authItem(settleStatus: "0", currency: "EUR")] {
-            guard case .inconclusive(let code, _) = GatewayResponseMapper.queryResult(fromClaims: Self.queryClaims([mismatch]), expected: expected) else {
+            guard case .inconclusive(let code, _) = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.queryClaims([mismatch]), expected: expected) else {
                 Issue.record("a mismatching record was adopted")
                 continue
             }
@@ -85,16 +86,16 @@ import Testing
     }
 
     @Test func manualInvestigationHoldsForReview() {
-        #expect(GatewayResponseMapper.outcome(forErrorCode: "60034") == .needsReview)
+        #expect(TrustPaymentsResponseMapper.outcome(forErrorCode: "60034") == .needsReview)
     }
 
     @Test func mainItemIsTheCustomerOutputElseTheLast() {
         let first: JSONValue = ["requesttypedescription": "THREEDQUERY", "errorcode": "0"]
         let result: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "70000", "customeroutput": "RESULT"]
         let trailing: JSONValue = ["requesttypedescription": "RISKDEC", "errorcode": "0"]
-        #expect(GatewayResponseMapper.mainItem([first, result, trailing]) == result)
-        #expect(GatewayResponseMapper.mainItem([first, trailing]) == trailing)
-        #expect(GatewayResponseMapper.mainItem([]) == nil)
+        #expect(TrustPaymentsResponseMapper.mainItem([first, result, trailing]) == result)
+        #expect(TrustPaymentsResponseMapper.mainItem([first, trailing]) == trailing)
+        #expect(TrustPaymentsResponseMapper.mainItem([]) == nil)
     }
 
     static func claims(_ items: [JSONValue], version: JSONValue = "1.00") -> JSONValue {
@@ -107,7 +108,7 @@ import Testing
             "settlestatus": "0", "acquirerresponsecode": "00", "authcode": "TEST44", "maskedpan": "411111######1111",
             "customeroutput": "RESULT",
         ]
-        let result = GatewayResponseMapper.result(fromClaims: Self.claims([item]))
+        let result = TrustPaymentsResponseMapper.result(fromClaims: Self.claims([item]))
         #expect(result == GatewayResult(
             outcome: .authorized, errorCode: "0", errorMessage: "Ok", transactionReference: "1-2-3", settleStatus: "0",
             acquirerResponseCode: "00", authCode: "TEST44", maskedPan: "411111######1111"))
@@ -115,7 +116,7 @@ import Testing
 
     @Test func invalidFieldNamesTheField() {
         let item: JSONValue = ["errorcode": "30000", "errormessage": "Invalid field", "errordata": ["pan"]]
-        let result = GatewayResponseMapper.result(fromClaims: Self.claims([item]))
+        let result = TrustPaymentsResponseMapper.result(fromClaims: Self.claims([item]))
         #expect(result.outcome == .permanentError)
         #expect(result.errorData == ["pan"])
         #expect(result.failureDetail.contains("pan"))
@@ -124,18 +125,18 @@ import Testing
 
     @Test func threeDRedirectIsADeclineWithReason() {
         let item: JSONValue = ["requesttypedescription": "THREEDQUERY", "errorcode": "0", "customeroutput": "THREEDREDIRECT"]
-        let result = GatewayResponseMapper.result(fromClaims: Self.claims([item, ["requesttypedescription": "AUTH", "errorcode": "0"]]))
+        let result = TrustPaymentsResponseMapper.result(fromClaims: Self.claims([item, ["requesttypedescription": "AUTH", "errorcode": "0"]]))
         #expect(result.outcome == .declined)
         #expect(result.reason == "3ds_challenge_required")
         #expect(result.failureCode == "3ds_challenge_required")
     }
 
     @Test func malformedResponsesAreUncertain() {
-        #expect(GatewayResponseMapper.result(fromClaims: Self.claims([])).outcome == .uncertain)
-        #expect(GatewayResponseMapper.result(fromClaims: Self.claims([["errorcode": "0"]], version: "2.00")).outcome == .uncertain)
-        #expect(GatewayResponseMapper.result(fromClaims: ["payload": "x"]).errorCode == "paypipe.invalid_response")
+        #expect(TrustPaymentsResponseMapper.result(fromClaims: Self.claims([])).outcome == .uncertain)
+        #expect(TrustPaymentsResponseMapper.result(fromClaims: Self.claims([["errorcode": "0"]], version: "2.00")).outcome == .uncertain)
+        #expect(TrustPaymentsResponseMapper.result(fromClaims: ["payload": "x"]).errorCode == "paypipe.invalid_response")
         // An item without an errorcode proves nothing.
-        #expect(GatewayResponseMapper.result(fromClaims: Self.claims([["customeroutput": "RESULT"]])).outcome == .uncertain)
+        #expect(TrustPaymentsResponseMapper.result(fromClaims: Self.claims([["customeroutput": "RESULT"]])).outcome == .uncertain)
     }
 
     static func query(_ records: [JSONValue], code: String = "0", found: String? = nil) -> JSONValue {
@@ -146,28 +147,28 @@ import Testing
 
     @Test func queryAdoptsTheRecordedAuth() {
         let record: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "0", "transactionreference": "9-9-1"]
-        guard case .found(let result) = GatewayResponseMapper.queryResult(fromClaims: Self.query([record], found: "1")) else {
+        guard case .found(let result) = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([record], found: "1")) else {
             Issue.record("expected found")
             return
         }
         #expect(result.outcome == .authorized)
         #expect(result.transactionReference == "9-9-1")
         let declined: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "70000"]
-        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([declined])) == .found(GatewayResult(outcome: .declined, errorCode: "70000")))
+        #expect(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([declined])) == .found(GatewayResult(outcome: .declined, errorCode: "70000")))
     }
 
     @Test func onlyASuccessfulEmptyQueryMeansNotFound() {
-        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([], found: "0")) == .notFound)
-        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([])) == .notFound)
-        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([], code: "50000", found: "0")) {} else {
+        #expect(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([], found: "0")) == .notFound)
+        #expect(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([])) == .notFound)
+        if case .inconclusive = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([], code: "50000", found: "0")) {} else {
             Issue.record("a failed query must be inconclusive")
         }
         // No source shows a `found` member: only the records list counts.
-        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([], found: "2")) == .notFound)
-        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "errorcode": "99999"]])) {} else {
+        #expect(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([], found: "2")) == .notFound)
+        if case .inconclusive = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "errorcode": "99999"]])) {} else {
             Issue.record("a record with an uncertain outcome must be inconclusive")
         }
-        if case .inconclusive = GatewayResponseMapper.queryResult(fromClaims: Self.claims([])) {} else {
+        if case .inconclusive = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.claims([])) {} else {
             Issue.record("an empty response must be inconclusive")
         }
     }
@@ -201,22 +202,22 @@ import Testing
     @Test func queryRecordsAreReadAsTheDocumentedList() {
         let auth: JSONValue = ["requesttypedescription": "AUTH", "errorcode": "0", "transactionreference": "9-9-2", "orderreference": "O-1"]
         let refund: JSONValue = ["requesttypedescription": "REFUND", "errorcode": "0", "transactionreference": "9-9-3"]
-        let expected = GatewayResponseMapper.Expected(amountMinor: nil, currency: nil, orderReference: "O-1")
+        let expected = TransactionQueryResult.Expected(amountMinor: nil, currency: nil, orderReference: "O-1")
         for records in [[auth, refund], [refund, auth]] {
-            guard case .found(let result) = GatewayResponseMapper.queryResult(fromClaims: Self.query(records), expected: expected) else {
+            guard case .found(let result) = TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query(records), expected: expected) else {
                 Issue.record("the AUTH record must be found wherever it is in the list")
                 continue
             }
             #expect(result.transactionReference == "9-9-2")
         }
-        #expect(GatewayResponseMapper.queryResult(fromClaims: Self.query([refund])) == .notFound)
+        #expect(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([refund])) == .notFound)
         let noList = Self.claims([["requesttypedescription": "TRANSACTIONQUERY", "errorcode": "0", "found": "0"]])
-        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: noList)) == "paypipe.query_unrecognised")
-        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: Self.query([["errorcode": "0"]]))) == "paypipe.query_unrecognised")
-        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "transactionreference": "9"]])))
+        #expect(Self.inconclusiveCode(TrustPaymentsResponseMapper.queryResult(fromClaims: noList)) == "paypipe.query_unrecognised")
+        #expect(Self.inconclusiveCode(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([["errorcode": "0"]]))) == "paypipe.query_unrecognised")
+        #expect(Self.inconclusiveCode(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([["requesttypedescription": "AUTH", "transactionreference": "9"]])))
             == "paypipe.query_record_without_errorcode")
-        let other = GatewayResponseMapper.Expected(amountMinor: nil, currency: nil, orderReference: "O-2")
-        #expect(Self.inconclusiveCode(GatewayResponseMapper.queryResult(fromClaims: Self.query([auth]), expected: other)) == "paypipe.query_mismatch")
+        let other = TransactionQueryResult.Expected(amountMinor: nil, currency: nil, orderReference: "O-2")
+        #expect(Self.inconclusiveCode(TrustPaymentsResponseMapper.queryResult(fromClaims: Self.query([auth]), expected: other)) == "paypipe.query_mismatch")
     }
 
     /// Every code the mapper names is one Trust Payments' Python SDK lists (its data/errormessages.json, copied to
@@ -226,11 +227,11 @@ import Testing
             .deletingLastPathComponent()
             .appendingPathComponent("Fixtures/trustpayments/errormessages.json")
         let listed = try #require(try JSONValue.parse(Array(Data(contentsOf: url))).objectValue).compactMap { Int($0.key) }
-        let named = GatewayResponseMapper.declinedCodes.union(GatewayResponseMapper.permanentCodes).union(GatewayResponseMapper.uncertainCodes)
-            .union(GatewayResponseMapper.reviewCodes)
+        let named = TrustPaymentsResponseMapper.declinedCodes.union(TrustPaymentsResponseMapper.permanentCodes).union(TrustPaymentsResponseMapper.uncertainCodes)
+            .union(TrustPaymentsResponseMapper.reviewCodes)
         #expect(named.subtracting(listed).sorted() == [], "codes mapped that the SDK does not list")
         for code in listed {
-            let outcome = GatewayResponseMapper.outcome(forErrorCode: String(code))
+            let outcome = TrustPaymentsResponseMapper.outcome(forErrorCode: String(code))
             switch code {
             case 0: #expect(outcome == .authorized)
             case 88888: #expect(outcome == .declined, "Soft Decline retry")
