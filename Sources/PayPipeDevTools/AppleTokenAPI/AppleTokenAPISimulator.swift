@@ -41,7 +41,8 @@ public final class AppleTokenAPISimulator: Sendable {
         server = MutualTLSServer(files: files) { request in Self.answer(request, store: store) }
     }
 
-    public func start() throws(MutualTLSServer.ServerError) { try server.start() }
+    /// Listens on 127.0.0.1:`port` (0: a free one).
+    public func start(port: UInt16 = 0) throws(MutualTLSServer.ServerError) { try server.start(port: port) }
     public func stop() { server.stop() }
     public var baseURL: String { "https://127.0.0.1:\(server.boundPort)" }
     public var refusedHandshakes: Int { server.refusedHandshakes }
