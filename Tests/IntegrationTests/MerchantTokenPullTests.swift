@@ -147,6 +147,58 @@ extension Integration {
             #expect(try applier.applyPulled(on: connection).isEmpty)
         }
 
+        /// Apple's bare path (no merchant in the notification) with two merchants' identities, `m1` for Apple's
+        /// `merchant.com.a` and `m2` for `merchant.com.b`, both holding a credential with the same token identifier: Apple
+        /// serves the event only to `merchant.com.b`, so the event becomes `m2`'s and unlinks `m2`'s credential only.
+        /// An event Apple serves to nobody stays unresolved and unlinks nothing.
+        @Test func aBarePathEventIsAppliedOnlyWithinTheMerchantAppleServedItTo() throws {
+            let connection = try TestServices.database()
+            defer { connection.close() }
+            let credentials = try CredentialStoreTests.store()
+            let first = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
+            let paymentB = UUID()
+            try connection.query(
+                """
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, amount_minor, currency, status, stage, first_received_at)
+                VALUES ($1, 'm2', 'j2', $2, 999, 'GBP', 'submitting', 'submit', now())
+                """, [paymentB, [UInt8(2)]])
+            var newB = CredentialStoreTests.new(paymentB)
+            newB.merchantId = "m2"
+            let second = try credentials.create(newB, on: connection)
+            #expect(first.merchantTokenIdentifier == second.merchantTokenIdentifier, "one token identifier in two merchants' credentials")
+
+            let (files, simulator) = try Self.appleAPI()
+            defer { simulator.stop(); files.remove() }
+            simulator.addEvent(merchantId: "merchant.com.b", eventId: "evt-bare", body: Self.unlink)
+            let store = MerchantTokenEventStore()
+            try store.enqueue([MerchantTokenNotification(merchantId: nil, eventId: "evt-bare"),
+                               MerchantTokenNotification(merchantId: nil, eventId: "evt-nobody")], on: connection)
+            let apple = ["m1": "merchant.com.a", "m2": "merchant.com.b"]
+            let puller = MerchantTokenEventPuller(
+                baseURL: simulator.baseURL,
+                identity: { merchant in apple[merchant].map {
+                    AppleTokenAPIIdentity(appleMerchantId: $0, certificatePath: files.clientCertificate, keyPath: files.clientKey)
+                } },
+                merchants: { apple.keys.sorted() }, caCertificatePath: files.caCertificate, timeout: 10)
+            let outcomes = try puller.pullDue(on: connection)
+            guard case .pulled = outcomes["evt-bare"], case .retry(_, let reason) = outcomes["evt-nobody"] else {
+                Issue.record("\(outcomes)"); return
+            }
+            #expect(reason.contains("m1: 400") && reason.contains("m2: 400"), "\(reason)")
+            // Each identity asked for each event, under its own Apple merchant id.
+            #expect(Set(simulator.calls.map(\.path)) == Set(["merchant.com.a", "merchant.com.b"].flatMap { apple in
+                ["evt-bare", "evt-nobody"].map { "/paymentservices/v1/merchantId/\(apple)/merchantToken/event/\($0)" }
+            }))
+            let rows = Dictionary(uniqueKeysWithValues: try store.list(on: connection).map { ($0.eventId, $0) })
+            #expect(rows["evt-bare"]?.merchantId == "m2" && rows["evt-bare"]?.state == "pulled")
+            #expect(rows["evt-nobody"]?.merchantId == nil && rows["evt-nobody"]?.state == "queued")
+
+            let changes = try MerchantTokenEventApplier(credentials: credentials).applyPulled(on: connection)
+            #expect(changes["evt-bare"] == [.unlinked(credentialId: second.id, merchantId: "m2")])
+            #expect(try credentials.find(second.id, merchantId: "m2", on: connection)?.state == .unlinked)
+            #expect(try credentials.find(first.id, merchantId: "m1", on: connection)?.state == .active, "the other merchant's is untouched")
+        }
+
         /// The operations worker's upkeep runs the pull and the apply once `PAYPIPE_APPLE_IDENTITY_DIRECTORY` is set
         /// (MerchantTokenUpkeep.fromEnvironment): a notified UNLINK unlinks the credential in one upkeep round.
         @Test func theOperationsUpkeepPullsAndAppliesWhenConfigured() throws {
