@@ -9,6 +9,7 @@
 #   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
 #   stack_apple_token_api_pki, stack_apple_face_env   the simulator's Apple merchant-token API face: its TLS material
 #                                and merchant identities (minted once), and the variables of the face and the puller
+#   stack_start_apple_notifications [VAR=value …]   paypipe-apple-notifications (name apple-notifications)
 #   stack_start_worker STAGE INSTANCE [VAR=value …]   paypipe-STAGE, logs to $STACK_LOGS/STAGE-INSTANCE.log
 #   stack_kill NAME [SIGNAL]     signals one process started here (names: simulator, receiver, STAGE-INSTANCE)
 #   stack_respawn NAME           starts NAME again exactly as it was first started (after stack_kill)
@@ -143,6 +144,13 @@ stack_apple_token_api_pki() {
     ) >/dev/null 2>&1
 }
 
+# paypipe-apple-notifications on base + 87 (metrics and probes on base + 88), loopback sources only.
+stack_start_apple_notifications() {
+    stack_spawn apple-notifications "$STACK_LOGS/apple-notifications.log" PAYPIPE_APPLE_NOTIFICATIONS_HOST=127.0.0.1 \
+        PAYPIPE_APPLE_NOTIFICATIONS_PORT=$((STACK_PORT_BASE + 87)) PAYPIPE_APPLE_NOTIFICATIONS_ALLOWED_NETWORKS=127.0.0.0/8 \
+        PAYPIPE_METRICS_HOST=127.0.0.1 PAYPIPE_METRICS_PORT=$((STACK_PORT_BASE + 88)) "$@" -- "$BIN/paypipe-apple-notifications"
+}
+
 # The face's variables for the simulator, and the puller's for the operations worker (stack_start_worker operations
 # 0 "${STACK_APPLE_PULLER_ENV[@]}").
 stack_apple_face_env() {
@@ -176,7 +184,14 @@ stack_kill() {
 stack_wait_healthy() {
     local name stage instance
     for name in "${!STACK_PIDS[@]}"; do
-        case "$name" in simulator|receiver|prometheus) continue;; esac
+        case "$name" in simulator|receiver|prometheus) continue;;
+            apple-notifications)
+                for _ in $(seq 1 100); do
+                    "$BIN/paypipe" healthcheck "http://127.0.0.1:$((STACK_PORT_BASE + 88))/healthz" >/dev/null 2>&1 && break
+                    sleep 0.2
+                done
+                continue;;
+        esac
         stage="${name%-*}"; instance="${name##*-}"
         for _ in $(seq 1 100); do
             "$BIN/paypipe" healthcheck "http://127.0.0.1:$(stack_metrics_port "$stage" "$instance")/healthz" >/dev/null 2>&1 && break
