@@ -96,6 +96,13 @@ extension Integration {
                 url: "\(simulator.baseURL)/paymentservices/v1/merchantId/merchant.com.example/merchantToken/event/evt-1",
                 headers: [HTTPHeader(name: "Content-Type", value: "application/json")]))
             #expect(noRequestId.status == 400)
+            // The CA's certificate of another Apple merchant id: 403, the event is not served to it.
+            let other = try files.client(uid: "merchant.com.other")
+            let foreign = HTTPClient(configuration: HTTPClientConfiguration(
+                connectTimeout: 5, totalTimeout: 10, caCertificatePath: files.caCertificate,
+                clientCertificatePath: other.certificate, clientKeyPath: other.key))
+            #expect(try foreign.send(MerchantTokenEventPull.request(
+                baseURL: simulator.baseURL, appleMerchantId: "merchant.com.example", eventId: "evt-1", requestId: "r-foreign")).status == 403)
             // Apple's unlink: 204 for a known token, 400 for an unknown one.
             simulator.addToken(merchantId: "merchant.com.example", identifier: "T1")
             for (identifier, status) in [("T1", 204), ("T2", 400)] {
@@ -174,11 +181,12 @@ extension Integration {
             try store.enqueue([MerchantTokenNotification(merchantId: nil, eventId: "evt-bare"),
                                MerchantTokenNotification(merchantId: nil, eventId: "evt-nobody")], on: connection)
             let apple = ["m1": "merchant.com.a", "m2": "merchant.com.b"]
+            let identities = try apple.mapValues { uid in
+                let (certificate, key) = try files.client(uid: uid)
+                return AppleTokenAPIIdentity(appleMerchantId: uid, certificatePath: certificate, keyPath: key)
+            }
             let puller = MerchantTokenEventPuller(
-                baseURL: simulator.baseURL,
-                identity: { merchant in apple[merchant].map {
-                    AppleTokenAPIIdentity(appleMerchantId: $0, certificatePath: files.clientCertificate, keyPath: files.clientKey)
-                } },
+                baseURL: simulator.baseURL, identity: { identities[$0] },
                 merchants: { apple.keys.sorted() }, caCertificatePath: files.caCertificate, timeout: 10)
             let outcomes = try puller.pullDue(on: connection)
             guard case .pulled = outcomes["evt-bare"], case .retry(_, let reason) = outcomes["evt-nobody"] else {
