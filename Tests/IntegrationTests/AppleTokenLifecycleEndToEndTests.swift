@@ -12,8 +12,8 @@ extension Integration {
 /// the gateway simulator's faces and the real `paypipe-apple-notifications` executable: a CIT that stores, two MITs
 /// charged; Apple scripts an UNLINK on the simulator's Apple face and sends its notification GET; the operations
 /// worker's upkeep round pulls the event over mutual TLS (the merchant's identity, an `x-request-id`) and applies it;
-/// `credential.unlinked` is recorded for the merchant; the next MIT is refused `credential_unlinked` with no call to
-/// the processor (the simulator's ledger is unchanged).
+/// `credential.unlinked` is recorded for the merchant and published by notify; the next MIT is refused
+/// `credential_unlinked` with no call to the processor (the simulator's ledger is unchanged).
 @Suite struct AppleTokenLifecycleEndToEndTests {
     static let appleMerchantId = "merchant.com.example"
     static let token = "DNITHE000000000000000001"
@@ -67,6 +67,19 @@ extension Integration {
         #expect(try CredentialStore(vault: harness.authorize.vault).find(credential.id, merchantId: merchant, on: database)?.state == .unlinked)
         let events = try CredentialEventStore().events(credentialId: credential.id, on: database)
         #expect(events.map(\.type.rawValue) == ["credential.unlinked"] && events.allSatisfy { $0.merchantId == merchant })
+        // The merchant is told: the notify worker's relay hands the event to notify, which publishes it on the results
+        // exchange correlated by the credential (this merchant has no webhook URL; CredentialEventTests signs one).
+        let notify = NotifyStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
+                                 urlGuard: WebhookURLGuard(allowPrivate: true), retrySchedule: harness.authorize.configuration.retrySchedule,
+                                 logger: Logger(component: "notify-test", threshold: .error))
+        let handOffs = try CredentialEventTests.handedOff(notify, on: database)
+        #expect(handOffs.count == 1)
+        guard case .success(.publish(let published)) = try #require(notify.process(handOffs, database: database).first) else {
+            Issue.record("credential.unlinked not published"); return
+        }
+        #expect(published.map(\.rendered.routingKey) == ["credential.unlinked"])
+        #expect(published.first?.rendered.properties.correlationId == credential.id)
+        #expect(try CredentialEventStore().events(credentialId: credential.id, on: database).map(\.notified) == [true])
 
         // The next MIT: refused before any call, the processor's ledger unchanged.
         let before = harness.simulator.ledger.totalAuths
