@@ -47,6 +47,18 @@ public enum DevToolSettings {
         "site references the JSON face accepts (others get 30006)")
     public static let simLatency = DurationSetting(
         "PAYPIPE_SIM_LATENCY", readers: simulator, default: 0, range: 0...60, "the wait before every answer (`scripts/bench --only scaling`)")
+    public static let simAppleTokenAPIPort = IntegerSetting<UInt16>(
+        "PAYPIPE_SIM_APPLE_TOKEN_API_PORT", readers: simulator, default: 0, range: 0...65535, defaultText: "unset: no Apple face",
+        "port of the Apple merchant-token API face (mutual TLS on 127.0.0.1; 0: a free one); docs/merchant-tokens.md \"Sandbox\"")
+    public static let simAppleTokenAPICertificate = ConfigurationVariable(
+        "PAYPIPE_SIM_APPLE_TOKEN_API_CERT", readers: simulator, default: "required with the port", format: "PEM file path",
+        "the Apple face's server certificate (scripts/lib/stack.sh mints it)")
+    public static let simAppleTokenAPIKey = ConfigurationVariable(
+        "PAYPIPE_SIM_APPLE_TOKEN_API_KEY", readers: simulator, default: "required with the port", format: "PEM file path",
+        "the Apple face's server key")
+    public static let simAppleTokenAPIClientCA = ConfigurationVariable(
+        "PAYPIPE_SIM_APPLE_TOKEN_API_CLIENT_CA", readers: simulator, default: "required with the port", format: "PEM file path",
+        "CA certificates a caller's client certificate (a merchant identity) must chain to")
 
     // MARK: paypipe-webhook-receiver
     public static let webhookSecret = ConfigurationVariable(
@@ -72,6 +84,7 @@ public enum DevToolSettings {
         simMerchants, simWebservicesUsers, simOPPTokens, simOPPUsers, simTapPayPartners, simHost.variable, simPort.variable,
         simSlow.variable, simFaultRate.variable, simTimeoutRate.variable, simResetRate.variable, simLoseRate.variable,
         simThreads.variable, simQueryDelay.variable, simSeed, simSettleDelay.variable, simSites, simLatency.variable,
+        simAppleTokenAPIPort.variable, simAppleTokenAPICertificate, simAppleTokenAPIKey, simAppleTokenAPIClientCA,
         webhookSecret, receiverHost.variable, receiverPort.variable, receiverFailFirstPercent.variable,
         testDatabaseURL, testAMQPURL,
     ]

@@ -9,6 +9,7 @@ do {
     let simulator = GatewaySimulator(configuration: configuration)
     try simulator.start()
     print("paypipe-gateway-sim listening on \(simulator.baseURL) for \(configuration.merchants.count) merchant(s)")
+    if let face = simulator.appleTokenAPI { print("paypipe-gateway-sim: Apple merchant-token API face (mutual TLS) on \(face.baseURL)") }
     stop.wait()
     simulator.stop()
 } catch {

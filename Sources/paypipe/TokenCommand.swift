@@ -20,12 +20,15 @@ enum TokenCommand: CLICommand {
                                      [--trust-root PEM] [--now ISO8601] [--reveal]
                paypipe token mint --pki-dir DIR --merchant-id ID --amount MINOR --currency NUMERIC [--version EC_v1|RSA_v1]
                                   [--pan PAN] [--expiry YYMMDD] [--cryptogram B64] [--eci ECI] [--signing-time ISO8601]
-                                  [--application-data TEXT] [--out FILE]
+                                  [--application-data TEXT] [--merchant-token IDENTIFIER] [--out FILE]
                paypipe token bench --token FILE [--token FILE …] --merchant-cert PEM --merchant-key PEM […]
                                    [--trust-root PEM] [--now ISO8601] [--seconds N] [--threads N] [--work-factor N]
         mint --merchant-id is an Apple merchant identifier (merchant.…, its sandbox identity created on first use) or a
         PayPipe merchant id with a document next to the PKI (DIR/../*.json, as `paypipe sandbox init` writes them), whose
         identity of the token's key type is used: --pki-dir var/sandbox/pki --merchant-id sandbox-merchant.
+        mint --merchant-token IDENTIFIER mints a merchant token (MPAN) payment: merchantTokenIdentifier IDENTIFIER (at
+        most 64 characters) and merchantTokenMetadata (fpanSuffix: the PAN's last four), as Apple sends for a recurring
+        payment request; without it a device token (DPAN).
         bench --work-factor N decrypts each counted token N times (default 1): scripts/bench's proof that its guard
         catches an N-times slower decrypt.
         Without --trust-root, PAYPIPE_APPLEPAY_TRUST_ROOT (a PEM path) is used if set, else the pinned Apple Root CA - G3.
@@ -36,7 +39,7 @@ enum TokenCommand: CLICommand {
         .init(["decrypt"], flags: ["--reveal"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now"],
               repeatable: ["--merchant-cert", "--merchant-key"]),
         .init(["mint"], options: ["--pki-dir", "--merchant-id", "--amount", "--currency", "--version", "--pan", "--expiry", "--cryptogram",
-                                  "--eci", "--signing-time", "--application-data", "--out"]),
+                                  "--eci", "--signing-time", "--application-data", "--merchant-token", "--out"]),
         .init(["bench"], options: ["--token", "--merchant-cert", "--merchant-key", "--trust-root", "--now", "--seconds", "--threads", "--work-factor"],
               repeatable: ["--token", "--merchant-cert", "--merchant-key"]),
         .init(["help"]))
@@ -116,6 +119,12 @@ enum TokenCommand: CLICommand {
         if let eci = options.value("--eci") { request.eci = eci }
         if let time = options.value("--signing-time") { request.signingTime = try date(time, option: "signing-time") }
         if let applicationData = options.value("--application-data") { request.applicationData = Array(applicationData.utf8) }
+        if let identifier = options.value("--merchant-token") {
+            guard (1...64).contains(identifier.count), identifier.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw TokenCommandError.usage("--merchant-token must be 1 to 64 ASCII letters or digits")
+            }
+            request.merchantToken = .init(identifier: identifier, fpanSuffix: String(request.pan.suffix(4)))
+        }
         let token = try pki.mintToken(request)
         if !pki.createdFiles.isEmpty || merchant.created {
             // First use: tell the operator which files to configure (stderr, so stdout stays the token).

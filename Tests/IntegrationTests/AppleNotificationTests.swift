@@ -78,8 +78,8 @@ extension Integration {
             #expect(try Self.rows().isEmpty)
         }
 
-        @Test func theExecutableServesProbesAndStopsOnSIGTERM() throws {
-            try TestServices.resetDatabase()
+        /// The real executable on two free ports (the endpoint, then metrics and probes) for `databaseURL`, once ready.
+        static func executable(databaseURL: String = TestServices.databaseURL) throws -> (process: ChildProcess, ports: [UInt16]) {
             let binary = PipelineProcesses.binary("paypipe-apple-notifications")
             let ports = try (0..<2).map { _ in
                 let probe = HTTPServer(host: "127.0.0.1", port: 0) { _ in .text("") }
@@ -88,15 +88,28 @@ extension Integration {
                 return probe.boundPort
             }
             let process = try ChildProcess.spawn(binary, [], environment: [
-                "PAYPIPE_ENV": "sandbox", "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
+                "PAYPIPE_ENV": "sandbox", "PAYPIPE_DATABASE_URL": databaseURL,
                 "PAYPIPE_APPLE_NOTIFICATIONS_HOST": "127.0.0.1", "PAYPIPE_APPLE_NOTIFICATIONS_PORT": "\(ports[0])",
                 "PAYPIPE_APPLE_NOTIFICATIONS_ALLOWED_NETWORKS": "127.0.0.0/8",
                 "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_METRICS_PORT": "\(ports[1])",
             ])
             let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 5))
-            try TestServices.eventually("the endpoint is ready") {
-                try client.send(HTTPRequest(url: "http://127.0.0.1:\(ports[1])/readyz")).status == 200
+            do {
+                try TestServices.eventually("the endpoint is ready") {
+                    try client.send(HTTPRequest(url: "http://127.0.0.1:\(ports[1])/readyz")).status == 200
+                }
+            } catch {
+                process.signal(SIGTERM)
+                _ = process.wait(timeout: 20)
+                throw error
             }
+            return (process, ports)
+        }
+
+        @Test func theExecutableServesProbesAndStopsOnSIGTERM() throws {
+            try TestServices.resetDatabase()
+            let (process, ports) = try Self.executable()
+            let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 1, totalTimeout: 5))
             #expect(try client.send(HTTPRequest(url: "http://127.0.0.1:\(ports[0])/m/notification/merchantToken/evt-p")).status == 200)
             let metrics = try client.send(HTTPRequest(url: "http://127.0.0.1:\(ports[1])/metrics"))
             #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"paypipe_apple_notifications_total{outcome="queued"} 1"#))

@@ -20,12 +20,14 @@ extension Integration {
         let authorize: AuthorizeHarness
         let simulator: GatewaySimulator
 
-        init() throws {
+        /// `appleTokenAPI`: the simulator's Apple merchant-token API face as well (off by default).
+        init(appleTokenAPI: AppleTokenAPIFace? = nil) throws {
             authorize = try AuthorizeHarness()
             var configuration = GatewaySimulatorConfiguration(
                 port: 0, merchants: ["jwt.paypipe.test": AuthorizeHarness.jwtSecret], slowResponseSeconds: 2.5, threads: 4)
             configuration.oppTokens = ["e2e-token": ConnectorEndToEndTests.entity]
             configuration.tapPayPartners = ["partner_e2e": "tappay_e2e"]
+            configuration.appleTokenAPI = appleTokenAPI
             simulator = GatewaySimulator(configuration: configuration)
             try simulator.start()
             try authorize.applyMerchant("opp-m", gateway: [

@@ -101,6 +101,38 @@ extension Integration {
             .decode("n", as: Int64.self) == 0, "a refused MIT links no credential")
     }
 
+    /// A payment found still `received` (a row an earlier release inserted before settling it, or one an operator put
+    /// back) is settled by decrypt's update path with its job's stored-credential members, as the insert path would:
+    /// a storing job's usage, an MIT's credential and reason. Without them authorize would send a CIT as a one-off
+    /// payment and an MIT with no credential.
+    @Test(arguments: [SandboxEnvironment.merchantId, SandboxEnvironment.oppMerchantId])
+    func aPaymentFoundReceivedIsSettledWithItsJobsCredentialMembers(_ merchant: String) throws {
+        let setup = try Self.setup()
+        let database = try TestServices.database()
+        defer { database.close() }
+        let connector = SandboxEnvironment.connector(ofMerchant: merchant)
+        let active = try Self.storeCredential(setup, merchant: merchant, connector: connector, on: database)
+        let mit = try Self.mit("mit", merchant: merchant, credentialId: active.id, reason: .recurring)
+        let storing = DecryptInput.job(try PaymentJob.decode(try SandboxEnvironment.jobBody(
+            "cit", token: setup.harness.token(), merchantId: merchant, extra: ["storeCredential": ["usage": "installment"]])))
+        let jobs = [storing, mit]
+        #expect(try Self.outcomes(setup, jobs, on: database) == ["cit": "decrypted -", "mit": "decrypted -"])
+        // Back to `received` with none of the members, as a row that was never settled by this release.
+        try database.query(
+            """
+            UPDATE payments SET status = 'received', stage = 'decrypt', token_transaction_id = NULL, store_credential = NULL,
+                   credential_id = NULL, mit_reason = NULL, token_type = NULL WHERE job_id IN ('cit', 'mit')
+            """)
+        #expect(try Self.outcomes(setup, jobs, on: database) == ["cit": "decrypted -", "mit": "decrypted -"])
+        let rows = try database.query(
+            "SELECT job_id, store_credential, credential_id, mit_reason, token_type FROM payments WHERE job_id IN ('cit', 'mit') ORDER BY job_id")
+        let members = try rows.map { row in
+            try ["job_id", "store_credential", "credential_id", "mit_reason", "token_type"].map { try row.decode($0, as: String?.self) ?? "-" }
+                .joined(separator: " ")
+        }
+        #expect(members == ["cit installment - - device", "mit - \(active.id) recurring merchant"], "\(members)")
+    }
+
     @Test func tapPayRefusesStoringAndMerchantInitiatedJobsBeforeAnyCall() throws {
         let setup = try Self.setup()
         let database = try TestServices.database()

@@ -96,6 +96,13 @@ extension Integration {
                 url: "\(simulator.baseURL)/paymentservices/v1/merchantId/merchant.com.example/merchantToken/event/evt-1",
                 headers: [HTTPHeader(name: "Content-Type", value: "application/json")]))
             #expect(noRequestId.status == 400)
+            // The CA's certificate of another Apple merchant id: 403, the event is not served to it.
+            let other = try files.client(uid: "merchant.com.other")
+            let foreign = HTTPClient(configuration: HTTPClientConfiguration(
+                connectTimeout: 5, totalTimeout: 10, caCertificatePath: files.caCertificate,
+                clientCertificatePath: other.certificate, clientKeyPath: other.key))
+            #expect(try foreign.send(MerchantTokenEventPull.request(
+                baseURL: simulator.baseURL, appleMerchantId: "merchant.com.example", eventId: "evt-1", requestId: "r-foreign")).status == 403)
             // Apple's unlink: 204 for a known token, 400 for an unknown one.
             simulator.addToken(merchantId: "merchant.com.example", identifier: "T1")
             for (identifier, status) in [("T1", 204), ("T2", 400)] {
@@ -145,6 +152,59 @@ extension Integration {
             #expect(rows.first { $0.eventId == "evt-unlink" }?.appliedNote == "credential \(credential.id) unlinked")
             // Nothing left to apply: a second round changes nothing.
             #expect(try applier.applyPulled(on: connection).isEmpty)
+        }
+
+        /// Apple's bare path (no merchant in the notification) with two merchants' identities, `m1` for Apple's
+        /// `merchant.com.a` and `m2` for `merchant.com.b`, both holding a credential with the same token identifier: Apple
+        /// serves the event only to `merchant.com.b`, so the event becomes `m2`'s and unlinks `m2`'s credential only.
+        /// An event Apple serves to nobody stays unresolved and unlinks nothing.
+        @Test func aBarePathEventIsAppliedOnlyWithinTheMerchantAppleServedItTo() throws {
+            let connection = try TestServices.database()
+            defer { connection.close() }
+            let credentials = try CredentialStoreTests.store()
+            let first = try credentials.create(CredentialStoreTests.new(try CredentialStoreTests.payment(on: connection)), on: connection)
+            let paymentB = UUID()
+            try connection.query(
+                """
+                INSERT INTO payments (id, merchant_id, job_id, job_hash, amount_minor, currency, status, stage, first_received_at)
+                VALUES ($1, 'm2', 'j2', $2, 999, 'GBP', 'submitting', 'submit', now())
+                """, [paymentB, [UInt8(2)]])
+            var newB = CredentialStoreTests.new(paymentB)
+            newB.merchantId = "m2"
+            let second = try credentials.create(newB, on: connection)
+            #expect(first.merchantTokenIdentifier == second.merchantTokenIdentifier, "one token identifier in two merchants' credentials")
+
+            let (files, simulator) = try Self.appleAPI()
+            defer { simulator.stop(); files.remove() }
+            simulator.addEvent(merchantId: "merchant.com.b", eventId: "evt-bare", body: Self.unlink)
+            let store = MerchantTokenEventStore()
+            try store.enqueue([MerchantTokenNotification(merchantId: nil, eventId: "evt-bare"),
+                               MerchantTokenNotification(merchantId: nil, eventId: "evt-nobody")], on: connection)
+            let apple = ["m1": "merchant.com.a", "m2": "merchant.com.b"]
+            let identities = try apple.mapValues { uid in
+                let (certificate, key) = try files.client(uid: uid)
+                return AppleTokenAPIIdentity(appleMerchantId: uid, certificatePath: certificate, keyPath: key)
+            }
+            let puller = MerchantTokenEventPuller(
+                baseURL: simulator.baseURL, identity: { identities[$0] },
+                merchants: { apple.keys.sorted() }, caCertificatePath: files.caCertificate, timeout: 10)
+            let outcomes = try puller.pullDue(on: connection)
+            guard case .pulled = outcomes["evt-bare"], case .retry(_, let reason) = outcomes["evt-nobody"] else {
+                Issue.record("\(outcomes)"); return
+            }
+            #expect(reason.contains("m1: 400") && reason.contains("m2: 400"), "\(reason)")
+            // Each identity asked for each event, under its own Apple merchant id.
+            #expect(Set(simulator.calls.map(\.path)) == Set(["merchant.com.a", "merchant.com.b"].flatMap { apple in
+                ["evt-bare", "evt-nobody"].map { "/paymentservices/v1/merchantId/\(apple)/merchantToken/event/\($0)" }
+            }))
+            let rows = Dictionary(uniqueKeysWithValues: try store.list(on: connection).map { ($0.eventId, $0) })
+            #expect(rows["evt-bare"]?.merchantId == "m2" && rows["evt-bare"]?.state == "pulled")
+            #expect(rows["evt-nobody"]?.merchantId == nil && rows["evt-nobody"]?.state == "queued")
+
+            let changes = try MerchantTokenEventApplier(credentials: credentials).applyPulled(on: connection)
+            #expect(changes["evt-bare"] == [.unlinked(credentialId: second.id, merchantId: "m2")])
+            #expect(try credentials.find(second.id, merchantId: "m2", on: connection)?.state == .unlinked)
+            #expect(try credentials.find(first.id, merchantId: "m1", on: connection)?.state == .active, "the other merchant's is untouched")
         }
 
         /// The operations worker's upkeep runs the pull and the apply once `PAYPIPE_APPLE_IDENTITY_DIRECTORY` is set

@@ -194,7 +194,7 @@ extension Integration {
         _ = try Self.store.insertNew(payments, receivedAt: Self.receivedAt, on: database)
         try database.query("UPDATE payments SET status = 'received', stage = 'decrypt', token_transaction_id = NULL WHERE id = $1", [payments[0].id])
         let settled = try Self.store.decryptReceived(
-            payments.map { ($0.id, Decrypt.Verified(transactionId: "again-\($0.key.jobId)", payload: Self.sealed(9))) }, on: database)
+            payments.map { ($0.id, $0.job, Decrypt.Verified(transactionId: "again-\($0.key.jobId)", payload: Self.sealed(9))) }, on: database)
         #expect(settled == [payments[0].id])
         let row = try database.query("SELECT status, token_transaction_id FROM payments WHERE id = $1", [payments[0].id])[0]
         #expect(try row.decode("status", as: String.self) == "decrypted" && row.decode("token_transaction_id", as: String?.self) == "again-a")

@@ -59,6 +59,25 @@ extension Integration {
             #expect(!output.text.contains(Self.pan))
         }
 
+        /// `--merchant-token` mints a merchant token (MPAN) payment, as Apple sends for a recurring payment request: its
+        /// identifier and metadata (the PAN's last four) in the decrypted data; an unusable identifier is a usage error.
+        @Test func aMerchantTokenIsMintedWithItsIdentifierAndMetadata() throws {
+            let sandbox = try Sandbox()
+            defer { sandbox.close() }
+            let token = sandbox.directory.appendingPathComponent("mpan.json").path
+            let mint = try Self.paypipe(["token", "mint", "--pki-dir", sandbox.directory.appendingPathComponent("pki").path, "--merchant-id",
+                                         sandbox.merchant, "--amount", "4200", "--currency", "978", "--pan", Self.pan,
+                                         "--merchant-token", "DNITHE000000000000000042", "--out", token])
+            #expect(mint.status == 0, "\(mint.text)")
+            let output = try sandbox.decrypt(token: token)
+            #expect(output.status == 0, "\(output.text)")
+            #expect(output.text.contains(#""merchantTokenIdentifier":"DNITHE000000000000000042""#), "\(output.text)")
+            #expect(output.text.contains(#""fpanSuffix":"\#(Self.pan.suffix(4))""#), "\(output.text)")
+            let refused = try Self.paypipe(["token", "mint", "--pki-dir", sandbox.directory.appendingPathComponent("pki").path, "--merchant-id",
+                                            sandbox.merchant, "--amount", "1", "--currency", "978", "--merchant-token", String(repeating: "A", count: 65)])
+            #expect(refused.status == 64 && refused.text.contains("--merchant-token"), "\(refused.text)")
+        }
+
         @Test func revealPrintsTheFullPAN() throws {
             let sandbox = try Sandbox()
             defer { sandbox.close() }

@@ -142,4 +142,37 @@ import Testing
                                                                            receivedAt: notified, attempts: 1, now: later) else { Issue.record("{}"); return }
         #expect(unusable.contains("eventType"))
     }
+
+    /// Apple's bare path: the event is the merchant's whose identity Apple served it to, decided on that answer; never
+    /// a guess between two, never from the token; nobody served it: retried within the 7 days, then failed.
+    @Test func aBarePathEventIsTheMerchantsWhoseIdentityAppleServedIt() throws {
+        let notified = Date(timeIntervalSince1970: 1_800_000_000)
+        let served = MerchantTokenEventPull.Answer.response(status: 200, body: Array(#"{"eventType":"UNLINK","merchantTokenIdentifier":"DNITHE1","reason":"USER"}"#.utf8))
+        let refused = MerchantTokenEventPull.Answer.response(status: 400, body: Array(#"{"statusCode":400,"errorMessage":"unknown event"}"#.utf8))
+        func resolve(_ answers: [(merchantId: String, answer: MerchantTokenEventPull.Answer)], attempts: Int = 1, now: Date? = nil)
+            -> MerchantTokenEventPull.BareResolution {
+            MerchantTokenEventPull.resolveBare(answers, receivedAt: notified, attempts: attempts, now: now ?? notified)
+        }
+        #expect(resolve([("m-a", refused), ("m-b", served)])
+                == .merchant("m-b", .pulled(try MerchantTokenEvent.decode(Array(#"{"eventType":"UNLINK","merchantTokenIdentifier":"DNITHE1","reason":"USER"}"#.utf8)),
+                                            .unlink(merchantTokenIdentifier: "DNITHE1", reason: "USER"))))
+        // Served to one merchant with an unusable answer: that merchant's event, failed.
+        guard case .merchant("m-a", .failed) = resolve([("m-a", .response(status: 200, body: Array("{}".utf8))), ("m-b", refused)]) else {
+            Issue.record("an unusable answer fails the served merchant's event"); return
+        }
+        guard case .unresolved(.failed(let ambiguous)) = resolve([("m-a", served), ("m-b", served)]) else {
+            Issue.record("two merchants served: applied to none"); return
+        }
+        #expect(ambiguous.contains("m-a, m-b"))
+        guard case .unresolved(.retry(_, let nobody)) = resolve([("m-a", refused), ("m-b", .transportFailed("TLS handshake"))]) else {
+            Issue.record("nobody served: retried"); return
+        }
+        #expect(nobody.contains("m-a: 400 ") && nobody.contains("m-b: unreachable: TLS handshake"), "\(nobody)")
+        guard case .unresolved(.retry(_, let none)) = resolve([]) else { Issue.record("no identity: retried"); return }
+        #expect(none.contains("no merchant has an identity"))
+        let lastDay = notified.addingTimeInterval(MerchantTokenEventPull.window - 10)
+        guard case .unresolved(.failed) = resolve([("m-a", refused)], attempts: 3, now: lastDay) else {
+            Issue.record("after Apple's 7 days the event fails"); return
+        }
+    }
 }

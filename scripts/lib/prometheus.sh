@@ -1,7 +1,8 @@
 # A real Prometheus (Debian's `prometheus` package) scraping one local stack (source after stack.sh; bash only).
 #
 #   prometheus_config FILE       writes a scrape configuration for the stack's workers (jobs paypipe-<stage>,
-#                                every instance started with stack_start_worker) and RabbitMQ's rabbitmq_prometheus
+#                                every instance started with stack_start_worker; paypipe-apple-notifications when
+#                                stack_start_apple_notifications ran) and RabbitMQ's rabbitmq_prometheus
 #                                endpoint (job rabbitmq, per-queue series), with prometheus/alerts.yml as its rules
 #   stack_start_prometheus       validates that configuration with `promtool check config`, then runs Prometheus
 #                                on base + 95 (9195 by default), data in $STACK_VAR/prometheus, serving the operator
@@ -29,6 +30,10 @@ prometheus_config() {
             echo "  - job_name: paypipe-$stage"
             echo "    static_configs: [{targets: [$(IFS=,; echo "${targets[*]}")]}]"
         done
+        if [ -n "${STACK_PIDS[apple-notifications]:-}" ]; then
+            echo "  - job_name: paypipe-apple-notifications"
+            echo "    static_configs: [{targets: [\"127.0.0.1:$((STACK_PORT_BASE + 88))\"]}]"
+        fi
         echo "  - job_name: rabbitmq"
         echo "    metrics_path: /metrics/per-object"
         echo "    static_configs: [{targets: [\"127.0.0.1:${PAYPIPE_RMQ_PROMETHEUS_PORT:-$(( ${PAYPIPE_AMQP_PORT:-5672} + 10020 ))}\"]}]"

@@ -7,6 +7,9 @@
 #   stack_setup                  migrate, sandbox PKI + data key + merchant documents (one per connector), merchant apply
 #   stack_start_simulator [VAR=value …]   the gateway simulator (extra env: PAYPIPE_SIM_FAULT_RATE, …)
 #   stack_start_receiver  [VAR=value …]   the verifying webhook receiver
+#   stack_apple_token_api_pki, stack_apple_face_env   the simulator's Apple merchant-token API face: its TLS material
+#                                and merchant identities (minted once), and the variables of the face and the puller
+#   stack_start_apple_notifications [VAR=value …]   paypipe-apple-notifications (name apple-notifications)
 #   stack_start_worker STAGE INSTANCE [VAR=value …]   paypipe-STAGE, logs to $STACK_LOGS/STAGE-INSTANCE.log
 #   stack_kill NAME [SIGNAL]     signals one process started here (names: simulator, receiver, STAGE-INSTANCE)
 #   stack_respawn NAME           starts NAME again exactly as it was first started (after stack_kill)
@@ -106,6 +109,58 @@ stack_start_simulator() {
     stack_spawn simulator "$STACK_LOGS/gateway-sim.log" PAYPIPE_SIM_PORT=$((STACK_PORT_BASE + 80)) "$@" -- "$BIN/paypipe-gateway-sim"
 }
 
+# The Apple merchant-token API face of the simulator (docs/merchant-tokens.md "Sandbox"): its mutual-TLS port is
+# base + 86, the notification endpoint (paypipe-apple-notifications) base + 87 and its metrics base + 88 (no worker instance uses a last digit above 5).
+stack_apple_token_api_url() { echo "https://127.0.0.1:$((STACK_PORT_BASE + 86))"; }
+stack_apple_notifications_url() { echo "http://127.0.0.1:$((STACK_PORT_BASE + 87))"; }
+
+# The face's TLS material, minted once per sandbox directory with openssl as scripts/services mints the broker's (and
+# again when the server certificate expires within a day): a private CA, the face's server certificate for
+# 127.0.0.1, and one client identity per sandbox merchant that stores credentials, in the layout
+# PAYPIPE_APPLE_IDENTITY_DIRECTORY reads (<merchant>/merchant-identifier, identity.cert.pem, identity.key.pem).
+# Throw-away keys under var/ (mode 0700), never committed. Each merchant gets its own Apple merchant identifier.
+stack_apple_token_api_pki() {
+    local dir="$PAYPIPE_SANDBOX_DIR/apple-token-api" merchant
+    if [ -f "$dir/server.pem" ] && openssl x509 -checkend 86400 -noout -in "$dir/server.pem" >/dev/null 2>&1; then return 0; fi
+    rm -rf "$dir"; mkdir -p "$dir/identities"; chmod 700 "$dir"
+    (
+        cd "$dir"
+        ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 825 -subj "/CN=PayPipe sandbox Apple token API CA"
+        openssl req "${ec[@]}" -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
+        printf 'subjectAltName=IP:127.0.0.1\n' > server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 825 -extfile server.ext
+        for merchant in sandbox-merchant sandbox-merchant-opp; do
+            mkdir -p "identities/$merchant"
+            echo "merchant.dev.paypipe.$merchant" > "identities/$merchant/merchant-identifier"
+            openssl req "${ec[@]}" -keyout "identities/$merchant/identity.key.pem" -out "identities/$merchant/identity.csr" \
+                -subj "/UID=merchant.dev.paypipe.$merchant/CN=Merchant ID: merchant.dev.paypipe.$merchant"
+            printf 'extendedKeyUsage=clientAuth\n' > client.ext
+            openssl x509 -req -in "identities/$merchant/identity.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
+                -out "identities/$merchant/identity.cert.pem" -days 825 -extfile client.ext
+            rm -f "identities/$merchant/identity.csr"
+        done
+        rm -f server.csr server.ext client.ext
+    ) >/dev/null 2>&1
+}
+
+# paypipe-apple-notifications on base + 87 (metrics and probes on base + 88), loopback sources only.
+stack_start_apple_notifications() {
+    stack_spawn apple-notifications "$STACK_LOGS/apple-notifications.log" PAYPIPE_APPLE_NOTIFICATIONS_HOST=127.0.0.1 \
+        PAYPIPE_APPLE_NOTIFICATIONS_PORT=$((STACK_PORT_BASE + 87)) PAYPIPE_APPLE_NOTIFICATIONS_ALLOWED_NETWORKS=127.0.0.0/8 \
+        PAYPIPE_METRICS_HOST=127.0.0.1 PAYPIPE_METRICS_PORT=$((STACK_PORT_BASE + 88)) "$@" -- "$BIN/paypipe-apple-notifications"
+}
+
+# The face's variables for the simulator, and the puller's for the operations worker (stack_start_worker operations
+# 0 "${STACK_APPLE_PULLER_ENV[@]}").
+stack_apple_face_env() {
+    local dir="$PAYPIPE_SANDBOX_DIR/apple-token-api"
+    STACK_APPLE_FACE_ENV=(PAYPIPE_SIM_APPLE_TOKEN_API_PORT=$((STACK_PORT_BASE + 86)) PAYPIPE_SIM_APPLE_TOKEN_API_CERT="$dir/server.pem"
+        PAYPIPE_SIM_APPLE_TOKEN_API_KEY="$dir/server.key" PAYPIPE_SIM_APPLE_TOKEN_API_CLIENT_CA="$dir/ca.pem")
+    STACK_APPLE_PULLER_ENV=(PAYPIPE_APPLE_IDENTITY_DIRECTORY="$dir/identities" PAYPIPE_APPLE_TOKEN_API_URL="$(stack_apple_token_api_url)"
+        PAYPIPE_APPLE_TOKEN_API_CA_FILE="$dir/ca.pem")
+}
+
 stack_start_receiver() {
     stack_spawn receiver "$STACK_LOGS/webhook-receiver.log" PAYPIPE_RECEIVER_PORT=$((STACK_PORT_BASE + 90)) "$@" -- "$BIN/paypipe-webhook-receiver"
 }
@@ -129,7 +184,14 @@ stack_kill() {
 stack_wait_healthy() {
     local name stage instance
     for name in "${!STACK_PIDS[@]}"; do
-        case "$name" in simulator|receiver|prometheus) continue;; esac
+        case "$name" in simulator|receiver|prometheus) continue;;
+            apple-notifications)
+                for _ in $(seq 1 100); do
+                    "$BIN/paypipe" healthcheck "http://127.0.0.1:$((STACK_PORT_BASE + 88))/healthz" >/dev/null 2>&1 && break
+                    sleep 0.2
+                done
+                continue;;
+        esac
         stage="${name%-*}"; instance="${name##*-}"
         for _ in $(seq 1 100); do
             "$BIN/paypipe" healthcheck "http://127.0.0.1:$(stack_metrics_port "$stage" "$instance")/healthz" >/dev/null 2>&1 && break

@@ -12,7 +12,8 @@ import Synchronization
 ///   token ``addToken(merchantId:identifier:)`` named (unlinked from then on), 400 otherwise or over 64 characters.
 ///
 /// Every call must carry `x-request-id` and `Content-Type` (both required by Apple [doc]) or gets 400; a caller without
-/// a client certificate from the configured CA never gets past the TLS handshake.
+/// a client certificate from the configured CA never gets past the TLS handshake, and one whose certificate's subject
+/// UID is not the path's merchant id gets 403 (Apple scopes by the merchant's identity certificate).
 public final class AppleTokenAPISimulator: Sendable {
     public struct Call: Sendable, Equatable {
         public var method: String
@@ -41,7 +42,8 @@ public final class AppleTokenAPISimulator: Sendable {
         server = MutualTLSServer(files: files) { request in Self.answer(request, store: store) }
     }
 
-    public func start() throws(MutualTLSServer.ServerError) { try server.start() }
+    /// Listens on 127.0.0.1:`port` (0: a free one).
+    public func start(port: UInt16 = 0) throws(MutualTLSServer.ServerError) { try server.start(port: port) }
     public func stop() { server.stop() }
     public var baseURL: String { "https://127.0.0.1:\(server.boundPort)" }
     public var refusedHandshakes: Int { server.refusedHandshakes }
@@ -75,6 +77,11 @@ public final class AppleTokenAPISimulator: Sendable {
             return error(404, "no such resource")
         }
         let merchant = parts[3]
+        // Apple serves a merchant's events and unlinks only to that merchant's identity certificate (mutual TLS); the
+        // status Apple answers a certificate of another merchant is [UNCONFIRMED]: 403 here.
+        guard request.header(MutualTLSServer.clientUIDHeader) == merchant else {
+            return error(403, "the client certificate is not merchant \(merchant)'s identity")
+        }
         switch (request.method, Array(parts.dropFirst(5))) {
         case ("GET", let rest) where rest.count == 2 && rest[0] == "event":
             guard let body = store.state.withLock({ $0.events["\(merchant)/\(rest[1])"] }) else { return error(400, "unknown event") }

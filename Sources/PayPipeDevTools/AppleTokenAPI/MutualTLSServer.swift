@@ -144,7 +144,11 @@ public final class MutualTLSServer: Sendable {
             return
         }
         var response: HTTPServerResponse
-        if let request = Self.readRequest(ssl) {
+        if var request = Self.readRequest(ssl) {
+            // The verified client certificate's UID (Apple's merchant identity certificates carry the merchant id there),
+            // for the handler; a header of that name sent by the client is dropped, never trusted.
+            request.headers.removeAll { $0.name.lowercased() == Self.clientUIDHeader }
+            if let uid = Self.peerUID(ssl) { request.headers.append(HTTPHeader(name: Self.clientUIDHeader, value: uid)) }
             response = handler(request)
         } else {
             response = .text("bad request\n", status: 400)
@@ -155,6 +159,20 @@ public final class MutualTLSServer: Sendable {
         let bytes = Array(head.utf8) + response.body
         _ = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
         SSL_shutdown(ssl)
+    }
+
+    /// The header the handler reads the client certificate's subject UID from (set only by the server).
+    public static let clientUIDHeader = "x-mtls-client-uid"
+
+    /// The subject UID (OID 0.9.2342.19200300.100.1.1) of the verified peer certificate, if it has one.
+    static func peerUID(_ ssl: OpaquePointer) -> String? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        guard let name = X509_get_subject_name(certificate) else { return nil }
+        var text = [CChar](repeating: 0, count: 256)
+        let length = X509_NAME_get_text_by_NID(name, NID_userId, &text, Int32(text.count))
+        guard length > 0 else { return nil }
+        return String(decoding: text.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The request line, headers and a `Content-Length` body (at most 64 KiB in all).

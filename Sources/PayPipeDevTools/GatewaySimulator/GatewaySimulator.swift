@@ -17,6 +17,8 @@ import JWT
 ///   took effect, with the request reference it was sent under (the operation ledger).
 /// - `GET /_sim/payments`: `{"payments": [...]}` — every face's authorisations with the money they moved since
 ///   (refunded, voided; ``SimulatorMoneyExport``).
+/// - `/_sim/apple/…`: the script of the Apple merchant-token API face (``AppleTokenAPISimulator/admin(_:face:)``), which
+///   itself listens on its own mutual-TLS port when configured (``GatewaySimulatorConfiguration/appleTokenAPI``).
 ///
 /// Behaviour is chosen by amount (``SimulatorBehaviour``), plus optional random faults (chaos runs): HTTP 503
 /// before processing, and lost answers (timeout or connection reset) after the AUTH is recorded.
@@ -29,6 +31,8 @@ public final class GatewaySimulator: Sendable {
     /// The OPP and TapPay faces' per-payment state (their authorisations are also counted in ``ledger``).
     let opp = OPPSimulatorFace()
     let tapPay = TapPaySimulatorFace()
+    /// Apple's merchant-token API over mutual TLS, when configured.
+    public let appleTokenAPI: AppleTokenAPISimulator?
     private let server: HTTPServer
 
     public init(configuration: GatewaySimulatorConfiguration) {
@@ -40,18 +44,33 @@ public final class GatewaySimulator: Sendable {
             settleDelaySeconds: configuration.settleDelaySeconds)
         let (holds, ledger) = (holds, ledger)
         let (opp, tapPay) = (opp, tapPay)
+        let appleTokenAPI = configuration.appleTokenAPI.map { AppleTokenAPISimulator(files: $0.files) }
+        self.appleTokenAPI = appleTokenAPI
         server = HTTPServer(host: configuration.host, port: configuration.port, threads: configuration.threads) { request in
             if request.method == "GET", request.path == "/_sim/payments" {
                 return .json(SimulatorMoneyExport.payments(ledger: ledger, opp: opp, tapPay: tapPay).serialized())
             }
+            if request.path.hasPrefix("/_sim/apple/") { return AppleTokenAPISimulator.admin(request, face: appleTokenAPI) }
             if OPPSimulatorFace.paths(request.path) { return opp.route(request, engine: engine, configuration: configuration, holds: holds) }
             if TapPaySimulatorFace.paths(request.path) { return tapPay.route(request, engine: engine, configuration: configuration, holds: holds) }
             return Self.route(request, engine: engine, configuration: configuration, holds: holds)
         }
     }
 
-    public func start() throws { try server.start() }
-    public func stop() { server.stop() }
+    public func start() throws {
+        try server.start()
+        do {
+            try appleTokenAPI?.start(port: configuration.appleTokenAPI?.port ?? 0)
+        } catch {
+            server.stop()
+            throw error
+        }
+    }
+
+    public func stop() {
+        appleTokenAPI?.stop()
+        server.stop()
+    }
     public var boundPort: UInt16 { server.boundPort }
     /// `http://host:port` of the running simulator.
     public var baseURL: String { "http://\(configuration.host):\(boundPort)" }

@@ -45,6 +45,8 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     public var oppUsers: [String: String] = [:]
     /// The TapPay face's partner keys and the merchant id each holds (`PAYPIPE_SIM_TAPPAY_PARTNERS`, `key=merchant,…`).
     public var tapPayPartners: [String: String] = [:]
+    /// The Apple merchant-token API face (``AppleTokenAPIFace``), nil: off (`PAYPIPE_SIM_APPLE_TOKEN_API_PORT` unset).
+    public var appleTokenAPI: AppleTokenAPIFace?
 
     public init(
         host: String = "127.0.0.1", port: UInt16 = 9180, merchants: [String: String], webservicesUsers: [String: String] = [:],
@@ -77,7 +79,8 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
     /// processing), `PAYPIPE_SIM_SEED` (unset: unseeded fault draws), `PAYPIPE_SIM_SETTLE_DELAY` (unset: AUTHs never
     /// settle by themselves), `PAYPIPE_SIM_SITES` (unset: any site reference; else a comma-separated list),
     /// `PAYPIPE_SIM_LATENCY` (0s: the wait before every answer; give it `PAYPIPE_SIM_THREADS` to match the load),
-    /// `PAYPIPE_SIM_OPP_TOKENS`, `PAYPIPE_SIM_OPP_USERS` and `PAYPIPE_SIM_TAPPAY_PARTNERS` (the OPP and TapPay faces).
+    /// `PAYPIPE_SIM_OPP_TOKENS`, `PAYPIPE_SIM_OPP_USERS` and `PAYPIPE_SIM_TAPPAY_PARTNERS` (the OPP and TapPay faces),
+    /// `PAYPIPE_SIM_APPLE_TOKEN_API_PORT` with `_CERT`, `_KEY` and `_CLIENT_CA` (the Apple merchant-token API face).
     /// At least one of them, `PAYPIPE_SIM_MERCHANTS` or `PAYPIPE_SIM_WEBSERVICES_USERS` must name a user.
     public static func fromEnvironment(_ environment: EnvironmentReader = EnvironmentReader()) throws -> GatewaySimulatorConfiguration {
         let merchants = try pairs(environment.raw("PAYPIPE_SIM_MERCHANTS") ?? "", variable: "PAYPIPE_SIM_MERCHANTS")
@@ -114,6 +117,7 @@ public struct GatewaySimulatorConfiguration: Sendable, CustomStringConvertible {
         configuration.oppTokens = oppTokens
         configuration.oppUsers = oppUsers
         configuration.tapPayPartners = tapPayPartners
+        configuration.appleTokenAPI = try AppleTokenAPIFace.fromEnvironment(environment)
         return configuration
     }
 

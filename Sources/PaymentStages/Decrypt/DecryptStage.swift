@@ -118,7 +118,7 @@ public struct DecryptStage: TransactionalStageHandler {
                         job, token: tokens[Decrypt.JobKey(merchantId: job.merchantId, jobId: job.jobId)] ?? checks.parsed(job), merchant: merchant, at: instant))
                 }
             }
-            if try apply(decisions, receivedAt: now, on: transaction) {
+            if try apply(decisions, of: inputs, receivedAt: now, on: transaction) {
                 return decisions.map { decision in decision.outcome.map { StageOutcome.handOff(to: $0.stage, $0.message) } }
             }
         }
@@ -172,17 +172,20 @@ public struct DecryptStage: TransactionalStageHandler {
     }
 
     /// The decisions' writes, through the store; `false` when a statement did not write every payment it was given
-    /// (a concurrent worker inserted, claimed or settled one after the read).
-    private func apply(_ decisions: [Decrypt.Decision<StoredPaymentData>], receivedAt: Date, on transaction: PostgresConnection) throws -> Bool {
+    /// (a concurrent worker inserted, claimed or settled one after the read). `inputs` are the messages decided, one
+    /// per decision in order (a payment settled from `received` takes its job's members from its message).
+    private func apply(_ decisions: [Decrypt.Decision<StoredPaymentData>], of inputs: [DecryptInput], receivedAt: Date,
+                       on transaction: PostgresConnection) throws -> Bool {
         var created: [Decrypt.NewPayment<DataVault.SealedBox>] = []
-        var decrypted: [(id: UUID, verified: Decrypt.Verified<DataVault.SealedBox>)] = []
+        var decrypted: [(id: UUID, job: PaymentJob?, verified: Decrypt.Verified<DataVault.SealedBox>)] = []
         var failing: [PaymentStore.Failing] = []
-        for decision in decisions {
+        for (decision, input) in zip(decisions, inputs) {
             switch decision {
             case .create(let new):
                 created.append(try new.map { try cardData.seal($0, for: new.id) })
             case .settle(let existing, .decrypted(let verified)):
-                decrypted.append((existing.id, Decrypt.Verified(
+                let job: PaymentJob? = if case .job(let job, _) = input { job } else { nil }
+                decrypted.append((existing.id, job, Decrypt.Verified(
                     transactionId: verified.transactionId, payload: try cardData.seal(verified.payload, for: existing.id), token: verified.token)))
             case .settle(let existing, .failed(let rejection)):
                 failing.append(try PaymentStore.Failing(paymentId: existing.id, from: .received, rejection: rejection))

@@ -154,20 +154,27 @@ extension PaymentStore {
     }
 
     /// A payment found still `received` that decrypt settles `decrypted`: claims its `transactionId`, stores its card
-    /// data and writes the event, for the payments still `received` (guarded); returns their ids.
-    public func decryptReceived(_ rows: [(id: UUID, verified: Decrypt.Verified<DataVault.SealedBox>)], on transaction: PostgresConnection) throws -> Set<UUID> {
+    /// data and writes the event, for the payments still `received` (guarded); returns their ids. It records what the
+    /// insert path records from the token and the job (``insertNew(_:receivedAt:on:)``): the token facts and the job's
+    /// stored-credential members (`store_credential`; an accepted MIT's `credential_id` and `mit_reason`), so authorize
+    /// sends a storing job as a CIT and an MIT with its credential whichever path settled it.
+    public func decryptReceived(_ rows: [(id: UUID, job: PaymentJob?, verified: Decrypt.Verified<DataVault.SealedBox>)],
+                                on transaction: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let decrypted = try CheckedTransition(from: .received, to: .decrypted)
         let updated = try transaction.query(
             """
             WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $10::text[], $11::text[], $12::text[])
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::bytea[], $5::bytea[], $10::text[], $11::text[], $12::text[],
+                                     $13::text[], $14::text[], $15::text[])
                     WITH ORDINALITY AS t(id, token_transaction_id, key_id, nonce, ciphertext,
-                                         token_type, merchant_token_identifier, merchant_token_metadata, n)),
+                                         token_type, merchant_token_identifier, merchant_token_metadata,
+                                         store_credential, credential_id, mit_reason, n)),
             updated AS (
                 UPDATE payments p SET status = $7, stage = $8, token_transaction_id = input.token_transaction_id,
                        token_type = input.token_type, merchant_token_identifier = input.merchant_token_identifier,
-                       merchant_token_metadata = input.merchant_token_metadata::jsonb, updated_at = clock_timestamp()
+                       merchant_token_metadata = input.merchant_token_metadata::jsonb, store_credential = input.store_credential,
+                       credential_id = input.credential_id, mit_reason = input.mit_reason, updated_at = clock_timestamp()
                 FROM input WHERE p.id = input.id AND p.status = $6
                 RETURNING p.id),
             card AS (
@@ -187,6 +194,9 @@ extension PaymentStore {
                 decrypted.from?.rawValue, decrypted.to.rawValue, decrypted.stage.rawValue, Self.decryptActor,
                 PostgresArray(rows.map(\.verified.token.type.rawValue)), PostgresArray(rows.map(\.verified.token.merchantTokenIdentifier)),
                 PostgresArray(rows.map(\.verified.token.merchantTokenMetadata)),
+                // Settled `decrypted`: decrypt's checks accepted the MIT's credential for this merchant.
+                PostgresArray(rows.map { $0.job?.storeCredential?.rawValue }), PostgresArray(rows.map { $0.job?.merchantInitiated?.credentialId }),
+                PostgresArray(rows.map { $0.job?.merchantInitiated?.reason.rawValue }),
             ])
         return Set(try updated.map { try $0.decode("id", as: UUID.self) })
     }

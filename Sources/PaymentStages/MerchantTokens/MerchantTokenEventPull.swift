@@ -101,4 +101,53 @@ extension AppleTokenAPIIdentity {
               FileManager.default.isReadableFile(atPath: certificate), FileManager.default.isReadableFile(atPath: key) else { return nil }
         return AppleTokenAPIIdentity(appleMerchantId: identifier, certificatePath: certificate, keyPath: key)
     }
+
+    /// The merchants with a usable identity in `directory` (sorted): whom the puller asks for a bare-path event.
+    public static func merchants(inDirectory directory: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { fromDirectory(directory, merchantId: $0) != nil }.sorted()
+    }
+}
+
+extension MerchantTokenEventPull {
+    /// What Apple's bare path (`GET /notification/merchantToken/{eventId}`, no merchant in the path) resolves to.
+    public enum BareResolution: Sendable, Equatable {
+        /// Exactly one merchant's identity was served the event: the row becomes that merchant's, decided on its answer.
+        case merchant(String, Outcome)
+        /// No merchant: the row stays without one, retried within Apple's 7 days or failed.
+        case unresolved(Outcome)
+    }
+
+    /// The merchant of a bare-path event, from the answers Apple gave each configured merchant identity asked in turn
+    /// (docs/merchant-tokens.md "Apple's bare path") **[our choice]**. Apple serves an event only to the Apple merchant
+    /// whose certificate asked (mutual TLS), so the one merchant answered 200 is the event's; the merchant is never
+    /// inferred from the token (an identifier in two merchants' credentials, or replayed under the bare path, never
+    /// reaches another merchant's). Two merchants served the same event (identities sharing an Apple merchant id)
+    /// are not guessed between: the event fails. Nobody served: retried like a missing identity until the 7 days end
+    /// (an identity may be added; Apple may be down).
+    public static func resolveBare(_ answers: [(merchantId: String, answer: Answer)], receivedAt: Date, attempts: Int,
+                                   now: Date) -> BareResolution {
+        let served = answers.filter { if case .response(200, _) = $0.answer { true } else { false } }
+        let merchants = Set(served.map(\.merchantId)).sorted()
+        if merchants.count > 1 {
+            return .unresolved(.failed("Apple's bare path: more than one merchant's identity was served the event "
+                                       + "(\(merchants.joined(separator: ", "))); it is applied to none"))
+        }
+        if let first = served.first {
+            return .merchant(first.merchantId, decide(first.answer, receivedAt: receivedAt, attempts: attempts, now: now))
+        }
+        let asked = answers.map { "\($0.merchantId): \(summary($0.answer))" }.joined(separator: "; ")
+        let reason = answers.isEmpty
+            ? "the notification named no merchant (Apple's bare path) and no merchant has an identity"
+            : "Apple's bare path: no merchant's identity was served the event (\(asked))"
+        return .unresolved(decide(.noIdentity(reason), receivedAt: receivedAt, attempts: attempts, now: now))
+    }
+
+    static func summary(_ answer: Answer) -> String {
+        switch answer {
+        case .response(let status, let body): "\(status) \(errorMessage(body))"
+        case .transportFailed(let reason): "unreachable: \(reason)"
+        case .noIdentity(let reason): reason
+        }
+    }
 }

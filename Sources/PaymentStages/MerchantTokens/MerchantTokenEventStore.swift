@@ -73,7 +73,10 @@ public struct MerchantTokenEventStore: Sendable {
 
     /// Writes the pulls' outcomes in one statement: `pulled` with Apple's fields, `queued` again with the next
     /// attempt time, or `failed`; the reason of a retry or failure in `last_error`.
-    public func settle(_ outcomes: [(eventId: String, outcome: MerchantTokenEventPull.Outcome)], now: Date, on connection: PostgresConnection) throws {
+    /// `merchants`: the merchant a bare-path event resolved to, by event id; it fills only a row without one (a
+    /// merchant named by Apple's path is never replaced).
+    public func settle(_ outcomes: [(eventId: String, outcome: MerchantTokenEventPull.Outcome)], merchants: [String: String] = [:], now: Date,
+                       on connection: PostgresConnection) throws {
         guard !outcomes.isEmpty else { return }
         var ids: [String] = [], states: [String] = [], next: [Date?] = [], types: [String?] = [], identifiers: [String?] = []
         var reasons: [String?] = [], metadata: [String?] = [], errors: [String?] = []
@@ -95,16 +98,17 @@ public struct MerchantTokenEventStore: Sendable {
         try connection.query(
             """
             UPDATE merchant_token_events e SET state = o.state, next_attempt_at = coalesce(o.next, e.next_attempt_at),
+                merchant_id = coalesce(e.merchant_id, o.merchant),
                 event_type = coalesce(o.type, e.event_type),
                 merchant_token_identifier = coalesce(o.identifier, e.merchant_token_identifier),
                 reason = coalesce(o.reason, e.reason), metadata = coalesce(o.metadata::jsonb, e.metadata), last_error = o.error,
                 settled_at = CASE WHEN o.state = 'queued' THEN NULL ELSE $9::timestamptz END
-            FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-                AS o(event_id, state, next, type, identifier, reason, metadata, error)
+            FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $10::text[])
+                AS o(event_id, state, next, type, identifier, reason, metadata, error, merchant)
             WHERE e.event_id = o.event_id AND e.state = 'queued'
             """,
             [PostgresArray(ids), PostgresArray(states), PostgresArray(next), PostgresArray(types), PostgresArray(identifiers),
-             PostgresArray(reasons), PostgresArray(metadata), PostgresArray(errors), now])
+             PostgresArray(reasons), PostgresArray(metadata), PostgresArray(errors), now, PostgresArray(ids.map { merchants[$0] })])
     }
 
     /// Pulled events waiting to be applied, locked until the caller's transaction ends (`SKIP LOCKED`: two appliers

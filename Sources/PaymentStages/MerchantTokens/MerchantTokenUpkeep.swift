@@ -24,6 +24,7 @@ public struct MerchantTokenUpkeep: Sendable {
         let puller = MerchantTokenEventPuller(
             baseURL: try environment.read(MerchantTokenSettings.tokenAPIURL),
             identity: { AppleTokenAPIIdentity.fromDirectory(directory, merchantId: $0) },
+            merchants: { AppleTokenAPIIdentity.merchants(inDirectory: directory) },
             caCertificatePath: environment.raw(MerchantTokenSettings.tokenAPICAFile.name))
         return MerchantTokenUpkeep(puller: puller, applier: MerchantTokenEventApplier(credentials: CredentialStore(vault: vault)))
     }

@@ -25,6 +25,13 @@ struct MutualTLSFiles {
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
+    /// A further client certificate of the CA, for Apple merchant id `uid` (its subject UID, as Apple's identity
+    /// certificates carry it): the paths of the certificate and key.
+    func client(uid: String) throws -> (certificate: String, key: String) {
+        try issue("client-\(uid)", subject: "/UID=\(uid)/CN=Merchant ID: \(uid)", ca: "ca", extensions: "extendedKeyUsage=clientAuth")
+        return (path("client-\(uid).pem"), path("client-\(uid).key"))
+    }
+
     func remove() { try? FileManager.default.removeItem(at: directory) }
 
     private func issue(_ name: String, subject: String, ca: String, extensions: String) throws {
