@@ -338,31 +338,55 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// A round's answers as recorded, in order, and the payments read under the round's locks (what their reports need).
+    /// One status query of a round, reconciling a lost answer: the operation as planned, the query's own attempt, and
+    /// what the processor said (or why it could not be asked).
+    public struct Querying: Sendable {
+        public let operation: OperationStore.Operation
+        public let query: Int64
+        public let evidence: Result<OperationProtocol.Evidence, OperationQueryFailure>
+
+        public init(operation: OperationStore.Operation, query: Int64, evidence: Result<OperationProtocol.Evidence, OperationQueryFailure>) {
+            (self.operation, self.query, self.evidence) = (operation, query, evidence)
+        }
+    }
+
+    /// A round's answers and status queries as recorded, each in order, and the payments read under the round's locks
+    /// (what their reports need).
     public struct Round: Sendable {
         public let settled: [Settled]
+        public let reconciled: [Settled]
         public let payments: [UUID: PaymentRecord]
     }
 
-    /// Records a round's answers set-based: the payments locked and read in one statement, the operations (and the
-    /// lost attempts of uncertain answers) in one each, every answer decided on those rows (``decide(_:current:money:lost:clock:)``,
-    /// pure), then one write per table (``apply(_:actor:on:)``). Any answer whose operation is no longer `requested`
-    /// throws ``OperationStore/NotCurrent`` and nothing of the round is kept.
-    public func settle(_ answers: [Answering], actor: String, clock: BatchClock?, on transaction: PostgresConnection) throws -> Round {
-        guard !answers.isEmpty else { return Round(settled: [], payments: [:]) }
-        let locked = try PaymentStore().lock(Array(Set(answers.compactMap(\.operation.paymentId))), on: transaction)
-        let current = try store.load(answers.map(\.operation.id), on: transaction)
+    /// Records a round's answers and status queries set-based: the payments locked and read in one statement, the
+    /// operations, the lost attempts of uncertain answers and the attempts of the queried operations in one each, every
+    /// answer and query decided on those rows (``decide(_:current:money:lost:clock:)``,
+    /// ``decide(_:current:money:attempts:)``, pure), then one write per table (``apply(_:actor:on:)``). Any answer or
+    /// successful query whose operation is no longer `requested` throws ``OperationStore/NotCurrent`` and nothing of the
+    /// round is kept.
+    public func settle(_ answers: [Answering], queries: [Querying] = [], actor: String, clock: BatchClock?, on transaction: PostgresConnection) throws -> Round {
+        guard !answers.isEmpty || !queries.isEmpty else { return Round(settled: [], reconciled: [], payments: [:]) }
+        let operations = answers.map(\.operation) + queries.map(\.operation)
+        let locked = try PaymentStore().lock(Array(Set(operations.compactMap(\.paymentId))), on: transaction)
+        let current = try store.load(operations.map(\.id), on: transaction)
         let uncertain = answers.filter { if case .uncertain = $0.answer { true } else { false } }.map(\.attempt)
         let lost = try store.attempts(ids: uncertain, on: transaction)
+        let found = queries.filter { if case .success = $0.evidence { true } else { false } }.map(\.operation.id)
+        let attempts = try store.attempts(operations: found, on: transaction)
         let clock = try uncertain.isEmpty ? clock : (clock ?? BatchClock.read(transaction))
+        let money = { (operation: OperationStore.Operation) in operation.paymentId.flatMap { locked[$0]?.money } }
         let decisions = try answers.map { answering in
-            try decide(answering, current: current[answering.operation.id], money: answering.operation.paymentId.flatMap { locked[$0]?.money },
-                       lost: lost[answering.attempt], clock: clock)
+            try decide(answering, current: current[answering.operation.id], money: money(answering.operation), lost: lost[answering.attempt], clock: clock)
         }
-        let written = try apply(decisions, actor: actor, on: transaction)
-        return Round(settled: zip(decisions, answers).map { decision, answering in
-            decision.settled(written[decision.operation] ?? current[answering.operation.id] ?? answering.operation)
-        }, payments: locked.mapValues(\.record))
+        let queried = try queries.map { querying in
+            try decide(querying, current: current[querying.operation.id], money: money(querying.operation), attempts: attempts[querying.operation.id] ?? [])
+        }
+        let written = try apply(decisions + queried, actor: actor, on: transaction)
+        let settled = { (decision: Decision, operation: OperationStore.Operation) in
+            decision.settled(written[decision.operation] ?? current[operation.id] ?? operation)
+        }
+        return Round(settled: zip(decisions, answers).map { settled($0, $1.operation) },
+                     reconciled: zip(queried, queries).map { settled($0, $1.operation) }, payments: locked.mapValues(\.record))
     }
 
     /// What the rows read under a round's locks say to write for one answer, and what it leads to.
@@ -370,6 +394,8 @@ public struct OperationSteps: Sendable {
         public var operation: Int64
         /// The answered attempt's row.
         public var attempt: OperationStore.AttemptWrite?
+        /// The request attempt whose answer was lost, as a status query's verdict settles it.
+        public var lost: OperationStore.AttemptWrite?
         /// The payment's lifecycle change (a confirmed operation with a lifecycle to move).
         public var lifecycle: PaymentStore.LifecycleChanging?
         /// The operation's end (succeeded, failed) or its review.
@@ -383,7 +409,7 @@ public struct OperationSteps: Sendable {
 
         public static func == (lhs: Decision, rhs: Decision) -> Bool {
             lhs.operation == rhs.operation && lhs.attempt?.id == rhs.attempt?.id && lhs.attempt?.written == rhs.attempt?.written
-                && lhs.lifecycle == rhs.lifecycle && lhs.ending == rhs.ending && lhs.outcome == rhs.outcome
+                && lhs.lost?.id == rhs.lost?.id && lhs.lost?.written == rhs.lost?.written && lhs.lifecycle == rhs.lifecycle && lhs.ending == rhs.ending && lhs.outcome == rhs.outcome
         }
 
         func settled(_ operation: OperationStore.Operation) -> Settled {
@@ -467,7 +493,7 @@ public struct OperationSteps: Sendable {
     /// Carries out a round's decisions, one statement per table: the attempts, the payments' lifecycles (audited), the
     /// operations; then reads back the operations that ended or went to review, by id.
     func apply(_ decisions: [Decision], actor: String, on transaction: PostgresConnection) throws -> [Int64: OperationStore.Operation] {
-        try store.finishAttempts(decisions.compactMap(\.attempt), on: transaction)
+        try store.finishAttempts(decisions.compactMap(\.attempt) + decisions.compactMap(\.lost), on: transaction)
         let changes = decisions.compactMap(\.lifecycle)
         guard try PaymentStore().changeLifecycles(changes, actor: actor, on: transaction).count == changes.count else {
             throw Diverged(table: "payments")
@@ -486,14 +512,34 @@ public struct OperationSteps: Sendable {
         try reconciled(operation, query: query, evidence: .auth(queried), actor: actor, on: transaction)
     }
 
-    /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``).
+    /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``): a
+    /// round of one (``settle(_:queries:actor:clock:on:)``).
     public func reconciled(
         _ operation: OperationStore.Operation, query: Int64, evidence: OperationProtocol.Evidence, actor: String, on transaction: PostgresConnection
     ) throws -> Settled {
-        let money = try operation.paymentId.flatMap { try PaymentStore().money($0, forUpdate: true, on: transaction) }
-        guard let current = try store.load(operation.id, on: transaction), current.state == .requested, let request = current.request,
-              let effect = current.effect else {
-            throw OperationStore.NotCurrent(attemptId: query)
+        try settle([], queries: [Querying(operation: operation, query: query, evidence: .success(evidence))], actor: actor, clock: nil,
+                   on: transaction).reconciled[0]
+    }
+
+    /// The rule of a status query (pure), on the operation, its payment's money state and its attempts as read under
+    /// the round's locks: took effect (the lost attempt completes, the operation succeeds as a confirmed answer would,
+    /// never resent), not applied (the lost attempt becomes `not_sent`: a new attempt may send), inconclusive (query
+    /// again later, then review), or review. A query that failed only records itself inconclusive. Throws
+    /// ``OperationStore/NotCurrent`` when a found operation is no longer `requested`.
+    public func decide(
+        _ querying: Querying, current: OperationStore.Operation?, money: PaymentStore.MoneyState?, attempts: [OperationStore.Attempt]
+    ) throws -> Decision {
+        let evidence: OperationProtocol.Evidence
+        switch querying.evidence {
+        case .failure(let failure):
+            return Decision(operation: querying.operation.id,
+                            attempt: (querying.query, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code, errorMessage: failure.reason)),
+                            outcome: .retry(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)", until: nil))
+        case .success(let found):
+            evidence = found
+        }
+        guard let current, current.state == .requested, let request = current.request, let effect = current.effect else {
+            throw OperationStore.NotCurrent(attemptId: querying.query)
         }
         let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, evidence: evidence)
         var queried: OperationProtocol.QueriedAuth?
@@ -504,26 +550,27 @@ public struct OperationSteps: Sendable {
         case .inconclusive: "inconclusive"
         case .review: "review"
         }
-        try store.finishAttempt(query, .init(state: .completed, outcome: outcome, errorCode: verdict.code,
-                                             settleStatus: queried?.settleStatus.wireValue, settleBaseAmount: queried?.settleBaseAmount), on: transaction)
-        let lost = try store.attempts(current.id, on: transaction).last { !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
+        var decision = Decision(operation: current.id, attempt: (querying.query, .init(
+            state: .completed, outcome: outcome, errorCode: verdict.code, settleStatus: queried?.settleStatus.wireValue,
+            settleBaseAmount: queried?.settleBaseAmount)), outcome: .finished)
+        let lost = attempts.last { $0.id != querying.query && !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
         switch verdict {
         case .tookEffect:
-            if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }
+            decision.lost = lost.map { ($0.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(querying.query)")) }
             // The transaction the query found (a capture's id is what a later refund references, at a processor that
             // refunds captures).
-            var decision = Decision(operation: current.id, outcome: .finished)
             try Self.confirmation(current, gatewayReference: rules.transactionId(request, evidence: evidence), money: money, into: &decision)
-            return decision.settled(try apply([decision], actor: actor, on: transaction)[current.id] ?? current)
         case .notApplied:
-            if let lost { try store.finishAttempt(lost.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(query): not applied"), on: transaction) }
-            return .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it")
+            decision.lost = lost.map { ($0.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(querying.query): not applied")) }
+            decision.outcome = .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it",
+                                      until: nil)
         case .inconclusive(let code, let reason):
-            return .retry(code: code, reason: reason)
+            decision.outcome = .retry(code: code, reason: reason, until: nil)
         case .review(let code, let reason):
-            try store.review(current.id, code: code, reason: reason, on: transaction)
-            return .review(try store.load(current.id, on: transaction) ?? current)
+            decision.ending = .init(operation: current.id, state: .needsReview, code: code, reason: reason)
+            decision.outcome = .review
         }
+        return decision
     }
 
     /// The payment's AUTH, for a settlement check: its transaction reference, when the payment is `captured` (the only

@@ -295,6 +295,17 @@ public struct OperationStore: Sendable {
             .map(Self.attempt(row:))
     }
 
+    /// The attempts of `operations`, oldest first, by operation, in one statement.
+    public func attempts(operations: [Int64], on connection: PostgresConnection) throws -> [Int64: [Attempt]] {
+        guard !operations.isEmpty else { return [:] }
+        let rows = try connection.query(
+            "SELECT operation_id, \(Self.attemptColumns) FROM operation_attempts WHERE operation_id = ANY($1::int8[]) ORDER BY id",
+            [PostgresArray(operations)])
+        return try rows.reduce(into: [:]) { attempts, row in
+            attempts[try row.decode("operation_id", as: Int64.self), default: []].append(try Self.attempt(row: row))
+        }
+    }
+
     /// The attempts `ids` (of any operations), by id, in one statement.
     public func attempts(ids: [Int64], on connection: PostgresConnection) throws -> [Int64: Attempt] {
         guard !ids.isEmpty else { return [:] }
