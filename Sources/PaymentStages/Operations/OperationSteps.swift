@@ -579,22 +579,4 @@ public struct OperationSteps: Sendable {
         guard try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle?.status == .captured else { return nil }
         return try store.gatewayFacts(paymentId: paymentId, on: connection)?.transactionReference
     }
-
-    /// Records what a status query of the AUTH said about settlement, under the payment's lock: settled (100) moves a
-    /// `captured` payment to `settled`; any other known status is kept as the last learnt one.
-    @discardableResult
-    public func learnSettlement(_ paymentId: UUID, queried: OperationProtocol.QueriedAuth, actor: String, on transaction: PostgresConnection) throws -> Bool {
-        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction), let lifecycle = money.lifecycle else { return false }
-        if case .other = queried.settleStatus { return false }
-        guard lifecycle.status == .captured, queried.settleStatus == .settled else {
-            try PaymentStore().recordSettleStatus(paymentId, queried.settleStatus, on: transaction)
-            return false
-        }
-        var settled = lifecycle
-        settled.status = .settled
-        let changed = try PaymentStore().changeLifecycle(paymentId, try CheckedLifecycleChange(from: lifecycle, to: settled), settleStatus: .settled,
-                                                         actor: actor, operationId: nil, detail: "settlement learnt by status query", on: transaction)
-        try PaymentStore().recordSettleStatus(paymentId, .settled, on: transaction)
-        return changed
-    }
 }

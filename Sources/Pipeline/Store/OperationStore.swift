@@ -157,9 +157,15 @@ public struct OperationStore: Sendable {
     /// payment's recorded settle status, else the answer of the AUTH attempt, or of the status query, that found it
     /// authorised, or the late answer kept as evidence for an attempt that was no longer current).
     public func gatewayFacts(paymentId: UUID, on connection: PostgresConnection) throws -> OperationProtocol.GatewayFacts? {
+        try gatewayFacts(paymentIds: [paymentId], on: connection)[paymentId]
+    }
+
+    /// ``gatewayFacts(paymentId:on:)`` of several payments in one statement (those without an AUTH reference absent).
+    public func gatewayFacts(paymentIds: [UUID], on connection: PostgresConnection) throws -> [UUID: OperationProtocol.GatewayFacts] {
+        guard !paymentIds.isEmpty else { return [:] }
         let rows = try connection.query(
             """
-            SELECT a.transaction_reference, coalesce(p.settle_status, a.settle_status) AS settle_status
+            SELECT p.id, a.transaction_reference, coalesce(p.settle_status, a.settle_status) AS settle_status
             FROM payments p
             JOIN LATERAL (SELECT CASE WHEN late THEN late_transaction_reference ELSE transaction_reference END AS transaction_reference,
                                  CASE WHEN late THEN late_settle_status ELSE settle_status END AS settle_status
@@ -169,11 +175,15 @@ public struct OperationStore: Sendable {
                                 FROM gateway_attempts WHERE payment_id = p.id) g
                           WHERE NOT late OR (late_outcome = 'authorized' AND late_transaction_reference IS NOT NULL)
                           ORDER BY id DESC LIMIT 1) a ON true
-            WHERE p.id = $1
-            """, [paymentId])
-        guard let row = rows.first, let reference = try row.decode("transaction_reference", as: String?.self) else { return nil }
-        return OperationProtocol.GatewayFacts(transactionReference: reference,
-                                              settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+            WHERE p.id = ANY($1::uuid[])
+            """, [PostgresArray(paymentIds)])
+        var facts: [UUID: OperationProtocol.GatewayFacts] = [:]
+        for row in rows {
+            guard let reference = try row.decode("transaction_reference", as: String?.self) else { continue }
+            facts[try row.decode("id", as: UUID.self)] = OperationProtocol.GatewayFacts(
+                transactionReference: reference, settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+        }
+        return facts
     }
 
     // MARK: Writing
