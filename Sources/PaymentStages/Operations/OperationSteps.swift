@@ -153,89 +153,215 @@ public struct OperationSteps: Sendable {
     }
 
     /// Decides `request` under the payment's lock, records the decision, and says what to do. `transport` is the
-    /// merchant's; `timing` the send window of a new attempt.
+    /// merchant's; `timing` the send window of a new attempt. A round of one (``plan(_:on:)``).
     public func plan(
         _ request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
         timing: OperationStore.SendTiming, clock: BatchClock? = nil, on transaction: PostgresConnection
     ) throws -> Plan {
         let clock = try clock ?? BatchClock.read(transaction)
-        guard let paymentId = try store.resolvePayment(request.payment, merchantId: request.merchantId, on: transaction) else {
-            if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-                return existing.contentHash == request.contentHash ? try resume(existing, transport: transport, timing: timing, clock: clock, on: transaction) : .conflict(existing: existing)
+        return try plan([Planning(request: request, requestedBy: requestedBy, transport: transport, timing: timing)], clock: clock,
+                        on: transaction).plans[0]
+    }
+
+    /// One request of a round's prepare, with its merchant's transport and the send window of a new attempt.
+    public struct Planning: Sendable {
+        public var request: OperationRequest
+        public var requestedBy: OperationStore.Requester
+        public var transport: OperationProtocol.Transport
+        public var timing: OperationStore.SendTiming
+
+        public init(request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
+                    timing: OperationStore.SendTiming) {
+            (self.request, self.requestedBy, self.transport, self.timing) = (request, requestedBy, transport, timing)
+        }
+    }
+
+    /// A round's plans, in order, and the payments read under its locks (what the calls' contexts need).
+    public struct Planned: Sendable {
+        public let plans: [Plan]
+        public let payments: [UUID: PaymentRecord]
+    }
+
+    /// Plans a round of requests (at most one per payment: the stage's waves hold one message per merchant) on one
+    /// batch read: the payments resolved, locked and read in one statement each, then the operations with the
+    /// requests' ids, the payments' open operations, their AUTH facts and the existing operations' attempts, one
+    /// statement each; every request decided purely (``decide(_:_:transport:clock:)``) on those rows and the batch's
+    /// clock; then what each decision records (the operation and its `sending` attempt, a refusal, a new attempt or a
+    /// review), committed by the caller before any call.
+    public func plan(_ round: [Planning], clock: BatchClock, on transaction: PostgresConnection) throws -> Planned {
+        guard !round.isEmpty else { return Planned(plans: [], payments: [:]) }
+        let requests = round.map(\.request)
+        let resolved = try store.resolvePayments(requests.map { ($0.merchantId, $0.payment) }, on: transaction)
+        // The locks first: whatever is read after them is what no other operation of these payments can change meanwhile.
+        let locked = try PaymentStore().lock(Array(Set(resolved.compactMap { $0 })), on: transaction)
+        let existing = try store.find(requests.map { ($0.merchantId, $0.operationId) }, on: transaction)
+        let open = try store.open(paymentIds: Array(locked.keys), on: transaction)
+        let facts = try store.gatewayFacts(paymentIds: Array(locked.keys), on: transaction)
+        let resumed = existing.values.filter { $0.state == .requested }
+        // A requested operation resumed on a payment the request did not name (never expected) is locked too.
+        _ = try PaymentStore().lock(Array(Set(resumed.compactMap(\.paymentId)).subtracting(locked.keys)), on: transaction)
+        let attempts = try store.attempts(operations: resumed.map(\.id), on: transaction)
+        let plans = try zip(round, resolved).map { planning, payment in
+            let found = existing[OperationStore.Key(merchantId: planning.request.merchantId, operationId: planning.request.operationId)]
+            let input = PlanInput(payment: payment, money: payment.flatMap { locked[$0]?.money }, existing: found,
+                                  open: payment.flatMap { open[$0] }, gateway: payment.flatMap { facts[$0] },
+                                  attempts: found.flatMap { attempts[$0.id] } ?? [])
+            return try record(decide(planning.request, input, transport: planning.transport, clock: clock), planning, on: transaction)
+        }
+        return Planned(plans: plans, payments: locked.mapValues(\.record))
+    }
+
+    /// What a request is decided on: the rows its round read under the payment's lock.
+    public struct PlanInput: Sendable, Equatable {
+        /// The payment the request names, if it is the merchant's.
+        public var payment: UUID?
+        public var money: PaymentStore.MoneyState?
+        /// The merchant's operation with the request's `operationId`, on any payment.
+        public var existing: OperationStore.Operation?
+        /// The payment's open operation (`requested` or `needs_review`).
+        public var open: OperationStore.Operation?
+        public var gateway: OperationProtocol.GatewayFacts?
+        /// The existing operation's attempts, oldest first.
+        public var attempts: [OperationStore.Attempt]
+
+        public init(payment: UUID?, money: PaymentStore.MoneyState?, existing: OperationStore.Operation? = nil, open: OperationStore.Operation? = nil,
+                    gateway: OperationProtocol.GatewayFacts? = nil, attempts: [OperationStore.Attempt] = []) {
+            (self.payment, self.money, self.existing, self.open, self.gateway, self.attempts) = (payment, money, existing, open, gateway, attempts)
+        }
+    }
+
+    /// What a request's decision records before any call.
+    public enum PlanDecision: Sendable, Equatable {
+        /// Nothing to record: the plan as it is.
+        case plan(Plan)
+        /// Record the operation refused (`failed` with `code`) and report it.
+        case refuse(paymentId: UUID, code: String, reason: String)
+        /// Record the operation `requested` with its `sending` attempt, then send `send`.
+        case begin(paymentId: UUID, send: GatewayOperation, before: MoneyLifecycle?, effect: OperationProtocol.Effect)
+        /// An existing `requested` operation continues (``Resumption``).
+        case resume(OperationStore.Operation, Resumed)
+
+        public enum Resumed: Sendable, Equatable {
+            case review(code: String, reason: String)
+            case send(GatewayOperation)
+            case query(GatewayOperation)
+        }
+    }
+
+    /// The rule of a request (pure): on the rows read under its payment's lock and the batch's clock, by
+    /// ``OperationProtocol/decide(_:_:gateway:)`` and, for the same operation again, ``resumption(of:attempts:reconcilable:maxInconclusiveQueries:clock:)``.
+    public func decide(_ request: OperationRequest, _ input: PlanInput, transport: OperationProtocol.Transport, clock: BatchClock) -> PlanDecision {
+        guard let paymentId = input.payment else {
+            if let existing = input.existing {
+                return existing.contentHash == request.contentHash ? resumed(existing, attempts: input.attempts, transport: transport, clock: clock)
+                    : .plan(.conflict(existing: existing))
             }
-            return .wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)")
+            return .plan(.wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)"))
         }
-        // The lock first: whatever is read after it is what no other operation of the payment can change meanwhile.
-        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) else {
-            return .wait(code: "operation_payment_unknown", reason: "payment \(paymentId) vanished")
-        }
-        let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction)
-        let open = try store.open(paymentId: paymentId, on: transaction)
-        let gateway = try store.gatewayFacts(paymentId: paymentId, on: transaction).map { facts in
+        guard let money = input.money else { return .plan(.wait(code: "operation_payment_unknown", reason: "payment \(paymentId) vanished")) }
+        let gateway = input.gateway.map { facts in
             // The payment's recorded settle status, when learnt after the AUTH, is the newer fact.
             money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
         }
         let snapshot = OperationProtocol.Snapshot(
-            transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: existing?.record,
-            openOperation: open.map(\.operationId), openOperationForReview: open?.state == .needsReview, now: clock.database)
+            transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: input.existing?.record,
+            openOperation: input.open.map(\.operationId), openOperationForReview: input.open?.state == .needsReview, now: clock.database)
         switch rules.decide(request, snapshot, gateway: gateway) {
         case .duplicate:
-            return try resume(existing!, transport: transport, timing: timing, clock: clock, on: transaction)
+            return resumed(input.existing!, attempts: input.attempts, transport: transport, clock: clock)
         case .conflict:
-            return .conflict(existing: existing!)
+            return .plan(.conflict(existing: input.existing!))
         case .wait(let code, let reason):
-            return .wait(code: code, reason: reason)
+            return .plan(.wait(code: code, reason: reason))
         case .refuse(let code, let reason):
-            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: requestedBy, code: code, reason: reason, on: transaction),
+            return .refuse(paymentId: paymentId, code: code, reason: reason)
+        case .send(let gatewayRequest, let effect):
+            return .begin(paymentId: paymentId, send: gatewayRequest, before: money.lifecycle, effect: effect)
+        }
+    }
+
+    /// The same operation again (pure): a finished one is reported again, an open one continues from its last attempt.
+    func resumed(_ operation: OperationStore.Operation, attempts: [OperationStore.Attempt], transport: OperationProtocol.Transport,
+                 clock: BatchClock) -> PlanDecision {
+        switch operation.state {
+        case .succeeded, .failed: return .plan(.finished(operation))
+        case .needsReview: return .plan(.review(operation))
+        case .requested: break
+        }
+        guard let request = operation.request else { return .plan(.review(operation)) }
+        switch Self.resumption(of: request, attempts: attempts, reconcilable: rules.reconcilable(request, transport: transport),
+                               maxInconclusiveQueries: maxInconclusiveQueries, clock: clock) {
+        case .reviewAsIs:
+            return .plan(.review(operation))
+        case .review(let code, let reason):
+            return .resume(operation, .review(code: code, reason: reason))
+        case .wait(let attempt, let until):
+            // Until its reconciliation time the request may still be in flight or be processed: querying earlier
+            // could see it "not applied" just before it is. The message comes back at that time.
+            return .plan(.wait(code: "attempt_open", reason: "attempt \(attempt) of operation \(operation.operationId) may still be in flight", until: until))
+        case .sendAgain:
+            return .resume(operation, .send(request))
+        case .query:
+            return .resume(operation, .query(request))
+        }
+    }
+
+    /// Records what `decision` says before the call, and what the message then does.
+    func record(_ decision: PlanDecision, _ planning: Planning, on transaction: PostgresConnection) throws -> Plan {
+        let request = planning.request
+        switch decision {
+        case .plan(let plan):
+            return plan
+        case .refuse(let paymentId, let code, let reason):
+            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: planning.requestedBy, code: code, reason: reason, on: transaction),
                   let refused = try store.load(id, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
             }
             return .finished(refused)
-        case .send(let gatewayRequest, let effect):
-            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: requestedBy, send: gatewayRequest,
-                                            before: money.lifecycle, effect: effect, timing: timing, on: transaction),
+        case .begin(let paymentId, let send, let before, let effect):
+            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send, before: before, effect: effect,
+                                            timing: planning.timing, on: transaction),
                   let begun = try store.load(ids.operation, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
             }
-            return .send(begun, attempt: ids.attempt, request: gatewayRequest)
+            return .send(begun, attempt: ids.attempt, request: send)
+        case .resume(let operation, let resumed):
+            return try record(resumed, of: operation, transport: planning.transport, timing: planning.timing, on: transaction)
         }
     }
 
-    /// The same operation again: a finished one is reported again, an open one continues from its last attempt, as
-    /// ``resumption(of:attempts:reconcilable:maxInconclusiveQueries:clock:)`` decides on what was read under the lock.
-    func resume(
-        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
-        on transaction: PostgresConnection
-    ) throws -> Plan {
-        switch operation.state {
-        case .succeeded, .failed: return .finished(operation)
-        case .needsReview: return .review(operation)
-        case .requested: break
-        }
-        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
-        guard let request = operation.request else { return .review(operation) }
-        let attempts = try store.attempts(operation.id, on: transaction)
-        switch Self.resumption(of: request, attempts: attempts, reconcilable: rules.reconcilable(request, transport: transport),
-                               maxInconclusiveQueries: maxInconclusiveQueries, clock: clock) {
-        case .reviewAsIs:
-            return .review(operation)
+    /// Records how an existing `requested` operation continues: its review, a new attempt, or its status query.
+    func record(_ resumed: PlanDecision.Resumed, of operation: OperationStore.Operation, transport: OperationProtocol.Transport,
+                timing: OperationStore.SendTiming, on transaction: PostgresConnection) throws -> Plan {
+        switch resumed {
         case .review(let code, let reason):
             try store.review(operation.id, code: code, reason: reason, on: transaction)
             return .review(try store.load(operation.id, on: transaction) ?? operation)
-        case .wait(let attempt, let until):
-            // Until its reconciliation time the request may still be in flight or be processed: querying earlier
-            // could see it "not applied" just before it is. The message comes back at that time.
-            return .wait(code: "attempt_open", reason: "attempt \(attempt) of operation \(operation.operationId) may still be in flight", until: until)
-        case .sendAgain:
+        case .send(let request):
             guard let attempt = try store.beginAttempt(operation.id, requestType: request.requestType, timing: timing, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .send(operation, attempt: attempt, request: request)
-        case .query:
+        case .query(let request):
             guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .query(operation, attempt: query, transactionReference: request.targetReference)
+        }
+    }
+
+    /// The same operation again, outside a round (an automatic void's): its payment locked and its attempts read, then
+    /// ``resumed(_:attempts:transport:clock:)``.
+    func resume(
+        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
+        on transaction: PostgresConnection
+    ) throws -> Plan {
+        if operation.state == .requested, let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
+        let attempts = operation.state == .requested ? try store.attempts(operation.id, on: transaction) : []
+        switch resumed(operation, attempts: attempts, transport: transport, clock: clock) {
+        case .resume(let operation, let resumed): return try record(resumed, of: operation, transport: transport, timing: timing, on: transaction)
+        case .plan(let plan): return plan
+        case .refuse, .begin: preconditionFailure("a resumption neither refuses nor begins")
         }
     }
 

@@ -143,6 +143,51 @@ public struct OperationStore: Sendable {
             .map(Self.operation(row:))
     }
 
+    /// An operation's key: its merchant and its `operationId`.
+    public struct Key: Sendable, Hashable {
+        public var merchantId: String
+        public var operationId: String
+
+        public init(merchantId: String, operationId: String) {
+            (self.merchantId, self.operationId) = (merchantId, operationId)
+        }
+    }
+
+    /// The merchants' operations with these ids, on any payment, by key, in one statement.
+    public func find(_ keys: [(merchantId: String, operationId: String)], on connection: PostgresConnection) throws -> [Key: Operation] {
+        guard !keys.isEmpty else { return [:] }
+        let operations = try connection.query(
+            "SELECT \(Self.columns) FROM \(Self.from) JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, operation_id) "
+                + "ON o.merchant_id = k.merchant_id AND o.operation_id = k.operation_id",
+            [PostgresArray(keys.map(\.merchantId)), PostgresArray(keys.map(\.operationId))]).map(Self.operation(row:))
+        return Dictionary(operations.map { (Key(merchantId: $0.merchantId, operationId: $0.operationId), $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The payments' open operations (``open(paymentId:on:)``), by payment, in one statement.
+    public func open(paymentIds: [UUID], on connection: PostgresConnection) throws -> [UUID: Operation] {
+        guard !paymentIds.isEmpty else { return [:] }
+        let operations = try connection.query(
+            "SELECT \(Self.columns) FROM \(Self.from) WHERE o.payment_id = ANY($1::uuid[]) AND o.state IN ('requested', 'needs_review')",
+            [PostgresArray(paymentIds)]).map(Self.operation(row:))
+        return Dictionary(operations.compactMap { operation in operation.paymentId.map { ($0, operation) } }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The payments operations name (``resolvePayment(_:merchantId:on:)``), in order, in one statement.
+    public func resolvePayments(_ references: [(merchantId: String, payment: OperationRequest.PaymentReference)], on connection: PostgresConnection) throws -> [UUID?] {
+        guard !references.isEmpty else { return [] }
+        let ids = references.map { reference -> UUID? in if case .paymentId(let id) = reference.payment { id } else { nil } }
+        let jobs = references.map { reference -> String? in if case .jobId(let job) = reference.payment { job } else { nil } }
+        let rows = try connection.query(
+            """
+            SELECT k.n, coalesce((SELECT p.id FROM payments p WHERE p.id = k.payment_id AND p.merchant_id = k.merchant_id),
+                                 (SELECT p.id FROM payments p WHERE p.merchant_id = k.merchant_id AND p.job_id = k.job_id)) AS id
+            FROM unnest($1::text[], $2::uuid[], $3::text[]) WITH ORDINALITY AS k(merchant_id, payment_id, job_id, n)
+            """, [PostgresArray(references.map(\.merchantId)), PostgresArray(ids), PostgresArray(jobs)])
+        var resolved = [UUID?](repeating: nil, count: references.count)
+        for row in rows { resolved[Int(try row.decode("n", as: Int64.self)) - 1] = try row.decode("id", as: UUID?.self) }
+        return resolved
+    }
+
     /// The payment an operation names, if it is the operation's merchant's: by id (another merchant's payment is
     /// not found), or by the merchant's job id.
     public func resolvePayment(_ reference: OperationRequest.PaymentReference, merchantId: String, on connection: PostgresConnection) throws -> UUID? {
