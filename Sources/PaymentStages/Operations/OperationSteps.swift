@@ -201,12 +201,28 @@ public struct OperationSteps: Sendable {
         // A requested operation resumed on a payment the request did not name (never expected) is locked too.
         _ = try PaymentStore().lock(Array(Set(resumed.compactMap(\.paymentId)).subtracting(locked.keys)), on: transaction)
         let attempts = try store.attempts(operations: resumed.map(\.id), on: transaction)
-        let plans = try zip(round, resolved).map { planning, payment in
+        let decisions = zip(round, resolved).map { planning, payment in
             let found = existing[OperationStore.Key(merchantId: planning.request.merchantId, operationId: planning.request.operationId)]
             let input = PlanInput(payment: payment, money: payment.flatMap { locked[$0]?.money }, existing: found,
                                   open: payment.flatMap { open[$0] }, gateway: payment.flatMap { facts[$0] },
                                   attempts: found.flatMap { attempts[$0.id] } ?? [])
-            return try record(decide(planning.request, input, transport: planning.transport, clock: clock), planning, on: transaction)
+            return decide(planning.request, input, transport: planning.transport, clock: clock)
+        }
+        // The new operations in one statement, read back in one; any other decision's write is its own.
+        let beginnings = zip(decisions, round).compactMap { decision, planning -> OperationStore.Beginning? in
+            guard case .begin(let paymentId, let send, let before, let effect) = decision else { return nil }
+            return OperationStore.Beginning(request: planning.request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send,
+                                            before: before, effect: effect, timing: planning.timing)
+        }
+        let begun = try store.begin(beginnings, on: transaction)
+        let loaded = try store.load(begun.compactMap { $0?.operation }, on: transaction)
+        var started = zip(beginnings, begun).makeIterator()
+        let plans = try zip(decisions, round).map { decision, planning -> Plan in
+            guard case .begin = decision, let (beginning, ids) = started.next() else { return try record(decision, planning, on: transaction) }
+            guard let ids, let operation = loaded[ids.operation] else {
+                return .wait(code: "operation_in_progress", reason: "operation \(planning.request.operationId) was recorded concurrently")
+            }
+            return .send(operation, attempt: ids.attempt, request: beginning.send)
         }
         return Planned(plans: plans, payments: locked.mapValues(\.record))
     }
@@ -306,7 +322,8 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// Records what `decision` says before the call, and what the message then does.
+    /// Records what `decision` says before the call, and what the message then does (a new operation excepted: the
+    /// round records those together).
     func record(_ decision: PlanDecision, _ planning: Planning, on transaction: PostgresConnection) throws -> Plan {
         let request = planning.request
         switch decision {
@@ -318,13 +335,8 @@ public struct OperationSteps: Sendable {
                 return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
             }
             return .finished(refused)
-        case .begin(let paymentId, let send, let before, let effect):
-            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send, before: before, effect: effect,
-                                            timing: planning.timing, on: transaction),
-                  let begun = try store.load(ids.operation, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
-            }
-            return .send(begun, attempt: ids.attempt, request: send)
+        case .begin:
+            preconditionFailure("a round records its new operations in one statement (plan(_:clock:on:))")
         case .resume(let operation, let resumed):
             return try record(resumed, of: operation, transport: planning.transport, timing: planning.timing, on: transaction)
         }

@@ -271,35 +271,90 @@ public struct OperationStore: Sendable {
         _ request: OperationRequest, paymentId: UUID, requestedBy: Requester = .merchant, send: GatewayOperation, before: MoneyLifecycle?,
         effect: OperationProtocol.Effect, timing: SendTiming, on connection: PostgresConnection
     ) throws -> (operation: Int64, attempt: Int64)? {
-        let (reference, settle, base, refund, capture): (String, String?, Int64?, Int64?, Int64?) = switch send {
-        case .transactionUpdate(let reference, let settle, let base): (reference, settle?.wireValue, base, nil, nil)
-        case .refund(let parent, let amount): (parent, nil, nil, amount, nil)
-        case .capture(let reference, let amount): (reference, nil, nil, nil, amount)
-        case .reversal(let reference): (reference, nil, nil, nil, nil)
+        try begin([Beginning(request: request, paymentId: paymentId, requestedBy: requestedBy, send: send, before: before, effect: effect,
+                             timing: timing)], on: connection)[0]
+    }
+
+    /// One operation of ``begin(_:on:)``.
+    public struct Beginning: Sendable {
+        public var request: OperationRequest
+        public var paymentId: UUID
+        public var requestedBy: Requester
+        public var send: GatewayOperation
+        public var before: MoneyLifecycle?
+        public var effect: OperationProtocol.Effect
+        public var timing: SendTiming
+
+        public init(request: OperationRequest, paymentId: UUID, requestedBy: Requester, send: GatewayOperation, before: MoneyLifecycle?,
+                    effect: OperationProtocol.Effect, timing: SendTiming) {
+            (self.request, self.paymentId, self.requestedBy, self.send) = (request, paymentId, requestedBy, send)
+            (self.before, self.effect, self.timing) = (before, effect, timing)
         }
-        let rows = try connection.query(
+
+        /// The request's columns: the reference it targets, and its settle status, settle base, refund and capture amounts.
+        var columns: (reference: String, settle: String?, base: Int64?, refund: Int64?, capture: Int64?) {
+            switch send {
+            case .transactionUpdate(let reference, let settle, let base): (reference, settle?.wireValue, base, nil, nil)
+            case .refund(let parent, let amount): (parent, nil, nil, amount, nil)
+            case .capture(let reference, let amount): (reference, nil, nil, nil, amount)
+            case .reversal(let reference): (reference, nil, nil, nil, nil)
+            }
+        }
+    }
+
+    /// Records decided operations `requested`, each with its first `sending` attempt, in one statement; commit before
+    /// the calls. For each, in order, its ids, or nil when the merchant already has an operation with its
+    /// `operationId` (nothing written for it).
+    public func begin(_ rows: [Beginning], on connection: PostgresConnection) throws -> [(operation: Int64, attempt: Int64)?] {
+        guard !rows.isEmpty else { return [] }
+        let columns = rows.map(\.columns)
+        let written = try connection.query(
             """
-            WITH operation AS (
+            WITH input AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::bytea[], $7::int8[], $8::text[], $9::text[],
+                                     $10::text[], $11::int8[], $12::int8[], $13::text[], $14::int8[], $15::int8[], $16::text[], $17::int8[],
+                                     $18::int8[], $19::text[], $20::int8[], $21::float8[], $22::float8[], $23::int8[])
+                    WITH ORDINALITY AS t(merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, request_type,
+                                         transaction_reference, update_settle_status, update_settle_base_amount, refund_amount,
+                                         before_lifecycle, before_captured, before_refunded, after_lifecycle, after_captured, after_refunded,
+                                         event_type, event_amount, send_window, settle_seconds, capture_amount, n)),
+            operation AS (
                 INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
                                                 request_type, transaction_reference, update_settle_status, update_settle_base_amount,
                                                 refund_amount, before_lifecycle, before_captured, before_refunded, after_lifecycle,
                                                 after_captured, after_refunded, event_type, event_amount, capture_amount)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, 'requested', $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $23)
+                SELECT merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, 'requested', request_type,
+                       transaction_reference, update_settle_status, update_settle_base_amount, refund_amount, before_lifecycle, before_captured,
+                       before_refunded, after_lifecycle, after_captured, after_refunded, event_type, event_amount, capture_amount
+                FROM input ORDER BY n
                 ON CONFLICT (merchant_id, operation_id) DO NOTHING
-                RETURNING id),
+                RETURNING id, merchant_id, operation_id),
             attempt AS (
                 INSERT INTO operation_attempts (operation_id, request_type, state, started_at, send_deadline, reconcile_after)
-                SELECT id, $8, 'sending', t, t + make_interval(secs => $21::float8), t + make_interval(secs => $21::float8 + $22::float8)
-                FROM operation, (SELECT clock_timestamp() AS t) now
+                SELECT o.id, i.request_type, 'sending', t, t + make_interval(secs => i.send_window),
+                       t + make_interval(secs => i.send_window + i.settle_seconds)
+                FROM operation o JOIN input i ON i.merchant_id = o.merchant_id AND i.operation_id = o.operation_id,
+                     (SELECT clock_timestamp() AS t) now
+                ORDER BY i.n
                 RETURNING id, operation_id)
-            SELECT operation_id, id FROM attempt
+            SELECT i.n, a.operation_id, a.id FROM attempt a JOIN operation o ON o.id = a.operation_id
+                JOIN input i ON i.merchant_id = o.merchant_id AND i.operation_id = o.operation_id
             """,
-            [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
-             request.amount, send.requestType, reference, settle, base, refund, before?.status.rawValue, before?.capturedAmount,
-             before?.refundedAmount, effect.lifecycle.status.rawValue, effect.lifecycle.capturedAmount, effect.lifecycle.refundedAmount,
-             effect.event.rawValue, effect.amount, timing.sendWindow, timing.settleSeconds, capture])
-        guard let row = rows.first else { return nil }
-        return (try row.decode("operation_id", as: Int64.self), try row.decode("id", as: Int64.self))
+            [PostgresArray(rows.map(\.request.merchantId)), PostgresArray(rows.map(\.request.operationId)), PostgresArray(rows.map(\.paymentId)),
+             PostgresArray(rows.map(\.request.kind.rawValue)), PostgresArray(rows.map(\.requestedBy.rawValue)),
+             PostgresArray(rows.map(\.request.contentHash)), PostgresArray(rows.map(\.request.amount)), PostgresArray(rows.map(\.send.requestType)),
+             PostgresArray(columns.map(\.reference)), PostgresArray(columns.map(\.settle)), PostgresArray(columns.map(\.base)),
+             PostgresArray(columns.map(\.refund)), PostgresArray(rows.map { $0.before?.status.rawValue }),
+             PostgresArray(rows.map { $0.before?.capturedAmount }), PostgresArray(rows.map { $0.before?.refundedAmount }),
+             PostgresArray(rows.map(\.effect.lifecycle.status.rawValue)), PostgresArray(rows.map(\.effect.lifecycle.capturedAmount)),
+             PostgresArray(rows.map(\.effect.lifecycle.refundedAmount)), PostgresArray(rows.map(\.effect.event.rawValue)),
+             PostgresArray(rows.map(\.effect.amount)), PostgresArray(rows.map(\.timing.sendWindow)), PostgresArray(rows.map(\.timing.settleSeconds)),
+             PostgresArray(columns.map(\.capture))])
+        var ids = [(operation: Int64, attempt: Int64)?](repeating: nil, count: rows.count)
+        for row in written {
+            ids[Int(try row.decode("n", as: Int64.self)) - 1] = (try row.decode("operation_id", as: Int64.self), try row.decode("id", as: Int64.self))
+        }
+        return ids
     }
 
     /// A new `sending` attempt of an operation still `requested` whose last attempt is known not to have reached the
