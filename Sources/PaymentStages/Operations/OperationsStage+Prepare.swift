@@ -46,9 +46,8 @@ extension OperationsStage {
             let unusable = OperationRequest.unusable(kind: kind, operationId: operationId, merchantId: merchantId, reason: reason)
             _ = try steps.store.refuse(unusable, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
             return .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
-        case .request(let request):
-            // Planned in the round (``prepare(_:window:transaction:)``); only here if not.
-            return .failed(.transient(code: "operation_not_planned", reason: "operation \(request.operationId) was not planned in its round"))
+        case .request:
+            preconditionFailure("a merchant's request is planned in its round (prepare(_:window:transaction:))")
         case .completion(let request):
             // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not routed
             // through ``process(_:database:)``; retried, so that it is.
