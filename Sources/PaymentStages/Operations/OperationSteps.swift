@@ -3,14 +3,15 @@ import Pipeline
 import Postgres
 
 /// The database half of the exactly-once operation protocol (docs/operations-lifecycle.md), each step one short
-/// transaction under the payment's row lock, the gateway call between them with no transaction open:
+/// transaction under the round's payment row locks, the gateway calls between them with no transaction open; each step
+/// reads its round together, decides every message purely, then writes:
 ///
-/// 1. ``plan(_:transport:timing:on:)``: decides the request (``OperationProtocol``) on the state read under the lock
-///    and, to send, commits the operation `requested` with a `sending` attempt; a redelivered operation resumes its own
-///    attempts instead (never a second operation);
-/// 2. the caller sends the request (or the status query a lost answer needs);
-/// 3. ``settle(_:attempt:answer:actor:on:)`` / ``reconciled(_:query:queried:actor:on:)``: records the answer and, when the
-///    gateway confirmed it, moves the payment's lifecycle to the decided effect.
+/// 1. ``plan(_:clock:on:)``: decides each request (``decide(_:_:transport:clock:)`` on ``OperationProtocol``) on the
+///    rows read under the locks and, to send, commits the operation `requested` with a `sending` attempt; a redelivered
+///    operation resumes its own attempts instead (never a second operation);
+/// 2. the caller sends the requests (or the status queries lost answers need);
+/// 3. ``settle(_:queries:actor:clock:on:)``: records the answers and queries and, when the gateway confirmed an
+///    operation, moves the payment's lifecycle to the decided effect.
 public struct OperationSteps: Sendable {
     public let store = OperationStore()
     public let rules = OperationProtocol()
@@ -26,7 +27,7 @@ public struct OperationSteps: Sendable {
         /// Send `request` for the attempt just committed.
         case send(OperationStore.Operation, attempt: Int64, request: GatewayOperation)
         /// The answer of an earlier attempt was lost: query the AUTH (`TRANSACTIONQUERY` by its transaction reference),
-        /// recorded as attempt `attempt`, then ``reconciled(_:query:queried:actor:on:)``.
+        /// recorded as attempt `attempt`, then ``settle(_:queries:actor:clock:on:)``.
         case query(OperationStore.Operation, attempt: Int64, transactionReference: String)
         /// The operation is finished (now or earlier): report it (again).
         case finished(OperationStore.Operation)
