@@ -71,12 +71,78 @@ extension Integration {
             #expect(try harness.operation("round-\(index)", merchantId: merchant)?.state == .succeeded)
         }
         #expect(harness.simulator.ledger.operations.count == 5, "one TRANSACTIONUPDATE per capture")
-        // The prepare still locks and loads per message (one each); the record phase adds no per-answer lock or load.
-        #expect(four.count.perMessageLocks == 4)
-        #expect(four.count.operationLoads == 4)
-        // Per extra operation of a round: at most its prepare's statements (a round of one less its record phase); the
-        // record phase's are per round. (Per answer, as recording was: 7 more per extra operation, and this fails.)
-        #expect(four.count.statements - one.count.statements <= 3 * (one.count.statements - Self.recordStatements))
+        // The prepare locks and reads the round's payments at once (no per-message lock), records its new operations
+        // with their attempts in one statement and reads them back in one (no load by id); the record phase adds no
+        // per-answer lock or load.
+        #expect(four.count.perMessageLocks == 0)
+        #expect(four.count.operationLoads == 0)
+        // Per extra operation of a round: at most its merchant's entry (the directory's cache is off here); every read
+        // and write of the prepare and the record phase is per round. (Planned per message, the prepare cost 8
+        // statements per extra operation, and this fails.)
+        #expect(four.count.statements - one.count.statements <= 3 * Self.preparePerOperation)
+    }
+
+    /// A prepare's statements per operation of a round beyond the round's own: its merchant's entry read.
+    static let preparePerOperation: Int64 = 1
+
+    /// What a message came to, without its ids: the outcome or failure code (what the runtime does with it).
+    static func outcome(_ result: Result<StageOutcome, StageFailure>) -> String {
+        switch result {
+        case .success(.publish(let messages)): "publish \(messages.count)"
+        case .success(.settled(let note, _)): "settled \(note)"
+        case .success(.completed): "completed"
+        case .success(.handOff): "hand-off"
+        case .success: "other"
+        case .failure(let failure): "\(failure.code)"
+        }
+    }
+
+    /// A mixed batch, planned together (one prepare per wave), comes to what the same messages came to one at a time:
+    /// captures, a void and a refused over-capture of five merchants, a duplicate and a conflicting reuse of an
+    /// operationId, and an operation on a payment still in decrypt (it waits, nothing recorded). Each request sent
+    /// once, the duplicate never sent again.
+    @Test func aMixedBatchComesToWhatItsMessagesCameToOneByOne() throws {
+        let harness = try OperationsStageTests.Harness(settleDelay: 60, otherMerchants: 4)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let merchants = [OperationsStageTests.merchantId] + (1...4).map { "\(OperationsStageTests.merchantId)-\($0)" }
+        // The scenario with its own payments and ids (`tag`): its deliveries, and the payments to check.
+        func scenario(_ tag: String) throws -> (deliveries: [InboundMessage], payments: [UUID]) {
+            let payments = try (0..<4).map { try harness.authorizedPayment(amount: 1000, mode: .manual, merchantId: merchants[$0]) }
+            let received = try harness.authorize.insertPayment(merchantId: merchants[4], amount: 700, currency: "GBP",
+                                                               orderReference: "MIX-\(tag)", data: nil).paymentId
+            let deliveries = [
+                harness.delivery(.capture, "cap-\(tag)", payment: payments[0], amount: 600, merchantId: merchants[0]),
+                harness.delivery(.void, "void-\(tag)", payment: payments[1], merchantId: merchants[1]),
+                harness.delivery(.capture, "over-\(tag)", payment: payments[2], amount: 5000, merchantId: merchants[2]),
+                harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 400, merchantId: merchants[3]),
+                harness.delivery(.capture, "early-\(tag)", payment: received, amount: 700, merchantId: merchants[4]),
+                harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 400, merchantId: merchants[3]),
+                harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 300, merchantId: merchants[3]),
+            ]
+            return (deliveries, payments + [received])
+        }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        let batched = try scenario("b")
+        let sentBefore = harness.simulator.ledger.operations.count
+        let inBatch = stage.process(try batched.deliveries.map { try stage.decode($0) }, database: database).map(Self.outcome)
+        let sentInBatch = harness.simulator.ledger.operations.count - sentBefore
+        let single = try scenario("s")
+        let oneByOne = try single.deliveries.map { try Self.outcome(harness.run(stage, $0)) }
+        let sentOneByOne = harness.simulator.ledger.operations.count - sentBefore - sentInBatch
+        #expect(inBatch == oneByOne)
+        #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict"])
+        #expect(sentInBatch == 3 && sentOneByOne == 3, "the capture, the void and the first of the duplicate, once each")
+        let shape = { (payment: UUID) in try harness.lifecycle(payment).map { "\($0.status) \($0.capturedAmount) \($0.refundedAmount)" } }
+        for (batch, one) in zip(batched.payments, single.payments) {
+            #expect(try shape(batch) == shape(one))
+        }
+        for (id, merchant) in [("cap", 0), ("void", 1), ("over", 2), ("dup", 3), ("early", 4)] {
+            #expect(try harness.operation("\(id)-b", merchantId: merchants[merchant])?.state == harness.operation("\(id)-s", merchantId: merchants[merchant])?.state)
+        }
+        #expect(try harness.operation("early-b", merchantId: merchants[4]) == nil, "an operation on a payment still in decrypt records nothing")
+        #expect(try harness.operation("over-b", merchantId: merchants[2])?.state == .failed)
     }
 
     /// The record phase's statements of a round (set-based, whatever its size): the payments locked and read, the

@@ -115,4 +115,74 @@ import Testing
             #expect(throws: OperationStore.NotCurrent.self) { try Self.decide(.confirmed(transactionReference: nil), current: .some(current)) }
         }
     }
+
+    // MARK: Status queries of lost answers (``OperationSteps/decide(_:current:money:attempts:)``)
+
+    static func attempt(_ id: Int64, _ type: String, _ state: OperationStore.Attempt.State) -> OperationStore.Attempt {
+        OperationStore.Attempt(id: id, requestType: type, state: state, outcome: nil, errorCode: nil, transactionReference: nil, settleStatus: nil,
+                               settleBaseAmount: nil, reconcileAfter: nil)
+    }
+
+    /// A capture sent as attempt 5 (answer lost), queried by attempt 9.
+    static let queriedAttempts = [attempt(5, "CAPTURE", .uncertain), attempt(9, "QUERY", .sending)]
+
+    static func query(
+        _ evidence: Result<OperationProtocol.Evidence, OperationQueryFailure>, operation: OperationStore.Operation = operation(),
+        current: OperationStore.Operation?? = nil, money: PaymentStore.MoneyState? = money(), attempts: [OperationStore.Attempt] = queriedAttempts
+    ) throws -> OperationSteps.Decision {
+        try OperationSteps().decide(.init(operation: operation, query: 9, evidence: evidence), current: current ?? operation, money: money,
+                                    attempts: attempts)
+    }
+
+    @Test func aQueryShowingTheCaptureTookEffectCompletesTheLostAttemptAndSucceedsAsAConfirmationWould() throws {
+        let decision = try Self.query(.success(.transactions([.init(kind: .capture, amount: 600, result: .succeeded, id: "cap-1")])))
+        #expect(decision.attempt?.id == 9 && decision.attempt?.written == .init(state: .completed, outcome: "took_effect"))
+        #expect(decision.lost?.id == 5 && decision.lost?.written == .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query 9"))
+        #expect(decision.lifecycle?.change.to == Self.captured && decision.lifecycle?.operationId == "op-1")
+        #expect(decision.ending == .init(operation: 41, state: .succeeded, gatewayReference: "cap-1", code: nil, reason: nil))
+        #expect(decision.outcome == .finished)
+        // Took effect, but the payment moved meanwhile: review, nothing moves.
+        let moved = try Self.query(.success(.transactions([.init(kind: .capture, amount: 600, result: .succeeded)])), money: Self.money(Self.captured))
+        #expect(moved.lifecycle == nil && moved.ending?.code == "operation_state_unexpected" && moved.outcome == .review)
+    }
+
+    @Test func aQueryShowingTheUpdateNotAppliedFreesTheLostAttemptForANewSend() throws {
+        let capture = GatewayOperation.capture(transactionReference: "1-2-3", amount: 600)
+        let decision = try Self.query(.success(.settlement(.init(settleStatus: .suspended, settleBaseAmount: 1000))),
+                                      operation: Self.operation(capture), attempts: [Self.attempt(5, "TRANSACTIONUPDATE", .sending),
+                                                                                     Self.attempt(9, "TRANSACTIONQUERY", .sending)])
+        #expect(decision.attempt?.written == .init(state: .completed, outcome: "not_applied", settleStatus: "2", settleBaseAmount: 1000))
+        #expect(decision.lost?.id == 5 && decision.lost?.written.state == .notSent && decision.lost?.written.outcome == "not_applied")
+        #expect(decision.lifecycle == nil && decision.ending == nil)
+        guard case .retry("operation_not_applied", _, nil) = decision.outcome else {
+            Issue.record("not applied does not send again: \(decision.outcome)")
+            return
+        }
+    }
+
+    @Test func anInconclusiveOrFailedQueryOnlyRecordsItselfAndALostRefundTheQueryDoesNotShowGoesToReview() throws {
+        let inconclusive = try Self.query(.success(.payment(nil)))
+        #expect(inconclusive.attempt?.written.outcome == "inconclusive" && inconclusive.attempt?.written.errorCode == "reconciliation_inconclusive")
+        #expect(inconclusive.lost == nil && inconclusive.lifecycle == nil && inconclusive.ending == nil)
+        guard case .retry("reconciliation_inconclusive", _, nil) = inconclusive.outcome else {
+            Issue.record("inconclusive: \(inconclusive.outcome)")
+            return
+        }
+        // A query that could not be made: recorded inconclusive with its code, retried; even for an operation no
+        // longer requested (its attempt is then not open, and the write refuses it).
+        let failed = try Self.query(.failure(OperationQueryFailure(code: "timeout", reason: "no answer")), current: .some(nil))
+        #expect(failed.attempt?.written == .init(state: .completed, outcome: "inconclusive", errorCode: "timeout", errorMessage: "no answer"))
+        #expect(failed.outcome == .retry(code: "reconciliation_inconclusive", reason: "status query failed: timeout: no answer", until: nil))
+        let refund = try Self.query(.success(.transactions([])),
+                                    operation: Self.operation(Self.refund, before: Self.captured, effect: Self.captured, kind: .refund),
+                                    attempts: [Self.attempt(5, "REFUND", .uncertain), Self.attempt(9, "QUERY", .sending)])
+        #expect(refund.ending?.state == .needsReview && refund.ending?.code == "refund_outcome_unknown" && refund.outcome == .review)
+        #expect(refund.lost == nil && refund.lifecycle == nil, "a lost refund is never marked not sent")
+    }
+
+    @Test func aFoundQueryForAnOperationNoLongerRequestedIsNotCurrent() {
+        for current in [nil, Self.operation(state: .succeeded), Self.operation(state: .needsReview)] as [OperationStore.Operation?] {
+            #expect(throws: OperationStore.NotCurrent.self) { try Self.query(.success(.payment(nil)), current: .some(current)) }
+        }
+    }
 }

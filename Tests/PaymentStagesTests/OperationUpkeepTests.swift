@@ -1,6 +1,6 @@
 import Foundation
 @testable import PaymentStages
-import Pipeline
+@testable import Pipeline
 import Testing
 
 /// The upkeep's decisions with an injected clock: which manual AUTHs are suspended, which captured payments' settlement
@@ -70,5 +70,32 @@ import Testing
         #expect(OperationUpkeep.settlementBeforeRefund(a, capabilities: Self.polling) == .querySettlement(merchantId: "tp", [a]))
         #expect(OperationUpkeep.settlementBeforeRefund(a, capabilities: UpkeepCapabilities()) == nil)
         #expect(OperationUpkeep.settlementBeforeRefund(a, capabilities: nil) == nil)
+    }
+
+    /// What the writes come to on the payments' money state read under their locks (``OperationUpkeep/applying(_:money:)``).
+    @Test func settledMovesACapturedPaymentOtherStatusesAreKeptAndAnUnknownOneWritesNothing() throws {
+        let captured = MoneyLifecycle(status: .captured, captureMode: .manual, authorizedAmount: 1000, capturedAmount: 600)
+        var refunded = captured
+        refunded.status = .partiallyRefunded
+        refunded.refundedAmount = 100
+        let money = { (lifecycle: MoneyLifecycle?) in PaymentStore.MoneyState(status: .authorized, lifecycle: lifecycle, settleStatus: nil) }
+        let (settles, settling, other, notCaptured, gone, suspended, checked) = (UUID(), UUID(), UUID(), UUID(), UUID(), UUID(), UUID())
+        let applying = try OperationUpkeep.applying([
+            .learnt(settles, .init(settleStatus: .settled, settleBaseAmount: 600)),
+            .learnt(settling, .init(settleStatus: .settling, settleBaseAmount: 600)),
+            .learnt(other, .init(settleStatus: .other("7"), settleBaseAmount: nil)),
+            .learnt(notCaptured, .init(settleStatus: .settled, settleBaseAmount: 500)),
+            .learnt(gone, .init(settleStatus: .settled, settleBaseAmount: 600)),
+            .settleStatus(suspended, .suspended),
+            .checked(checked),
+        ], money: [settles: money(captured), settling: money(captured), other: money(captured), notCaptured: money(refunded), gone: money(nil)])
+        var settled = captured
+        settled.status = .settled
+        #expect(applying.lifecycles == [PaymentStore.LifecycleChanging(
+            paymentId: settles, change: try CheckedLifecycleChange(from: captured, to: settled), settleStatus: .settled, operationId: nil,
+            detail: "settlement learnt by status query")])
+        #expect(applying.learnt == [.init(paymentId: settles, settleStatus: .settled), .init(paymentId: settling, settleStatus: .settling),
+                                    .init(paymentId: notCaptured, settleStatus: .settled), .init(paymentId: suspended, settleStatus: .suspended),
+                                    .init(paymentId: checked, settleStatus: nil)])
     }
 }

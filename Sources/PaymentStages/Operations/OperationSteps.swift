@@ -3,14 +3,15 @@ import Pipeline
 import Postgres
 
 /// The database half of the exactly-once operation protocol (docs/operations-lifecycle.md), each step one short
-/// transaction under the payment's row lock, the gateway call between them with no transaction open:
+/// transaction under the round's payment row locks, the gateway calls between them with no transaction open; each step
+/// reads its round together, decides every message purely, then writes:
 ///
-/// 1. ``plan(_:transport:timing:on:)``: decides the request (``OperationProtocol``) on the state read under the lock
-///    and, to send, commits the operation `requested` with a `sending` attempt; a redelivered operation resumes its own
-///    attempts instead (never a second operation);
-/// 2. the caller sends the request (or the status query a lost answer needs);
-/// 3. ``settle(_:attempt:answer:actor:on:)`` / ``reconciled(_:query:queried:actor:on:)``: records the answer and, when the
-///    gateway confirmed it, moves the payment's lifecycle to the decided effect.
+/// 1. ``plan(_:clock:on:)``: decides each request (``decide(_:_:transport:clock:)`` on ``OperationProtocol``) on the
+///    rows read under the locks and, to send, commits the operation `requested` with a `sending` attempt; a redelivered
+///    operation resumes its own attempts instead (never a second operation);
+/// 2. the caller sends the requests (or the status queries lost answers need);
+/// 3. ``settle(_:queries:actor:clock:on:)``: records the answers and queries and, when the gateway confirmed an
+///    operation, moves the payment's lifecycle to the decided effect.
 public struct OperationSteps: Sendable {
     public let store = OperationStore()
     public let rules = OperationProtocol()
@@ -26,7 +27,7 @@ public struct OperationSteps: Sendable {
         /// Send `request` for the attempt just committed.
         case send(OperationStore.Operation, attempt: Int64, request: GatewayOperation)
         /// The answer of an earlier attempt was lost: query the AUTH (`TRANSACTIONQUERY` by its transaction reference),
-        /// recorded as attempt `attempt`, then ``reconciled(_:query:queried:actor:on:)``.
+        /// recorded as attempt `attempt`, then ``settle(_:queries:actor:clock:on:)``.
         case query(OperationStore.Operation, attempt: Int64, transactionReference: String)
         /// The operation is finished (now or earlier): report it (again).
         case finished(OperationStore.Operation)
@@ -153,89 +154,227 @@ public struct OperationSteps: Sendable {
     }
 
     /// Decides `request` under the payment's lock, records the decision, and says what to do. `transport` is the
-    /// merchant's; `timing` the send window of a new attempt.
+    /// merchant's; `timing` the send window of a new attempt. A round of one (``plan(_:on:)``).
     public func plan(
         _ request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
         timing: OperationStore.SendTiming, clock: BatchClock? = nil, on transaction: PostgresConnection
     ) throws -> Plan {
         let clock = try clock ?? BatchClock.read(transaction)
-        guard let paymentId = try store.resolvePayment(request.payment, merchantId: request.merchantId, on: transaction) else {
-            if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-                return existing.contentHash == request.contentHash ? try resume(existing, transport: transport, timing: timing, clock: clock, on: transaction) : .conflict(existing: existing)
+        return try plan([Planning(request: request, requestedBy: requestedBy, transport: transport, timing: timing)], clock: clock,
+                        on: transaction).plans[0]
+    }
+
+    /// One request of a round's prepare, with its merchant's transport and the send window of a new attempt.
+    public struct Planning: Sendable {
+        public var request: OperationRequest
+        public var requestedBy: OperationStore.Requester
+        public var transport: OperationProtocol.Transport
+        public var timing: OperationStore.SendTiming
+
+        public init(request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
+                    timing: OperationStore.SendTiming) {
+            (self.request, self.requestedBy, self.transport, self.timing) = (request, requestedBy, transport, timing)
+        }
+    }
+
+    /// A round's plans, in order, and the payments read under its locks (what the calls' contexts need).
+    public struct Planned: Sendable {
+        public let plans: [Plan]
+        public let payments: [UUID: PaymentRecord]
+    }
+
+    /// Plans a round of requests (at most one per payment: the stage's waves hold one message per merchant) on one
+    /// batch read: the payments resolved, locked and read in one statement each, then the operations with the
+    /// requests' ids, the payments' open operations, their AUTH facts and the existing operations' attempts, one
+    /// statement each; every request decided purely (``decide(_:_:transport:clock:)``) on those rows and the batch's
+    /// clock; then what each decision records (the operation and its `sending` attempt, a refusal, a new attempt or a
+    /// review), committed by the caller before any call.
+    public func plan(_ round: [Planning], clock: BatchClock, on transaction: PostgresConnection) throws -> Planned {
+        guard !round.isEmpty else { return Planned(plans: [], payments: [:]) }
+        let requests = round.map(\.request)
+        let resolved = try store.resolvePayments(requests.map { ($0.merchantId, $0.payment) }, on: transaction)
+        // The locks first: whatever is read after them is what no other operation of these payments can change meanwhile.
+        let locked = try PaymentStore().lock(Array(Set(resolved.compactMap { $0 })), on: transaction)
+        let existing = try store.find(requests.map { ($0.merchantId, $0.operationId) }, on: transaction)
+        let open = try store.open(paymentIds: Array(locked.keys), on: transaction)
+        let facts = try store.gatewayFacts(paymentIds: Array(locked.keys), on: transaction)
+        let resumed = existing.values.filter { $0.state == .requested }
+        // A requested operation resumed on a payment the request did not name (never expected) is locked too.
+        _ = try PaymentStore().lock(Array(Set(resumed.compactMap(\.paymentId)).subtracting(locked.keys)), on: transaction)
+        let attempts = try store.attempts(operations: resumed.map(\.id), on: transaction)
+        let decisions = zip(round, resolved).map { planning, payment in
+            let found = existing[OperationStore.Key(merchantId: planning.request.merchantId, operationId: planning.request.operationId)]
+            let input = PlanInput(payment: payment, money: payment.flatMap { locked[$0]?.money }, existing: found,
+                                  open: payment.flatMap { open[$0] }, gateway: payment.flatMap { facts[$0] },
+                                  attempts: found.flatMap { attempts[$0.id] } ?? [])
+            return decide(planning.request, input, transport: planning.transport, clock: clock)
+        }
+        // The new operations in one statement, read back in one; any other decision's write is its own.
+        let beginnings = zip(decisions, round).compactMap { decision, planning -> OperationStore.Beginning? in
+            guard case .begin(let paymentId, let send, let before, let effect) = decision else { return nil }
+            return OperationStore.Beginning(request: planning.request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send,
+                                            stored: Self.stored(send, planning.transport), before: before, effect: effect, timing: planning.timing)
+        }
+        let begun = try store.begin(beginnings, on: transaction)
+        let loaded = try store.load(begun.compactMap { $0?.operation }, on: transaction)
+        var started = zip(beginnings, begun).makeIterator()
+        let plans = try zip(decisions, round).map { decision, planning -> Plan in
+            guard case .begin = decision, let (beginning, ids) = started.next() else { return try record(decision, planning, on: transaction) }
+            guard let ids, let operation = loaded[ids.operation] else {
+                return .wait(code: "operation_in_progress", reason: "operation \(planning.request.operationId) was recorded concurrently")
             }
-            return .wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)")
+            return .send(operation, attempt: ids.attempt, request: beginning.send)
         }
-        // The lock first: whatever is read after it is what no other operation of the payment can change meanwhile.
-        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) else {
-            return .wait(code: "operation_payment_unknown", reason: "payment \(paymentId) vanished")
+        return Planned(plans: plans, payments: locked.mapValues(\.record))
+    }
+
+    /// What a request is decided on: the rows its round read under the payment's lock.
+    public struct PlanInput: Sendable, Equatable {
+        /// The payment the request names, if it is the merchant's.
+        public var payment: UUID?
+        public var money: PaymentStore.MoneyState?
+        /// The merchant's operation with the request's `operationId`, on any payment.
+        public var existing: OperationStore.Operation?
+        /// The payment's open operation (`requested` or `needs_review`).
+        public var open: OperationStore.Operation?
+        public var gateway: OperationProtocol.GatewayFacts?
+        /// The existing operation's attempts, oldest first.
+        public var attempts: [OperationStore.Attempt]
+
+        public init(payment: UUID?, money: PaymentStore.MoneyState?, existing: OperationStore.Operation? = nil, open: OperationStore.Operation? = nil,
+                    gateway: OperationProtocol.GatewayFacts? = nil, attempts: [OperationStore.Attempt] = []) {
+            (self.payment, self.money, self.existing, self.open, self.gateway, self.attempts) = (payment, money, existing, open, gateway, attempts)
         }
-        let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction)
-        let open = try store.open(paymentId: paymentId, on: transaction)
-        let gateway = try store.gatewayFacts(paymentId: paymentId, on: transaction).map { facts in
+    }
+
+    /// What a request's decision records before any call.
+    public enum PlanDecision: Sendable, Equatable {
+        /// Nothing to record: the plan as it is.
+        case plan(Plan)
+        /// Record the operation refused (`failed` with `code`) and report it.
+        case refuse(paymentId: UUID, code: String, reason: String)
+        /// Record the operation `requested` with its `sending` attempt, then send `send`.
+        case begin(paymentId: UUID, send: GatewayOperation, before: MoneyLifecycle?, effect: OperationProtocol.Effect)
+        /// An existing `requested` operation continues (``Resumption``).
+        case resume(OperationStore.Operation, Resumed)
+
+        public enum Resumed: Sendable, Equatable {
+            case review(code: String, reason: String)
+            case send(GatewayOperation)
+            case query(GatewayOperation)
+        }
+    }
+
+    /// The rule of a request (pure): on the rows read under its payment's lock and the batch's clock, by
+    /// ``OperationProtocol/decide(_:_:gateway:)`` and, for the same operation again, ``resumption(of:attempts:reconcilable:maxInconclusiveQueries:clock:)``.
+    public func decide(_ request: OperationRequest, _ input: PlanInput, transport: OperationProtocol.Transport, clock: BatchClock) -> PlanDecision {
+        guard let paymentId = input.payment else {
+            if let existing = input.existing {
+                return existing.contentHash == request.contentHash ? resumed(existing, attempts: input.attempts, transport: transport, clock: clock)
+                    : .plan(.conflict(existing: existing))
+            }
+            return .plan(.wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)"))
+        }
+        guard let money = input.money else { return .plan(.wait(code: "operation_payment_unknown", reason: "payment \(paymentId) vanished")) }
+        let gateway = input.gateway.map { facts in
             // The payment's recorded settle status, when learnt after the AUTH, is the newer fact.
             money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
         }
         let snapshot = OperationProtocol.Snapshot(
-            transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: existing?.record,
-            openOperation: open.map(\.operationId), openOperationForReview: open?.state == .needsReview, now: clock.database)
+            transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: input.existing?.record,
+            openOperation: input.open.map(\.operationId), openOperationForReview: input.open?.state == .needsReview, now: clock.database)
         switch rules.decide(request, snapshot, gateway: gateway) {
         case .duplicate:
-            return try resume(existing!, transport: transport, timing: timing, clock: clock, on: transaction)
+            return resumed(input.existing!, attempts: input.attempts, transport: transport, clock: clock)
         case .conflict:
-            return .conflict(existing: existing!)
+            return .plan(.conflict(existing: input.existing!))
         case .wait(let code, let reason):
-            return .wait(code: code, reason: reason)
+            return .plan(.wait(code: code, reason: reason))
         case .refuse(let code, let reason):
-            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: requestedBy, code: code, reason: reason, on: transaction),
+            return .refuse(paymentId: paymentId, code: code, reason: reason)
+        case .send(let gatewayRequest, let effect):
+            return .begin(paymentId: paymentId, send: gatewayRequest, before: money.lifecycle, effect: effect)
+        }
+    }
+
+    /// The same operation again (pure): a finished one is reported again, an open one continues from its last attempt.
+    func resumed(_ operation: OperationStore.Operation, attempts: [OperationStore.Attempt], transport: OperationProtocol.Transport,
+                 clock: BatchClock) -> PlanDecision {
+        switch operation.state {
+        case .succeeded, .failed: return .plan(.finished(operation))
+        case .needsReview: return .plan(.review(operation))
+        case .requested: break
+        }
+        guard let request = operation.request else { return .plan(.review(operation)) }
+        switch Self.resumption(of: request, attempts: attempts, reconcilable: rules.reconcilable(request, transport: transport),
+                               maxInconclusiveQueries: maxInconclusiveQueries, clock: clock) {
+        case .reviewAsIs:
+            return .plan(.review(operation))
+        case .review(let code, let reason):
+            return .resume(operation, .review(code: code, reason: reason))
+        case .wait(let attempt, let until):
+            // Until its reconciliation time the request may still be in flight or be processed: querying earlier
+            // could see it "not applied" just before it is. The message comes back at that time.
+            return .plan(.wait(code: "attempt_open", reason: "attempt \(attempt) of operation \(operation.operationId) may still be in flight", until: until))
+        case .sendAgain:
+            return .resume(operation, .send(request))
+        case .query:
+            return .resume(operation, .query(request))
+        }
+    }
+
+    /// Records what `decision` says before the call, and what the message then does (a new operation excepted: the
+    /// round records those together).
+    func record(_ decision: PlanDecision, _ planning: Planning, on transaction: PostgresConnection) throws -> Plan {
+        let request = planning.request
+        switch decision {
+        case .plan(let plan):
+            return plan
+        case .refuse(let paymentId, let code, let reason):
+            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: planning.requestedBy, code: code, reason: reason, on: transaction),
                   let refused = try store.load(id, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
             }
             return .finished(refused)
-        case .send(let gatewayRequest, let effect):
-            guard let ids = try store.begin(request, paymentId: paymentId, requestedBy: requestedBy, send: gatewayRequest, stored: Self.stored(gatewayRequest, transport),
-                                            before: money.lifecycle, effect: effect, timing: timing, on: transaction),
-                  let begun = try store.load(ids.operation, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
-            }
-            return .send(begun, attempt: ids.attempt, request: gatewayRequest)
+        case .begin:
+            preconditionFailure("a round records its new operations in one statement (plan(_:clock:on:))")
+        case .resume(let operation, let resumed):
+            return try record(resumed, of: operation, transport: planning.transport, timing: planning.timing, on: transaction)
         }
     }
 
-    /// The same operation again: a finished one is reported again, an open one continues from its last attempt, as
-    /// ``resumption(of:attempts:reconcilable:maxInconclusiveQueries:clock:)`` decides on what was read under the lock.
-    func resume(
-        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
-        on transaction: PostgresConnection
-    ) throws -> Plan {
-        switch operation.state {
-        case .succeeded, .failed: return .finished(operation)
-        case .needsReview: return .review(operation)
-        case .requested: break
-        }
-        if let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
-        guard let request = operation.request else { return .review(operation) }
-        let attempts = try store.attempts(operation.id, on: transaction)
-        switch Self.resumption(of: request, attempts: attempts, reconcilable: rules.reconcilable(request, transport: transport),
-                               maxInconclusiveQueries: maxInconclusiveQueries, clock: clock) {
-        case .reviewAsIs:
-            return .review(operation)
+    /// Records how an existing `requested` operation continues: its review, a new attempt, or its status query.
+    func record(_ resumed: PlanDecision.Resumed, of operation: OperationStore.Operation, transport: OperationProtocol.Transport,
+                timing: OperationStore.SendTiming, on transaction: PostgresConnection) throws -> Plan {
+        switch resumed {
         case .review(let code, let reason):
             try store.review(operation.id, code: code, reason: reason, on: transaction)
             return .review(try store.load(operation.id, on: transaction) ?? operation)
-        case .wait(let attempt, let until):
-            // Until its reconciliation time the request may still be in flight or be processed: querying earlier
-            // could see it "not applied" just before it is. The message comes back at that time.
-            return .wait(code: "attempt_open", reason: "attempt \(attempt) of operation \(operation.operationId) may still be in flight", until: until)
-        case .sendAgain:
+        case .send(let request):
             guard let attempt = try store.beginAttempt(operation.id, requestType: operation.requestType ?? transport.requestNames.name(of: request), timing: timing, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .send(operation, attempt: attempt, request: request)
-        case .query:
+        case .query(let request):
             guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
                 return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
             }
             return .query(operation, attempt: query, transactionReference: request.targetReference)
+        }
+    }
+
+    /// The same operation again, outside a round (an automatic void's): its payment locked and its attempts read, then
+    /// ``resumed(_:attempts:transport:clock:)``.
+    func resume(
+        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
+        on transaction: PostgresConnection
+    ) throws -> Plan {
+        if operation.state == .requested, let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
+        let attempts = operation.state == .requested ? try store.attempts(operation.id, on: transaction) : []
+        switch resumed(operation, attempts: attempts, transport: transport, clock: clock) {
+        case .resume(let operation, let resumed): return try record(resumed, of: operation, transport: transport, timing: timing, on: transaction)
+        case .plan(let plan): return plan
+        case .refuse, .begin: preconditionFailure("a resumption neither refuses nor begins")
         }
     }
 
@@ -343,31 +482,55 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// A round's answers as recorded, in order, and the payments read under the round's locks (what their reports need).
+    /// One status query of a round, reconciling a lost answer: the operation as planned, the query's own attempt, and
+    /// what the processor said (or why it could not be asked).
+    public struct Querying: Sendable {
+        public let operation: OperationStore.Operation
+        public let query: Int64
+        public let evidence: Result<OperationProtocol.Evidence, OperationQueryFailure>
+
+        public init(operation: OperationStore.Operation, query: Int64, evidence: Result<OperationProtocol.Evidence, OperationQueryFailure>) {
+            (self.operation, self.query, self.evidence) = (operation, query, evidence)
+        }
+    }
+
+    /// A round's answers and status queries as recorded, each in order, and the payments read under the round's locks
+    /// (what their reports need).
     public struct Round: Sendable {
         public let settled: [Settled]
+        public let reconciled: [Settled]
         public let payments: [UUID: PaymentRecord]
     }
 
-    /// Records a round's answers set-based: the payments locked and read in one statement, the operations (and the
-    /// lost attempts of uncertain answers) in one each, every answer decided on those rows (``decide(_:current:money:lost:clock:)``,
-    /// pure), then one write per table (``apply(_:actor:on:)``). Any answer whose operation is no longer `requested`
-    /// throws ``OperationStore/NotCurrent`` and nothing of the round is kept.
-    public func settle(_ answers: [Answering], actor: String, clock: BatchClock?, on transaction: PostgresConnection) throws -> Round {
-        guard !answers.isEmpty else { return Round(settled: [], payments: [:]) }
-        let locked = try PaymentStore().lock(Array(Set(answers.compactMap(\.operation.paymentId))), on: transaction)
-        let current = try store.load(answers.map(\.operation.id), on: transaction)
+    /// Records a round's answers and status queries set-based: the payments locked and read in one statement, the
+    /// operations, the lost attempts of uncertain answers and the attempts of the queried operations in one each, every
+    /// answer and query decided on those rows (``decide(_:current:money:lost:clock:)``,
+    /// ``decide(_:current:money:attempts:)``, pure), then one write per table (``apply(_:actor:on:)``). Any answer or
+    /// successful query whose operation is no longer `requested` throws ``OperationStore/NotCurrent`` and nothing of the
+    /// round is kept.
+    public func settle(_ answers: [Answering], queries: [Querying] = [], actor: String, clock: BatchClock?, on transaction: PostgresConnection) throws -> Round {
+        guard !answers.isEmpty || !queries.isEmpty else { return Round(settled: [], reconciled: [], payments: [:]) }
+        let operations = answers.map(\.operation) + queries.map(\.operation)
+        let locked = try PaymentStore().lock(Array(Set(operations.compactMap(\.paymentId))), on: transaction)
+        let current = try store.load(operations.map(\.id), on: transaction)
         let uncertain = answers.filter { if case .uncertain = $0.answer { true } else { false } }.map(\.attempt)
         let lost = try store.attempts(ids: uncertain, on: transaction)
+        let found = queries.filter { if case .success = $0.evidence { true } else { false } }.map(\.operation.id)
+        let attempts = try store.attempts(operations: found, on: transaction)
         let clock = try uncertain.isEmpty ? clock : (clock ?? BatchClock.read(transaction))
+        let money = { (operation: OperationStore.Operation) in operation.paymentId.flatMap { locked[$0]?.money } }
         let decisions = try answers.map { answering in
-            try decide(answering, current: current[answering.operation.id], money: answering.operation.paymentId.flatMap { locked[$0]?.money },
-                       lost: lost[answering.attempt], clock: clock)
+            try decide(answering, current: current[answering.operation.id], money: money(answering.operation), lost: lost[answering.attempt], clock: clock)
         }
-        let written = try apply(decisions, actor: actor, on: transaction)
-        return Round(settled: zip(decisions, answers).map { decision, answering in
-            decision.settled(written[decision.operation] ?? current[answering.operation.id] ?? answering.operation)
-        }, payments: locked.mapValues(\.record))
+        let queried = try queries.map { querying in
+            try decide(querying, current: current[querying.operation.id], money: money(querying.operation), attempts: attempts[querying.operation.id] ?? [])
+        }
+        let written = try apply(decisions + queried, actor: actor, on: transaction)
+        let settled = { (decision: Decision, operation: OperationStore.Operation) in
+            decision.settled(written[decision.operation] ?? current[operation.id] ?? operation)
+        }
+        return Round(settled: zip(decisions, answers).map { settled($0, $1.operation) },
+                     reconciled: zip(queried, queries).map { settled($0, $1.operation) }, payments: locked.mapValues(\.record))
     }
 
     /// What the rows read under a round's locks say to write for one answer, and what it leads to.
@@ -375,6 +538,8 @@ public struct OperationSteps: Sendable {
         public var operation: Int64
         /// The answered attempt's row.
         public var attempt: OperationStore.AttemptWrite?
+        /// The request attempt whose answer was lost, as a status query's verdict settles it.
+        public var lost: OperationStore.AttemptWrite?
         /// The payment's lifecycle change (a confirmed operation with a lifecycle to move).
         public var lifecycle: PaymentStore.LifecycleChanging?
         /// The operation's end (succeeded, failed) or its review.
@@ -388,7 +553,7 @@ public struct OperationSteps: Sendable {
 
         public static func == (lhs: Decision, rhs: Decision) -> Bool {
             lhs.operation == rhs.operation && lhs.attempt?.id == rhs.attempt?.id && lhs.attempt?.written == rhs.attempt?.written
-                && lhs.lifecycle == rhs.lifecycle && lhs.ending == rhs.ending && lhs.outcome == rhs.outcome
+                && lhs.lost?.id == rhs.lost?.id && lhs.lost?.written == rhs.lost?.written && lhs.lifecycle == rhs.lifecycle && lhs.ending == rhs.ending && lhs.outcome == rhs.outcome
         }
 
         func settled(_ operation: OperationStore.Operation) -> Settled {
@@ -472,7 +637,7 @@ public struct OperationSteps: Sendable {
     /// Carries out a round's decisions, one statement per table: the attempts, the payments' lifecycles (audited), the
     /// operations; then reads back the operations that ended or went to review, by id.
     func apply(_ decisions: [Decision], actor: String, on transaction: PostgresConnection) throws -> [Int64: OperationStore.Operation] {
-        try store.finishAttempts(decisions.compactMap(\.attempt), on: transaction)
+        try store.finishAttempts(decisions.compactMap(\.attempt) + decisions.compactMap(\.lost), on: transaction)
         let changes = decisions.compactMap(\.lifecycle)
         guard try PaymentStore().changeLifecycles(changes, actor: actor, on: transaction).count == changes.count else {
             throw Diverged(table: "payments")
@@ -491,14 +656,34 @@ public struct OperationSteps: Sendable {
         try reconciled(operation, query: query, evidence: .settlement(queried), actor: actor, on: transaction)
     }
 
-    /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``).
+    /// ``reconciled(_:query:queried:actor:on:)`` for any connector's status query (``OperationProtocol/Evidence``): a
+    /// round of one (``settle(_:queries:actor:clock:on:)``).
     public func reconciled(
         _ operation: OperationStore.Operation, query: Int64, evidence: OperationProtocol.Evidence, actor: String, on transaction: PostgresConnection
     ) throws -> Settled {
-        let money = try operation.paymentId.flatMap { try PaymentStore().money($0, forUpdate: true, on: transaction) }
-        guard let current = try store.load(operation.id, on: transaction), current.state == .requested, let request = current.request,
-              let effect = current.effect else {
-            throw OperationStore.NotCurrent(attemptId: query)
+        try settle([], queries: [Querying(operation: operation, query: query, evidence: .success(evidence))], actor: actor, clock: nil,
+                   on: transaction).reconciled[0]
+    }
+
+    /// The rule of a status query (pure), on the operation, its payment's money state and its attempts as read under
+    /// the round's locks: took effect (the lost attempt completes, the operation succeeds as a confirmed answer would,
+    /// never resent), not applied (the lost attempt becomes `not_sent`: a new attempt may send), inconclusive (query
+    /// again later, then review), or review. A query that failed only records itself inconclusive. Throws
+    /// ``OperationStore/NotCurrent`` when a found operation is no longer `requested`.
+    public func decide(
+        _ querying: Querying, current: OperationStore.Operation?, money: PaymentStore.MoneyState?, attempts: [OperationStore.Attempt]
+    ) throws -> Decision {
+        let evidence: OperationProtocol.Evidence
+        switch querying.evidence {
+        case .failure(let failure):
+            return Decision(operation: querying.operation.id,
+                            attempt: (querying.query, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code, errorMessage: failure.reason)),
+                            outcome: .retry(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)", until: nil))
+        case .success(let found):
+            evidence = found
+        }
+        guard let current, current.state == .requested, let request = current.request, let effect = current.effect else {
+            throw OperationStore.NotCurrent(attemptId: querying.query)
         }
         let verdict = rules.reconcile(request, before: current.before ?? effect.lifecycle, effect: effect, evidence: evidence)
         var queried: OperationProtocol.QueriedAuth?
@@ -509,26 +694,27 @@ public struct OperationSteps: Sendable {
         case .inconclusive: "inconclusive"
         case .review: "review"
         }
-        try store.finishAttempt(query, .init(state: .completed, outcome: outcome, errorCode: verdict.code,
-                                             settleStatus: queried?.settleStatus.wireValue, settleBaseAmount: queried?.settleBaseAmount), on: transaction)
-        let lost = try store.attempts(current.id, on: transaction).last { !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
+        var decision = Decision(operation: current.id, attempt: (querying.query, .init(
+            state: .completed, outcome: outcome, errorCode: verdict.code, settleStatus: queried?.settleStatus.wireValue,
+            settleBaseAmount: queried?.settleBaseAmount)), outcome: .finished)
+        let lost = attempts.last { $0.id != querying.query && !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
         switch verdict {
         case .tookEffect:
-            if let lost { try store.finishAttempt(lost.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(query)"), on: transaction) }
+            decision.lost = lost.map { ($0.id, .init(state: .completed, outcome: "succeeded", errorMessage: "confirmed by status query \(querying.query)")) }
             // The transaction the query found (a capture's id is what a later refund references, at a processor that
             // refunds captures).
-            var decision = Decision(operation: current.id, outcome: .finished)
             try Self.confirmation(current, gatewayReference: rules.transactionId(request, evidence: evidence), money: money, into: &decision)
-            return decision.settled(try apply([decision], actor: actor, on: transaction)[current.id] ?? current)
         case .notApplied:
-            if let lost { try store.finishAttempt(lost.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(query): not applied"), on: transaction) }
-            return .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it")
+            decision.lost = lost.map { ($0.id, .init(state: .notSent, outcome: "not_applied", errorMessage: "status query \(querying.query): not applied")) }
+            decision.outcome = .retry(code: "operation_not_applied", reason: "the status query shows the update was not applied: a new attempt sends it",
+                                      until: nil)
         case .inconclusive(let code, let reason):
-            return .retry(code: code, reason: reason)
+            decision.outcome = .retry(code: code, reason: reason, until: nil)
         case .review(let code, let reason):
-            try store.review(current.id, code: code, reason: reason, on: transaction)
-            return .review(try store.load(current.id, on: transaction) ?? current)
+            decision.ending = .init(operation: current.id, state: .needsReview, code: code, reason: reason)
+            decision.outcome = .review
         }
+        return decision
     }
 
     /// The payment's AUTH, for a settlement check: its transaction reference, when the payment is `captured` (the only
@@ -536,23 +722,5 @@ public struct OperationSteps: Sendable {
     public func settlementCandidate(_ paymentId: UUID, on connection: PostgresConnection) throws -> String? {
         guard try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle?.status == .captured else { return nil }
         return try store.gatewayFacts(paymentId: paymentId, on: connection)?.transactionReference
-    }
-
-    /// Records what a status query of the AUTH said about settlement, under the payment's lock: settled (100) moves a
-    /// `captured` payment to `settled`; any other known status is kept as the last learnt one.
-    @discardableResult
-    public func learnSettlement(_ paymentId: UUID, queried: OperationProtocol.QueriedAuth, actor: String, on transaction: PostgresConnection) throws -> Bool {
-        guard let money = try PaymentStore().money(paymentId, forUpdate: true, on: transaction), let lifecycle = money.lifecycle else { return false }
-        if case .other = queried.settleStatus { return false }
-        guard lifecycle.status == .captured, queried.settleStatus == .settled else {
-            try PaymentStore().recordSettleStatus(paymentId, queried.settleStatus, on: transaction)
-            return false
-        }
-        var settled = lifecycle
-        settled.status = .settled
-        let changed = try PaymentStore().changeLifecycle(paymentId, try CheckedLifecycleChange(from: lifecycle, to: settled), settleStatus: .settled,
-                                                         actor: actor, operationId: nil, detail: "settlement learnt by status query", on: transaction)
-        try PaymentStore().recordSettleStatus(paymentId, .settled, on: transaction)
-        return changed
     }
 }

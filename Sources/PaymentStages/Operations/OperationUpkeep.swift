@@ -71,7 +71,7 @@ public enum OperationUpkeep {
         case settlement(Result<[String: OperationProtocol.QueriedAuth], OperationQueryFailure>)
     }
 
-    /// What an answer writes (through ``PaymentStore`` and ``OperationSteps/learnSettlement(_:queried:actor:on:)``).
+    /// What an answer writes (``applying(_:money:)`` decides the statements).
     public enum Write: Sendable, Equatable {
         /// The AUTH's settle status as now known, with no lifecycle change (the suspension).
         case settleStatus(UUID, SettleStatus)
@@ -128,5 +128,44 @@ public enum OperationUpkeep {
         default:
             return []
         }
+    }
+
+    /// The upkeep's writes as statements (``PaymentStore/changeLifecycles(_:actor:on:)`` and
+    /// ``PaymentStore/recordSettleStatuses(_:on:)``, one each).
+    public struct Applying: Sendable, Equatable {
+        public var lifecycles: [PaymentStore.LifecycleChanging] = []
+        public var learnt: [Learnt] = []
+
+        /// A payment stamped checked, with the settle status learnt (nil: nothing learnt).
+        public struct Learnt: Sendable, Equatable {
+            public var paymentId: UUID
+            public var settleStatus: SettleStatus?
+        }
+    }
+
+    /// What `writes` come to on the payments' money state read under their locks (`money`; pure): settled (100) moves
+    /// a `captured` payment to `settled`; any other known status is kept as the last learnt one; an unknown one, or a
+    /// payment without a lifecycle, writes nothing; a suspension confirmed keeps its settle status; a payment the
+    /// query did not show is stamped checked.
+    public static func applying(_ writes: [Write], money: [UUID: PaymentStore.MoneyState]) throws -> Applying {
+        var applying = Applying()
+        for write in writes {
+            switch write {
+            case .settleStatus(let payment, let status):
+                applying.learnt.append(.init(paymentId: payment, settleStatus: status))
+            case .checked(let payment):
+                applying.learnt.append(.init(paymentId: payment, settleStatus: nil))
+            case .learnt(let payment, let queried):
+                guard let lifecycle = money[payment]?.lifecycle else { continue }
+                if case .other = queried.settleStatus { continue }
+                applying.learnt.append(.init(paymentId: payment, settleStatus: queried.settleStatus))
+                guard lifecycle.status == .captured, queried.settleStatus == .settled else { continue }
+                var settled = lifecycle
+                settled.status = .settled
+                applying.lifecycles.append(.init(paymentId: payment, change: try CheckedLifecycleChange(from: lifecycle, to: settled),
+                                                 settleStatus: .settled, operationId: nil, detail: "settlement learnt by status query"))
+            }
+        }
+        return applying
     }
 }

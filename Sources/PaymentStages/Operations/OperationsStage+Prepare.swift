@@ -2,13 +2,39 @@ import Foundation
 import Pipeline
 import Postgres
 
-/// Phase 1 of a round: each message read under its payment's lock and decided (``OperationSteps``, on the rules of
-/// ``OperationProtocol``), with the batch's clocks read once and passed in; what is to be sent is committed (the
-/// operation `requested`, its attempt `sending`) before any call.
+/// Phase 1 of a round: the merchants' requests read together under their payments' locks and each decided purely
+/// (``OperationSteps/plan(_:clock:on:)``, on the rules of ``OperationProtocol``), the reconciler's automatic voids
+/// one by one, with the batch's clocks read once and passed in; what is to be sent is committed (the operation
+/// `requested`, its attempt `sending`) before any call.
 extension OperationsStage {
     public func prepare(_ batch: [Message], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
         let clock = try BatchClock.read(transaction)
-        return try batch.map { try prepare($0, clock: clock, transaction: transaction) }
+        // The merchants' requests are planned together on one batch read (``OperationSteps/plan(_:clock:on:)``).
+        var requests: [(index: Int, merchant: MerchantStore.Merchant, planning: OperationSteps.Planning)] = []
+        var results = [Prepared<Call>?](repeating: nil, count: batch.count)
+        for (index, message) in batch.enumerated() {
+            guard case .request(let request) = message else { continue }
+            guard let entry = try directory.entry(request.merchantId, on: transaction) else {
+                results[index] = .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
+                continue
+            }
+            requests.append((index, entry.merchant, OperationSteps.Planning(request: request, transport: transport(entry.merchant),
+                                                                            timing: timing(entry.merchant))))
+        }
+        let round = try steps.plan(requests.map(\.planning), clock: clock, on: transaction)
+        for (request, plan) in zip(requests, round.plans) {
+            results[request.index] = try prepare(merchant: request.merchant, clock: clock, payments: round.payments, transaction: transaction) { _, _ in plan }
+        }
+        for index in batch.indices where results[index] == nil {
+            results[index] = try prepare(batch[index], clock: clock, transaction: transaction)
+        }
+        return results.map { $0! }
+    }
+
+    /// The send window and settle time of a new attempt at the merchant's endpoint.
+    private func timing(_ merchant: MerchantStore.Merchant) -> OperationStore.SendTiming {
+        OperationStore.SendTiming(
+            sendWindow: sendWindow, settleSeconds: (Self.endpoint(merchant).map { connectors.totalTimeout(for: $0) } ?? connectors.totalTimeout) + reconcileGrace)
     }
 
     private func prepare(_ message: Message, clock: BatchClock, transaction: PostgresConnection) throws -> Prepared<Call> {
@@ -20,13 +46,8 @@ extension OperationsStage {
             let unusable = OperationRequest.unusable(kind: kind, operationId: operationId, merchantId: merchantId, reason: reason)
             _ = try steps.store.refuse(unusable, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
             return .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
-        case .request(let request):
-            guard let entry = try directory.entry(request.merchantId, on: transaction) else {
-                return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
-            }
-            return try prepare(merchant: entry.merchant, clock: clock, transaction: transaction) { transport, timing in
-                try steps.plan(request, transport: transport, timing: timing, clock: clock, on: transaction)
-            }
+        case .request:
+            preconditionFailure("a merchant's request is planned in its round (prepare(_:window:transaction:))")
         case .completion(let request):
             // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not routed
             // through ``process(_:database:)``; retried, so that it is.
@@ -46,14 +67,12 @@ extension OperationsStage {
     /// One message's plan and what it leads to: a call, or a result (a request with nothing to send it to is settled
     /// refused at once, in the same transaction).
     private func prepare(
-        merchant: MerchantStore.Merchant, clock: BatchClock, transaction: PostgresConnection,
+        merchant: MerchantStore.Merchant, clock: BatchClock, payments: [UUID: PaymentRecord] = [:], transaction: PostgresConnection,
         planning: (OperationProtocol.Transport, OperationStore.SendTiming) throws -> OperationSteps.Plan
     ) throws -> Prepared<Call> {
         let transport = transport(merchant)
         let endpoint = Self.endpoint(merchant)
-        let timing = OperationStore.SendTiming(
-            sendWindow: sendWindow, settleSeconds: (endpoint.map { connectors.totalTimeout(for: $0) } ?? connectors.totalTimeout) + reconcileGrace)
-        switch try planning(transport, timing) {
+        switch try planning(transport, timing(merchant)) {
         case .wait(let code, let reason, let until):
             return .failed(Self.retried(code: code, reason: reason, until: until))
         case .nothing(let reason):
@@ -83,14 +102,14 @@ extension OperationsStage {
                 }
             }
             let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
-                                           database: transaction)
+                                           payments: payments, database: transaction)
             return .call(.send(planned, request: request))
         case .query(let operation, let attempt, _):
             guard let endpoint, let request = operation.request else {
                 return .failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with"))
             }
             let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
-                                           database: transaction)
+                                           payments: payments, database: transaction)
             return .call(.query(planned, request: request))
         }
     }
@@ -100,14 +119,14 @@ extension OperationsStage {
     /// processor that refunds the capture).
     private func planned(
         _ operation: OperationStore.Operation, attempt: Int64, request: GatewayOperation, endpoint: GatewayEndpoint,
-        transport: OperationProtocol.Transport, clock: BatchClock, database: PostgresConnection
+        transport: OperationProtocol.Transport, clock: BatchClock, payments: [UUID: PaymentRecord], database: PostgresConnection
     ) throws -> Planned {
         let connector = connectors.connector(endpoint.connector)
         let needs = connector.operationNeeds
         let paymentReference = operation.paymentId?.paymentIDText ?? operation.operationId
         var context = OperationContext(reference: connector.operationReference(paymentReference: paymentReference, operationRowId: operation.id))
         if let paymentId = operation.paymentId {
-            if needs.contains(.currency) { context.currency = try PaymentStore().load(paymentId, on: database)?.currency ?? "" }
+            if needs.contains(.currency) { context.currency = try (payments[paymentId] ?? PaymentStore().load(paymentId, on: database))?.currency ?? "" }
             if needs.contains(.captureReference), case .refund = request {
                 context.capture = try steps.store.operations(paymentId: paymentId, on: database)
                     .last { $0.kind == .capture && $0.state == .succeeded && $0.gatewayReference != nil }?.gatewayReference

@@ -2,35 +2,36 @@ import Foundation
 import Pipeline
 import Postgres
 
-/// Phase 3 of a round: the answers to sends applied together, set-based (``OperationSteps/settle(_:actor:clock:on:)``:
-/// the round's payments locked and its rows read once, each answer decided purely, one write per table), status
-/// queries one by one under the payment's lock (``OperationSteps/reconciled``), writing through ``OperationStore`` and
-/// ``PaymentStore``; a finished operation handed to notify.
+/// Phase 3 of a round: the answers to sends and the status queries of lost answers applied together, set-based
+/// (``OperationSteps/settle(_:queries:actor:clock:on:)``: the round's payments locked and its rows read once, each
+/// answer and query decided purely, one write per table through ``OperationStore`` and ``PaymentStore``); a finished
+/// operation handed to notify.
 extension OperationsStage {
     /// Records each answer; an update the status query shows not applied goes another round (its plan then sends a
     /// new attempt).
     public func record(_ answers: [Answered<Message, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
         var sends: [(index: Int, answering: OperationSteps.Answering, clock: BatchClock)] = []
-        var results = [Recorded?](repeating: nil, count: answers.count)
+        var queries: [(index: Int, querying: OperationSteps.Querying)] = []
         for (index, answered) in answers.enumerated() {
             switch (answered.call, answered.answer) {
             case (.send(let planned, _), .sent(let answer)):
                 sends.append((index, .init(operation: planned.operation, attempt: planned.attempt, answer: answer, transport: planned.transport), planned.clock))
-            case (.query(let planned, _), .queried(.success(let evidence))):
-                results[index] = try recorded(steps.reconciled(planned.operation, query: planned.attempt, evidence: evidence, actor: Self.actor,
-                                                               on: transaction), transaction: transaction)
-            case (.query(let planned, _), .queried(.failure(let failure))):
-                try steps.store.finishAttempt(planned.attempt, .init(state: .completed, outcome: "inconclusive", errorCode: failure.code,
-                                                                     errorMessage: failure.reason), on: transaction)
-                results[index] = .failed(.transient(code: "reconciliation_inconclusive", reason: "status query failed: \(failure.code): \(failure.reason)"))
+            case (.query(let planned, _), .queried(let evidence)):
+                queries.append((index, .init(operation: planned.operation, query: planned.attempt, evidence: evidence)))
             case (.send, .queried), (.query, .sent):
                 preconditionFailure("an answer of another kind of call")
             }
         }
         // One clock per round: every call of it was planned in the same prepare.
-        let round = try steps.settle(sends.map(\.answering), actor: Self.actor, clock: sends.first?.clock, on: transaction)
+        let round = try steps.settle(sends.map(\.answering), queries: queries.map(\.querying), actor: Self.actor, clock: sends.first?.clock,
+                                     on: transaction)
+        var results = [Recorded?](repeating: nil, count: answers.count)
+        let payment = { (operation: OperationStore.Operation) in operation.paymentId.flatMap { round.payments[$0] } }
         for (send, settled) in zip(sends, round.settled) {
-            results[send.index] = try recorded(settled, payment: send.answering.operation.paymentId.flatMap { round.payments[$0] }, transaction: transaction)
+            results[send.index] = try recorded(settled, payment: payment(send.answering.operation), transaction: transaction)
+        }
+        for (query, settled) in zip(queries, round.reconciled) {
+            results[query.index] = try recorded(settled, payment: payment(query.querying.operation), transaction: transaction)
         }
         return results.map { $0! }
     }

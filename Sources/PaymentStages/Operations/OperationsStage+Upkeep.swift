@@ -73,15 +73,16 @@ extension OperationsStage {
             heldBack: heldBack)
     }
 
-    /// The upkeep's writes, in the caller's transaction.
+    /// The upkeep's writes, in the caller's transaction, set-based: the payments whose settlement was learnt locked and
+    /// read in one statement, the writes decided on them (``OperationUpkeep/applying(_:money:)``), then one statement
+    /// for the lifecycle changes and one for the settle statuses.
     func apply(_ writes: [OperationUpkeep.Write], on transaction: PostgresConnection) throws {
-        for write in writes {
-            switch write {
-            case .settleStatus(let payment, let status): try PaymentStore().recordSettleStatus(payment, status, on: transaction)
-            case .learnt(let payment, let queried): _ = try steps.learnSettlement(payment, queried: queried, actor: Self.actor, on: transaction)
-            case .checked(let payment): try PaymentStore().markSettlementChecked(payment, on: transaction)
-            }
-        }
+        let learnt = writes.compactMap { write -> UUID? in if case .learnt(let payment, _) = write { payment } else { nil } }
+        let locked = try PaymentStore().lock(Array(Set(learnt)), on: transaction)
+        let applying = try OperationUpkeep.applying(writes, money: locked.mapValues(\.money))
+        // A change the payment no longer matches is left out by the statement (a race: learnt again next poll).
+        _ = try PaymentStore().changeLifecycles(applying.lifecycles, actor: Self.actor, on: transaction)
+        try PaymentStore().recordSettleStatuses(applying.learnt.map { ($0.paymentId, $0.settleStatus) }, on: transaction)
     }
 
     /// Each merchant's configured endpoint (merchants without one are left out: nothing can be sent for them).
@@ -106,15 +107,7 @@ extension OperationsStage {
                                              WHERE a.payment_id = p.id AND a.transaction_reference IS NOT NULL AND a.outcome IN ('authorized', 'found')
                                              ORDER BY a.id DESC LIMIT 1)) IN ('0', '1')
             ORDER BY p.updated_at LIMIT 50
-            """).compactMap { row in try payment(row, database: database) }
-    }
-
-    /// A selected payment with its AUTH's reference, nil without one.
-    private func payment(_ row: PostgresRow, database: PostgresConnection) throws -> OperationUpkeep.Payment? {
-        let id = try row.decode("id", as: UUID.self)
-        guard let facts = try steps.store.gatewayFacts(paymentId: id, on: database) else { return nil }
-        return OperationUpkeep.Payment(id: id, merchantId: try row.decode("merchant_id", as: String.self), transactionReference: facts.transactionReference,
-                                       traceparent: row.hasColumn("trace_parent") ? try row.decode("trace_parent", as: String?.self) : nil)
+            """).withFacts(steps.store, database: database).map { $0.payment }
     }
 
     /// Captured payments of connectors that poll settlement, whose query may be due: a superset of the due ones
@@ -143,12 +136,10 @@ extension OperationsStage {
                    OR EXISTS (SELECT 1 FROM gateway_attempts d WHERE d.payment_id = p.id
                               AND (d.settle_due_date + 1)::timestamp <= ($2::timestamptz AT TIME ZONE 'UTC')))
             ORDER BY p.merchant_id, p.settle_checked_at NULLS FIRST LIMIT 500
-            """, [settlementPoll, clock.database, PostgresArray(types)]).compactMap { row in
-            try payment(row, database: database).map { payment in
-                OperationUpkeep.Captured(payment: payment,
-                dueDate: try row.decode("due", as: String?.self), lastQueried: try row.decode("settle_checked_at", as: Date?.self),
-                capturedAt: try row.decode("updated_at", as: Date.self))
-            }
+            """, [settlementPoll, clock.database, PostgresArray(types)]).withFacts(steps.store, database: database).map { payment, row in
+            OperationUpkeep.Captured(payment: payment,
+                                     dueDate: try row.decode("due", as: String?.self), lastQueried: try row.decode("settle_checked_at", as: Date?.self),
+                                     capturedAt: try row.decode("updated_at", as: Date.self))
         }
     }
 
@@ -163,5 +154,19 @@ extension OperationsStage {
             due[merchant, default: []] += payments.map(\.id)
         }
         return due
+    }
+}
+
+extension PostgresRows {
+    /// The selected payments with their AUTH's reference, read for all of them in one statement
+    /// (``OperationStore/gatewayFacts(paymentIds:on:)``); a payment without one is left out.
+    func withFacts(_ store: OperationStore, database: PostgresConnection) throws -> [(payment: OperationUpkeep.Payment, row: PostgresRow)] {
+        let ids = try map { try $0.decode("id", as: UUID.self) }
+        let facts = try store.gatewayFacts(paymentIds: ids, on: database)
+        return try zip(ids, self).compactMap { id, row in
+            guard let facts = facts[id] else { return nil }
+            return (OperationUpkeep.Payment(id: id, merchantId: try row.decode("merchant_id", as: String.self), transactionReference: facts.transactionReference,
+                                            traceparent: row.hasColumn("trace_parent") ? try row.decode("trace_parent", as: String?.self) : nil), row)
+        }
     }
 }

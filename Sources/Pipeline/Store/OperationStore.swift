@@ -158,6 +158,51 @@ public struct OperationStore: Sendable {
             .map(Self.operation(row:))
     }
 
+    /// An operation's key: its merchant and its `operationId`.
+    public struct Key: Sendable, Hashable {
+        public var merchantId: String
+        public var operationId: String
+
+        public init(merchantId: String, operationId: String) {
+            (self.merchantId, self.operationId) = (merchantId, operationId)
+        }
+    }
+
+    /// The merchants' operations with these ids, on any payment, by key, in one statement.
+    public func find(_ keys: [(merchantId: String, operationId: String)], on connection: PostgresConnection) throws -> [Key: Operation] {
+        guard !keys.isEmpty else { return [:] }
+        let operations = try connection.query(
+            "SELECT \(Self.columns) FROM \(Self.from) JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, operation_id) "
+                + "ON o.merchant_id = k.merchant_id AND o.operation_id = k.operation_id",
+            [PostgresArray(keys.map(\.merchantId)), PostgresArray(keys.map(\.operationId))]).map(Self.operation(row:))
+        return Dictionary(operations.map { (Key(merchantId: $0.merchantId, operationId: $0.operationId), $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The payments' open operations (``open(paymentId:on:)``), by payment, in one statement.
+    public func open(paymentIds: [UUID], on connection: PostgresConnection) throws -> [UUID: Operation] {
+        guard !paymentIds.isEmpty else { return [:] }
+        let operations = try connection.query(
+            "SELECT \(Self.columns) FROM \(Self.from) WHERE o.payment_id = ANY($1::uuid[]) AND o.state IN ('requested', 'needs_review')",
+            [PostgresArray(paymentIds)]).map(Self.operation(row:))
+        return Dictionary(operations.compactMap { operation in operation.paymentId.map { ($0, operation) } }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The payments operations name (``resolvePayment(_:merchantId:on:)``), in order, in one statement.
+    public func resolvePayments(_ references: [(merchantId: String, payment: OperationRequest.PaymentReference)], on connection: PostgresConnection) throws -> [UUID?] {
+        guard !references.isEmpty else { return [] }
+        let ids = references.map { reference -> UUID? in if case .paymentId(let id) = reference.payment { id } else { nil } }
+        let jobs = references.map { reference -> String? in if case .jobId(let job) = reference.payment { job } else { nil } }
+        let rows = try connection.query(
+            """
+            SELECT k.n, coalesce((SELECT p.id FROM payments p WHERE p.id = k.payment_id AND p.merchant_id = k.merchant_id),
+                                 (SELECT p.id FROM payments p WHERE p.merchant_id = k.merchant_id AND p.job_id = k.job_id)) AS id
+            FROM unnest($1::text[], $2::uuid[], $3::text[]) WITH ORDINALITY AS k(merchant_id, payment_id, job_id, n)
+            """, [PostgresArray(references.map(\.merchantId)), PostgresArray(ids), PostgresArray(jobs)])
+        var resolved = [UUID?](repeating: nil, count: references.count)
+        for row in rows { resolved[Int(try row.decode("n", as: Int64.self)) - 1] = try row.decode("id", as: UUID?.self) }
+        return resolved
+    }
+
     /// The payment an operation names, if it is the operation's merchant's: by id (another merchant's payment is
     /// not found), or by the merchant's job id.
     public func resolvePayment(_ reference: OperationRequest.PaymentReference, merchantId: String, on connection: PostgresConnection) throws -> UUID? {
@@ -172,9 +217,15 @@ public struct OperationStore: Sendable {
     /// payment's recorded settle status, else the answer of the AUTH attempt, or of the status query, that found it
     /// authorised, or the late answer kept as evidence for an attempt that was no longer current).
     public func gatewayFacts(paymentId: UUID, on connection: PostgresConnection) throws -> OperationProtocol.GatewayFacts? {
+        try gatewayFacts(paymentIds: [paymentId], on: connection)[paymentId]
+    }
+
+    /// ``gatewayFacts(paymentId:on:)`` of several payments in one statement (those without an AUTH reference absent).
+    public func gatewayFacts(paymentIds: [UUID], on connection: PostgresConnection) throws -> [UUID: OperationProtocol.GatewayFacts] {
+        guard !paymentIds.isEmpty else { return [:] }
         let rows = try connection.query(
             """
-            SELECT a.transaction_reference, coalesce(p.settle_status, a.settle_status) AS settle_status
+            SELECT p.id, a.transaction_reference, coalesce(p.settle_status, a.settle_status) AS settle_status
             FROM payments p
             JOIN LATERAL (SELECT CASE WHEN late THEN late_transaction_reference ELSE transaction_reference END AS transaction_reference,
                                  CASE WHEN late THEN late_settle_status ELSE settle_status END AS settle_status
@@ -184,11 +235,15 @@ public struct OperationStore: Sendable {
                                 FROM gateway_attempts WHERE payment_id = p.id) g
                           WHERE NOT late OR (late_outcome = 'authorized' AND late_transaction_reference IS NOT NULL)
                           ORDER BY id DESC LIMIT 1) a ON true
-            WHERE p.id = $1
-            """, [paymentId])
-        guard let row = rows.first, let reference = try row.decode("transaction_reference", as: String?.self) else { return nil }
-        return OperationProtocol.GatewayFacts(transactionReference: reference,
-                                              settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+            WHERE p.id = ANY($1::uuid[])
+            """, [PostgresArray(paymentIds)])
+        var facts: [UUID: OperationProtocol.GatewayFacts] = [:]
+        for row in rows {
+            guard let reference = try row.decode("transaction_reference", as: String?.self) else { continue }
+            facts[try row.decode("id", as: UUID.self)] = OperationProtocol.GatewayFacts(
+                transactionReference: reference, settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+        }
+        return facts
     }
 
     // MARK: Writing
@@ -244,38 +299,92 @@ public struct OperationStore: Sendable {
         _ request: OperationRequest, paymentId: UUID, requestedBy: Requester = .merchant, send: GatewayOperation, stored: StoredForm,
         before: MoneyLifecycle?, effect: OperationProtocol.Effect, timing: SendTiming, on connection: PostgresConnection
     ) throws -> (operation: Int64, attempt: Int64)? {
-        // Stored in the processor's terms: the settle status and amount an update sets (a settlement-updates
-        // processor), or a capture's own amount; a refund's amount either way.
-        let requestType = stored.requestType
-        let update = stored.updatesSettlement ? send.settlementUpdate : nil
-        let (settle, base) = (update?.settleStatus?.wireValue, update?.settleAmount)
-        var (refund, capture): (Int64?, Int64?) = (nil, nil)
-        if case .refund(_, let amount) = send { refund = amount }
-        if case .capture(_, let amount) = send, update == nil { capture = amount }
-        let reference = send.targetReference
-        let rows = try connection.query(
+        try begin([Beginning(request: request, paymentId: paymentId, requestedBy: requestedBy, send: send, stored: stored, before: before,
+                             effect: effect, timing: timing)], on: connection)[0]
+    }
+
+    /// One operation of ``begin(_:on:)``.
+    public struct Beginning: Sendable {
+        public var request: OperationRequest
+        public var paymentId: UUID
+        public var requestedBy: Requester
+        public var send: GatewayOperation
+        /// How its connector stores it (request name, whether it updates the payment's settlement).
+        public var stored: StoredForm
+        public var before: MoneyLifecycle?
+        public var effect: OperationProtocol.Effect
+        public var timing: SendTiming
+
+        public init(request: OperationRequest, paymentId: UUID, requestedBy: Requester, send: GatewayOperation, stored: StoredForm,
+                    before: MoneyLifecycle?, effect: OperationProtocol.Effect, timing: SendTiming) {
+            (self.request, self.paymentId, self.requestedBy, self.send, self.stored) = (request, paymentId, requestedBy, send, stored)
+            (self.before, self.effect, self.timing) = (before, effect, timing)
+        }
+
+        /// The request's columns, stored in the processor's terms: the reference it targets, the settle status and
+        /// amount an update sets (a settlement-updates processor), a refund's amount, or a capture's own amount.
+        var columns: (reference: String, settle: String?, base: Int64?, refund: Int64?, capture: Int64?) {
+            let update = stored.updatesSettlement ? send.settlementUpdate : nil
+            var (refund, capture): (Int64?, Int64?) = (nil, nil)
+            if case .refund(_, let amount) = send { refund = amount }
+            if case .capture(_, let amount) = send, update == nil { capture = amount }
+            return (send.targetReference, update?.settleStatus?.wireValue, update?.settleAmount, refund, capture)
+        }
+    }
+
+    /// Records decided operations `requested`, each with its first `sending` attempt, in one statement; commit before
+    /// the calls. For each, in order, its ids, or nil when the merchant already has an operation with its
+    /// `operationId` (nothing written for it).
+    public func begin(_ rows: [Beginning], on connection: PostgresConnection) throws -> [(operation: Int64, attempt: Int64)?] {
+        guard !rows.isEmpty else { return [] }
+        let columns = rows.map(\.columns)
+        let written = try connection.query(
             """
-            WITH operation AS (
+            WITH input AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::bytea[], $7::int8[], $8::text[], $9::text[],
+                                     $10::text[], $11::int8[], $12::int8[], $13::text[], $14::int8[], $15::int8[], $16::text[], $17::int8[],
+                                     $18::int8[], $19::text[], $20::int8[], $21::float8[], $22::float8[], $23::int8[])
+                    WITH ORDINALITY AS t(merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, request_type,
+                                         transaction_reference, update_settle_status, update_settle_base_amount, refund_amount,
+                                         before_lifecycle, before_captured, before_refunded, after_lifecycle, after_captured, after_refunded,
+                                         event_type, event_amount, send_window, settle_seconds, capture_amount, n)),
+            operation AS (
                 INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
                                                 request_type, transaction_reference, update_settle_status, update_settle_base_amount,
                                                 refund_amount, before_lifecycle, before_captured, before_refunded, after_lifecycle,
                                                 after_captured, after_refunded, event_type, event_amount, capture_amount)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, 'requested', $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $23)
+                SELECT merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, 'requested', request_type,
+                       transaction_reference, update_settle_status, update_settle_base_amount, refund_amount, before_lifecycle, before_captured,
+                       before_refunded, after_lifecycle, after_captured, after_refunded, event_type, event_amount, capture_amount
+                FROM input ORDER BY n
                 ON CONFLICT (merchant_id, operation_id) DO NOTHING
-                RETURNING id),
+                RETURNING id, merchant_id, operation_id),
             attempt AS (
                 INSERT INTO operation_attempts (operation_id, request_type, state, started_at, send_deadline, reconcile_after)
-                SELECT id, $8, 'sending', t, t + make_interval(secs => $21::float8), t + make_interval(secs => $21::float8 + $22::float8)
-                FROM operation, (SELECT clock_timestamp() AS t) now
+                SELECT o.id, i.request_type, 'sending', t, t + make_interval(secs => i.send_window),
+                       t + make_interval(secs => i.send_window + i.settle_seconds)
+                FROM operation o JOIN input i ON i.merchant_id = o.merchant_id AND i.operation_id = o.operation_id,
+                     (SELECT clock_timestamp() AS t) now
+                ORDER BY i.n
                 RETURNING id, operation_id)
-            SELECT operation_id, id FROM attempt
+            SELECT i.n, a.operation_id, a.id FROM attempt a JOIN operation o ON o.id = a.operation_id
+                JOIN input i ON i.merchant_id = o.merchant_id AND i.operation_id = o.operation_id
             """,
-            [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
-             request.amount, requestType, reference, settle, base, refund, before?.status.rawValue, before?.capturedAmount,
-             before?.refundedAmount, effect.lifecycle.status.rawValue, effect.lifecycle.capturedAmount, effect.lifecycle.refundedAmount,
-             effect.event.rawValue, effect.amount, timing.sendWindow, timing.settleSeconds, capture])
-        guard let row = rows.first else { return nil }
-        return (try row.decode("operation_id", as: Int64.self), try row.decode("id", as: Int64.self))
+            [PostgresArray(rows.map(\.request.merchantId)), PostgresArray(rows.map(\.request.operationId)), PostgresArray(rows.map(\.paymentId)),
+             PostgresArray(rows.map(\.request.kind.rawValue)), PostgresArray(rows.map(\.requestedBy.rawValue)),
+             PostgresArray(rows.map(\.request.contentHash)), PostgresArray(rows.map(\.request.amount)), PostgresArray(rows.map(\.stored.requestType)),
+             PostgresArray(columns.map(\.reference)), PostgresArray(columns.map(\.settle)), PostgresArray(columns.map(\.base)),
+             PostgresArray(columns.map(\.refund)), PostgresArray(rows.map { $0.before?.status.rawValue }),
+             PostgresArray(rows.map { $0.before?.capturedAmount }), PostgresArray(rows.map { $0.before?.refundedAmount }),
+             PostgresArray(rows.map(\.effect.lifecycle.status.rawValue)), PostgresArray(rows.map(\.effect.lifecycle.capturedAmount)),
+             PostgresArray(rows.map(\.effect.lifecycle.refundedAmount)), PostgresArray(rows.map(\.effect.event.rawValue)),
+             PostgresArray(rows.map(\.effect.amount)), PostgresArray(rows.map(\.timing.sendWindow)), PostgresArray(rows.map(\.timing.settleSeconds)),
+             PostgresArray(columns.map(\.capture))])
+        var ids = [(operation: Int64, attempt: Int64)?](repeating: nil, count: rows.count)
+        for row in written {
+            ids[Int(try row.decode("n", as: Int64.self)) - 1] = (try row.decode("operation_id", as: Int64.self), try row.decode("id", as: Int64.self))
+        }
+        return ids
     }
 
     /// A new `sending` attempt of an operation still `requested` whose last attempt is known not to have reached the
@@ -324,6 +433,17 @@ public struct OperationStore: Sendable {
     public func attempts(_ operationId: Int64, on connection: PostgresConnection) throws -> [Attempt] {
         try connection.query("SELECT \(Self.attemptColumns) FROM operation_attempts WHERE operation_id = $1 ORDER BY id", [operationId])
             .map(Self.attempt(row:))
+    }
+
+    /// The attempts of `operations`, oldest first, by operation, in one statement.
+    public func attempts(operations: [Int64], on connection: PostgresConnection) throws -> [Int64: [Attempt]] {
+        guard !operations.isEmpty else { return [:] }
+        let rows = try connection.query(
+            "SELECT operation_id, \(Self.attemptColumns) FROM operation_attempts WHERE operation_id = ANY($1::int8[]) ORDER BY id",
+            [PostgresArray(operations)])
+        return try rows.reduce(into: [:]) { attempts, row in
+            attempts[try row.decode("operation_id", as: Int64.self), default: []].append(try Self.attempt(row: row))
+        }
     }
 
     /// The attempts `ids` (of any operations), by id, in one statement.

@@ -178,17 +178,22 @@ extension PaymentStore {
         return try changeLifecycles([changing], actor: actor, on: connection) == [paymentId]
     }
 
-    /// Records that a settlement query found nothing to learn (the record was not returned).
-    public func markSettlementChecked(_ paymentId: UUID, on connection: PostgresConnection) throws {
-        try connection.query("UPDATE payments SET settle_checked_at = clock_timestamp() WHERE id = $1", [paymentId])
-    }
+    /// What a settlement query (or a suspension) learnt of one payment: the settle status now known, or nil when the
+    /// query found nothing to learn (the record was not returned).
+    public typealias SettleStatusLearnt = (paymentId: UUID, settleStatus: SettleStatus?)
 
-    /// Records the settle status a status query returned, without a lifecycle change (see ``changeLifecycle`` for
-    /// `captured → settled`).
-    public func recordSettleStatus(_ paymentId: UUID, _ settleStatus: SettleStatus, on connection: PostgresConnection) throws {
+    /// Records what settlement queries learnt, in one statement: each payment is stamped checked; a settle status
+    /// learnt is kept on a payment still `authorized` (without a lifecycle change: see ``changeLifecycles(_:actor:on:)``
+    /// for `captured → settled`).
+    public func recordSettleStatuses(_ rows: [SettleStatusLearnt], on connection: PostgresConnection) throws {
+        guard !rows.isEmpty else { return }
         try connection.query(
-            "UPDATE payments SET settle_status = $2, settle_checked_at = clock_timestamp() WHERE id = $1 AND status = $3",
-            [paymentId, settleStatus.wireValue, PaymentStatus.authorized.rawValue])
+            """
+            UPDATE payments p SET settle_status = coalesce(i.settle_status, p.settle_status), settle_checked_at = clock_timestamp()
+            FROM unnest($1::uuid[], $2::text[]) AS i(id, settle_status)
+            WHERE p.id = i.id AND (i.settle_status IS NULL OR p.status = $3)
+            """,
+            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map { $0.settleStatus?.wireValue }), PaymentStatus.authorized.rawValue])
     }
 }
 

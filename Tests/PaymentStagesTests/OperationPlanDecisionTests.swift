@@ -1,0 +1,105 @@
+import Foundation
+@testable import PaymentStages
+@testable import Pipeline
+import Testing
+
+/// The prepare phase's rule of one request (``OperationSteps/decide(_:_:transport:clock:)``), on the rows its round read
+/// under the payment's lock and an injected clock: what it records before any call (the operation and its attempt, a
+/// refusal, a new attempt, a review) or what it leads to without a write. No database, no sleep.
+@Suite struct OperationPlanDecisionTests {
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+    static let clock = BatchClock(start)
+    static let payment = UUID()
+    static let authorized = MoneyLifecycle(status: .authorized, captureMode: .manual, authorizedAmount: 1000, capturedAmount: 0)
+    static let connector = OperationProtocol.Transport(name: "a connector", operations: .processorOperations)
+    static let facts = OperationProtocol.GatewayFacts(transactionReference: "1-2-3", settleStatus: .suspended)
+
+    static func request(_ kind: OperationRequest.Kind = .capture, id: String = "op-1", amount: Int64? = 600) -> OperationRequest {
+        OperationRequest(kind: kind, operationId: id, merchantId: "m", payment: .paymentId(payment), amount: amount)
+    }
+
+    static func money(_ lifecycle: MoneyLifecycle? = authorized, status: PaymentStatus = .authorized) -> PaymentStore.MoneyState {
+        PaymentStore.MoneyState(status: status, lifecycle: lifecycle, settleStatus: nil)
+    }
+
+    /// An operation recorded for `request`, in `state`.
+    static func recorded(_ request: OperationRequest, state: OperationStore.State, send: GatewayOperation? = .capture(transactionReference: "1-2-3", amount: 600))
+        -> OperationStore.Operation {
+        OperationStore.Operation(
+            id: 41, merchantId: "m", operationId: request.operationId, paymentId: payment, kind: request.kind, requestedBy: .merchant,
+            contentHash: request.contentHash, amount: request.amount, state: state, request: send, before: authorized,
+            effect: OperationProtocol.Effect(lifecycle: authorized, event: .captured, amount: 600), gatewayReference: nil, errorCode: nil,
+            errorMessage: nil, createdAt: start, finishedAt: nil)
+    }
+
+    static func attempt(_ id: Int64, _ state: OperationStore.Attempt.State, type: String = "CAPTURE") -> OperationStore.Attempt {
+        OperationStore.Attempt(id: id, requestType: type, state: state, outcome: nil, errorCode: nil, transactionReference: nil, settleStatus: nil,
+                               settleBaseAmount: nil, reconcileAfter: start.addingTimeInterval(30))
+    }
+
+    static func decide(_ input: OperationSteps.PlanInput, request: OperationRequest = request(), clock: BatchClock = clock) -> OperationSteps.PlanDecision {
+        OperationSteps().decide(request, input, transport: connector, clock: clock)
+    }
+
+    @Test func aNewOperationIsRecordedWithWhatTheRulesDecidedBeforeAnyCall() {
+        let input = OperationSteps.PlanInput(payment: Self.payment, money: Self.money(), gateway: Self.facts)
+        let snapshot = OperationProtocol.Snapshot(transport: Self.connector, paymentStatus: .authorized, lifecycle: Self.authorized, now: Self.start)
+        guard case .send(let send, let effect) = OperationProtocol().decide(Self.request(), snapshot, gateway: Self.facts) else {
+            Issue.record("the rules do not send a capture of an authorised payment")
+            return
+        }
+        #expect(Self.decide(input) == .begin(paymentId: Self.payment, send: send, before: Self.authorized, effect: effect))
+        // Refused by the rules (more than authorised): recorded failed with the rule's code, nothing sent.
+        let over = Self.request(amount: 5000)
+        guard case .refuse(let code, let reason) = OperationProtocol().decide(over, snapshot, gateway: Self.facts) else {
+            Issue.record("the rules do not refuse an over-capture")
+            return
+        }
+        #expect(Self.decide(input, request: over) == .refuse(paymentId: Self.payment, code: code, reason: reason))
+    }
+
+    @Test func aPaymentNotYetKnownOrStillBeforeItsAuthWaitsAndWritesNothing() {
+        guard case .plan(.wait("operation_payment_unknown", _, nil)) = Self.decide(.init(payment: nil, money: nil)) else {
+            Issue.record("an unknown payment does not wait")
+            return
+        }
+        guard case .plan(.wait("awaiting_authorization", _, nil)) = Self.decide(.init(payment: Self.payment, money: Self.money(nil, status: .prepared)))
+        else {
+            Issue.record("a payment still in decrypt/submit does not wait")
+            return
+        }
+    }
+
+    @Test func theSameOperationAgainIsReportedOrResumedAndAnotherWithItsIdIsAConflict() {
+        let request = Self.request()
+        let finished = Self.recorded(request, state: .succeeded)
+        #expect(Self.decide(.init(payment: Self.payment, money: Self.money(), existing: finished)) == .plan(.finished(finished)))
+        let review = Self.recorded(request, state: .needsReview)
+        #expect(Self.decide(.init(payment: Self.payment, money: Self.money(), existing: review)) == .plan(.review(review)))
+        // Another content under the same operationId: a conflict, the first untouched (also with no payment resolved).
+        let other = Self.recorded(Self.request(amount: 300), state: .succeeded)
+        #expect(Self.decide(.init(payment: Self.payment, money: Self.money(), existing: other)) == .plan(.conflict(existing: other)))
+        #expect(Self.decide(.init(payment: nil, money: nil, existing: other)) == .plan(.conflict(existing: other)))
+        #expect(Self.decide(.init(payment: nil, money: nil, existing: finished)) == .plan(.finished(finished)))
+    }
+
+    @Test func aRequestedOperationContinuesFromItsAttemptsOnTheBatchClock() {
+        let request = Self.request()
+        let open = Self.recorded(request, state: .requested)
+        let input = { (attempts: [OperationStore.Attempt]) in
+            OperationSteps.PlanInput(payment: Self.payment, money: Self.money(), existing: open, open: open, attempts: attempts)
+        }
+        // In flight until its reconciliation time: waits, nothing written, back at that time on this worker's clock.
+        guard case .plan(.wait("attempt_open", _, Self.start.addingTimeInterval(30))) = Self.decide(input([Self.attempt(7, .sending)])) else {
+            Issue.record("an attempt in flight does not wait")
+            return
+        }
+        // Past it: the processor is queried before anything is sent again.
+        let late = BatchClock(Self.start.addingTimeInterval(31))
+        #expect(Self.decide(input([Self.attempt(7, .uncertain)]), request: request, clock: late) == .resume(open, .query(open.request!)))
+        // Known not sent: sent again as a new attempt.
+        #expect(Self.decide(input([Self.attempt(7, .notSent)])) == .resume(open, .send(open.request!)))
+        // A requested operation with no request attempt goes to review as it is.
+        #expect(Self.decide(input([])) == .plan(.review(open)))
+    }
+}
