@@ -10,7 +10,8 @@
 # The checker (scripts/lib/chaos_adversarial_check.py) maps every authorisation the simulator processed, on any face,
 # to its payment and asserts: at most one per payment, every final status agrees with what the gateway processed,
 # every payment terminal; scripts/lib/chaos_operations.py check asserts issue 19's invariants, at most one gateway
-# operation per operationId, every operation terminal with its event delivered.
+# operation per operationId, every operation terminal with its event delivered; scripts/lib/chaos_recurring.py check the
+# CITs storing credentials on Trust Payments and OPP, their MITs and the TapPay deferred payments' completions.
 #
 #   short: 250 jobs (CI, under 5 minutes), full: 2,000 jobs.  CHAOS_JOBS, CHAOS_TIMEOUT override.
 set -euo pipefail
@@ -18,8 +19,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 MODE="${1:-short}"
 case "$MODE" in
-    short) JOBS="${CHAOS_JOBS:-250}"; TIMEOUT="${CHAOS_TIMEOUT:-240}" ;;
-    full)  JOBS="${CHAOS_JOBS:-2000}"; TIMEOUT="${CHAOS_TIMEOUT:-1200}" ;;
+    short) JOBS="${CHAOS_JOBS:-250}"; TIMEOUT="${CHAOS_TIMEOUT:-240}"; CITS=6 DEFERRED=6 ;;
+    full)  JOBS="${CHAOS_JOBS:-2000}"; TIMEOUT="${CHAOS_TIMEOUT:-1200}"; CITS=25 DEFERRED=25 ;;
     *) echo "usage: scripts/chaos adversarial [short|full]" >&2; exit 64 ;;
 esac
 SEED="${CHAOS_SEED:-$(( (RANDOM << 15) | RANDOM ))}"
@@ -88,6 +89,9 @@ while [ "$published" -lt "$JOBS" ]; do
         --card-secrets "$RUN_DIR/wave.secrets" "${extra[@]}" >> "$RUN_DIR/jobs.jsonl"
     cat "$RUN_DIR/wave.secrets" >> "$RUN_DIR/cards.jsonl"; rm -f "$RUN_DIR/wave.secrets"
     published=$(( published + size )) wave=$(( wave + 1 ))
+    # Stored credentials and deferred payments (scripts/lib/chaos_recurring.py): the CITs and deferred jobs after the
+    # first wave, then each authorised CIT's MITs and each waiting payment's completion as they get there.
+    [ "${RECURRING:-0}" = 2 ] || chaos_recurring_step "$CITS" "$DEFERRED" cards.jsonl
     # A random worker killed between waves (submit most often).
     victim="${WORKERS[RANDOM % ${#WORKERS[@]}]}"
     stack_kill "$victim" KILL || true; sleep $(( 1 + RANDOM % 2 )); stack_respawn "$victim"
@@ -105,7 +109,8 @@ expected=$(grep -vcE '"kind":"(unknownMerchant|malformed)"' "$RUN_DIR/jobs.jsonl
 converged=0
 while [ $(( $(date +%s) - started )) -lt "$TIMEOUT" ]; do
     done_count=$(psql "$PAYPIPE_DATABASE_URL" -Atqc "SELECT count(*) FROM payments WHERE left(job_id, ${#PREFIX} + 1) = '$PREFIX-' AND stage = 'done'" 2>/dev/null || echo 0)
-    if [ "$done_count" -ge "$expected" ]; then converged=1; break; fi
+    [ "${RECURRING:-0}" = 2 ] || chaos_recurring_step "$CITS" "$DEFERRED" cards.jsonl
+    if [ "$done_count" -ge "$expected" ] && [ "${RECURRING:-0}" = 2 ]; then converged=1; break; fi
     # More kills while work is in flight.
     if [ $(( RANDOM % 5 )) = 0 ]; then victim="submit-$(( RANDOM % 3 ))"; stack_kill "$victim" KILL || true; sleep 1; stack_respawn "$victim"; fi
     sleep 2
@@ -125,7 +130,8 @@ else
 fi
 echo "== checks"
 python3 scripts/lib/chaos_adversarial_check.py --prefix "$PREFIX" --jobs "$RUN_DIR/jobs.jsonl" --cards "$RUN_DIR/cards.jsonl" \
-    --simulator "$(stack_simulator_url)" --seed "$SEED" --elapsed "$elapsed" || status=1
+    --simulator "$(stack_simulator_url)" --seed "$SEED" --elapsed "$elapsed" --checked-elsewhere "${PREFIX}rc" || status=1
+chaos_recurring_check || status=1
 rm -f "$RUN_DIR/cards.jsonl"
 elapsed=$(( $(date +%s) - started ))
 [ "$converged" = 1 ] || status=2
