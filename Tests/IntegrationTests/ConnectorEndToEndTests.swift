@@ -35,10 +35,12 @@ extension Integration {
             var trustPayments = AuthorizeHarness.gateway(mode: "merchant-decrypts")
             trustPayments["baseUrl"] = simulator.baseURL
             try authorize.applyMerchant("tp-m", gateway: trustPayments, identity: true)
-            try authorize.applyMerchant("tappay-m", gateway: [
-                "type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts",
-                "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"],
-            ], identity: false)
+            try authorize.applyMerchant("tappay-m", gateway: tapPayGateway, identity: false)
+        }
+
+        /// The TapPay merchants' gateway: the simulator's TapPay face.
+        var tapPayGateway: [String: Any] {
+            ["type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts", "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"]]
         }
 
         deinit {
