@@ -26,6 +26,7 @@ extension Integration {
                 port: 0, merchants: ["jwt.paypipe.test": AuthorizeHarness.jwtSecret], slowResponseSeconds: 2.5, threads: 4)
             configuration.oppTokens = ["e2e-token": ConnectorEndToEndTests.entity]
             configuration.tapPayPartners = ["partner_e2e": "tappay_e2e"]
+            configuration.webservicesUsers = ["ws.paypipe.test": "ws-password"]   // the operations' Trust Payments merchant
             simulator = GatewaySimulator(configuration: configuration)
             try simulator.start()
             try authorize.applyMerchant("opp-m", gateway: [
