@@ -243,7 +243,9 @@ def check(simulator_url, prefix, run_dir, timeout, dlq_path=None):
                             f"{len(auths.get(p.get('id'), []))} Pay by Prime, notified {p.get('id') in notified}")
     dead = []
     if dlq_path and os.path.exists(dlq_path):
-        dead = [f"{q}:{m['message_id']}" for q, ms in json.load(open(dlq_path)).items() for m in ms if (m.get("message_id") or "").startswith(prefix + "-")]
+        # A job's own message (its job id) or a stage's hand-off of one of its payments (`<payment id>:<stage>`).
+        dead = [f"{q}:{m['message_id']}" for q, ms in json.load(open(dlq_path)).items() for m in ms
+                if (m.get("message_id") or "").startswith(prefix + "-") or (m.get("message_id") or "").split(":")[0] in by_id]
     statuses = lambda jobs: ", ".join(f"{s} {n}" for s, n in sorted(collections.Counter(payments.get(j, {}).get("status", "none") for j in jobs).items()))
     rows = [
         ("CITs published (Trust Payments + OPP)", len(cits), False),
