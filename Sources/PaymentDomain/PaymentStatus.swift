@@ -33,8 +33,9 @@ public enum PaymentStatus: String, Sendable, CaseIterable, Codable {
         case .received: .decrypt
         case .decrypted: .authorize
         case .prepared, .submitting: .submit
-        // Waits for an operation, in no stage's queue.
-        case .awaitingAmount: .operations
+        // Notify tells the merchant it waits (`payment.awaiting_amount`) and marks it done: then it waits in no
+        // stage's queue until a `payment.complete.requested` operation moves it on.
+        case .awaitingAmount: .notify
         case .authorized, .declined, .failed, .needsReview: .notify
         }
     }

@@ -28,6 +28,7 @@ extension Integration {
             configuration.oppTokens = ["e2e-token": ConnectorEndToEndTests.entity]
             configuration.tapPayPartners = ["partner_e2e": "tappay_e2e"]
             configuration.appleTokenAPI = appleTokenAPI
+            configuration.webservicesUsers = ["ws.paypipe.test": "ws-password"]   // the operations' Trust Payments merchant
             simulator = GatewaySimulator(configuration: configuration)
             try simulator.start()
             try authorize.applyMerchant("opp-m", gateway: [
@@ -37,10 +38,12 @@ extension Integration {
             var trustPayments = AuthorizeHarness.gateway(mode: "merchant-decrypts")
             trustPayments["baseUrl"] = simulator.baseURL
             try authorize.applyMerchant("tp-m", gateway: trustPayments, identity: true)
-            try authorize.applyMerchant("tappay-m", gateway: [
-                "type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts",
-                "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"],
-            ], identity: false)
+            try authorize.applyMerchant("tappay-m", gateway: tapPayGateway, identity: false)
+        }
+
+        /// The TapPay merchants' gateway: the simulator's TapPay face.
+        var tapPayGateway: [String: Any] {
+            ["type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts", "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"]]
         }
 
         deinit {

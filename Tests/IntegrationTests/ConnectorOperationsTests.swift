@@ -24,6 +24,11 @@ extension Integration {
                 "type": "opp", "baseUrl": simulator.baseURL, "mode": "merchant-decrypts", "captureMode": "manual",
                 "opp": ["entityId": ConnectorEndToEndTests.entity, "accessToken": "e2e-token", "paymentBrand": "VISA"],
             ], identity: true)
+            // Trust Payments' operations go over its webservices transport (docs/operations.md).
+            try authorize.applyMerchant("tp-ops", gateway: [
+                "type": "trustpayments", "baseUrl": simulator.baseURL, "siteReference": "test_site12345", "mode": "merchant-decrypts",
+                "transport": "webservices", "webservicesUsername": "ws.paypipe.test", "webservicesPassword": "ws-password",
+            ], identity: true)
             try authorize.applyMerchant("tappay-ops", gateway: [
                 "type": "tappay", "baseUrl": simulator.baseURL, "mode": "gateway-decrypts", "captureMode": "manual",
                 "tapPay": ["merchantId": "tappay_e2e", "partnerKey": "partner_e2e"],

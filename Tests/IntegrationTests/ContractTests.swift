@@ -73,7 +73,7 @@ extension Integration {
             #expect(document["jobKeys"] as? [String] == [PipelineTopology.jobRoutingKey])
             #expect(document["deliveryMode"] as? Int == 2)
             #expect(document["resultsExchange"] as? String == PipelineTopology.resultsExchange)
-            #expect(document["resultKeys"] as? [String] == ["payment.authorized", "payment.declined", "payment.failed", "payment.needs_review"])
+            #expect(document["resultKeys"] as? [String] == ["payment.authorized", "payment.declined", "payment.failed", "payment.needs_review", "payment.awaiting_amount"])
 
             let docs = Self.packageRoot.appendingPathComponent("docs")
             #expect(document["operationalExchange"] as? String == PipelineTopology.resultsExchange)

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JSON
 @testable import PaymentStages
 import PayPipeDevTools
 import Pipeline
@@ -29,12 +30,12 @@ extension Integration {
 
         /// A deferred TapPay payment of at most `maximum` minor units whose prime was obtained `age` seconds ago, run
         /// through the real authorize stage: it must wait.
-        func waiting(maximum: Int64, primeAge: TimeInterval = 0) throws -> StageMessage {
+        func waiting(maximum: Int64, primeAge: TimeInterval = 0, merchant: String = "tappay-m") throws -> StageMessage {
             let published = Date().addingTimeInterval(-primeAge)
             let prime = "sim_deferred_\(Int64(published.timeIntervalSince1970 * 1000))_\(UUID().uuidString.prefix(8))"
             let data = StoredPaymentData.tapPay(prime: prime, kind: .deferred, publishedAt: published, billingContact: nil, shippingContact: nil)
-            let (message, outcome) = try base.authorizing("tappay-m", amount: maximum, currency: "TWD", data: data)
-            #expect(outcome == .success(.settled(note: "awaiting_amount", reason: "a deferred payment waits for its amount (payment.complete.requested)")))
+            let (message, outcome) = try base.authorizing(merchant, amount: maximum, currency: "TWD", data: data)
+            #expect(outcome == .success(.handOff(to: .notify, message)), "parked, and handed to notify (payment.awaiting_amount)")
             #expect(try base.status(message) == .awaitingAmount)
             return message
         }
@@ -70,7 +71,7 @@ extension Integration {
         let harness = try Harness()
         let message = try harness.waiting(maximum: 500_000, primeAge: Self.day)
         // A redelivery of the authorize hand-off changes nothing: still waiting, nothing sent.
-        #expect(try harness.authorize(message) == .success(.settled(note: "awaiting_amount", reason: "a deferred payment waits for its amount (payment.complete.requested)")))
+        #expect(try harness.authorize(message) == .success(.handOff(to: .notify, message)))
         #expect(try harness.payByPrimes(message) == 0)
         let clock = try harness.databaseClock(plus: Self.day)
         // Above the job's amount: refused, the payment still waits.
@@ -100,6 +101,47 @@ extension Integration {
             Issue.record("a second completion with another amount was not refused")
             return
         }
+        #expect(try harness.payByPrimes(message) == 1)
+    }
+
+    /// The merchant hears when a deferred payment starts waiting: authorize hands it to notify, which sends
+    /// `payment.awaiting_amount` (signed webhook and `paypipe.results`, status `awaiting_amount`, the job's amount: the
+    /// most a completion may charge) once and marks it done; a redelivered hand-off sends no second webhook. Once
+    /// completed, its outcome is told like any payment's, with the completion's amount, under an id of its own.
+    @Test func theMerchantIsToldWhenADeferredPaymentStartsWaiting() throws {
+        let harness = try Harness()
+        let receiver = try WebhookTestReceiver(secret: NotifyHarness.secret)
+        defer { receiver.stop() }
+        try harness.base.authorize.applyMerchant("tappay-hooked", gateway: harness.base.tapPayGateway, identity: false,
+                                                 webhook: ["url": receiver.url, "secret": NotifyHarness.secret])
+        let message = try harness.waiting(maximum: 500_000, merchant: "tappay-hooked")
+        let notify = NotifyStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.base.authorize.vault), ttl: 0),
+                                 urlGuard: WebhookURLGuard(allowPrivate: true), retrySchedule: .standard)
+        let handOff = try notify.decode(InboundMessage(body: message.encoded(), to: .notify))
+        let database = try harness.base.authorize.database()
+        defer { database.close() }
+        guard case .success(.publish(let published)) = notify.process([handOff], database: database)[0] else { throw TestFailure("not published") }
+        #expect(receiver.requests.count == 1 && receiver.requests.allSatisfy(\.verified))
+        let waiting = try JSONValue.parse(try #require(receiver.requests.first).body)
+        #expect(waiting["type"] == "payment.awaiting_amount" && waiting["data"]?["status"] == "awaiting_amount")
+        #expect(waiting["data"]?["amount"] == ["value": 500_000, "currency": "TWD"] && waiting["data"]?["paymentId"]?.stringValue == message.paymentId.paymentIDText)
+        #expect(published.map(\.rendered.routingKey) == ["payment.awaiting_amount"] && published.first?.rendered.body == receiver.requests.first?.body)
+        #expect(try harness.base.authorize.payment(message.paymentId).map { "\($0.status.rawValue) \($0.stage.rawValue)" } == "awaiting_amount done")
+        // Redelivered (authorize's hand-off again): no second webhook; the payment still waits.
+        #expect(try harness.authorize(message) == .success(.handOff(to: .notify, message)))
+        _ = notify.process([handOff], database: database)
+        #expect(receiver.requests.count == 1)
+        #expect(try harness.base.status(message) == .awaitingAmount)
+        #expect(try harness.payByPrimes(message) == 0)
+        // Completed: the outcome is told as for any payment, with the completion's amount.
+        #expect(try harness.complete(message, amount: 120_000, at: harness.databaseClock(plus: 60)) == .success(.handOff(to: .authorize, message)))
+        #expect(try harness.authorize(message) == .success(.handOff(to: .submit, message)))
+        #expect(try harness.base.process(harness.base.stage(), message) == .success(.handOff(to: .notify, message)))
+        _ = notify.process([handOff], database: database)
+        #expect(receiver.requests.count == 2)
+        let authorized = try JSONValue.parse(try #require(receiver.requests.last).body)
+        #expect(authorized["type"] == "payment.authorized" && authorized["data"]?["amount"] == ["value": 120_000, "currency": "TWD"])
+        #expect(authorized["data"]?["id"] != waiting["data"]?["id"], "each event its own webhook-id")
         #expect(try harness.payByPrimes(message) == 1)
     }
 

@@ -218,6 +218,54 @@ extension Integration.StoredCredentialEndToEndTests {
         #expect(operations.ledger(try operations.processorId(mit)) == ["CP 2500", "RF 1000"])
     }
 
+    /// The same on Trust Payments (its webservices merchant): an MIT (a child AUTH of the storing one) with manual capture (settlestatus 2) is
+    /// captured in part, and an automatically captured MIT is refunded in part (before the simulator's settlement: a
+    /// lower settled amount), by the real operations stage. Each operation, also when its message comes twice, is
+    /// exactly one TRANSACTIONUPDATE on the simulator's operation ledger, under the MIT's own transaction reference.
+    @Test func aTrustPaymentsMerchantInitiatedPaymentIsCapturedAndRefundedOnceEach() throws {
+        let operations = try Integration.ConnectorOperationsTests.Harness()
+        let harness = operations.base
+        let stage = harness.stage()
+        let cit = try harness.storing("tp-ops", amount: 8050, usage: .recurring)
+        #expect(try harness.pay(stage, cit) == .success(.handOff(to: .notify, cit)))
+        let credential = try #require(try harness.credential(of: cit)).credential
+        let parent = try #require(harness.records("CIT-8050").first?["transactionreference"]?.stringValue)
+
+        let manual = try harness.merchantInitiated("tp-ops", amount: 8000, credentialId: credential.id, reason: .recurring)
+        do {
+            let database = try harness.authorize.database()
+            defer { database.close() }
+            try PaymentStore().setCapturePolicy(manual.paymentId, CapturePolicy(mode: .manual, captureWithin: nil), on: database)
+        }
+        #expect(try harness.pay(stage, manual) == .success(.handOff(to: .notify, manual)))
+        let held = try #require(harness.records("MIT-8000").first)
+        #expect(held["parenttransactionreference"]?.stringValue == parent && held["settlestatus"]?.stringValue == "2", "a suspended child AUTH")
+        #expect(try operations.lifecycle(manual)?.status == .authorized, "nothing captured yet")
+
+        let automatic = try harness.merchantInitiated("tp-ops", amount: 8100, credentialId: credential.id, reason: .unscheduled)
+        #expect(try harness.pay(stage, automatic) == .success(.handOff(to: .notify, automatic)))
+
+        let ops = operations.operations()
+        for _ in 0..<2 {   // each operation's message twice: the second sends nothing
+            let captured = try operations.run(ops, .capture, "mit-ship", manual, amount: 5000)
+            let refunded = try operations.run(ops, .refund, "mit-return", automatic, amount: 1100)
+            #expect(Integration.ConnectorOperationsTests.published(captured) && Integration.ConnectorOperationsTests.published(refunded), "\(captured) \(refunded)")
+        }
+        let outcomes = try [operations.outcome(manual, "mit-ship"), operations.outcome(automatic, "mit-return")]
+        #expect(outcomes == ["succeeded", "succeeded"], "\(outcomes)")
+        #expect(try operations.lifecycle(manual).map { "\($0.status.rawValue) \($0.capturedAmount) \($0.refundedAmount)" } == "captured 5000 0")
+        // Refunded before settlement: the settled amount lowered (docs/operations-lifecycle.md).
+        let lowered = try operations.lifecycle(automatic).map { "\($0.status.rawValue) \($0.capturedAmount) \($0.refundedAmount)" }
+        #expect(lowered == "captured 7000 0", "\(lowered ?? "none")")
+        let captured = harness.simulator.ledger.operations.filter { $0["transactionreference"]?.stringValue == (try? operations.processorId(manual)) }
+        let refunded = harness.simulator.ledger.operations.filter { $0["transactionreference"]?.stringValue == (try? operations.processorId(automatic)) }
+        #expect(captured.map { $0["requesttypedescription"]?.stringValue } == ["TRANSACTIONUPDATE"] && captured.first?["updates"] == ["settlestatus": "0", "settlebaseamount": "5000"],
+                "one capture at the simulator: \(captured)")
+        #expect(refunded.map { $0["requesttypedescription"]?.stringValue } == ["TRANSACTIONUPDATE"] && refunded.first?["updates"]?["settlebaseamount"] == "7000",
+                "one refund at the simulator, before settlement a lower settled amount: \(refunded)")
+        #expect(harness.simulator.ledger.operations.count == 2, "nothing else was sent")
+    }
+
     /// A storing payment whose answer was lost is reconciled by its status query with exactly one AUTH at the
     /// processor, and still records its credential, from the adopted record (the simulator's records carry the
     /// references; for OPP that a real query record does is [UNCONFIRMED], docs/recurring.md "Status").

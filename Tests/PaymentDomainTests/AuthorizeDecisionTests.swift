@@ -37,8 +37,8 @@ import Testing
         }
     }
 
-    /// A deferred payment (its amount not given yet) is parked once, hands nothing on, and is never built again while it
-    /// waits: a second message in the batch, or a redelivery, writes nothing.
+    /// A deferred payment (its amount not given yet) is parked once and handed to notify (`payment.awaiting_amount`), and
+    /// is never built again while it waits: a second message in the batch, or a redelivery, writes nothing.
     @Test func aDeferredPaymentWaitsForItsAmount() {
         let builder = Builder()
         builder.results["a"] = .awaitingAmount
@@ -48,7 +48,7 @@ import Testing
             == ["await a park", "await a waits", "await b waits"])
         #expect(builder.calls.map(\.label) == ["a"])
         let decisions = Authorize.decide([parked.id: parked], [parked.message], merchants: ["m1": .found("m1")], now: Self.now, build: builder.build)
-        #expect(decisions.map { (try? $0.outcome.get()) ?? nil } == [nil])
+        #expect(decisions.map { try? $0.outcome.get() } == [HandOff(.notify, parked.message)])
     }
 
     @Test func aDecryptedPaymentIsPreparedWithItsRequestBuiltAtNow() {

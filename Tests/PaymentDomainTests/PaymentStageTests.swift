@@ -14,14 +14,14 @@ import Testing
         #expect(PaymentStage(.operations) == .done && Stage.operations.next == nil)
     }
 
-    /// Each status's queue stage is where the payment is while that status is current; the one status that waits in
-    /// no queue (`awaiting_amount`: a `payment.complete.requested` operation moves it on) is `done` in the lifecycle, so
-    /// no reconciler re-drives it.
+    /// Each status's queue stage is where the payment is while that status is current. `awaiting_amount` is notify's
+    /// (the merchant is told `payment.awaiting_amount`); notify marks it done, and it waits in no queue until a
+    /// `payment.complete.requested` operation moves it on.
     @Test func aStatusSitsInItsStagesLifecycleStep() {
-        for status in PaymentStatus.allCases where status != .awaitingAmount {
+        for status in PaymentStatus.allCases {
             #expect(PaymentStage(status.stage).queueStage == status.stage)
         }
-        #expect(PaymentStatus.awaitingAmount.stage == .operations && PaymentStage(PaymentStatus.awaitingAmount.stage) == .done)
+        #expect(PaymentStatus.awaitingAmount.stage == .notify)
     }
 
     /// The values are the `payments.stage` CHECK constraint's, in order (Pipeline's schema, read as text).

@@ -58,8 +58,9 @@ import Testing
         #expect(PaymentStatus.submitting.stage == .submit)
         #expect(PaymentStatus.needsReview.stage == .notify)
         #expect(PaymentStatus.needsReview.rawValue == "needs_review")
-        // Waiting for its amount, a payment is in no stage's queue: the operations worker moves it on.
-        #expect(PaymentStatus.awaitingAmount.stage == .operations && !PaymentStatus.awaitingAmount.isTerminal)
+        // Starting to wait for its amount, a payment goes to notify (`payment.awaiting_amount`), then waits in no
+        // queue: the operations worker moves it on.
+        #expect(PaymentStatus.awaitingAmount.stage == .notify && !PaymentStatus.awaitingAmount.isTerminal)
         #expect(PaymentStateMachine.successors(of: .awaitingAmount) == [.decrypted, .failed])
     }
 }

@@ -53,11 +53,14 @@ import Testing
         #expect(id != PaymentEvent.id(paymentId: UUID(), type: .authorized))
     }
 
+    /// One event per terminal status, and `payment.awaiting_amount` for the one status that waits on the merchant.
     @Test func eventTypesFollowTerminalStatuses() {
         #expect(PaymentStatus.allCases.compactMap(PaymentEventType.init(status:)).map(\.rawValue)
-                == ["payment.authorized", "payment.declined", "payment.failed", "payment.needs_review"])
+                == ["payment.awaiting_amount", "payment.authorized", "payment.declined", "payment.failed", "payment.needs_review"])
         for status in PaymentStatus.allCases {
-            #expect((PaymentEventType(status: status) != nil) == status.isTerminal)
+            #expect((PaymentEventType(status: status) != nil) == (status.isTerminal || status == .awaitingAmount))
         }
+        #expect(Self.event(.awaitingAmount).json["data"]?["status"] == "awaiting_amount")
+        #expect(Self.event(.awaitingAmount).id != Self.event(.authorized).id, "the outcome's event that follows has its own id")
     }
 }

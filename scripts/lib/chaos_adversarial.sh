@@ -10,7 +10,8 @@
 # The checker (scripts/lib/chaos_adversarial_check.py) maps every authorisation the simulator processed, on any face,
 # to its payment and asserts: at most one per payment, every final status agrees with what the gateway processed,
 # every payment terminal; scripts/lib/chaos_operations.py check asserts issue 19's invariants, at most one gateway
-# operation per operationId, every operation terminal with its event delivered.
+# operation per operationId, every operation terminal with its event delivered; scripts/lib/chaos_recurring.py check the
+# CITs storing credentials on Trust Payments and OPP, their MITs and the TapPay deferred payments' completions.
 #
 #   short: 250 jobs (CI, under 5 minutes), full: 2,000 jobs.  CHAOS_JOBS, CHAOS_TIMEOUT override.
 set -euo pipefail
@@ -18,8 +19,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
 MODE="${1:-short}"
 case "$MODE" in
-    short) JOBS="${CHAOS_JOBS:-250}"; TIMEOUT="${CHAOS_TIMEOUT:-240}" ;;
-    full)  JOBS="${CHAOS_JOBS:-2000}"; TIMEOUT="${CHAOS_TIMEOUT:-1200}" ;;
+    short) JOBS="${CHAOS_JOBS:-250}"; TIMEOUT="${CHAOS_TIMEOUT:-240}"; CITS=6 DEFERRED=6 ;;
+    full)  JOBS="${CHAOS_JOBS:-2000}"; TIMEOUT="${CHAOS_TIMEOUT:-1200}"; CITS=25 DEFERRED=25 ;;
     *) echo "usage: scripts/chaos adversarial [short|full]" >&2; exit 64 ;;
 esac
 SEED="${CHAOS_SEED:-$(( (RANDOM << 15) | RANDOM ))}"
@@ -48,6 +49,9 @@ trap 'exit 130' INT TERM
 chaos_default PAYPIPE_RETRY_DELAYS 300ms,700ms,1s,2s; chaos_default PAYPIPE_MAX_RETRIES 100
 chaos_default PAYPIPE_GATEWAY_TIMEOUT 2s; chaos_default PAYPIPE_GATEWAY_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_WEBSERVICES_TIMEOUT 2s; chaos_default PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT 1s; chaos_default PAYPIPE_RECONCILE_GRACE 2s
 chaos_default PAYPIPE_SEND_WINDOW 1s; chaos_default PAYPIPE_MAX_STATUS_QUERIES 20
+# The simulator's handlers block their thread (slow answers, query delays), so a request can wait behind them beyond
+# the 2 s grace, and the webservices transport has no expiry: docs/submit.md's "lag risk", the mitigation it gives.
+chaos_default PAYPIPE_NOT_FOUND_CONFIRMATIONS 2
 chaos_default PAYPIPE_STUCK_AFTER 3s; chaos_default PAYPIPE_RECONCILE_INTERVAL 2s
 chaos_default PAYPIPE_GATEWAY_BREAKER_OPEN 1s; chaos_default PAYPIPE_GATEWAY_BREAKER_FAILURES 50
 chaos_default PAYPIPE_PAYMENT_DEADLINE 2h; chaos_default PAYPIPE_APPLEPAY_MAX_AGE 2h; chaos_default PAYPIPE_SHUTDOWN_TIMEOUT 5s
@@ -56,7 +60,7 @@ chaos_default PAYPIPE_LOG_LEVEL warning
 echo "== adversarial chaos ($MODE): $JOBS jobs, seed $SEED (CHAOS_SEED=$SEED replays the faults)"
 # AUTHs settle 20 s after their release, so refunds meet unsettled payments (void, lower capture) and settled ones.
 stack_start_simulator PAYPIPE_SIM_SEED="$SEED" PAYPIPE_SIM_LOSE_RATE=0.04 PAYPIPE_SIM_TIMEOUT_RATE=0.04 PAYPIPE_SIM_RESET_RATE=0.04 \
-    PAYPIPE_SIM_FAULT_RATE=0.02 PAYPIPE_SIM_SLOW=3s PAYPIPE_SIM_QUERY_DELAY=1500ms PAYPIPE_SIM_THREADS=32 PAYPIPE_SIM_SETTLE_DELAY=20
+    PAYPIPE_SIM_FAULT_RATE=0.02 PAYPIPE_SIM_SLOW=3s PAYPIPE_SIM_QUERY_DELAY=1500ms PAYPIPE_SIM_THREADS=128 PAYPIPE_SIM_SETTLE_DELAY=20
 stack_start_receiver
 WORKERS=(decrypt-0 authorize-0 submit-0 submit-1 submit-2 notify-0 operations-0)
 for name in "${WORKERS[@]}"; do
@@ -88,6 +92,9 @@ while [ "$published" -lt "$JOBS" ]; do
         --card-secrets "$RUN_DIR/wave.secrets" "${extra[@]}" >> "$RUN_DIR/jobs.jsonl"
     cat "$RUN_DIR/wave.secrets" >> "$RUN_DIR/cards.jsonl"; rm -f "$RUN_DIR/wave.secrets"
     published=$(( published + size )) wave=$(( wave + 1 ))
+    # Stored credentials and deferred payments (scripts/lib/chaos_recurring.py): the CITs and deferred jobs after the
+    # first wave, then each authorised CIT's MITs and each waiting payment's completion as they get there.
+    [ "${RECURRING:-0}" = 2 ] || chaos_recurring_step "$CITS" "$DEFERRED" cards.jsonl
     # A random worker killed between waves (submit most often).
     victim="${WORKERS[RANDOM % ${#WORKERS[@]}]}"
     stack_kill "$victim" KILL || true; sleep $(( 1 + RANDOM % 2 )); stack_respawn "$victim"
@@ -105,7 +112,8 @@ expected=$(grep -vcE '"kind":"(unknownMerchant|malformed)"' "$RUN_DIR/jobs.jsonl
 converged=0
 while [ $(( $(date +%s) - started )) -lt "$TIMEOUT" ]; do
     done_count=$(psql "$PAYPIPE_DATABASE_URL" -Atqc "SELECT count(*) FROM payments WHERE left(job_id, ${#PREFIX} + 1) = '$PREFIX-' AND stage = 'done'" 2>/dev/null || echo 0)
-    if [ "$done_count" -ge "$expected" ]; then converged=1; break; fi
+    [ "${RECURRING:-0}" = 2 ] || chaos_recurring_step "$CITS" "$DEFERRED" cards.jsonl
+    if [ "$done_count" -ge "$expected" ] && [ "${RECURRING:-0}" = 2 ]; then converged=1; break; fi
     # More kills while work is in flight.
     if [ $(( RANDOM % 5 )) = 0 ]; then victim="submit-$(( RANDOM % 3 ))"; stack_kill "$victim" KILL || true; sleep 1; stack_respawn "$victim"; fi
     sleep 2
@@ -125,7 +133,8 @@ else
 fi
 echo "== checks"
 python3 scripts/lib/chaos_adversarial_check.py --prefix "$PREFIX" --jobs "$RUN_DIR/jobs.jsonl" --cards "$RUN_DIR/cards.jsonl" \
-    --simulator "$(stack_simulator_url)" --seed "$SEED" --elapsed "$elapsed" || status=1
+    --simulator "$(stack_simulator_url)" --seed "$SEED" --elapsed "$elapsed" --checked-elsewhere "${PREFIX}rc" || status=1
+chaos_recurring_check || status=1
 rm -f "$RUN_DIR/cards.jsonl"
 elapsed=$(( $(date +%s) - started ))
 [ "$converged" = 1 ] || status=2

@@ -2,6 +2,7 @@
 """The assertions of `scripts/chaos adversarial`: the gateway's ledger against PayPipe's payments.
 
   chaos_adversarial_check.py --prefix P --jobs JOBS.jsonl --cards CARDS.jsonl --simulator URL --seed S --elapsed SECONDS
+                             [--checked-elsewhere P2]   (the authorisations of P2's payments are chaos_recurring.py's)
 
 Every authorisation the simulator processed on any face (`/_sim/auths?records=1`: reference, amount, currency, PAN
 last four; the OPP and TapPay faces record theirs in the same ledger) is mapped to its payment by the reference PayPipe
@@ -17,7 +18,7 @@ import json
 import sys
 import urllib.request
 
-from chaos_ledger import psql, sent_references
+from chaos_ledger import gateway_says, psql, sent_references
 from sample_outcomes import connectors
 
 TERMINAL = {"authorized", "declined", "failed", "needs_review"}
@@ -30,6 +31,7 @@ def main():
     parser = argparse.ArgumentParser()
     for name in ("--prefix", "--jobs", "--cards", "--simulator", "--seed", "--elapsed"):
         parser.add_argument(name, required=True)
+    parser.add_argument("--checked-elsewhere", default="", help="a prefix whose payments another checker maps (chaos_recurring.py)")
     a = parser.parse_args()
 
     jobs = {j["jobId"]: j for j in (json.loads(line) for line in open(a.jobs) if line.strip())}
@@ -45,10 +47,13 @@ def main():
     ledger = json.load(urllib.request.urlopen(a.simulator.rstrip("/") + "/_sim/auths?records=1", timeout=30)).get("records", [])
 
     sent = sent_references(a.prefix)
+    elsewhere = sent_references(a.checked_elsewhere) if a.checked_elsewhere else {}
     auths = collections.defaultdict(list)
     unattributed, foreign = [], []
     for record in ledger:
         payment = payments.get(sent.get(record["orderreference"], ""))
+        if payment is None and record["orderreference"] in elsewhere:
+            continue
         if payment is None:
             unattributed.append(record["orderreference"])
             continue
@@ -63,16 +68,6 @@ def main():
     void_for_review = {pid for (pid,) in psql(
         "SELECT DISTINCT o.payment_id FROM payment_operations o JOIN payments p ON p.id = o.payment_id "
         f"WHERE left(p.job_id, {n}) = '{a.prefix}-' AND o.state = 'needs_review' AND o.after_lifecycle = 'voided'")}
-
-    def gateway_says(records, voided):
-        if not records:
-            return "nothing"
-        r = records[0]
-        if r.get("errorcode") == "0":
-            # A void (an operation, or a refund before settlement) cancels the AUTH: settlestatus 3 afterwards.
-            authorised = ("0", "1", "10", "100", None) + (("3",) if voided else ())
-            return "authorized" if r.get("settlestatus") in authorised else f"settlestatus {r.get('settlestatus')}"
-        return "declined" if r.get("errorcode") == "70000" else f"errorcode {r.get('errorcode')}"
 
     double = {pid: len(rs) for pid, rs in auths.items() if len(rs) > 1}
     contradicting, review = [], []

@@ -23,3 +23,17 @@ def sent_references(prefix):
     return {ref: pid for ref, pid in psql(
         "SELECT DISTINCT a.order_reference, p.id FROM gateway_attempts a JOIN payments p ON p.id = a.payment_id "
         f"WHERE a.request_type <> 'TRANSACTIONQUERY' AND left(p.job_id, {n}) = '{prefix}-'")}
+
+
+def gateway_says(records, voided):
+    """What the simulator's ledger records (`/_sim/auths?records=1`, a payment's) say of the payment: "nothing",
+    "authorized", "declined", or what else it holds. `voided`: PayPipe voided it (or its void is for review), so an
+    AUTH cancelled afterwards (settlestatus 3) still counts as authorised."""
+    if not records:
+        return "nothing"
+    r = records[0]
+    if r.get("errorcode") == "0":
+        # A void (an operation, or a refund before settlement) cancels the AUTH: settlestatus 3 afterwards.
+        authorised = ("0", "1", "10", "100", None) + (("3",) if voided else ())
+        return "authorized" if r.get("settlestatus") in authorised else f"settlestatus {r.get('settlestatus')}"
+    return "declined" if r.get("errorcode") == "70000" else f"errorcode {r.get('errorcode')}"

@@ -11,6 +11,10 @@
 #   chaos_done_count [PREFIX]   payments of the run (or of PREFIX) with stage done; -1 if the database is not answering
 #   chaos_queued                messages in work and retry queues; -1 if the broker is not answering
 #   chaos_checks ELAPSED FAULTS the assertions (scripts/lib/chaos_check.py); returns 1 if any failed
+#   chaos_recurring_step CITS DEFERRED SECRETS   stored credentials and deferred payments (scripts/lib/chaos_recurring.py),
+#                               one step per call: publish the CITs and deferred jobs, then the MITs and completions as
+#                               the payments get there; RECURRING is 2 once everything is published
+#   chaos_recurring_check [DLQ.json]     their assertions; returns 1 if any failed
 
 chaos_default() { export "$1=${!1:-$2}"; }
 
@@ -86,4 +90,25 @@ chaos_checks() {
         --simulator "$(stack_simulator_url)" --queues "$RUN_DIR/queues.txt" --dlq "$RUN_DIR/dlq.json" --elapsed "$elapsed" \
         --trace-queue "$TRACE_QUEUE" --faults "$faults" --results "$RUN_DIR/results.json" || status=1
     return "$status"
+}
+
+# Stored credentials and deferred payments (issue 44) under the same faults, with a prefix of their own (RECURRING_PREFIX:
+# the sample jobs' checks never see them). Each step that the broker or the database refuses is tried again next call.
+chaos_recurring_step() {
+    RECURRING_PREFIX="${PREFIX}rc"
+    case "${RECURRING:-0}" in
+        0) if python3 scripts/lib/chaos_recurring.py publish "$RECURRING_PREFIX" "$RUN_DIR" "$BIN/paypipe" "$PAYPIPE_SANDBOX_DIR/pki" \
+                  "${CHAOS_CITS:-$1}" "${CHAOS_DEFERRED:-$2}" "$RUN_DIR/$3" > "$RUN_DIR/recurring.publish" 2>&1; then
+               RECURRING=1
+           fi ;;
+        1) if python3 scripts/lib/chaos_recurring.py follow "${CAPTURE_URL:-$PAYPIPE_AMQP_URL}" "$RECURRING_PREFIX" "$RUN_DIR" "$BIN/paypipe" >> "$RUN_DIR/recurring.log" 2>&1; then
+               RECURRING=2
+           fi ;;
+    esac
+}
+
+chaos_recurring_check() {
+    RECURRING_PREFIX="${PREFIX}rc"
+    echo "== stored credentials (CITs, MITs) and deferred completions: the simulator's ledgers against the payments"
+    python3 scripts/lib/chaos_recurring.py check "$(stack_simulator_url)" "$RECURRING_PREFIX" "$RUN_DIR" 120 "$@"
 }

@@ -37,17 +37,18 @@ public enum Authorize {
         case handOff(HandOff)
         case reject(StageFailure)
         /// The payment waits for its amount: `decrypted → awaiting_amount` when `park` (else it already waits, or an
-        /// earlier message of the batch parks it); nothing is handed on.
+        /// earlier message of the batch parks it); handed to notify, which tells the merchant (`payment.awaiting_amount`)
+        /// once: a redelivery hands it on again, and notify sends nothing twice.
         case awaitAmount(StageMessage, park: Bool)
 
-        /// The hand-off to publish; `.success(nil)` when the payment waits in no queue.
-        public var outcome: Result<HandOff?, StageFailure> {
+        /// The hand-off to publish.
+        public var outcome: Result<HandOff, StageFailure> {
             switch self {
             case .prepare(let message, _): .success(HandOff(.submit, message))
             case .fail(let message, _): .success(HandOff(.notify, message))
             case .handOff(let handOff): .success(handOff)
             case .reject(let failure): .failure(failure)
-            case .awaitAmount: .success(nil)
+            case .awaitAmount(let message, _): .success(HandOff(.notify, message))
             }
         }
     }
@@ -69,7 +70,7 @@ public enum Authorize {
             let decision = decideFirst(rows[message.paymentId], message, merchants: merchants, now: now, build: build)
             switch decision {
             case .prepare, .fail:
-                if case .success(let handOff?) = decision.outcome { firstDecides.record(message.paymentId, handOff) }
+                if case .success(let handOff) = decision.outcome { firstDecides.record(message.paymentId, handOff) }
             case .awaitAmount(_, let park):
                 if park { parked.insert(message.paymentId) }
             case .handOff, .reject:

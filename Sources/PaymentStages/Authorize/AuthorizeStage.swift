@@ -95,12 +95,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
               try payments.awaitAmount(parking, actor: "authorize", on: transaction).count == parking.count else {
             throw StageFailure.transient(code: "database_conflict", reason: "a locked payment of the batch changed status")
         }
-        return decisions.map { decision in
-            decision.outcome.map { handOff in
-                handOff.map { StageOutcome.handOff(to: $0.stage, $0.message) }
-                    ?? .settled(note: "awaiting_amount", reason: "a deferred payment waits for its amount (payment.complete.requested)")
-            }
-        }
+        return decisions.map { decision in decision.outcome.map { StageOutcome.handOff(to: $0.stage, $0.message) } }
     }
 
     /// What the batch read holds of a payment: its record and its unpurged card data's row (`nil` without).

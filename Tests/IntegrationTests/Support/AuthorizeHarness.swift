@@ -89,8 +89,10 @@ struct AuthorizeHarness {
 
     /// Applies a merchant document, written as an operator would (`paypipe merchant apply --file`).
     /// `identity` adds a sandbox EC payment-processing identity (required in merchant-decrypts mode).
-    func applyMerchant(_ id: String, gateway: [String: Any]?, identity: Bool) throws {
+    /// `webhook`: the merchant document's (`url`, `secret`), for tests that run notify too.
+    func applyMerchant(_ id: String, gateway: [String: Any]?, identity: Bool, webhook: [String: Any]? = nil) throws {
         var document: [String: Any] = ["id": id, "appleMerchantIdentifier": "merchant.com.paypipe.\(id)", "identities": []]
+        document["webhook"] = webhook
         if identity {
             let merchant = try Self.pki.merchant("merchant.com.paypipe.\(id)", keyType: .ec)
             document["identities"] = [["certificatePem": merchant.certificatePEM, "privateKeyPem": merchant.privateKeyPEM]]
