@@ -66,7 +66,7 @@ public struct NotifyStage: CallingStageHandler {
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
         healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
-        logger: Logger = Logger(component: "notify", threshold: .info), resultsTiming: ResultsTiming = PaymentSettings.resultsTiming.defaultValue
+        logger: Logger = Logger(component: "notify", threshold: .info), resultsTiming: ResultsTiming = .standard
     ) {
         self.resultsTiming = resultsTiming
         self.healthPolicy = healthPolicy
