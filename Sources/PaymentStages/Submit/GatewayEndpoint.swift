@@ -38,12 +38,4 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     var trimmedBase: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
 
     public var description: String { "GatewayEndpoint(\(url), site: \(siteReference), user: \(username))" }
-
-    /// The endpoint of a merchant's gateway settings, or why there is none: a connector's account and secret must both
-    /// be set. `site` (an attempt's stored site, entity or merchant id) replaces the configured one, so a status query
-    /// goes where the attempt went.
-    public static func forMerchant(_ gateway: MerchantConfig.Gateway?, secrets: MerchantSecrets?, site: String?) -> Result<GatewayEndpoint, ConnectorBuildError> {
-        guard let gateway else { return .failure(.notConfigured("no gateway settings")) }
-        return gateway.connector.plugin.endpoint(gateway, secret: secrets?.connectorSecret(for: gateway), site: site)
-    }
 }
