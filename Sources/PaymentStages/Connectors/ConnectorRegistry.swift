@@ -126,3 +126,15 @@ extension GatewayConnectors {
         self.init([.trustPayments: trustPayments, .opp: opp, .tapPay: tapPay])
     }
 }
+
+/// A merchant's endpoint, as the registry's connector for its gateway section builds it: with the registry, so a stage
+/// resolving where its calls go reads one file.
+extension GatewayEndpoint {
+    /// The endpoint of a merchant's gateway settings, or why there is none: a connector's account and secret must both
+    /// be set. `site` (an attempt's stored site, entity or merchant id) replaces the configured one, so a status query
+    /// goes where the attempt went.
+    public static func forMerchant(_ gateway: MerchantConfig.Gateway?, secrets: MerchantSecrets?, site: String?) -> Result<GatewayEndpoint, ConnectorBuildError> {
+        guard let gateway else { return .failure(.notConfigured("no gateway settings")) }
+        return gateway.connector.plugin.endpoint(gateway, secret: secrets?.connectorSecret(for: gateway), site: site)
+    }
+}

@@ -43,15 +43,9 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
             case gatewayDecrypts = "gateway-decrypts"
         }
 
-        /// How submit reaches the gateway (docs/merchant-config.md, docs/submit.md).
-        public enum Transport: String, Codable, Sendable, CaseIterable {
-            /// The Webservices JSON API: `POST {baseUrl}/json/` with HTTP Basic as a Webservices user, the route
-            /// of the processor's server-side SDKs, on which its status query is documented.
-            case webservices
-            /// `POST {baseUrl}/jwt/` with a request JWT signed by a "Webservices JWT" user: for accounts that only
-            /// have such a user.
-            case jwt
-        }
+        /// How submit reaches the gateway (docs/merchant-config.md, docs/submit.md): declared with the endpoint that
+        /// carries it (``GatewayEndpoint/Transport``).
+        public typealias Transport = GatewayEndpoint.Transport
 
         /// Picks the connector (``ConnectorKind/init(gatewayType:)``): one of ``ConnectorRegistry``'s aliases.
         public var type: String

@@ -66,7 +66,7 @@ public struct NotifyStage: CallingStageHandler {
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
         gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
         healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
-        logger: Logger = Logger(component: "notify", threshold: .info), resultsTiming: ResultsTiming = PaymentSettings.resultsTiming.defaultValue
+        logger: Logger = Logger(component: "notify", threshold: .info), resultsTiming: ResultsTiming = .standard
     ) {
         self.resultsTiming = resultsTiming
         self.healthPolicy = healthPolicy
@@ -127,7 +127,7 @@ public struct NotifyStage: CallingStageHandler {
         case .failure(.unattributable(let code, let reason)): return .failure(.unattributable(code: code, reason: reason))
         case .success(.publish(let messages)):
             let result = messages.first { message in
-                guard case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _, _, _) = message else { return false }
+                guard case .event(ResultsExchange.name, let type, _, _, _, _, _, _, _) = message else { return false }
                 return OperationalEvent.Kind(rawValue: type) == nil
             }
             return .success(result.map { .publish([$0]) } ?? .completed)
@@ -256,7 +256,7 @@ public struct NotifyStage: CallingStageHandler {
     /// The operational events of what committed: `paypipe_webhook_events_total` and `paypipe_webhooks_exhausted_total`.
     public func committed(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], _ recorded: [Result<Recorded, StageFailure>]) {
         for case .success(.decided(.success(.publish(let messages)))) in recorded {
-            for case .event(PipelineTopology.resultsExchange, let type, _, _, _, _, _, _, _) in messages {
+            for case .event(ResultsExchange.name, let type, _, _, _, _, _, _, _) in messages {
                 switch OperationalEvent.Kind(rawValue: type) {
                 case .webhookExhausted?: countExhausted()
                 case .endpointDisabled?: countEvent(.endpointDisabled)
@@ -559,8 +559,8 @@ public struct NotifyStage: CallingStageHandler {
         var headers = subject.headers
         headers["type"] = type
         if headers["merchantId"] == nil { headers["merchantId"] = merchantId }
-        return .event(exchange: PipelineTopology.resultsExchange, type: type, id: id, body: body, timestamp: timestamp,
-                      alsoRoutedAs: merchantId.map { [PipelineTopology.merchantResultsKey(type: type, merchantId: $0)] } ?? [],
+        return .event(exchange: ResultsExchange.name, type: type, id: id, body: body, timestamp: timestamp,
+                      alsoRoutedAs: merchantId.map { [ResultsExchange.merchantKey(type: type, merchantId: $0)] } ?? [],
                       correlationId: subject.correlationId, headers: headers)
     }
 

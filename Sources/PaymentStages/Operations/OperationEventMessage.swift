@@ -42,7 +42,7 @@ public struct OperationEventMessage: Sendable, Equatable {
             headers[TraceContext.traceparentHeader] = trace.traceparent
             headers[TraceContext.tracestateHeader] = trace.state
         }
-        return .event(exchange: PipelineTopology.stagesExchange, type: Stage.notify.rawValue, id: id, body: body, timestamp: now, mandatory: true,
+        return .event(exchange: BrokerLayout.stagesExchange, type: Stage.notify.rawValue, id: id, body: body, timestamp: now, mandatory: true,
                       headers: headers)
     }
 }

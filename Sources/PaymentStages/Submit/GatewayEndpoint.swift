@@ -2,7 +2,16 @@
 /// builds them from the merchant's gateway section (``ConnectorPlugin/endpoint(_:secret:site:)``). The description
 /// never shows the secret.
 public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
-    public typealias Transport = MerchantDocument.Gateway.Transport
+    /// How submit reaches the gateway: the merchant document's `gateway.transport` (docs/merchant-config.md,
+    /// docs/submit.md; ``MerchantDocument/Gateway/Transport``).
+    public enum Transport: String, Codable, Sendable, CaseIterable {
+        /// The Webservices JSON API: `POST {baseUrl}/json/` with HTTP Basic as a Webservices user, the route
+        /// of the processor's server-side SDKs, on which its status query is documented.
+        case webservices
+        /// `POST {baseUrl}/jwt/` with a request JWT signed by a "Webservices JWT" user: for accounts that only
+        /// have such a user.
+        case jwt
+    }
 
     /// The processor's base URL (`gateway.baseUrl`); the connector appends its paths (``url``).
     public let baseUrl: String
@@ -38,12 +47,4 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     var trimmedBase: String { baseUrl.hasSuffix("/") ? String(baseUrl.dropLast()) : baseUrl }
 
     public var description: String { "GatewayEndpoint(\(url), site: \(siteReference), user: \(username))" }
-
-    /// The endpoint of a merchant's gateway settings, or why there is none: a connector's account and secret must both
-    /// be set. `site` (an attempt's stored site, entity or merchant id) replaces the configured one, so a status query
-    /// goes where the attempt went.
-    public static func forMerchant(_ gateway: MerchantConfig.Gateway?, secrets: MerchantSecrets?, site: String?) -> Result<GatewayEndpoint, ConnectorBuildError> {
-        guard let gateway else { return .failure(.notConfigured("no gateway settings")) }
-        return gateway.connector.plugin.endpoint(gateway, secret: secrets?.connectorSecret(for: gateway), site: site)
-    }
 }

@@ -123,7 +123,7 @@ public enum PaymentSettings {
         "PAYPIPE_WEBHOOK_RATE", readers: [notify], default: 0, range: 0...10_000, defaultText: "0: no limit",
         "requests per second per endpoint and worker, unless the merchant document sets `webhook.ratePerSecond`")
     public static let resultsTiming = ChoiceSetting(
-        "PAYPIPE_RESULTS_TIMING", readers: [notify], default: ResultsTiming.outcome,
+        "PAYPIPE_RESULTS_TIMING", readers: [notify], default: ResultsTiming.standard,
         "when the event goes to `paypipe.results`: `outcome`, as soon as notify has the final outcome, whatever the webhook's fate "
             + "(the webhook keeps its own retries); `webhook`, only once the webhook is settled (delivered, gone, refused or exhausted), "
             + "the behaviour before this variable. One results message per event either way (docs/notify.md)")
@@ -139,15 +139,6 @@ public enum PaymentSettings {
         webhookBreakerOpen.variable, webhookMaxPause.variable, webhookDisableAfter.variable, webhookRate.variable,
         resultsTiming.variable,
     ]
-}
-
-/// When notify publishes an event on `paypipe.results` (`PAYPIPE_RESULTS_TIMING`).
-public enum ResultsTiming: String, Sendable, CaseIterable {
-    /// With the first decision on the event, whatever the webhook's fate: a backend waiting on the results exchange
-    /// never waits on a failing merchant endpoint (the default).
-    case outcome
-    /// Once the webhook is settled: delivered, gone (410), refused, or out of attempts.
-    case webhook
 }
 
 /// Every variable the workers and the operator CLI read: docs/configuration.md's first table, and what a worker's

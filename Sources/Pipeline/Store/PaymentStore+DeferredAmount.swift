@@ -3,6 +3,8 @@ import Postgres
 
 /// Deferred payments' writes and reads (a job with `amountPending`; ``DeferredAmount`` holds the rules): parked by
 /// authorize, completed or expired by the operations worker. Set-based, each write guarded by the status it expects.
+/// The completion's locked read, `deferredSnapshots`, lives with the operations stage that runs it
+/// (`PaymentStages/Operations/OperationsStage+Completion.swift`).
 extension PaymentStore {
     static let completionActor = "operations"
 
@@ -46,26 +48,6 @@ extension PaymentStore {
                 transition.from?.rawValue, transition.to.rawValue, transition.stage.rawValue, actor,
             ])
         return Set(try updated.map { try $0.decode("id", as: UUID.self) })
-    }
-
-    /// What the completion decides on (``DeferredAmount/Snapshot``), locked, for the payments that exist.
-    public func deferredSnapshots(_ ids: [UUID], on transaction: PostgresConnection) throws -> [UUID: DeferredAmount.Snapshot] {
-        guard !ids.isEmpty else { return [:] }
-        let rows = try transaction.query(
-            """
-            SELECT id, merchant_id, job_id, status, amount_minor, amount_completed_at, first_received_at, trace_parent, trace_state FROM payments
-            WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
-            """, [PostgresArray(Array(Set(ids)))])
-        var snapshots: [UUID: DeferredAmount.Snapshot] = [:]
-        for row in rows {
-            guard let status = PaymentStatus(rawValue: try row.decode("status", as: String.self)) else { continue }
-            snapshots[try row.decode("id", as: UUID.self)] = DeferredAmount.Snapshot(
-                merchantId: try row.decode("merchant_id", as: String.self), jobId: try row.decode("job_id", as: String.self), status: status,
-                amountMinor: try row.decode("amount_minor", as: Int64?.self), completedAt: try row.decode("amount_completed_at", as: Date?.self),
-                receivedAt: try row.decode("first_received_at", as: Date.self),
-                traceparent: try row.decode("trace_parent", as: String?.self), tracestate: try row.decode("trace_state", as: String?.self))
-        }
-        return snapshots
     }
 
     /// How many payments wait for their amount now (`paypipe_payments_awaiting_amount`; the partial index

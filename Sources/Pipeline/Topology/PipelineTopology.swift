@@ -10,14 +10,12 @@ public enum PipelineTopology {
     public static let jobRoutingKey = "payment.requested"
     /// Internal direct exchange for stage hand-offs; routing key = stage name.
     public static let stagesExchange = BrokerLayout.stagesExchange
-    /// Topic exchange of payment results, routing key = event type (`payment.authorized`, …).
-    public static let resultsExchange = "paypipe.results"
+    /// Topic exchange of payment results, routing key = event type (``ResultsExchange/name``).
+    public static let resultsExchange = ResultsExchange.name
 
-    /// The second routing key of a merchant's event on ``resultsExchange`` (sent as the `CC` header, so bindings by
-    /// event type keep receiving it once): `<type>.<merchantId>`, e.g. `payment.authorized.merchant-a`. A reader binds
-    /// `payment.*.<merchantId>`; topic permissions (scripts/broker-permissions) let it bind nothing else.
+    /// See ``ResultsExchange/merchantKey(type:merchantId:)``.
     public static func merchantResultsKey(type: String, merchantId: String) -> String {
-        "\(type).\(merchantId)"
+        ResultsExchange.merchantKey(type: type, merchantId: merchantId)
     }
     /// See ``BrokerLayout/deliveryLimit``.
     public static let deliveryLimit = BrokerLayout.deliveryLimit

@@ -22,10 +22,3 @@ extension OPPConnector: OperationConnector {
         .success(Dictionary(payments.map { ($0.transactionReference, OperationProtocol.QueriedAuth(settleStatus: .settled, settleBaseAmount: nil)) }) { first, _ in first })
     }
 }
-
-/// OPP's operations as the rules see them: `CP` (partial or full), `RV`, `RF` on `/v1/payments/{id}`; an automatic
-/// capture is a debit (`DB`).
-extension OperationProtocol.Transport {
-    public static let opp = OperationProtocol.Transport(name: "OPP", operations: .processorOperations, capturedAuthorization: "debit (DB)",
-                                                        requestNames: .processorOperations)
-}

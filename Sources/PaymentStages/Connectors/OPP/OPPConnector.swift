@@ -117,3 +117,10 @@ public struct OPPConnector: GatewayConnector {
         }
     }
 }
+
+/// OPP's operations as the rules see them: `CP` (partial or full), `RV`, `RF` on `/v1/payments/{id}`; an automatic
+/// capture is a debit (`DB`).
+extension OperationProtocol.Transport {
+    public static let opp = OperationProtocol.Transport(name: "OPP", operations: .processorOperations, capturedAuthorization: "debit (DB)",
+                                                        requestNames: .processorOperations)
+}

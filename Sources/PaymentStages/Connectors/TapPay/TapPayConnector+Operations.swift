@@ -26,10 +26,3 @@ extension TapPayConnector: OperationConnector {
         return .success(settled)
     }
 }
-
-/// TapPay's operations as the rules see them: `/tpc/transaction/cap` (the full authorisation only) and
-/// `/tpc/transaction/refund`; no void API.
-extension OperationProtocol.Transport {
-    public static let tapPay = OperationProtocol.Transport(name: "TapPay", operations: .processorOperations, capturesPartially: false, voids: false,
-                                                           requestNames: .processorOperations)
-}

@@ -100,3 +100,10 @@ public struct TapPayConnector: GatewayConnector {
         }
     }
 }
+
+/// TapPay's operations as the rules see them: `/tpc/transaction/cap` (the full authorisation only) and
+/// `/tpc/transaction/refund`; no void API.
+extension OperationProtocol.Transport {
+    public static let tapPay = OperationProtocol.Transport(name: "TapPay", operations: .processorOperations, capturesPartially: false, voids: false,
+                                                           requestNames: .processorOperations)
+}

@@ -176,3 +176,12 @@ public struct TrustPaymentsClient: Sendable {
         }
     }
 }
+
+/// Trust Payments' two URLs under a merchant's `gateway.baseUrl`.
+extension GatewayEndpoint {
+    /// The `/jwt/` URL, tolerating a base URL written with or without a trailing slash.
+    public var jwtURL: String { trimmedBase + "/jwt/" }
+
+    /// The Webservices JSON API's `/json/` URL (the Python SDK's `datacenterurl` + `datacenterpath`).
+    public var jsonURL: String { trimmedBase + "/json/" }
+}

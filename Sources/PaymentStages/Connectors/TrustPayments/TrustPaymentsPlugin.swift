@@ -74,14 +74,6 @@ extension TrustPaymentsClient: ConnectorPlugin {
     public static var panKeys: Set<String> { ["pan"] }
 }
 
-extension GatewayEndpoint {
-    /// The `/jwt/` URL, tolerating a base URL written with or without a trailing slash.
-    public var jwtURL: String { trimmedBase + "/jwt/" }
-
-    /// The Webservices JSON API's `/json/` URL (the Python SDK's `datacenterurl` + `datacenterpath`).
-    public var jsonURL: String { trimmedBase + "/json/" }
-}
-
 extension WebservicesTransport {
     /// The transport's timeouts from `PAYPIPE_WEBSERVICES_CONNECT_TIMEOUT` and `PAYPIPE_WEBSERVICES_TIMEOUT`.
     public init(_ environment: EnvironmentReader) throws(ConfigurationError) {
