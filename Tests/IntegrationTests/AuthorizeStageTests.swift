@@ -64,7 +64,8 @@ extension Integration {
         let payment = try #require(try harness.payment(direct.paymentId))
         let expected = try TrustPaymentsClaimsBuilder.build(
             gateway: try harness.merchant("authz-md")?.config.gateway, jwtSecret: AuthorizeHarness.jwtSecret,
-            payment: GatewayPaymentDetails(payment), data: Self.stored(), issuedAt: AuthorizeHarness.issuedAt)
+            payment: GatewayPaymentDetails(paymentId: payment.id, orderReference: payment.orderReference, amountMinor: payment.amountMinor,
+                                     currency: payment.currency), data: Self.stored(), issuedAt: AuthorizeHarness.issuedAt)
         #expect(stored == expected, "exactly the builder's claims, under the data key")
         #expect(stored.claims["payload"]?["pan"]?.stringValue == Self.pan)
         #expect(stored.claims["payload"]?["expirydate"]?.stringValue == "07/2030")

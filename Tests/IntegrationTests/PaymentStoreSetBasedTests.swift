@@ -175,7 +175,7 @@ extension Integration {
             PaymentStore.Failing(paymentId: payments[1].id, from: .prepared, rejection: rejection),   // stale: it is decrypted
             PaymentStore.Failing(paymentId: payments[2].id, from: .submitting, rejection: rejection),
         ]
-        #expect(failing.map(\.transition.to) == [.failed, .failed, .needsReview])
+        #expect(failing.map(\.checked.to) == [.failed, .failed, .needsReview])
         #expect(try Self.store.fail(failing, on: database) == [payments[0].id, payments[2].id])
         #expect(try Self.events(payments[0].id, on: database).last == "decrypted failed notify pipeline invalid_currency EUR")
         #expect(try Self.events(payments[2].id, on: database).last == "submitting needs_review notify pipeline invalid_currency EUR")

@@ -162,3 +162,28 @@ public struct MoneyLifecycle: Sendable, Equatable, Hashable {
         }
     }
 }
+
+/// A lifecycle change a statement is about to write, already checked against ``MoneyLifecycle``: the only way the
+/// payments store's lifecycle statements (Pipeline's `PaymentStore.changeLifecycles`) obtain what they bind, so no
+/// statement writes a state outside the diagram or one breaking the invariants (the database checks the same again).
+public struct CheckedLifecycleChange: Sendable, Equatable {
+    public let from: MoneyLifecycle
+    public let to: MoneyLifecycle
+
+    public struct Illegal: Error, Equatable, CustomStringConvertible {
+        public let from: MoneyLifecycle
+        public let to: MoneyLifecycle
+        public var description: String {
+            "illegal lifecycle change \(from.status.rawValue)(\(from.capturedAmount)/\(from.refundedAmount)) → "
+                + "\(to.status.rawValue)(\(to.capturedAmount)/\(to.refundedAmount))"
+        }
+    }
+
+    public init(from: MoneyLifecycle, to: MoneyLifecycle) throws(Illegal) {
+        guard from.permits(to) else {
+            throw Illegal(from: from, to: to)
+        }
+        self.from = from
+        self.to = to
+    }
+}

@@ -2,7 +2,7 @@ import Foundation
 import Pipeline
 import Postgres
 
-/// A payment's stored-credential part as authorize's lock reads it (``AuthorizeStage/lock(_:on:)``): the usage a CIT
+/// A payment's stored-credential part as authorize's lock reads it (``AuthorizeStage/lockWithCardData(_:on:)``): the usage a CIT
 /// stores, or an MIT's reason with its credential's usage, state and sealed references (the credential of the
 /// payment's own merchant only: the join compares the merchant).
 struct AuthorizeCredential: Sendable {
@@ -10,7 +10,7 @@ struct AuthorizeCredential: Sendable {
         p.store_credential, p.mit_reason, p.credential_id, cr.credential_usage, cr.credential_state, cr.credential_key_id,
         cr.credential_nonce, cr.credential_ciphertext
         """
-    /// Every column renamed: the lock selects the payment's unqualified (``Pipeline/PaymentRecord/columns``).
+    /// Every column renamed, so none clashes with a payment column ``AuthorizeStage/lockWithCardData(_:on:)`` selects.
     static let join = """
         LEFT JOIN (SELECT id AS credential_row, merchant_id AS credential_merchant, usage AS credential_usage, state AS credential_state,
                           key_id AS credential_key_id, nonce AS credential_nonce, ciphertext AS credential_ciphertext FROM credentials) cr

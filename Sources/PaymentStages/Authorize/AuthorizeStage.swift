@@ -40,12 +40,12 @@ public struct AuthorizeStage: TransactionalStageHandler {
         try StageMessage.decode(message.body)
     }
 
-    /// The batch's one path: lock the batch's payments with their card data in one statement (``lock(_:on:)``), read
+    /// The batch's one path: lock the batch's payments with their card data in one statement (``lockWithCardData(_:on:)``), read
     /// the merchants, decide (``Authorize/decide(_:_:merchants:now:build:)``, PaymentDomain) with the claims built here
     /// (``ConnectorRequestBuilder``), then store the requests and advance the payments in one statement and fail
     /// the rejected ones in another (only when there are any).
     public func handle(_ messages: [StageMessage], transaction: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>] {
-        let locked = try Self.lock(messages.map(\.paymentId), on: transaction)
+        let locked = try Self.lockWithCardData(messages.map(\.paymentId), on: transaction)
         let merchants = try directory.lookups(Set(locked.values.filter { $0.status == .decrypted }.map(\.merchantId)), on: transaction)
         let decisions = Authorize.decide(locked, messages, merchants: merchants, now: clock()) {
             (payment: Authorize.Locked<Row>, merchant: MerchantDirectory.Entry?, now: Date) -> Authorize.Built<GatewayRequest> in
@@ -57,7 +57,7 @@ public struct AuthorizeStage: TransactionalStageHandler {
             }
             // A deferred payment's credential waits until a completion set the amount (``DeferredAmount``).
             if data?.credential?.amountPending == true, payment.row.amountCompletedAt == nil { return .awaitingAmount }
-            var details = GatewayPaymentDetails(payment.row.record)
+            var details = payment.row.details
             do {
                 switch try payment.row.storedCredential.intent(credentials) {
                 case .success(let intent): details.storedCredential = intent
@@ -98,9 +98,10 @@ public struct AuthorizeStage: TransactionalStageHandler {
         return decisions.map { decision in decision.outcome.map { StageOutcome.handOff(to: $0.stage, $0.message) } }
     }
 
-    /// What the batch read holds of a payment: its record and its unpurged card data's row (`nil` without).
+    /// What the batch read holds of a payment: the columns its request is built from, and its unpurged card data's
+    /// row (`nil` without).
     struct Row: Sendable {
-        let record: PaymentRecord
+        let details: GatewayPaymentDetails
         let card: PostgresRow?
         /// When a completion set a deferred payment's amount (nil: never, or not a deferred payment).
         let amountCompletedAt: Date?
@@ -112,11 +113,11 @@ public struct AuthorizeStage: TransactionalStageHandler {
     /// the second sees the first one's result instead of building a second request) in id order, so two lanes locking
     /// overlapping batches cannot deadlock, and reads each one's unpurged card data along (`key_id`, `nonce`,
     /// `ciphertext` for ``CardDataStore/open(_:for:)``).
-    static func lock(_ ids: [UUID], on transaction: PostgresConnection) throws -> [UUID: Authorize.Locked<Row>] {
+    static func lockWithCardData(_ ids: [UUID], on transaction: PostgresConnection) throws -> [UUID: Authorize.Locked<Row>] {
         guard !ids.isEmpty else { return [:] }
         let rows = try transaction.query(
             """
-            SELECT \(PaymentRecord.columns), p.amount_completed_at, c.key_id, c.nonce, c.ciphertext, \(AuthorizeCredential.columns)
+            SELECT p.id, p.merchant_id, p.job_id, p.status, p.order_reference, p.amount_minor, p.currency, p.amount_completed_at, c.key_id, c.nonce, c.ciphertext, \(AuthorizeCredential.columns)
             FROM payments p LEFT JOIN card_data c ON c.payment_id = p.id AND c.purged_at IS NULL
             \(AuthorizeCredential.join)
             WHERE p.id = ANY($1::uuid[])
@@ -125,11 +126,15 @@ public struct AuthorizeStage: TransactionalStageHandler {
             """, [PostgresArray(Array(Set(ids)))])
         var locked: [UUID: Authorize.Locked<Row>] = [:]
         for row in rows {
-            let record = try PaymentRecord(row: row)
+            let id = try row.decode("id", as: UUID.self)
+            let details = GatewayPaymentDetails(
+                paymentId: id, orderReference: try row.decode("order_reference", as: String?.self),
+                amountMinor: try row.decode("amount_minor", as: Int64?.self), currency: try row.decode("currency", as: String?.self))
             let card = try row.decode("key_id", as: String?.self) == nil ? nil : row
-            locked[record.id] = Authorize.Locked(
-                id: record.id, merchantId: record.merchantId, jobId: record.jobId, status: record.status,
-                row: Row(record: record, card: card, amountCompletedAt: try row.decode("amount_completed_at", as: Date?.self),
+            locked[id] = Authorize.Locked(
+                id: id, merchantId: try row.decode("merchant_id", as: String.self), jobId: try row.decode("job_id", as: String.self),
+                status: try row.decodeChoice("status"),
+                row: Row(details: details, card: card, amountCompletedAt: try row.decode("amount_completed_at", as: Date?.self),
                          storedCredential: try AuthorizeCredential(row: row)))
         }
         return locked

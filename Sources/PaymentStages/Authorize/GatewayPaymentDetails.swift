@@ -1,8 +1,9 @@
 import Foundation
 import Pipeline
 
-/// The columns of a payment the gateway request is built from, separate from ``PaymentRecord`` so the claims
-/// builder stays a pure function that tests can call without a database row.
+/// The columns of a payment the gateway request is built from, as authorize's lock reads them
+/// (``AuthorizeStage/lockWithCardData(_:on:)``), a plain value so the claims builder stays a pure function that tests
+/// can call without a database row.
 public struct GatewayPaymentDetails: Sendable, Equatable {
     public var paymentId: UUID
     /// The job's order reference; `nil` when the job failed before it was known.
@@ -19,10 +20,6 @@ public struct GatewayPaymentDetails: Sendable, Equatable {
         self.orderReference = orderReference
         self.amountMinor = amountMinor
         self.currency = currency
-    }
-
-    public init(_ record: PaymentRecord) {
-        self.init(paymentId: record.id, orderReference: record.orderReference, amountMinor: record.amountMinor, currency: record.currency)
     }
 
     /// The `orderreference` sent to the gateway: the job's order reference, else the payment id.

@@ -27,7 +27,7 @@ struct CredentialJobs {
         return Decrypt.Verified(transactionId: key, payload: contacts, token: TokenTypeCounter.facts(nil))
     }
 
-    static func load(_ jobs: [PaymentJob], on connection: PostgresConnection) throws -> CredentialJobs {
+    static func lookUp(_ jobs: [PaymentJob], on connection: PostgresConnection) throws -> CredentialJobs {
         let ids = Array(Set(jobs.compactMap(\.merchantInitiated?.credentialId)))
         guard !ids.isEmpty else { return CredentialJobs(credentials: [:]) }
         let rows = try connection.query(

@@ -101,7 +101,7 @@ public struct DecryptStage: TransactionalStageHandler {
         // A payment another worker inserted, claimed or settled after the read makes a write come up short. The batch is
         // then decided once more on a fresh read in the same transaction, where the other worker's rows are committed
         // (the insert waited for them) and this run's own rows read as existing, so their outcomes stay the same.
-        let credentialJobs = try CredentialJobs.load(inputs.compactMap { if case .job(let job, _) = $0 { job } else { nil } }, on: transaction)
+        let credentialJobs = try CredentialJobs.lookUp(inputs.compactMap { if case .job(let job, _) = $0 { job } else { nil } }, on: transaction)
         for _ in 1...2 {
             let found = try payments.decryptRows(
                 keys: keys, transactionIds: transactionIds, on: transaction)

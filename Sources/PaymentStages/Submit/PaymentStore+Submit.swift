@@ -78,13 +78,13 @@ extension PaymentStore {
     public struct SubmitEnding: Sendable {
         public let paymentId: UUID
         public let attemptId: Int64
-        public let transition: CheckedTransition
+        public let checked: CheckedTransition
         public let errorCode: String?
         public let detail: String?
         public let answer: AttemptAnswer
 
         public init(paymentId: UUID, attemptId: Int64, transition: CheckedTransition, errorCode: String?, detail: String?, answer: AttemptAnswer) {
-            (self.paymentId, self.attemptId, self.transition, self.errorCode, self.detail, self.answer) =
+            (self.paymentId, self.attemptId, self.checked, self.errorCode, self.detail, self.answer) =
                 (paymentId, attemptId, transition, errorCode, detail, answer)
         }
     }
@@ -98,8 +98,8 @@ extension PaymentStore {
     public func endSubmitting(
         _ endings: [SubmitEnding], attemptState: String, actor: String, on connection: PostgresConnection
     ) throws -> (messages: [StageMessage?], allAttemptsCompleted: Bool) {
-        guard let from = endings.first?.transition.from else { return ([], true) }
-        precondition(endings.allSatisfy { $0.transition.from == from }, "one source status per statement")
+        guard let from = endings.first?.checked.from else { return ([], true) }
+        precondition(endings.allSatisfy { $0.checked.from == from }, "one source status per statement")
         let answers = endings.map(\.answer)
         let rows = try connection.query(
             """
@@ -138,7 +138,7 @@ extension PaymentStore {
             """,
             [
                 PostgresArray(endings.map(\.paymentId)), PostgresArray(endings.map(\.attemptId)),
-                PostgresArray(endings.map(\.transition.to.rawValue)), PostgresArray(endings.map(\.transition.stage.rawValue)),
+                PostgresArray(endings.map(\.checked.to.rawValue)), PostgresArray(endings.map(\.checked.stage.rawValue)),
                 PostgresArray(endings.map(\.errorCode)), PostgresArray(endings.map(\.detail)),
                 PostgresArray(answers.map(\.outcome)), PostgresArray(answers.map(\.errorCode)),
                 PostgresArray(answers.map(\.errorMessage)), PostgresArray(answers.map(\.transactionReference)),

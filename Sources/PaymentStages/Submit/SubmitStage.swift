@@ -286,7 +286,7 @@ public struct SubmitStage: CallingStageHandler {
                 prepared[index] = .failed(.waiting(code: code, reason: "payment \(payment.id): \(reason)", until: until, decidedAt: snapshot.now, now: clock()))
             case .end(let status, let code, let detail):
                 let failing = try PaymentStore.Failing(paymentId: payment.id, from: payment.status, rejection: Rejection(code: code, reason: detail))
-                precondition(failing.transition.to == status, "the protocol ends a payment where the store's failure rule does")
+                precondition(failing.checked.to == status, "the protocol ends a payment where the store's failure rule does")
                 endings.append((index, failing))
             case .send:
                 guard let request = row.request, let endpoint = endpoints[payment.id]?.endpoint else {

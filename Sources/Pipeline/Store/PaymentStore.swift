@@ -4,266 +4,170 @@ import Postgres
 /// SQL for the `payments` table and its audit trail. Stateless: every method takes the connection
 /// (usually inside a transaction) so callers decide transaction boundaries.
 ///
-/// The one writer of `payments` and `payment_events`: this file (one payment at a time, and the money lifecycle) and
-/// the set-based statements (a batch per statement): the shared ones in PaymentStore+SetBased.swift, each stage's own
-/// with the stage (`PaymentStages/<Stage>/PaymentStore+<Stage>.swift`). Every status a statement writes comes from a
-/// ``CheckedTransition``, so it was checked against ``PaymentStateMachine``, every lifecycle from a
-/// ``CheckedLifecycleChange``, and the same change is guarded in SQL by the state it expects.
+/// The one writer of `payments` and `payment_events`, as extensions of this type by what they serve, so a reader opens
+/// only the statements its code calls: this file, the set-based statements several stages share; each stage's own
+/// with the stage (`PaymentStages/<Stage>/PaymentStore+<Stage>.swift`); one payment at a time and the money lifecycle
+/// (PaymentStore+Lifecycle.swift: the CLI, notify's marks, operations); deferred amounts (PaymentStore+DeferredAmount.swift).
+/// Every status a statement writes comes from a ``CheckedTransition``, so it was checked against
+/// ``PaymentStateMachine``, every lifecycle from a ``CheckedLifecycleChange``, and the same change is guarded in SQL by
+/// the state it expects.
 public struct PaymentStore: Sendable {
     public init() {}
-
-    /// Outcome of a guarded transition.
-    public enum TransitionResult: Sendable, Equatable {
-        case applied
-        /// The payment was not in the expected status (a redelivery or a race): nothing changed.
-        case statusWas(PaymentStatus)
-    }
-
-    public func load(_ paymentId: UUID, forUpdate: Bool = false, on connection: PostgresConnection) throws -> PaymentRecord? {
-        let lock = forUpdate ? " FOR UPDATE" : ""
-        let rows = try connection.query("SELECT \(PaymentRecord.columns) FROM payments WHERE id = $1\(lock)", [paymentId])
-        return try rows.first.map(PaymentRecord.init(row:))
-    }
-
-    /// Moves a payment from `from` to `to`, recording an audit event, or reports the status it had instead.
-    /// The stage follows from the new status (terminal statuses queue for notification).
-    @discardableResult
-    public func transition(
-        _ paymentId: UUID, from: PaymentStatus, to: PaymentStatus, actor: String,
-        errorCode: String? = nil, detail: String? = nil, on connection: PostgresConnection
-    ) throws -> TransitionResult {
-        let checked = try CheckedTransition(from: from, to: to)
-        // The guarded update and its audit event in one statement (one round trip): the event row exists exactly
-        // when the update matched.
-        let updated = try connection.query(
-            """
-            WITH updated AS (
-                UPDATE payments SET status = $3, stage = $4, updated_at = clock_timestamp(),
-                       error_code = COALESCE($5, error_code), error_message = COALESCE($6, error_message)
-                WHERE id = $1 AND status = $2
-                RETURNING id)
-            INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
-            SELECT id, $2, $3, $4, $7, $5, $8 FROM updated
-            """,
-            [paymentId, from.rawValue, checked.to.rawValue, checked.stage.rawValue, errorCode, errorCode == nil ? nil : detail, actor, detail])
-        guard updated.affectedRows == 1 else {
-            guard let current = try load(paymentId, on: connection) else {
-                throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
-            }
-            return .statusWas(current.status)
-        }
-        return .applied
-    }
-
-    /// Ends a payment `failed` with the failure's code and reason, unless it is already terminal (a
-    /// redelivery), and returns the hand-off to notification either way.
-    public func recordFailure(_ failure: PaymentFailure, on connection: PostgresConnection) throws -> StageMessage {
-        guard let payment = try load(failure.paymentId, forUpdate: true, on: connection) else {
-            throw StageFailure.unattributable(code: "unknown_payment", reason: "payment \(failure.paymentId) does not exist")
-        }
-        if !payment.status.isTerminal {
-            // A `submitting` payment may have an AUTH at the gateway: it never simply fails, a person must look.
-            let target: PaymentStatus = payment.status == .submitting ? .needsReview : .failed
-            try transition(payment.id, from: payment.status, to: target, actor: "pipeline",
-                           errorCode: failure.code, detail: failure.reason, on: connection)
-        }
-        return payment.message
-    }
-
-    /// Marks a terminal payment as fully handled (notification done): it leaves every queue for good.
-    /// With `deliveredStatus`, only while the payment still has the status that was delivered: an operator who resolved
-    /// a `needs_review` payment while its webhook was in flight has queued the new status, which must still go out.
-    public func markDone(_ paymentId: UUID, deliveredStatus: String? = nil, on connection: PostgresConnection) throws {
-        try connection.query(
-            "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
-            [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
-    }
-
-    /// Keeps the reconciler away from a `notify` payment until `seconds` from now (its next webhook attempt's time).
-    public func holdForRetry(_ paymentId: UUID, seconds: Double, on connection: PostgresConnection) throws {
-        try connection.query(
-            "UPDATE payments SET redriven_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1 AND stage = $3",
-            [paymentId, seconds, PaymentStage.notify.rawValue])
-    }
 }
 
+/// A status change a statement is about to write, already checked against ``PaymentStateMachine``: the only way the
+/// store's statements obtain the status and stage values they bind, so no statement can write a transition the state
+/// machine forbids, nor a status or stage spelled as an SQL literal.
+public struct CheckedTransition: Sendable, Equatable {
+    /// `nil` when the payment is created (its first audit event, `NULL → received`).
+    public let from: PaymentStatus?
+    public let to: PaymentStatus
 
-/// A lifecycle change a statement is about to write, already checked against ``MoneyLifecycle``: the only way
-/// ``PaymentStore/changeLifecycle(_:_:settleStatus:actor:operationId:detail:on:)`` obtains what it binds, so no statement
-/// writes a state outside the diagram or one breaking the invariants (the database checks the same again).
-public struct CheckedLifecycleChange: Sendable, Equatable {
-    public let from: MoneyLifecycle
-    public let to: MoneyLifecycle
+    /// The stage the new status queues the payment for.
+    public var stage: PaymentStage { PaymentStage(to.stage) }
 
-    public struct Illegal: Error, Equatable, CustomStringConvertible {
-        public let from: MoneyLifecycle
-        public let to: MoneyLifecycle
-        public var description: String {
-            "illegal lifecycle change \(from.status.rawValue)(\(from.capturedAmount)/\(from.refundedAmount)) → "
-                + "\(to.status.rawValue)(\(to.capturedAmount)/\(to.refundedAmount))"
-        }
-    }
-
-    public init(from: MoneyLifecycle, to: MoneyLifecycle) throws(Illegal) {
-        guard from.permits(to) else {
-            throw Illegal(from: from, to: to)
-        }
+    public init(from: PaymentStatus, to: PaymentStatus) throws(PaymentStateMachine.IllegalTransition) {
+        try PaymentStateMachine.validate(from: from, to: to)
         self.from = from
         self.to = to
     }
-}
 
-/// The money lifecycle of authorised payments (migration 7): read under the payment's row lock and changed by
-/// operations (and the settlement poll), each change a ``CheckedLifecycleChange`` guarded in SQL by the state it
-/// expects (compare-and-set), with its audit event in the same statement.
-extension PaymentStore {
-    /// The lifecycle columns, as ``lifecycle(row:)`` reads them.
-    static let lifecycleColumns = """
-        status, lifecycle, capture_mode, authorized_minor, captured_minor, refunded_minor, capture_deadline, settle_status
-        """
-
-    /// A payment's money state as read (under lock when asked): the AUTH pipeline's status, its lifecycle (present once
-    /// `authorized`), and the settle status last learnt from the gateway (nil: the AUTH's own answer stands).
-    public struct MoneyState: Sendable, Equatable {
-        public let status: PaymentStatus
-        public let lifecycle: MoneyLifecycle?
-        public let settleStatus: SettleStatus?
+    private init(creating status: PaymentStatus) {
+        self.from = nil
+        self.to = status
     }
 
-    static func money(row: PostgresRow) throws -> MoneyState {
-        let statusText = try row.decode("status", as: String.self)
-        guard let status = PaymentStatus(rawValue: statusText) else {
-            throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
-        }
-        let settle = try row.decode("settle_status", as: String?.self).map(SettleStatus.init)
-        guard let lifecycleText = try row.decode("lifecycle", as: String?.self) else {
-            return MoneyState(status: status, lifecycle: nil, settleStatus: settle)
-        }
-        guard let lifecycle = LifecycleStatus(rawValue: lifecycleText),
-              let mode = CaptureMode(rawValue: try row.decode("capture_mode", as: String.self)) else {
-            throw PostgresError.decoding(column: "lifecycle", expected: "LifecycleStatus", reason: "unknown lifecycle '\(lifecycleText)'")
-        }
-        return MoneyState(status: status, lifecycle: MoneyLifecycle(
-            status: lifecycle, captureMode: mode, authorizedAmount: try row.decode("authorized_minor", as: Int64.self),
-            capturedAmount: try row.decode("captured_minor", as: Int64.self), refundedAmount: try row.decode("refunded_minor", as: Int64.self),
-            captureDeadline: try row.decode("capture_deadline", as: Date?.self)), settleStatus: settle)
-    }
+    /// A new payment's row and first event.
+    public static let creation = CheckedTransition(creating: PaymentStateMachine.initialStatus)
 
-    /// The payment's money state; with `forUpdate`, its row stays locked until the transaction ends, so every
-    /// operation of the payment is decided on a state no other can change meanwhile.
-    public func money(_ paymentId: UUID, forUpdate: Bool, on connection: PostgresConnection) throws -> MoneyState? {
-        let rows = try connection.query(
-            "SELECT \(Self.lifecycleColumns) FROM payments WHERE id = $1\(forUpdate ? " FOR UPDATE" : "")", [paymentId])
-        return try rows.first.map(Self.money(row:))
-    }
-
-    /// How a payment not yet authorised will be captured (`CapturePolicy`, the job's over the merchant's); read by the
-    /// lifecycle trigger when the payment becomes `authorized`. Only before that: false once it is.
-    @discardableResult
-    public func setCapturePolicy(_ paymentId: UUID, _ policy: CapturePolicy, on connection: PostgresConnection) throws -> Bool {
-        try connection.query(
-            "UPDATE payments SET capture_mode = $2, capture_within_seconds = $3 WHERE id = $1 AND lifecycle IS NULL AND status <> $4",
-            [paymentId, policy.mode.rawValue, policy.captureWithin, PaymentStatus.authorized.rawValue]).affectedRows == 1
-    }
-
-    /// Writes `change` if the payment still has its `from` state (status `authorized`, lifecycle and amounts as
-    /// expected), with `settleStatus` as the settle status now known, and audits it; false when the payment had
-    /// another state (a race or a stale decision: nothing written).
-    @discardableResult
-    public func changeLifecycle(
-        _ paymentId: UUID, _ change: CheckedLifecycleChange, settleStatus: SettleStatus?, actor: String, operationId: String?,
-        detail: String?, on connection: PostgresConnection
-    ) throws -> Bool {
-        let changing = LifecycleChanging(paymentId: paymentId, change: change, settleStatus: settleStatus, operationId: operationId, detail: detail)
-        return try changeLifecycles([changing], actor: actor, on: connection) == [paymentId]
-    }
-
-    /// What a settlement query (or a suspension) learnt of one payment: the settle status now known, or nil when the
-    /// query found nothing to learn (the record was not returned).
-    public typealias SettleStatusLearnt = (paymentId: UUID, settleStatus: SettleStatus?)
-
-    /// Records what settlement queries learnt, in one statement: each payment is stamped checked; a settle status
-    /// learnt is kept on a payment still `authorized` (without a lifecycle change: see ``changeLifecycles(_:actor:on:)``
-    /// for `captured → settled`).
-    public func recordSettleStatuses(_ rows: [SettleStatusLearnt], on connection: PostgresConnection) throws {
-        guard !rows.isEmpty else { return }
-        try connection.query(
-            """
-            UPDATE payments p SET settle_status = coalesce(i.settle_status, p.settle_status), settle_checked_at = clock_timestamp()
-            FROM unnest($1::uuid[], $2::text[]) AS i(id, settle_status)
-            WHERE p.id = i.id AND (i.settle_status IS NULL OR p.status = $3)
-            """,
-            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map { $0.settleStatus?.wireValue }), PaymentStatus.authorized.rawValue])
+    /// Checks one transition per row of a set-based statement, in row order; the first illegal one throws before
+    /// anything is written.
+    public static func checkEach(_ pairs: [(from: PaymentStatus, to: PaymentStatus)]) throws(PaymentStateMachine.IllegalTransition) -> [CheckedTransition] {
+        var checked: [CheckedTransition] = []
+        checked.reserveCapacity(pairs.count)
+        for pair in pairs { checked.append(try CheckedTransition(from: pair.from, to: pair.to)) }
+        return checked
     }
 }
 
-/// The operations record phase's set-based statements: a round's payments locked and read at once, its lifecycle
-/// changes written at once (``changeLifecycle`` is one of them).
+/// The set-based statements of ``PaymentStore`` that several stages share (a batch of failures, the reconciler's claim):
+/// each carries a whole batch as array parameters and writes the payments and their audit events in one statement.
+/// Every transition is a ``CheckedTransition``. Each stage's own statements live with the stage, still as `PaymentStore`
+/// (the one writer of `payments`): `PaymentStages/Decrypt/PaymentStore+Decrypt.swift`, `Authorize/PaymentStore+Authorize.swift`,
+/// `Submit/PaymentStore+Submit.swift`, `Notify/PaymentStore+Notify.swift`.
 extension PaymentStore {
-    /// A payment's row and money state, read together under its row lock (the operations record phase).
-    public struct Locked: Sendable, Equatable {
-        public let record: PaymentRecord
-        public let money: MoneyState
-    }
+    /// The actor of every recorded failure's event.
+    package static let failureActor = "pipeline"
 
-    /// Locks the payments `ids` in id order (one statement; every round takes its locks in the same order) and reads
-    /// each row with its money state. Missing payments are absent from the answer.
-    public func lock(_ ids: [UUID], on transaction: PostgresConnection) throws -> [UUID: Locked] {
-        guard !ids.isEmpty else { return [:] }
-        let rows = try transaction.query(
-            """
-            SELECT \(PaymentRecord.columns), lifecycle, authorized_minor, captured_minor, refunded_minor, capture_deadline, settle_status
-            FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
-            """, [PostgresArray(ids)])
-        return try Dictionary(rows.map { row in
-            let record = try PaymentRecord(row: row)
-            return (record.id, Locked(record: record, money: try Self.money(row: row)))
-        }, uniquingKeysWith: { first, _ in first })
-    }
-
-    /// One checked lifecycle change of ``changeLifecycles(_:actor:on:)``.
-    public struct LifecycleChanging: Sendable, Equatable {
+    /// A payment a stage decided to fail: its checked transition and the rejection.
+    public struct Failing: Sendable {
         public let paymentId: UUID
-        public let change: CheckedLifecycleChange
-        /// The settle status now known, if the change brings one.
-        public let settleStatus: SettleStatus?
-        public let operationId: String?
+        public let checked: CheckedTransition
+        public let rejection: Rejection
+
+        public init(paymentId: UUID, from: PaymentStatus, rejection: Rejection) throws(PaymentStateMachine.IllegalTransition) {
+            self.paymentId = paymentId
+            // A `submitting` payment may have an AUTH at the gateway: it never simply fails, a person must look.
+            self.checked = try CheckedTransition(from: from, to: from == .submitting ? .needsReview : .failed)
+            self.rejection = rejection
+        }
+    }
+
+    /// Ends the payments still in their transitions' `from` status with the rejections' codes and reasons (the event's
+    /// actor is `pipeline`, as for every recorded failure), in one statement; returns the ids of those it changed. The
+    /// `payments_terminal_purge` trigger shreds their card data and requests.
+    public func fail(_ rows: [Failing], on transaction: PostgresConnection) throws -> Set<UUID> {
+        try transition(rows.map { Transitioning(paymentId: $0.paymentId, transition: $0.checked, errorCode: $0.rejection.code, detail: $0.rejection.reason) },
+                       actor: Self.failureActor, on: transaction)
+    }
+
+    /// A guarded transition of one payment of a batch: ``PaymentStore/transition(_:from:to:actor:errorCode:detail:on:)``
+    /// as a row.
+    public struct Transitioning: Sendable {
+        public let paymentId: UUID
+        public let checked: CheckedTransition
+        public let errorCode: String?
         public let detail: String?
 
-        public init(paymentId: UUID, change: CheckedLifecycleChange, settleStatus: SettleStatus?, operationId: String?, detail: String?) {
-            (self.paymentId, self.change, self.settleStatus, self.operationId, self.detail) = (paymentId, change, settleStatus, operationId, detail)
+        public init(paymentId: UUID, from: PaymentStatus, to: PaymentStatus, errorCode: String? = nil, detail: String? = nil)
+            throws(PaymentStateMachine.IllegalTransition) {
+            self.paymentId = paymentId
+            self.checked = try CheckedTransition(from: from, to: to)
+            self.errorCode = errorCode
+            self.detail = detail
+        }
+
+        public init(paymentId: UUID, transition: CheckedTransition, errorCode: String?, detail: String?) {
+            (self.paymentId, self.checked, self.errorCode, self.detail) = (paymentId, transition, errorCode, detail)
         }
     }
 
-    /// Writes each change whose payment still has its `from` state (status `authorized`, lifecycle and amounts as
-    /// expected), with its settle status, and audits it, in one statement; returns the payments changed (a payment
-    /// with another state is left as it is: a race or a stale decision).
-    public func changeLifecycles(_ rows: [LifecycleChanging], actor: String, on connection: PostgresConnection) throws -> Set<UUID> {
+    /// ``PaymentStore/transition(_:from:to:actor:errorCode:detail:on:)`` for a batch, in one statement: each payment
+    /// still in its transition's `from` status moves, with its audit event (in batch order); returns the ids that moved.
+    /// A payment found in another status is left as it is (a redelivery or a race), as the one-payment form leaves it.
+    @discardableResult
+    public func transition(_ rows: [Transitioning], actor: String, on connection: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let updated = try connection.query(
             """
             WITH input AS (
-                SELECT * FROM unnest($1::uuid[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::int8[], $7::int8[], $8::text[],
-                                     $9::text[], $10::text[])
-                    WITH ORDINALITY AS t(id, from_lifecycle, from_captured, from_refunded, to_lifecycle, to_captured, to_refunded,
-                                         settle_status, operation_id, detail, n)),
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                    WITH ORDINALITY AS t(id, from_status, to_status, stage, error_code, detail, n)),
             updated AS (
-                UPDATE payments p SET lifecycle = i.to_lifecycle, captured_minor = i.to_captured, refunded_minor = i.to_refunded,
-                       settle_status = COALESCE(i.settle_status, p.settle_status), updated_at = clock_timestamp()
-                FROM input i
-                WHERE p.id = i.id AND p.status = $11 AND p.lifecycle = i.from_lifecycle AND p.captured_minor = i.from_captured
-                  AND p.refunded_minor = i.from_refunded
-                RETURNING p.id, p.stage, i.n, i.from_lifecycle, i.to_lifecycle, i.operation_id, i.detail),
+                UPDATE payments p SET status = i.to_status, stage = i.stage, updated_at = clock_timestamp(),
+                       error_code = COALESCE(i.error_code, p.error_code),
+                       error_message = COALESCE(CASE WHEN i.error_code IS NULL THEN NULL ELSE i.detail END, p.error_message)
+                FROM input i WHERE p.id = i.id AND p.status = i.from_status
+                RETURNING p.id, i.n, i.from_status, i.to_status, i.stage, i.error_code, i.detail),
             events AS (
-                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, detail, lifecycle_from, lifecycle_to, operation_id)
-                SELECT id, $11, $11, stage, $12, detail, from_lifecycle, to_lifecycle, operation_id FROM updated ORDER BY n)
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor, error_code, detail)
+                SELECT id, from_status, to_status, stage, $7, error_code, detail FROM updated ORDER BY n)
             SELECT id FROM updated
             """,
-            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map(\.change.from.status.rawValue)),
-             PostgresArray(rows.map(\.change.from.capturedAmount)), PostgresArray(rows.map(\.change.from.refundedAmount)),
-             PostgresArray(rows.map(\.change.to.status.rawValue)), PostgresArray(rows.map(\.change.to.capturedAmount)),
-             PostgresArray(rows.map(\.change.to.refundedAmount)), PostgresArray(rows.map { $0.settleStatus?.wireValue }),
-             PostgresArray(rows.map(\.operationId)), PostgresArray(rows.map(\.detail)), PaymentStatus.authorized.rawValue, actor])
+            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map { $0.checked.from?.rawValue }),
+             PostgresArray(rows.map(\.checked.to.rawValue)), PostgresArray(rows.map(\.checked.stage.rawValue)),
+             PostgresArray(rows.map(\.errorCode)), PostgresArray(rows.map(\.detail)), actor])
         return Set(try updated.map { try $0.decode("id", as: UUID.self) })
+    }
+
+    /// Claims up to `limit` payments idle at `stage` (and not re-driven) for `seconds`, oldest first, skipping rows
+    /// another worker holds, stamps `redriven_at` and counts the re-drive; returns their hand-offs, in the payments' traces.
+    public func claimStuck(in stage: PaymentStage, idleFor seconds: Double, limit: Int, on transaction: PostgresConnection) throws -> [StageMessage] {
+        let rows = try transaction.query(
+            """
+            WITH stuck AS (
+                SELECT id FROM payments
+                WHERE stage = $1
+                  AND updated_at < now() - make_interval(secs => $2)
+                  AND (redriven_at IS NULL OR redriven_at < now() - make_interval(secs => $2))
+                ORDER BY updated_at
+                LIMIT $3
+                FOR UPDATE SKIP LOCKED)
+            UPDATE payments p SET redriven_at = now(), redrive_count = p.redrive_count + 1
+            FROM stuck WHERE p.id = stuck.id
+            RETURNING p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state
+            """,
+            [stage.rawValue, seconds, limit])
+        return try rows.map(Self.tracedMessage(row:))
+    }
+
+    package static func message(row: PostgresRow) throws -> StageMessage {
+        StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                     jobId: try row.decode("job_id", as: String.self))
+    }
+
+    /// The hand-off of payment `id` in its own trace, for one re-driven by an operator (`paypipe payment resolve`); nil
+    /// when there is no such payment.
+    public func tracedMessage(_ id: UUID, on connection: PostgresConnection) throws -> StageMessage? {
+        try connection.query("SELECT id, merchant_id, job_id, trace_parent, trace_state FROM payments WHERE id = $1", [id])
+            .first.map(Self.tracedMessage(row:))
+    }
+
+    /// The hand-off of a row read with its `trace_parent` and `trace_state`, for a re-drive outside any delivery's
+    /// handling: it continues the payment's trace (``StageMessage/traceparent``).
+    package static func tracedMessage(row: PostgresRow) throws -> StageMessage {
+        StageMessage(paymentId: try row.decode("id", as: UUID.self), merchantId: try row.decode("merchant_id", as: String.self),
+                     jobId: try row.decode("job_id", as: String.self), traceparent: try row.decode("trace_parent", as: String?.self),
+                     tracestate: try row.decode("trace_state", as: String?.self))
     }
 }
