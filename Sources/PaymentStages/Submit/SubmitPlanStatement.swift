@@ -11,9 +11,40 @@ import Postgres
 /// The `sending` attempt and `prepared → submitting` are written in the planning transaction, which commits before
 /// any AUTH leaves.
 enum SubmitPlanStatement {
+    /// A payment as submit reads it: its status and deadline for the decisions, its merchant for the endpoint, its
+    /// amount and capture mode for the request and the status query, its hand-off.
+    struct Payment: Sendable {
+        let id: UUID
+        let merchantId: String
+        let jobId: String
+        let status: PaymentStatus
+        let firstReceivedAt: Date
+        let amountMinor: Int64?
+        let currency: String?
+        /// How its AUTH is captured (migration 7; `automatic` before it).
+        let captureMode: CaptureMode
+
+        /// The hand-off message that addresses this payment.
+        var message: StageMessage { StageMessage(paymentId: id, merchantId: merchantId, jobId: jobId) }
+
+        /// The columns ``init(row:)`` reads, of the `payments` alias `p` (the joined request has an `order_reference`).
+        static let columns = "p.id, p.merchant_id, p.job_id, p.status, p.first_received_at, p.amount_minor, p.currency, p.capture_mode"
+
+        init(row: PostgresRow) throws {
+            id = try row.decode("id", as: UUID.self)
+            merchantId = try row.decode("merchant_id", as: String.self)
+            jobId = try row.decode("job_id", as: String.self)
+            status = try row.decodeChoice("status")
+            firstReceivedAt = try row.decode("first_received_at", as: Date.self)
+            amountMinor = try row.decode("amount_minor", as: Int64?.self)
+            currency = try row.decode("currency", as: String?.self)
+            captureMode = CaptureMode(rawValue: try row.decode("capture_mode", as: String.self)) ?? .automatic
+        }
+    }
+
     /// A payment of the batch, locked, as the decisions see it plus what carrying them out needs.
     struct Row {
-        let payment: PaymentRecord
+        let payment: Payment
         /// Its stored request when it is `prepared` (`nil`: none stored, already purged, or unreadable).
         let request: GatewayRequest?
         let locked: SubmitDecision.Locked
@@ -49,7 +80,7 @@ enum SubmitPlanStatement {
         var now: Date?
         for row in try connection.query(readStatement, [PostgresArray(ids), legacySettleSeconds, GatewayAttemptStore.queryRequestType]) {
             now = try row.decode("db_now", as: Date.self)
-            let payment = try PaymentRecord(row: row)
+            let payment = try Payment(row: row)
             let request = payment.status == .prepared ? (try? requests.open(row, for: payment.id)) ?? nil : nil
             var latest: SubmitProtocol.Attempt?
             if let id = try row.decode("attempt_id", as: Int64?.self) {
@@ -82,17 +113,13 @@ enum SubmitPlanStatement {
         return try PaymentStore().beginSubmitting(sends, sendWindow: sendWindow, actor: SubmitStage.actor, on: connection)
     }
 
-    /// `PaymentRecord.columns` qualified with the `payments` alias `p` (the joined request has an `order_reference` too).
-    private static let paymentColumns = PaymentRecord.columns.split(separator: ",")
-        .map { "p." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")
-
     /// The batch's row locks, in id order (two workers cannot deadlock on the same payments).
     private static let lockOnlyStatement = "SELECT id FROM payments WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE"
 
     /// The batch read, under the locks taken before it. `db_now` is an uncorrelated subquery: evaluated once per
     /// execution, the batch's one reading of the clock.
     private static let readStatement = """
-        SELECT \(paymentColumns), \(GatewayRequestStore.columns("g")), (SELECT clock_timestamp()) AS db_now,
+        SELECT \(Payment.columns), \(GatewayRequestStore.columns("g")), (SELECT clock_timestamp()) AS db_now,
                a.id AS attempt_id, a.state AS attempt_state, a.order_reference AS attempt_reference, a.site_reference AS attempt_site,
                coalesce(a.reconcile_after, a.started_at + make_interval(secs => $2::float8)) AS settle_at,
                coalesce(q.inconclusive, 0) AS inconclusive, coalesce(q.not_found, 0) AS not_found, q.last_not_found

@@ -439,7 +439,7 @@ public struct SubmitStage: CallingStageHandler {
 
     /// An answer for an attempt that is no longer current: kept as evidence on its own attempt.
     private func evidence(
-        _ result: GatewayResult?, lateAuthorization: Bool, _ answered: Answered<StageMessage, Call, Answer>, payment: PaymentRecord,
+        _ result: GatewayResult?, lateAuthorization: Bool, _ answered: Answered<StageMessage, Call, Answer>, payment: SubmitPlanStatement.Payment,
         writes: inout RecordWrites
     ) throws -> Recorded {
         let attemptId = answered.call.attempt.id
@@ -468,13 +468,13 @@ public struct SubmitStage: CallingStageHandler {
         try connection.transaction { transaction in
             let rows = try transaction.query(
                 """
-                SELECT \(PaymentRecord.columns), trace_parent, trace_state FROM payments
+                SELECT \(SubmitPlanStatement.Payment.columns), p.trace_parent, p.trace_state FROM payments p
                 WHERE stage IN ('authorize', 'submit') AND status IN ('decrypted', 'prepared')
                   AND first_received_at < clock_timestamp() - make_interval(secs => $1)
                 ORDER BY first_received_at LIMIT 500
                 FOR UPDATE SKIP LOCKED
                 """, [settings.paymentDeadline])
-            let claimed = try rows.map(PaymentRecord.init(row:))
+            let claimed = try rows.map(SubmitPlanStatement.Payment.init(row:))
             // Their hand-offs to notification continue each payment's trace.
             let traced = Dictionary(uniqueKeysWithValues: try rows.map { row in
                 let message = try PaymentStore.tracedMessage(row: row)
@@ -504,7 +504,7 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
-    private func endpoint(for payment: PaymentRecord, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
+    private func endpoint(for payment: SubmitPlanStatement.Payment, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
         let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
         switch GatewayEndpoint.forMerchant(merchant?.config.gateway, secrets: merchant?.secrets, site: site) {
         case .success(let endpoint): return endpoint
