@@ -16,3 +16,10 @@ extension DecryptStage {
             decryptor: ApplePayDecryptor(configuration: settings.verifier), maxQueueAge: settings.maxQueueAge)
     }
 }
+
+extension DecryptStage {
+    /// The worker's handler: this stage behind the publisher check (``PublisherScreen``), as `paypipe-decrypt` runs it.
+    public var publisherScreened: PublisherScreen<DecryptStage> {
+        PublisherScreen(self, directory: directory) { $0.key.merchantId }
+    }
+}

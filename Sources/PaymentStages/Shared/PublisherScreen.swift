@@ -84,13 +84,6 @@ public struct PublisherScreen<Stage: StageHandler>: StageHandler {
     }
 }
 
-extension DecryptStage {
-    /// The worker's handler: this stage behind the publisher check.
-    public var publisherScreened: PublisherScreen<DecryptStage> {
-        PublisherScreen(self, directory: directory) { $0.key.merchantId }
-    }
-}
-
 extension OperationsStage {
     /// The worker's handler: this stage behind the publisher check.
     public var publisherScreened: PublisherScreen<OperationsStage> {

@@ -104,16 +104,6 @@ public struct FailureTally: Sendable {
     }
 }
 
-/// A stage's own part of each reconciler round, after stuck payments are re-driven: e.g. submit fails payments that
-/// waited past their deadline before any AUTH. Returns the hand-offs to publish; the default does nothing.
-public protocol ReconcilingStage: PaymentStageHandler {
-    func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)]
-}
-
-extension ReconcilingStage {
-    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
-}
-
 /// The payments' reconciler as a component of a stage's worker (``WorkerRuntime/StageRuntime``'s `components`), on one
 /// thread of its own with its own database connection, every `PAYPIPE_RECONCILE_INTERVAL` (none when 0): re-drives
 /// payments stuck in the stage (``Reconciler``; not the decrypt stage), runs the stage's own round
@@ -195,9 +185,3 @@ public enum ReconcilerComponent {
         }
     }
 }
-
-extension DecryptStage: ReconcilingStage {}
-extension AuthorizeStage: ReconcilingStage {}
-extension SubmitStage: ReconcilingStage {}
-extension NotifyStage: ReconcilingStage {}
-extension OperationsStage: ReconcilingStage {}
