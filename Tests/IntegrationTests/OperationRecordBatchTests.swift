@@ -99,13 +99,19 @@ extension Integration {
 
     /// A mixed batch, planned together (one prepare per wave), comes to what the same messages came to one at a time:
     /// captures, a void and a refused over-capture of five merchants, a duplicate and a conflicting reuse of an
-    /// operationId, and an operation on a payment still in decrypt (it waits, nothing recorded). Each request sent
+    /// operationId, an operation on a payment still in decrypt (it waits, nothing recorded), and two invalid
+    /// operations in one wave (recorded refused together, dead-lettered). Each request sent
     /// once, the duplicate never sent again.
     @Test func aMixedBatchComesToWhatItsMessagesCameToOneByOne() throws {
         let harness = try OperationsStageTests.Harness(settleDelay: 60, otherMerchants: 4)
         defer { harness.tearDown() }
         let stage = harness.stage()
         let merchants = [OperationsStageTests.merchantId] + (1...4).map { "\(OperationsStageTests.merchantId)-\($0)" }
+        // A capture whose amount is not in minor units: invalid, recorded failed without a payment and dead-lettered.
+        func invalid(_ operationId: String, payment: UUID, merchantId: String) -> InboundMessage {
+            let json = #"{"operationId":"\#(operationId)","merchantId":"\#(merchantId)","paymentId":"\#(payment.paymentIDText)","amount":8.0}"#
+            return InboundMessage(job: Array(json.utf8), routingKey: OperationRequest.Kind.capture.routingKey)
+        }
         // The scenario with its own payments and ids (`tag`): its deliveries, and the payments to check.
         func scenario(_ tag: String) throws -> (deliveries: [InboundMessage], payments: [UUID]) {
             let payments = try (0..<4).map { try harness.authorizedPayment(amount: 1000, mode: .manual, merchantId: merchants[$0]) }
@@ -119,6 +125,8 @@ extension Integration {
                 harness.delivery(.capture, "early-\(tag)", payment: received, amount: 700, merchantId: merchants[4]),
                 harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 400, merchantId: merchants[3]),
                 harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 300, merchantId: merchants[3]),
+                invalid("inv0-\(tag)", payment: payments[0], merchantId: merchants[0]),
+                invalid("inv2-\(tag)", payment: payments[2], merchantId: merchants[2]),
             ]
             return (deliveries, payments + [received])
         }
@@ -132,7 +140,8 @@ extension Integration {
         let oneByOne = try single.deliveries.map { try Self.outcome(harness.run(stage, $0)) }
         let sentOneByOne = harness.simulator.ledger.operations.count - sentBefore - sentInBatch
         #expect(inBatch == oneByOne)
-        #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict"])
+        #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict",
+                            "invalid_job", "invalid_job"])
         #expect(sentInBatch == 3 && sentOneByOne == 3, "the capture, the void and the first of the duplicate, once each")
         let shape = { (payment: UUID) in try harness.lifecycle(payment).map { "\($0.status) \($0.capturedAmount) \($0.refundedAmount)" } }
         for (batch, one) in zip(batched.payments, single.payments) {
@@ -143,6 +152,14 @@ extension Integration {
         }
         #expect(try harness.operation("early-b", merchantId: merchants[4]) == nil, "an operation on a payment still in decrypt records nothing")
         #expect(try harness.operation("over-b", merchantId: merchants[2])?.state == .failed)
+        // The two invalid operations (one wave) recorded refused, without a payment, as one by one.
+        for (id, merchant) in [("inv0", 0), ("inv2", 2)] {
+            let shape = { (tag: String) in
+                try harness.operation("\(id)-\(tag)", merchantId: merchants[merchant]).map { "\($0.state.rawValue) \($0.errorCode ?? "-") \($0.paymentId == nil)" }
+            }
+            #expect(try shape("b") == "failed invalid_job true")
+            #expect(try shape("b") == shape("s"))
+        }
     }
 
     /// The record phase's statements of a round (set-based, whatever its size): the payments locked and read, the

@@ -102,4 +102,41 @@ import Testing
         // A requested operation with no request attempt goes to review as it is.
         #expect(Self.decide(input([])) == .plan(.review(open)))
     }
+
+    /// A round's decisions come to one list of writes per kind, whatever the round's size, each entry with its
+    /// request's place: the new operations, the refusals, the resumed operations' new attempts (a request sent again
+    /// under its stored name and with its send window; a status query under the transport's query name, with none),
+    /// their reviews; a decision that writes nothing is in none of them.
+    @Test func aRoundsDecisionsWriteOneListPerKind() {
+        let timing = OperationStore.SendTiming(sendWindow: 5, settleSeconds: 30)
+        let planning = { (id: String) in OperationSteps.Planning(request: Self.request(id: id), transport: Self.connector, timing: timing) }
+        let open = Self.recorded(Self.request(id: "op-3"), state: .requested)
+        let effect = OperationProtocol.Effect(lifecycle: Self.authorized, event: .captured, amount: 600)
+        let send = GatewayOperation.capture(transactionReference: "1-2-3", amount: 600)
+        let decisions: [OperationSteps.PlanDecision] = [
+            .plan(.wait(code: "operation_payment_unknown", reason: "not yet")),
+            .refuse(paymentId: Self.payment, code: "amount_exceeds_authorized", reason: "too much"),
+            .begin(paymentId: Self.payment, send: send, before: Self.authorized, effect: effect),
+            .resume(open, .send(send)),
+            .resume(open, .query(send)),
+            .resume(open, .review(code: "refund_outcome_unknown", reason: "lost")),
+            .refuse(paymentId: Self.payment, code: "operation_in_progress", reason: "open"),
+        ]
+        let writes = OperationSteps.writes(decisions, (0..<decisions.count).map { planning("op-\($0)") })
+        #expect(writes.refusals.map(\.index) == [1, 6])
+        #expect(writes.refusals.map(\.row) == [
+            OperationStore.Refusal(request: Self.request(id: "op-1"), paymentId: Self.payment, code: "amount_exceeds_authorized", reason: "too much"),
+            OperationStore.Refusal(request: Self.request(id: "op-6"), paymentId: Self.payment, code: "operation_in_progress", reason: "open"),
+        ])
+        #expect(writes.beginnings.map(\.index) == [2])
+        #expect(writes.beginnings.map(\.row.request.operationId) == ["op-2"])
+        #expect(writes.attempts.map(\.index) == [3, 4])
+        #expect(writes.attempts.map(\.row) == [
+            OperationStore.NewAttempt(operation: open.id, requestType: Self.connector.requestNames.name(of: send), timing: timing),
+            OperationStore.NewAttempt(operation: open.id, requestType: Self.connector.requestNames.query, timing: nil),
+        ])
+        #expect(writes.attempts.map(\.query) == [false, true])
+        #expect(writes.reviews.map(\.index) == [5])
+        #expect(writes.reviews.map(\.row) == [OperationStore.Ending(operation: open.id, state: .needsReview, code: "refund_outcome_unknown", reason: "lost")])
+    }
 }

@@ -138,7 +138,8 @@ public struct OperationSteps: Sendable {
             return .nothing(reason: "payment \(payment.paymentId) does not exist")
         }
         if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-            return try resume(existing, transport: transport, timing: timing, clock: clock, on: transaction)
+            return try resume(existing, as: Planning(request: request, requestedBy: requestedBy, transport: transport, timing: timing), clock: clock,
+                              on: transaction)
         }
         switch try decide(request) {
         case .plan(let plan):
@@ -209,23 +210,79 @@ public struct OperationSteps: Sendable {
                                   attempts: found.flatMap { attempts[$0.id] } ?? [])
             return decide(planning.request, input, transport: planning.transport, clock: clock)
         }
-        // The new operations in one statement, read back in one; any other decision's write is its own.
-        let beginnings = zip(decisions, round).compactMap { decision, planning -> OperationStore.Beginning? in
-            guard case .begin(let paymentId, let send, let before, let effect) = decision else { return nil }
-            return OperationStore.Beginning(request: planning.request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send,
-                                            stored: Self.stored(send, planning.transport), before: before, effect: effect, timing: planning.timing)
-        }
-        let begun = try store.begin(beginnings, on: transaction)
-        let loaded = try store.load(begun.compactMap { $0?.operation }, on: transaction)
-        var started = zip(beginnings, begun).makeIterator()
-        let plans = try zip(decisions, round).map { decision, planning -> Plan in
-            guard case .begin = decision, let (beginning, ids) = started.next() else { return try record(decision, planning, on: transaction) }
-            guard let ids, let operation = loaded[ids.operation] else {
-                return .wait(code: "operation_in_progress", reason: "operation \(planning.request.operationId) was recorded concurrently")
+        return Planned(plans: try record(decisions, round, on: transaction), payments: locked.mapValues(\.record))
+    }
+
+    /// What a round's decisions write before any call (pure, ``writes(_:_:)``), one list per kind, each entry with its
+    /// request's place in the round.
+    public struct PlanWrites: Sendable {
+        public var beginnings: [(index: Int, row: OperationStore.Beginning)] = []
+        public var refusals: [(index: Int, row: OperationStore.Refusal)] = []
+        /// A resumed operation's new attempt: its request sent again, or (`query`) the status query of its lost answer.
+        public var attempts: [(index: Int, row: OperationStore.NewAttempt, operation: OperationStore.Operation, request: GatewayOperation, query: Bool)] = []
+        public var reviews: [(index: Int, row: OperationStore.Ending)] = []
+    }
+
+    /// The writes of a round's decisions (pure): a new operation with its `sending` attempt, a refusal, a resumed
+    /// operation's new attempt or status query, or its review.
+    public static func writes(_ decisions: [PlanDecision], _ round: [Planning]) -> PlanWrites {
+        var writes = PlanWrites()
+        for (index, (decision, planning)) in zip(decisions, round).enumerated() {
+            let request = planning.request
+            switch decision {
+            case .plan:
+                continue
+            case .refuse(let paymentId, let code, let reason):
+                writes.refusals.append((index, .init(request: request, paymentId: paymentId, requestedBy: planning.requestedBy, code: code, reason: reason)))
+            case .begin(let paymentId, let send, let before, let effect):
+                writes.beginnings.append((index, .init(request: request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send,
+                                                       stored: stored(send, planning.transport), before: before, effect: effect, timing: planning.timing)))
+            case .resume(let operation, .review(let code, let reason)):
+                writes.reviews.append((index, .init(operation: operation.id, state: .needsReview, code: code, reason: reason)))
+            case .resume(let operation, .send(let send)):
+                let requestType = operation.requestType ?? planning.transport.requestNames.name(of: send)
+                writes.attempts.append((index, .init(operation: operation.id, requestType: requestType, timing: planning.timing), operation, send, false))
+            case .resume(let operation, .query(let query)):
+                writes.attempts.append((index, .init(operation: operation.id, requestType: queryType(planning.transport), timing: nil), operation, query, true))
             }
-            return .send(operation, attempt: ids.attempt, request: beginning.send)
         }
-        return Planned(plans: plans, payments: locked.mapValues(\.record))
+        return writes
+    }
+
+    /// Records what a round's decisions say before the calls, one statement per kind whatever the round's size (the
+    /// new operations with their attempts, the refusals, the resumed operations' attempts, the reviews), reads the
+    /// operations written back in one, and says what each message then does.
+    func record(_ decisions: [PlanDecision], _ round: [Planning], on transaction: PostgresConnection) throws -> [Plan] {
+        let writes = Self.writes(decisions, round)
+        let begun = try store.begin(writes.beginnings.map(\.row), on: transaction)
+        let refused = try store.refuse(writes.refusals.map(\.row), on: transaction)
+        let attempts = try store.beginAttempts(writes.attempts.map(\.row), on: transaction)
+        _ = try store.end(writes.reviews.map(\.row), on: transaction)
+        let loaded = try store.load(begun.compactMap { $0?.operation } + refused.compactMap { $0 } + writes.reviews.map(\.row.operation), on: transaction)
+        var plans = decisions.map { decision -> Plan in
+            if case .plan(let plan) = decision { plan } else { .nothing(reason: "not recorded") }
+        }
+        let concurrently = { (index: Int) in Plan.wait(code: "operation_in_progress", reason: "operation \(round[index].request.operationId) was recorded concurrently") }
+        for ((index, beginning), ids) in zip(writes.beginnings, begun) {
+            plans[index] = ids.flatMap { loaded[$0.operation] }.map { .send($0, attempt: ids!.attempt, request: beginning.send) } ?? concurrently(index)
+        }
+        for ((index, _), id) in zip(writes.refusals, refused) {
+            plans[index] = id.flatMap { loaded[$0] }.map(Plan.finished) ?? concurrently(index)
+        }
+        for (resumed, attempt) in zip(writes.attempts, attempts) {
+            let (operation, request) = (resumed.operation, resumed.request)
+            guard let attempt else {
+                plans[resumed.index] = .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
+                continue
+            }
+            plans[resumed.index] = resumed.query ? .query(operation, attempt: attempt, transactionReference: request.targetReference)
+                : .send(operation, attempt: attempt, request: request)
+        }
+        for (index, review) in writes.reviews {
+            guard case .resume(let operation, _) = decisions[index] else { continue }
+            plans[index] = .review(loaded[review.operation] ?? operation)
+        }
+        return plans
     }
 
     /// What a request is decided on: the rows its round read under the payment's lock.
@@ -323,62 +380,15 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// Records what `decision` says before the call, and what the message then does (a new operation excepted: the
-    /// round records those together).
-    func record(_ decision: PlanDecision, _ planning: Planning, on transaction: PostgresConnection) throws -> Plan {
-        let request = planning.request
-        switch decision {
-        case .plan(let plan):
-            return plan
-        case .refuse(let paymentId, let code, let reason):
-            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: planning.requestedBy, code: code, reason: reason, on: transaction),
-                  let refused = try store.load(id, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
-            }
-            return .finished(refused)
-        case .begin:
-            preconditionFailure("a round records its new operations in one statement (plan(_:clock:on:))")
-        case .resume(let operation, let resumed):
-            return try record(resumed, of: operation, transport: planning.transport, timing: planning.timing, on: transaction)
-        }
-    }
-
-    /// Records how an existing `requested` operation continues: its review, a new attempt, or its status query.
-    func record(_ resumed: PlanDecision.Resumed, of operation: OperationStore.Operation, transport: OperationProtocol.Transport,
-                timing: OperationStore.SendTiming, on transaction: PostgresConnection) throws -> Plan {
-        switch resumed {
-        case .review(let code, let reason):
-            try store.review(operation.id, code: code, reason: reason, on: transaction)
-            return .review(try store.load(operation.id, on: transaction) ?? operation)
-        case .send(let request):
-            guard let attempt = try store.beginAttempt(operation.id, requestType: operation.requestType ?? transport.requestNames.name(of: request), timing: timing, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
-            }
-            return .send(operation, attempt: attempt, request: request)
-        case .query(let request):
-            guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
-            }
-            return .query(operation, attempt: query, transactionReference: request.targetReference)
-        }
-    }
-
     /// The same operation again, outside a round (an automatic void's): its payment locked and its attempts read, then
     /// ``resumed(_:attempts:transport:clock:)``.
-    func resume(
-        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
-        on transaction: PostgresConnection
-    ) throws -> Plan {
+    func resume(_ operation: OperationStore.Operation, as planning: Planning, clock: BatchClock, on transaction: PostgresConnection) throws -> Plan {
         if operation.state == .requested, let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
         let attempts = operation.state == .requested ? try store.attempts(operation.id, on: transaction) : []
-        switch resumed(operation, attempts: attempts, transport: transport, clock: clock) {
-        case .resume(let operation, let resumed): return try record(resumed, of: operation, transport: transport, timing: timing, on: transaction)
-        case .plan(let plan): return plan
-        case .refuse, .begin: preconditionFailure("a resumption neither refuses nor begins")
-        }
+        return try record([resumed(operation, attempts: attempts, transport: planning.transport, clock: clock)], [planning], on: transaction)[0]
     }
 
-    /// What a requested operation's attempts lead to (pure; ``resume(_:transport:timing:clock:on:)`` carries it out).
+    /// What a requested operation's attempts lead to (pure; ``resume(_:as:clock:on:)`` carries it out).
     public enum Resumption: Sendable, Equatable {
         /// The last request may still be in flight until its reconciliation time (`until`, this worker's clock).
         case wait(attempt: Int64, until: Date?)
