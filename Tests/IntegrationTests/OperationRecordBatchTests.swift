@@ -97,6 +97,24 @@ extension Integration {
         }
     }
 
+    /// A scenario run twice with its own payments and ids: tagged `b`, its deliveries processed as one batch; tagged
+    /// `s`, one at a time. Each run's scenario, outcomes and requests sent to the simulator.
+    static func batchAndOneByOne(
+        _ scenario: (String) throws -> (deliveries: [InboundMessage], payments: [UUID]), stage: OperationsStage,
+        harness: OperationsStageTests.Harness, database: PostgresConnection
+    ) throws -> (batch: Run, oneByOne: Run) {
+        let batched = try scenario("b")
+        let sentBefore = harness.simulator.ledger.operations.count
+        let inBatch = stage.process(try batched.deliveries.map { try stage.decode($0) }, database: database).map(Self.outcome)
+        let sentInBatch = harness.simulator.ledger.operations.count - sentBefore
+        let single = try scenario("s")
+        let oneByOne = try single.deliveries.map { try Self.outcome(harness.run(stage, $0)) }
+        let sentOneByOne = harness.simulator.ledger.operations.count - sentBefore - sentInBatch
+        return ((batched, inBatch, sentInBatch), (single, oneByOne, sentOneByOne))
+    }
+
+    typealias Run = (scenario: (deliveries: [InboundMessage], payments: [UUID]), outcomes: [String], sent: Int)
+
     /// A mixed batch, planned together (one prepare per wave), comes to what the same messages came to one at a time:
     /// captures, a void and a refused over-capture of five merchants, a duplicate and a conflicting reuse of an
     /// operationId, an operation on a payment still in decrypt (it waits, nothing recorded), and two invalid
@@ -132,13 +150,8 @@ extension Integration {
         }
         let database = try harness.authorize.database()
         defer { database.close() }
-        let batched = try scenario("b")
-        let sentBefore = harness.simulator.ledger.operations.count
-        let inBatch = stage.process(try batched.deliveries.map { try stage.decode($0) }, database: database).map(Self.outcome)
-        let sentInBatch = harness.simulator.ledger.operations.count - sentBefore
-        let single = try scenario("s")
-        let oneByOne = try single.deliveries.map { try Self.outcome(harness.run(stage, $0)) }
-        let sentOneByOne = harness.simulator.ledger.operations.count - sentBefore - sentInBatch
+        let ((batched, inBatch, sentInBatch), (single, oneByOne, sentOneByOne)) = try Self.batchAndOneByOne(scenario, stage: stage, harness: harness,
+                                                                                                       database: database)
         #expect(inBatch == oneByOne)
         #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict",
                             "invalid_job", "invalid_job"])
@@ -160,6 +173,53 @@ extension Integration {
             #expect(try shape("b") == "failed invalid_job true")
             #expect(try shape("b") == shape("s"))
         }
+    }
+
+    /// The reconciler's automatic voids, planned together in one round, come to what they came to one at a time: an
+    /// authorisation past its capture deadline (expiry) and a late AUTH up for review, each voided once and reported;
+    /// an authorisation not yet due has nothing to do; a redelivered hand-off (a later wave) reports the void again and
+    /// sends nothing.
+    @Test func automaticVoidsInOneRoundComeToWhatTheyCameToOneByOne() throws {
+        let harness = try OperationsStageTests.Harness(settleDelay: 3600, otherMerchants: 2)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let merchants = [OperationsStageTests.merchantId] + (1...2).map { "\(OperationsStageTests.merchantId)-\($0)" }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        // The scenario's payments (expired, late, not due) and its deliveries: the reconciler's hand-offs of the first
+        // two, the first again, and a hand-off of the third.
+        func scenario(_ tag: String) throws -> (deliveries: [InboundMessage], payments: [UUID]) {
+            let expired = try harness.authorizedPayment(amount: 400, mode: .manual, merchantId: merchants[0])
+            try database.query("UPDATE payments SET capture_deadline = clock_timestamp() WHERE id = $1", [expired])
+            let late = try harness.lateAuthorization(merchantId: merchants[1], orderReference: "LATE-\(tag)", on: database)
+            let notDue = try harness.authorizedPayment(amount: 300, mode: .manual, merchantId: merchants[2])
+            try database.query("UPDATE payments SET capture_deadline = clock_timestamp() + interval '1 day' WHERE id = $1", [notDue])
+            let handed = try stage.reconcile(on: database).map(\.message)
+            #expect(Set(handed.map(\.paymentId)) == [expired, late.paymentId], "the reconciler hands over the expired and the late payment")
+            let message = { (payment: UUID) in try #require(handed.first { $0.paymentId == payment }) }
+            let notDueMessage = StageMessage(paymentId: notDue, merchantId: merchants[2], jobId: try #require(try PaymentStore().load(notDue, on: database)).jobId)
+            let deliveries = try [message(expired), late, message(expired), notDueMessage].map { InboundMessage(body: $0.encoded(), to: .operations) }
+            return (deliveries, [expired, late.paymentId, notDue])
+        }
+        let ((batched, inBatch, sentInBatch), (single, oneByOne, sentOneByOne)) = try Self.batchAndOneByOne(scenario, stage: stage, harness: harness,
+                                                                                                       database: database)
+        #expect(inBatch == oneByOne)
+        #expect(inBatch == ["publish 1", "publish 2", "publish 1", "settled nothing_to_do"])
+        #expect(sentInBatch == 2 && sentOneByOne == 2, "one void per due payment, never a second")
+        let status = { (payment: UUID) in try PaymentStore().load(payment, on: database).map { "\($0.status) \($0.errorCode ?? "-")" } }
+        let shape = { (payment: UUID) in try harness.lifecycle(payment).map { "\($0.status) \($0.capturedAmount) \($0.refundedAmount)" } }
+        for (batch, one) in zip(batched.payments, single.payments) {
+            #expect(try status(batch) == status(one))
+            #expect(try shape(batch) == shape(one))
+        }
+        let voids = { (payments: [UUID]) in
+            try [harness.operation(OperationSteps.expiryOperationId(payments[0]), merchantId: merchants[0]),
+                 harness.operation(OperationSteps.lateAuthorizationOperationId(payments[1]), merchantId: merchants[1])]
+                .map { $0.map { "\($0.state.rawValue) \($0.requestedBy.rawValue) \($0.effect?.amount ?? 0)" } }
+        }
+        #expect(try voids(batched.payments) == ["succeeded expiry 400", "succeeded late_authorization 900"])
+        #expect(try voids(batched.payments) == voids(single.payments))
+        #expect(try harness.operation(OperationSteps.expiryOperationId(batched.payments[2]), merchantId: merchants[2]) == nil)
     }
 
     /// The record phase's statements of a round (set-based, whatever its size): the payments locked and read, the

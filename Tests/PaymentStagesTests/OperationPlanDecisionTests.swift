@@ -139,4 +139,52 @@ import Testing
         #expect(writes.reviews.map(\.index) == [5])
         #expect(writes.reviews.map(\.row) == [OperationStore.Ending(operation: open.id, state: .needsReview, code: "refund_outcome_unknown", reason: "lost")])
     }
+
+    /// The reconciler's automatic voids, decided on the rows their round read under the payments' locks and an injected
+    /// clock: an authorisation past its capture deadline is voided (expiry), not before; a late AUTH on a payment up
+    /// for review as `late_authorization` is voided whole (a pre-authorisation), nothing for any other payment; an
+    /// automatic void recorded earlier is resumed, never a second one; a payment that is gone has nothing to do.
+    @Test func automaticVoidsAreDecidedOnTheRoundsRows() {
+        let steps = OperationSteps()
+        var due = Self.authorized
+        due.captureDeadline = Self.start.addingTimeInterval(-1)
+        let (expiry, byExpiry) = OperationSteps.automaticVoid(of: Self.payment, merchantId: "m", status: .authorized)
+        #expect(expiry.operationId == OperationSteps.expiryOperationId(Self.payment) && byExpiry == .expiry && expiry.kind == .void)
+        let authorized = OperationSteps.PaymentFacts(status: .authorized, errorCode: nil, amountMinor: 1000, captureMode: .manual)
+        let expired = OperationSteps.PlanInput(payment: Self.payment, money: Self.money(due), gateway: Self.facts)
+        let void = GatewayOperation.void(transactionReference: Self.facts.transactionReference)
+        guard case .begin(Self.payment, void, due, let effect) = steps.decideVoid(expiry, requestedBy: .expiry, expired, record: authorized,
+                                                                                  transport: Self.connector, clock: Self.clock) else {
+            Issue.record("an authorisation past its capture deadline is not voided")
+            return
+        }
+        #expect(effect.event == .voided && effect.amount == 1000)
+        var notDue = Self.authorized
+        notDue.captureDeadline = Self.start.addingTimeInterval(1)
+        #expect(steps.decideVoid(expiry, requestedBy: .expiry, .init(payment: Self.payment, money: Self.money(notDue), gateway: Self.facts),
+                                 record: authorized, transport: Self.connector, clock: Self.clock) == .plan(.nothing(reason: "not due")))
+
+        let (late, byLate) = OperationSteps.automaticVoid(of: Self.payment, merchantId: "m", status: .needsReview)
+        #expect(late.operationId == OperationSteps.lateAuthorizationOperationId(Self.payment) && byLate == .lateAuthorization)
+        let review = OperationSteps.PaymentFacts(status: .needsReview, errorCode: "late_authorization", amountMinor: 900, captureMode: .manual)
+        let lateInput = OperationSteps.PlanInput(payment: Self.payment, money: Self.money(nil, status: .needsReview), gateway: Self.facts)
+        let voided = MoneyLifecycle(status: .voided, captureMode: .automatic, authorizedAmount: 900, capturedAmount: 0)
+        #expect(steps.decideVoid(late, requestedBy: .lateAuthorization, lateInput, record: review, transport: Self.connector, clock: Self.clock)
+            == .begin(paymentId: Self.payment, send: void, before: nil, effect: .init(lifecycle: voided, event: .voided, amount: 900)))
+        var other = review
+        other.errorCode = "deadline_exceeded"
+        guard case .plan(.nothing) = steps.decideVoid(late, requestedBy: .lateAuthorization, lateInput, record: other, transport: Self.connector,
+                                                      clock: Self.clock) else {
+            Issue.record("a payment not up for review as a late AUTH is voided")
+            return
+        }
+        // Recorded earlier and finished: reported again, nothing new recorded or sent.
+        let earlier = Self.recorded(late, state: .succeeded, send: void)
+        var again = lateInput
+        again.existing = earlier
+        #expect(steps.decideVoid(late, requestedBy: .lateAuthorization, again, record: review, transport: Self.connector, clock: Self.clock)
+            == .plan(.finished(earlier)))
+        #expect(steps.decideVoid(late, requestedBy: .lateAuthorization, .init(payment: nil, money: nil), record: nil, transport: Self.connector,
+                                 clock: Self.clock) == .plan(.nothing(reason: "payment \(late.payment) does not exist")))
+    }
 }
