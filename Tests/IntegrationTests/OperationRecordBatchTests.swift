@@ -117,8 +117,9 @@ extension Integration {
 
     /// A mixed batch, planned together (one prepare per wave), comes to what the same messages came to one at a time:
     /// captures, a void and a refused over-capture of five merchants, a duplicate and a conflicting reuse of an
-    /// operationId, an operation on a payment still in decrypt (it waits, nothing recorded), and two invalid
-    /// operations in one wave (recorded refused together, dead-lettered). Each request sent
+    /// operationId, an operation on a payment still in decrypt (it waits, nothing recorded), two invalid operations in
+    /// one wave (recorded refused together, dead-lettered), and a refund of the captured payment (its settlement
+    /// learnt first). Each request sent
     /// once, the duplicate never sent again.
     @Test func aMixedBatchComesToWhatItsMessagesCameToOneByOne() throws {
         let harness = try OperationsStageTests.Harness(settleDelay: 60, otherMerchants: 4)
@@ -145,6 +146,8 @@ extension Integration {
                 harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 300, merchantId: merchants[3]),
                 invalid("inv0-\(tag)", payment: payments[0], merchantId: merchants[0]),
                 invalid("inv2-\(tag)", payment: payments[2], merchantId: merchants[2]),
+                // A refund of the payment the first capture captured (a later wave): its settlement is learnt first.
+                harness.delivery(.refund, "ref-\(tag)", payment: payments[0], amount: 100, merchantId: merchants[0]),
             ]
             return (deliveries, payments + [received])
         }
@@ -154,13 +157,21 @@ extension Integration {
                                                                                                        database: database)
         #expect(inBatch == oneByOne)
         #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict",
-                            "invalid_job", "invalid_job"])
-        #expect(sentInBatch == 3 && sentOneByOne == 3, "the capture, the void and the first of the duplicate, once each")
+                            "invalid_job", "invalid_job", "publish 1"])
+        #expect(sentInBatch == 4 && sentOneByOne == 4, "the capture, the void, the first of the duplicate and the refund, once each")
+        // The refund's settlement was asked first, and recorded as one by one.
+        let settlement = { (payment: UUID) in
+            try database.query("SELECT settle_status, settle_checked_at IS NOT NULL AS checked FROM payments WHERE id = $1", [payment]).first.map {
+                "\(try $0.decode("settle_status", as: String?.self) ?? "-") \(try $0.decode("checked", as: Bool.self))"
+            }
+        }
+        #expect(try settlement(batched.payments[0])?.hasSuffix("true") == true)
+        #expect(try settlement(batched.payments[0]) == settlement(single.payments[0]))
         let shape = { (payment: UUID) in try harness.lifecycle(payment).map { "\($0.status) \($0.capturedAmount) \($0.refundedAmount)" } }
         for (batch, one) in zip(batched.payments, single.payments) {
             #expect(try shape(batch) == shape(one))
         }
-        for (id, merchant) in [("cap", 0), ("void", 1), ("over", 2), ("dup", 3), ("early", 4)] {
+        for (id, merchant) in [("cap", 0), ("void", 1), ("over", 2), ("dup", 3), ("early", 4), ("ref", 0)] {
             #expect(try harness.operation("\(id)-b", merchantId: merchants[merchant])?.state == harness.operation("\(id)-s", merchantId: merchants[merchant])?.state)
         }
         #expect(try harness.operation("early-b", merchantId: merchants[4]) == nil, "an operation on a payment still in decrypt records nothing")

@@ -717,11 +717,4 @@ public struct OperationSteps: Sendable {
         }
         return decision
     }
-
-    /// The payment's AUTH, for a settlement check: its transaction reference, when the payment is `captured` (the only
-    /// lifecycle settlement changes). Nil otherwise.
-    public func settlementCandidate(_ paymentId: UUID, on connection: PostgresConnection) throws -> String? {
-        guard try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle?.status == .captured else { return nil }
-        return try store.gatewayFacts(paymentId: paymentId, on: connection)?.transactionReference
-    }
 }
