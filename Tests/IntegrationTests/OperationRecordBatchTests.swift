@@ -97,15 +97,40 @@ extension Integration {
         }
     }
 
+    /// A scenario run twice with its own payments and ids: tagged `b`, its deliveries processed as one batch; tagged
+    /// `s`, one at a time. Each run's scenario, outcomes and requests sent to the simulator.
+    static func batchAndOneByOne(
+        _ scenario: (String) throws -> (deliveries: [InboundMessage], payments: [UUID]), stage: OperationsStage,
+        harness: OperationsStageTests.Harness, database: PostgresConnection
+    ) throws -> (batch: Run, oneByOne: Run) {
+        let batched = try scenario("b")
+        let sentBefore = harness.simulator.ledger.operations.count
+        let inBatch = stage.process(try batched.deliveries.map { try stage.decode($0) }, database: database).map(Self.outcome)
+        let sentInBatch = harness.simulator.ledger.operations.count - sentBefore
+        let single = try scenario("s")
+        let oneByOne = try single.deliveries.map { try Self.outcome(harness.run(stage, $0)) }
+        let sentOneByOne = harness.simulator.ledger.operations.count - sentBefore - sentInBatch
+        return ((batched, inBatch, sentInBatch), (single, oneByOne, sentOneByOne))
+    }
+
+    typealias Run = (scenario: (deliveries: [InboundMessage], payments: [UUID]), outcomes: [String], sent: Int)
+
     /// A mixed batch, planned together (one prepare per wave), comes to what the same messages came to one at a time:
     /// captures, a void and a refused over-capture of five merchants, a duplicate and a conflicting reuse of an
-    /// operationId, and an operation on a payment still in decrypt (it waits, nothing recorded). Each request sent
+    /// operationId, an operation on a payment still in decrypt (it waits, nothing recorded), two invalid operations in
+    /// one wave (recorded refused together, dead-lettered), and a refund of the captured payment (its settlement
+    /// learnt first). Each request sent
     /// once, the duplicate never sent again.
     @Test func aMixedBatchComesToWhatItsMessagesCameToOneByOne() throws {
         let harness = try OperationsStageTests.Harness(settleDelay: 60, otherMerchants: 4)
         defer { harness.tearDown() }
         let stage = harness.stage()
         let merchants = [OperationsStageTests.merchantId] + (1...4).map { "\(OperationsStageTests.merchantId)-\($0)" }
+        // A capture whose amount is not in minor units: invalid, recorded failed without a payment and dead-lettered.
+        func invalid(_ operationId: String, payment: UUID, merchantId: String) -> InboundMessage {
+            let json = #"{"operationId":"\#(operationId)","merchantId":"\#(merchantId)","paymentId":"\#(payment.paymentIDText)","amount":8.0}"#
+            return InboundMessage(job: Array(json.utf8), routingKey: OperationRequest.Kind.capture.routingKey)
+        }
         // The scenario with its own payments and ids (`tag`): its deliveries, and the payments to check.
         func scenario(_ tag: String) throws -> (deliveries: [InboundMessage], payments: [UUID]) {
             let payments = try (0..<4).map { try harness.authorizedPayment(amount: 1000, mode: .manual, merchantId: merchants[$0]) }
@@ -119,30 +144,93 @@ extension Integration {
                 harness.delivery(.capture, "early-\(tag)", payment: received, amount: 700, merchantId: merchants[4]),
                 harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 400, merchantId: merchants[3]),
                 harness.delivery(.capture, "dup-\(tag)", payment: payments[3], amount: 300, merchantId: merchants[3]),
+                invalid("inv0-\(tag)", payment: payments[0], merchantId: merchants[0]),
+                invalid("inv2-\(tag)", payment: payments[2], merchantId: merchants[2]),
+                // A refund of the payment the first capture captured (a later wave): its settlement is learnt first.
+                harness.delivery(.refund, "ref-\(tag)", payment: payments[0], amount: 100, merchantId: merchants[0]),
             ]
             return (deliveries, payments + [received])
         }
         let database = try harness.authorize.database()
         defer { database.close() }
-        let batched = try scenario("b")
-        let sentBefore = harness.simulator.ledger.operations.count
-        let inBatch = stage.process(try batched.deliveries.map { try stage.decode($0) }, database: database).map(Self.outcome)
-        let sentInBatch = harness.simulator.ledger.operations.count - sentBefore
-        let single = try scenario("s")
-        let oneByOne = try single.deliveries.map { try Self.outcome(harness.run(stage, $0)) }
-        let sentOneByOne = harness.simulator.ledger.operations.count - sentBefore - sentInBatch
+        let ((batched, inBatch, sentInBatch), (single, oneByOne, sentOneByOne)) = try Self.batchAndOneByOne(scenario, stage: stage, harness: harness,
+                                                                                                       database: database)
         #expect(inBatch == oneByOne)
-        #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict"])
-        #expect(sentInBatch == 3 && sentOneByOne == 3, "the capture, the void and the first of the duplicate, once each")
+        #expect(inBatch == ["publish 1", "publish 1", "publish 1", "publish 1", "awaiting_authorization", "publish 1", "operation_conflict",
+                            "invalid_job", "invalid_job", "publish 1"])
+        #expect(sentInBatch == 4 && sentOneByOne == 4, "the capture, the void, the first of the duplicate and the refund, once each")
+        // The refund's settlement was asked first, and recorded as one by one.
+        let settlement = { (payment: UUID) in
+            try database.query("SELECT settle_status, settle_checked_at IS NOT NULL AS checked FROM payments WHERE id = $1", [payment]).first.map {
+                "\(try $0.decode("settle_status", as: String?.self) ?? "-") \(try $0.decode("checked", as: Bool.self))"
+            }
+        }
+        #expect(try settlement(batched.payments[0])?.hasSuffix("true") == true)
+        #expect(try settlement(batched.payments[0]) == settlement(single.payments[0]))
         let shape = { (payment: UUID) in try harness.lifecycle(payment).map { "\($0.status) \($0.capturedAmount) \($0.refundedAmount)" } }
         for (batch, one) in zip(batched.payments, single.payments) {
             #expect(try shape(batch) == shape(one))
         }
-        for (id, merchant) in [("cap", 0), ("void", 1), ("over", 2), ("dup", 3), ("early", 4)] {
+        for (id, merchant) in [("cap", 0), ("void", 1), ("over", 2), ("dup", 3), ("early", 4), ("ref", 0)] {
             #expect(try harness.operation("\(id)-b", merchantId: merchants[merchant])?.state == harness.operation("\(id)-s", merchantId: merchants[merchant])?.state)
         }
         #expect(try harness.operation("early-b", merchantId: merchants[4]) == nil, "an operation on a payment still in decrypt records nothing")
         #expect(try harness.operation("over-b", merchantId: merchants[2])?.state == .failed)
+        // The two invalid operations (one wave) recorded refused, without a payment, as one by one.
+        for (id, merchant) in [("inv0", 0), ("inv2", 2)] {
+            let shape = { (tag: String) in
+                try harness.operation("\(id)-\(tag)", merchantId: merchants[merchant]).map { "\($0.state.rawValue) \($0.errorCode ?? "-") \($0.paymentId == nil)" }
+            }
+            #expect(try shape("b") == "failed invalid_job true")
+            #expect(try shape("b") == shape("s"))
+        }
+    }
+
+    /// The reconciler's automatic voids, planned together in one round, come to what they came to one at a time: an
+    /// authorisation past its capture deadline (expiry) and a late AUTH up for review, each voided once and reported;
+    /// an authorisation not yet due has nothing to do; a redelivered hand-off (a later wave) reports the void again and
+    /// sends nothing.
+    @Test func automaticVoidsInOneRoundComeToWhatTheyCameToOneByOne() throws {
+        let harness = try OperationsStageTests.Harness(settleDelay: 3600, otherMerchants: 2)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let merchants = [OperationsStageTests.merchantId] + (1...2).map { "\(OperationsStageTests.merchantId)-\($0)" }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        // The scenario's payments (expired, late, not due) and its deliveries: the reconciler's hand-offs of the first
+        // two, the first again, and a hand-off of the third.
+        func scenario(_ tag: String) throws -> (deliveries: [InboundMessage], payments: [UUID]) {
+            let expired = try harness.authorizedPayment(amount: 400, mode: .manual, merchantId: merchants[0])
+            try database.query("UPDATE payments SET capture_deadline = clock_timestamp() WHERE id = $1", [expired])
+            let late = try harness.lateAuthorization(merchantId: merchants[1], orderReference: "LATE-\(tag)", on: database)
+            let notDue = try harness.authorizedPayment(amount: 300, mode: .manual, merchantId: merchants[2])
+            try database.query("UPDATE payments SET capture_deadline = clock_timestamp() + interval '1 day' WHERE id = $1", [notDue])
+            let handed = try stage.reconcile(on: database).map(\.message)
+            #expect(Set(handed.map(\.paymentId)) == [expired, late.paymentId], "the reconciler hands over the expired and the late payment")
+            let message = { (payment: UUID) in try #require(handed.first { $0.paymentId == payment }) }
+            let notDueMessage = StageMessage(paymentId: notDue, merchantId: merchants[2], jobId: try #require(try PaymentStore().load(notDue, on: database)).jobId)
+            let deliveries = try [message(expired), late, message(expired), notDueMessage].map { InboundMessage(body: $0.encoded(), to: .operations) }
+            return (deliveries, [expired, late.paymentId, notDue])
+        }
+        let ((batched, inBatch, sentInBatch), (single, oneByOne, sentOneByOne)) = try Self.batchAndOneByOne(scenario, stage: stage, harness: harness,
+                                                                                                       database: database)
+        #expect(inBatch == oneByOne)
+        #expect(inBatch == ["publish 1", "publish 2", "publish 1", "settled nothing_to_do"])
+        #expect(sentInBatch == 2 && sentOneByOne == 2, "one void per due payment, never a second")
+        let status = { (payment: UUID) in try PaymentStore().load(payment, on: database).map { "\($0.status) \($0.errorCode ?? "-")" } }
+        let shape = { (payment: UUID) in try harness.lifecycle(payment).map { "\($0.status) \($0.capturedAmount) \($0.refundedAmount)" } }
+        for (batch, one) in zip(batched.payments, single.payments) {
+            #expect(try status(batch) == status(one))
+            #expect(try shape(batch) == shape(one))
+        }
+        let voids = { (payments: [UUID]) in
+            try [harness.operation(OperationSteps.expiryOperationId(payments[0]), merchantId: merchants[0]),
+                 harness.operation(OperationSteps.lateAuthorizationOperationId(payments[1]), merchantId: merchants[1])]
+                .map { $0.map { "\($0.state.rawValue) \($0.requestedBy.rawValue) \($0.effect?.amount ?? 0)" } }
+        }
+        #expect(try voids(batched.payments) == ["succeeded expiry 400", "succeeded late_authorization 900"])
+        #expect(try voids(batched.payments) == voids(single.payments))
+        #expect(try harness.operation(OperationSteps.expiryOperationId(batched.payments[2]), merchantId: merchants[2]) == nil)
     }
 
     /// The record phase's statements of a round (set-based, whatever its size): the payments locked and read, the

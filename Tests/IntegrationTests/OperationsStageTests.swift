@@ -85,6 +85,28 @@ extension Integration {
             return message.paymentId
         }
 
+        /// A payment whose AUTH reached the gateway after PayPipe had ended it failed: its answer came late
+        /// (evidence), and submit put it up for review as `late_authorization`.
+        func lateAuthorization(
+            merchantId: String = OperationsStageTests.merchantId, orderReference: String, on database: PostgresConnection
+        ) throws -> StageMessage {
+            let message = try authorize.insertPayment(merchantId: merchantId, amount: 900, currency: "GBP", orderReference: orderReference, data: nil)
+            let answer = client.authorize(claims: ["payload": [
+                "requesttypedescriptions": ["AUTH"], "sitereference": "test_site12345", "accounttypedescription": "ECOM", "currencyiso3a": "GBP",
+                "baseamount": "900", "orderreference": .string("\(orderReference)-x"), "pan": "4111111111111111", "expirydate": "12/2031",
+            ]], requestTypes: ["AUTH"], endpoint: endpoint, requestId: "A9")
+            try database.query("UPDATE payments SET status = 'failed', stage = 'done', error_code = 'deadline_exceeded' WHERE id = $1", [message.paymentId])
+            try database.query(
+                """
+                INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, late_outcome, late_transaction_reference,
+                                              late_settle_status, finished_at)
+                VALUES ($1, $2, 'AUTH', 'not_sent', 'transient', 'authorized', $3, '0', now())
+                """, [message.paymentId, "\(orderReference)-x", answer.transactionReference])
+            _ = try PaymentStore().transition(message.paymentId, from: .failed, to: .needsReview, actor: "submit", errorCode: "late_authorization",
+                                              detail: "late AUTH", on: database)
+            return message
+        }
+
         func delivery(
             _ kind: OperationRequest.Kind, _ operationId: String, payment: UUID, amount: Int64? = nil, merchantId: String = OperationsStageTests.merchantId
         ) -> InboundMessage {
@@ -347,21 +369,7 @@ extension Integration {
         let stage = harness.stage()
         let database = try harness.authorize.database()
         defer { database.close() }
-        // The AUTH reached the gateway, but PayPipe had ended the payment failed; its answer came late (evidence).
-        let message = try harness.authorize.insertPayment(merchantId: Self.merchantId, amount: 900, currency: "GBP", orderReference: "LATE-1", data: nil)
-        let answer = harness.client.authorize(claims: ["payload": [
-            "requesttypedescriptions": ["AUTH"], "sitereference": "test_site12345", "accounttypedescription": "ECOM", "currencyiso3a": "GBP",
-            "baseamount": "900", "orderreference": "LATE-1-x", "pan": "4111111111111111", "expirydate": "12/2031",
-        ]], requestTypes: ["AUTH"], endpoint: harness.endpoint, requestId: "A9")
-        try database.query("UPDATE payments SET status = 'failed', stage = 'done', error_code = 'deadline_exceeded' WHERE id = $1", [message.paymentId])
-        try database.query(
-            """
-            INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, late_outcome, late_transaction_reference,
-                                          late_settle_status, finished_at)
-            VALUES ($1, 'LATE-1-x', 'AUTH', 'not_sent', 'transient', 'authorized', $2, '0', now())
-            """, [message.paymentId, answer.transactionReference])
-        _ = try PaymentStore().transition(message.paymentId, from: .failed, to: .needsReview, actor: "submit", errorCode: "late_authorization",
-                                          detail: "late AUTH", on: database)
+        let message = try harness.lateAuthorization(orderReference: "LATE-1", on: database)
         let handed = try stage.reconcile(on: database)
         #expect(handed.map(\.message.paymentId) == [message.paymentId] && handed.first?.stage == .operations)
         let delivery = InboundMessage(body: handed[0].message.encoded(), to: .operations)

@@ -44,112 +44,94 @@ public struct OperationSteps: Sendable {
     /// The operation id of the automatic void of an authorisation not captured within `captureWithin`: one per payment.
     public static func expiryOperationId(_ paymentId: UUID) -> String { "expiry-\(paymentId.paymentIDText)" }
 
-    /// The automatic void of a manual authorisation not captured within `captureWithin`, decided by
-    /// ``OperationProtocol/expiry(_:gateway:)`` under the payment's lock and recorded as a void requested by `expiry`.
-    public func planExpiry(
+    /// The reconciler's automatic void of a payment (one per payment): of a manual authorisation not captured within
+    /// `captureWithin` (requested by `expiry`, decided by ``OperationProtocol/expiry(_:gateway:)``), or of a late AUTH
+    /// on a payment PayPipe reported failed and then put up for review (requested by `late_authorization`, decided by
+    /// ``OperationProtocol/lateAuthorization(_:transport:captureMode:)``), as the payment's status under its lock says;
+    /// audited and reported like any other operation. A round of one (``plan(_:clock:on:)``).
+    public func planAutomaticVoid(
         _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock? = nil,
         on transaction: PostgresConnection
     ) throws -> Plan {
-        let clock = try clock ?? BatchClock.read(transaction)
-        return try automaticVoid(payment, operationId: Self.expiryOperationId(payment.paymentId), requestedBy: .expiry, transport: transport,
-                                 timing: timing, clock: clock, on: transaction) { request in
-            guard let money = try PaymentStore().money(payment.paymentId, forUpdate: false, on: transaction) else {
-                return .nothing(reason: "payment \(payment.paymentId) does not exist")
-            }
-            let open = try store.open(paymentId: payment.paymentId, on: transaction)
-            let gateway = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction).map { facts in
-                money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
-            }
-            let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
-                                                      openOperation: open.map(\.operationId),
-                                                      openOperationForReview: open?.state == .needsReview, now: clock.database)
-            switch rules.expiry(snapshot, gateway: gateway) {
-            case nil:
-                return .nothing(reason: "not due")
-            case .send(let void, let effect)?:
-                return .begin(void, before: money.lifecycle, effect: effect)
-            case .wait(let code, let reason)?:
-                return .plan(.wait(code: code, reason: reason))
-            case .refuse(let code, let reason)?:
-                guard let id = try store.refuse(request, paymentId: payment.paymentId, requestedBy: .expiry, code: code, reason: reason, on: transaction),
-                      let refused = try store.load(id, on: transaction) else { return .nothing(reason: reason) }
-                return .plan(.finished(refused))
-            case .duplicate?, .conflict?:
-                return .nothing(reason: "not a decision of expiry")
-            }
-        }
+        try plan([.automaticVoid(payment, transport: transport, timing: timing)], clock: clock ?? BatchClock.read(transaction), on: transaction).plans[0]
     }
 
     /// The operation id of the automatic void of a payment's late AUTH: one per payment.
     public static func lateAuthorizationOperationId(_ paymentId: UUID) -> String { "late-authorization-\(paymentId.paymentIDText)" }
 
-    /// The automatic void of a late AUTH on a payment PayPipe reported failed and then put up for review
-    /// (`late_authorization`): decided by ``OperationProtocol/lateAuthorization(_:transport:captureMode:)`` under the
-    /// payment's lock and recorded as a void operation requested by `late_authorization` (audited and reported like any
-    /// other).
-    public func planLateAuthorization(
-        _ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock? = nil,
-        on transaction: PostgresConnection
-    ) throws -> Plan {
-        let clock = try clock ?? BatchClock.read(transaction)
-        return try automaticVoid(payment, operationId: Self.lateAuthorizationOperationId(payment.paymentId), requestedBy: .lateAuthorization,
-                                 transport: transport, timing: timing, clock: clock, on: transaction) { _ in
-            guard let record = try PaymentStore().load(payment.paymentId, on: transaction) else {
-                return .nothing(reason: "payment \(payment.paymentId) does not exist")
-            }
+    /// The void request of a payment's automatic void (one per payment under its operation id), and who requests it:
+    /// `expiry` for a payment still `authorized` (its authorisation not captured within `captureWithin`), else
+    /// `late_authorization`.
+    public static func automaticVoid(of paymentId: UUID, merchantId: String, status: PaymentStatus?) -> (OperationRequest, OperationStore.Requester) {
+        let (operationId, requestedBy): (String, OperationStore.Requester) = status == .authorized
+            ? (expiryOperationId(paymentId), .expiry) : (lateAuthorizationOperationId(paymentId), .lateAuthorization)
+        return (OperationRequest(kind: .void, operationId: operationId, merchantId: merchantId, payment: .paymentId(paymentId), amount: nil), requestedBy)
+    }
+
+    /// What a late AUTH's void is decided on of the payment's row, besides its money state.
+    public struct PaymentFacts: Sendable, Equatable {
+        public var status: PaymentStatus
+        public var errorCode: String?
+        public var amountMinor: Int64?
+        public var captureMode: CaptureMode
+
+        public init(status: PaymentStatus, errorCode: String?, amountMinor: Int64?, captureMode: CaptureMode) {
+            (self.status, self.errorCode, self.amountMinor, self.captureMode) = (status, errorCode, amountMinor, captureMode)
+        }
+
+        public init(_ record: PaymentRecord) {
+            self.init(status: record.status, errorCode: record.errorCode, amountMinor: record.amountMinor, captureMode: record.captureMode)
+        }
+    }
+
+    /// The rule of an automatic void (pure), on the rows its round read under the payment's lock (`record`: the
+    /// payment's row) and the batch's clock: an earlier one is resumed; an expiry is decided by
+    /// ``OperationProtocol/expiry(_:gateway:)``, a late AUTH's void by ``OperationProtocol/lateAuthorization(_:transport:captureMode:)``.
+    public func decideVoid(_ request: OperationRequest, requestedBy: OperationStore.Requester, _ input: PlanInput, record: PaymentFacts?,
+                           transport: OperationProtocol.Transport, clock: BatchClock) -> PlanDecision {
+        if let existing = input.existing { return resumed(existing, attempts: input.attempts, transport: transport, clock: clock) }
+        guard let paymentId = input.payment, let money = input.money, let record else {
+            return .plan(.nothing(reason: "payment \(request.payment) does not exist"))
+        }
+        guard requestedBy == .expiry else {
             guard record.status == .needsReview, record.errorCode == "late_authorization", let amount = record.amountMinor else {
-                return .nothing(reason: "payment \(payment.paymentId) is not a late authorisation for review")
+                return .plan(.nothing(reason: "payment \(paymentId) is not a late authorisation for review"))
             }
-            guard let facts = try store.gatewayFacts(paymentId: payment.paymentId, on: transaction) else {
-                return .nothing(reason: "no AUTH reference recorded for payment \(payment.paymentId)")
-            }
+            guard let facts = input.gateway else { return .plan(.nothing(reason: "no AUTH reference recorded for payment \(paymentId)")) }
             switch rules.lateAuthorization(facts, transport: transport, captureMode: record.captureMode) {
             case .void(let void):
                 // No lifecycle on a payment that never ended authorised: the effect only names the event and its amount.
                 let voided = MoneyLifecycle(status: .voided, captureMode: .automatic, authorizedAmount: amount, capturedAmount: 0)
-                return .begin(void, before: nil, effect: OperationProtocol.Effect(lifecycle: voided, event: .voided, amount: amount))
+                return .begin(paymentId: paymentId, send: void, before: nil, effect: OperationProtocol.Effect(lifecycle: voided, event: .voided, amount: amount))
             case .alreadyCancelled:
-                return .nothing(reason: "the late AUTH is already cancelled at the gateway")
+                return .plan(.nothing(reason: "the late AUTH is already cancelled at the gateway"))
             case .wait(let code, let reason):
                 return .plan(.wait(code: code, reason: reason))
             case .review(_, let reason):
-                return .nothing(reason: reason)
+                return .plan(.nothing(reason: reason))
             }
+        }
+        let snapshot = OperationProtocol.Snapshot(transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle,
+                                                  openOperation: input.open.map(\.operationId),
+                                                  openOperationForReview: input.open?.state == .needsReview, now: clock.database)
+        switch rules.expiry(snapshot, gateway: Self.newest(input.gateway, money)) {
+        case nil:
+            return .plan(.nothing(reason: "not due"))
+        case .send(let void, let effect)?:
+            return .begin(paymentId: paymentId, send: void, before: money.lifecycle, effect: effect)
+        case .wait(let code, let reason)?:
+            return .plan(.wait(code: code, reason: reason))
+        case .refuse(let code, let reason)?:
+            return .refuse(paymentId: paymentId, code: code, reason: reason)
+        case .duplicate?, .conflict?:
+            return .plan(.nothing(reason: "not a decision of expiry"))
         }
     }
 
-    /// What an automatic void's decision leads to: a void to record and send, or a plan as it is.
-    private enum VoidDecision {
-        case begin(GatewayOperation, before: MoneyLifecycle?, effect: OperationProtocol.Effect)
-        case plan(Plan)
-
-        static func nothing(reason: String) -> VoidDecision { .plan(.nothing(reason: reason)) }
-    }
-
-    /// An automatic void of `payment` (one per payment under `operationId`), shared by expiry and the late AUTH: under
-    /// the payment's lock, an earlier one is resumed; otherwise `decide` (reading under that lock) says whether to
-    /// send one, which is then recorded with its `sending` attempt before the call.
-    private func automaticVoid(
-        _ payment: StageMessage, operationId: String, requestedBy: OperationStore.Requester, transport: OperationProtocol.Transport,
-        timing: OperationStore.SendTiming, clock: BatchClock, on transaction: PostgresConnection, decide: (OperationRequest) throws -> VoidDecision
-    ) throws -> Plan {
-        let request = OperationRequest(kind: .void, operationId: operationId, merchantId: payment.merchantId, payment: .paymentId(payment.paymentId), amount: nil)
-        guard try PaymentStore().money(payment.paymentId, forUpdate: true, on: transaction) != nil else {
-            return .nothing(reason: "payment \(payment.paymentId) does not exist")
-        }
-        if let existing = try store.find(merchantId: request.merchantId, operationId: request.operationId, on: transaction) {
-            return try resume(existing, transport: transport, timing: timing, clock: clock, on: transaction)
-        }
-        switch try decide(request) {
-        case .plan(let plan):
-            return plan
-        case .begin(let void, let before, let effect):
-            guard let ids = try store.begin(request, paymentId: payment.paymentId, requestedBy: requestedBy, send: void, stored: Self.stored(void, transport),
-                                            before: before, effect: effect, timing: timing, on: transaction),
-                  let begun = try store.load(ids.operation, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "the \(requestedBy.rawValue) void was recorded concurrently")
-            }
-            return .send(begun, attempt: ids.attempt, request: void)
+    /// The AUTH's facts with the payment's recorded settle status, when learnt after the AUTH: the newer fact.
+    static func newest(_ facts: OperationProtocol.GatewayFacts?, _ money: PaymentStore.MoneyState) -> OperationProtocol.GatewayFacts? {
+        facts.map { facts in
+            money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
         }
     }
 
@@ -170,10 +152,21 @@ public struct OperationSteps: Sendable {
         public var requestedBy: OperationStore.Requester
         public var transport: OperationProtocol.Transport
         public var timing: OperationStore.SendTiming
+        /// The reconciler's automatic void of the payment: an expiry or a late AUTH's, as the payment's status under
+        /// its lock says (``automaticVoid(of:merchantId:status:)``), decided by ``decideVoid(_:requestedBy:_:record:transport:clock:)``.
+        public var automatic = false
 
         public init(request: OperationRequest, requestedBy: OperationStore.Requester = .merchant, transport: OperationProtocol.Transport,
                     timing: OperationStore.SendTiming) {
             (self.request, self.requestedBy, self.transport, self.timing) = (request, requestedBy, transport, timing)
+        }
+
+        /// The automatic void of a payment the reconciler handed over.
+        public static func automaticVoid(_ payment: StageMessage, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming) -> Planning {
+            let (request, requestedBy) = OperationSteps.automaticVoid(of: payment.paymentId, merchantId: payment.merchantId, status: .authorized)
+            var planning = Planning(request: request, requestedBy: requestedBy, transport: transport, timing: timing)
+            planning.automatic = true
+            return planning
         }
     }
 
@@ -191,10 +184,18 @@ public struct OperationSteps: Sendable {
     /// review), committed by the caller before any call.
     public func plan(_ round: [Planning], clock: BatchClock, on transaction: PostgresConnection) throws -> Planned {
         guard !round.isEmpty else { return Planned(plans: [], payments: [:]) }
-        let requests = round.map(\.request)
-        let resolved = try store.resolvePayments(requests.map { ($0.merchantId, $0.payment) }, on: transaction)
+        let resolved = try store.resolvePayments(round.map { ($0.request.merchantId, $0.request.payment) }, on: transaction)
         // The locks first: whatever is read after them is what no other operation of these payments can change meanwhile.
         let locked = try PaymentStore().lock(Array(Set(resolved.compactMap { $0 })), on: transaction)
+        // An automatic void is an expiry or a late AUTH's as its payment's status under the lock says.
+        let round = zip(round, resolved).map { planning, payment in
+            guard planning.automatic, let payment else { return planning }
+            var automatic = planning
+            (automatic.request, automatic.requestedBy) = Self.automaticVoid(of: payment, merchantId: planning.request.merchantId,
+                                                                            status: locked[payment]?.record.status)
+            return automatic
+        }
+        let requests = round.map(\.request)
         let existing = try store.find(requests.map { ($0.merchantId, $0.operationId) }, on: transaction)
         let open = try store.open(paymentIds: Array(locked.keys), on: transaction)
         let facts = try store.gatewayFacts(paymentIds: Array(locked.keys), on: transaction)
@@ -207,25 +208,84 @@ public struct OperationSteps: Sendable {
             let input = PlanInput(payment: payment, money: payment.flatMap { locked[$0]?.money }, existing: found,
                                   open: payment.flatMap { open[$0] }, gateway: payment.flatMap { facts[$0] },
                                   attempts: found.flatMap { attempts[$0.id] } ?? [])
-            return decide(planning.request, input, transport: planning.transport, clock: clock)
+            return planning.automatic
+                ? decideVoid(planning.request, requestedBy: planning.requestedBy, input, record: payment.flatMap { locked[$0].map { PaymentFacts($0.record) } },
+                             transport: planning.transport, clock: clock)
+                : decide(planning.request, input, transport: planning.transport, clock: clock)
         }
-        // The new operations in one statement, read back in one; any other decision's write is its own.
-        let beginnings = zip(decisions, round).compactMap { decision, planning -> OperationStore.Beginning? in
-            guard case .begin(let paymentId, let send, let before, let effect) = decision else { return nil }
-            return OperationStore.Beginning(request: planning.request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send,
-                                            stored: Self.stored(send, planning.transport), before: before, effect: effect, timing: planning.timing)
-        }
-        let begun = try store.begin(beginnings, on: transaction)
-        let loaded = try store.load(begun.compactMap { $0?.operation }, on: transaction)
-        var started = zip(beginnings, begun).makeIterator()
-        let plans = try zip(decisions, round).map { decision, planning -> Plan in
-            guard case .begin = decision, let (beginning, ids) = started.next() else { return try record(decision, planning, on: transaction) }
-            guard let ids, let operation = loaded[ids.operation] else {
-                return .wait(code: "operation_in_progress", reason: "operation \(planning.request.operationId) was recorded concurrently")
+        return Planned(plans: try record(decisions, round, on: transaction), payments: locked.mapValues(\.record))
+    }
+
+    /// What a round's decisions write before any call (pure, ``writes(_:_:)``), one list per kind, each entry with its
+    /// request's place in the round.
+    public struct PlanWrites: Sendable {
+        public var beginnings: [(index: Int, row: OperationStore.Beginning)] = []
+        public var refusals: [(index: Int, row: OperationStore.Refusal)] = []
+        /// A resumed operation's new attempt: its request sent again, or (`query`) the status query of its lost answer.
+        public var attempts: [(index: Int, row: OperationStore.NewAttempt, operation: OperationStore.Operation, request: GatewayOperation, query: Bool)] = []
+        public var reviews: [(index: Int, row: OperationStore.Ending)] = []
+    }
+
+    /// The writes of a round's decisions (pure): a new operation with its `sending` attempt, a refusal, a resumed
+    /// operation's new attempt or status query, or its review.
+    public static func writes(_ decisions: [PlanDecision], _ round: [Planning]) -> PlanWrites {
+        var writes = PlanWrites()
+        for (index, (decision, planning)) in zip(decisions, round).enumerated() {
+            let request = planning.request
+            switch decision {
+            case .plan:
+                continue
+            case .refuse(let paymentId, let code, let reason):
+                writes.refusals.append((index, .init(request: request, paymentId: paymentId, requestedBy: planning.requestedBy, code: code, reason: reason)))
+            case .begin(let paymentId, let send, let before, let effect):
+                writes.beginnings.append((index, .init(request: request, paymentId: paymentId, requestedBy: planning.requestedBy, send: send,
+                                                       stored: stored(send, planning.transport), before: before, effect: effect, timing: planning.timing)))
+            case .resume(let operation, .review(let code, let reason)):
+                writes.reviews.append((index, .init(operation: operation.id, state: .needsReview, code: code, reason: reason)))
+            case .resume(let operation, .send(let send)):
+                let requestType = operation.requestType ?? planning.transport.requestNames.name(of: send)
+                writes.attempts.append((index, .init(operation: operation.id, requestType: requestType, timing: planning.timing), operation, send, false))
+            case .resume(let operation, .query(let query)):
+                writes.attempts.append((index, .init(operation: operation.id, requestType: queryType(planning.transport), timing: nil), operation, query, true))
             }
-            return .send(operation, attempt: ids.attempt, request: beginning.send)
         }
-        return Planned(plans: plans, payments: locked.mapValues(\.record))
+        return writes
+    }
+
+    /// Records what a round's decisions say before the calls, one statement per kind whatever the round's size (the
+    /// new operations with their attempts, the refusals, the resumed operations' attempts, the reviews), reads the
+    /// operations written back in one, and says what each message then does.
+    func record(_ decisions: [PlanDecision], _ round: [Planning], on transaction: PostgresConnection) throws -> [Plan] {
+        let writes = Self.writes(decisions, round)
+        let begun = try store.begin(writes.beginnings.map(\.row), on: transaction)
+        let refused = try store.refuse(writes.refusals.map(\.row), on: transaction)
+        let attempts = try store.beginAttempts(writes.attempts.map(\.row), on: transaction)
+        _ = try store.end(writes.reviews.map(\.row), on: transaction)
+        let loaded = try store.load(begun.compactMap { $0?.operation } + refused.compactMap { $0 } + writes.reviews.map(\.row.operation), on: transaction)
+        var plans = decisions.map { decision -> Plan in
+            if case .plan(let plan) = decision { plan } else { .nothing(reason: "not recorded") }
+        }
+        let concurrently = { (index: Int) in Plan.wait(code: "operation_in_progress", reason: "operation \(round[index].request.operationId) was recorded concurrently") }
+        for ((index, beginning), ids) in zip(writes.beginnings, begun) {
+            plans[index] = ids.flatMap { loaded[$0.operation] }.map { .send($0, attempt: ids!.attempt, request: beginning.send) } ?? concurrently(index)
+        }
+        for ((index, _), id) in zip(writes.refusals, refused) {
+            plans[index] = id.flatMap { loaded[$0] }.map(Plan.finished) ?? concurrently(index)
+        }
+        for (resumed, attempt) in zip(writes.attempts, attempts) {
+            let (operation, request) = (resumed.operation, resumed.request)
+            guard let attempt else {
+                plans[resumed.index] = .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
+                continue
+            }
+            plans[resumed.index] = resumed.query ? .query(operation, attempt: attempt, transactionReference: request.targetReference)
+                : .send(operation, attempt: attempt, request: request)
+        }
+        for (index, review) in writes.reviews {
+            guard case .resume(let operation, _) = decisions[index] else { continue }
+            plans[index] = .review(loaded[review.operation] ?? operation)
+        }
+        return plans
     }
 
     /// What a request is decided on: the rows its round read under the payment's lock.
@@ -276,14 +336,10 @@ public struct OperationSteps: Sendable {
             return .plan(.wait(code: "operation_payment_unknown", reason: "no payment \(request.payment) of merchant \(request.merchantId) (yet)"))
         }
         guard let money = input.money else { return .plan(.wait(code: "operation_payment_unknown", reason: "payment \(paymentId) vanished")) }
-        let gateway = input.gateway.map { facts in
-            // The payment's recorded settle status, when learnt after the AUTH, is the newer fact.
-            money.settleStatus.map { OperationProtocol.GatewayFacts(transactionReference: facts.transactionReference, settleStatus: $0) } ?? facts
-        }
         let snapshot = OperationProtocol.Snapshot(
             transport: transport, paymentStatus: money.status, lifecycle: money.lifecycle, existing: input.existing?.record,
             openOperation: input.open.map(\.operationId), openOperationForReview: input.open?.state == .needsReview, now: clock.database)
-        switch rules.decide(request, snapshot, gateway: gateway) {
+        switch rules.decide(request, snapshot, gateway: Self.newest(input.gateway, money)) {
         case .duplicate:
             return resumed(input.existing!, attempts: input.attempts, transport: transport, clock: clock)
         case .conflict:
@@ -323,62 +379,7 @@ public struct OperationSteps: Sendable {
         }
     }
 
-    /// Records what `decision` says before the call, and what the message then does (a new operation excepted: the
-    /// round records those together).
-    func record(_ decision: PlanDecision, _ planning: Planning, on transaction: PostgresConnection) throws -> Plan {
-        let request = planning.request
-        switch decision {
-        case .plan(let plan):
-            return plan
-        case .refuse(let paymentId, let code, let reason):
-            guard let id = try store.refuse(request, paymentId: paymentId, requestedBy: planning.requestedBy, code: code, reason: reason, on: transaction),
-                  let refused = try store.load(id, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(request.operationId) was recorded concurrently")
-            }
-            return .finished(refused)
-        case .begin:
-            preconditionFailure("a round records its new operations in one statement (plan(_:clock:on:))")
-        case .resume(let operation, let resumed):
-            return try record(resumed, of: operation, transport: planning.transport, timing: planning.timing, on: transaction)
-        }
-    }
-
-    /// Records how an existing `requested` operation continues: its review, a new attempt, or its status query.
-    func record(_ resumed: PlanDecision.Resumed, of operation: OperationStore.Operation, transport: OperationProtocol.Transport,
-                timing: OperationStore.SendTiming, on transaction: PostgresConnection) throws -> Plan {
-        switch resumed {
-        case .review(let code, let reason):
-            try store.review(operation.id, code: code, reason: reason, on: transaction)
-            return .review(try store.load(operation.id, on: transaction) ?? operation)
-        case .send(let request):
-            guard let attempt = try store.beginAttempt(operation.id, requestType: operation.requestType ?? transport.requestNames.name(of: request), timing: timing, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
-            }
-            return .send(operation, attempt: attempt, request: request)
-        case .query(let request):
-            guard let query = try store.beginAttempt(operation.id, requestType: Self.queryType(transport), timing: nil, on: transaction) else {
-                return .wait(code: "operation_in_progress", reason: "operation \(operation.operationId) changed concurrently")
-            }
-            return .query(operation, attempt: query, transactionReference: request.targetReference)
-        }
-    }
-
-    /// The same operation again, outside a round (an automatic void's): its payment locked and its attempts read, then
-    /// ``resumed(_:attempts:transport:clock:)``.
-    func resume(
-        _ operation: OperationStore.Operation, transport: OperationProtocol.Transport, timing: OperationStore.SendTiming, clock: BatchClock,
-        on transaction: PostgresConnection
-    ) throws -> Plan {
-        if operation.state == .requested, let paymentId = operation.paymentId { _ = try PaymentStore().money(paymentId, forUpdate: true, on: transaction) }
-        let attempts = operation.state == .requested ? try store.attempts(operation.id, on: transaction) : []
-        switch resumed(operation, attempts: attempts, transport: transport, clock: clock) {
-        case .resume(let operation, let resumed): return try record(resumed, of: operation, transport: transport, timing: timing, on: transaction)
-        case .plan(let plan): return plan
-        case .refuse, .begin: preconditionFailure("a resumption neither refuses nor begins")
-        }
-    }
-
-    /// What a requested operation's attempts lead to (pure; ``resume(_:transport:timing:clock:on:)`` carries it out).
+    /// What a requested operation's attempts lead to (pure; ``record(_:_:on:)`` carries it out).
     public enum Resumption: Sendable, Equatable {
         /// The last request may still be in flight until its reconciliation time (`until`, this worker's clock).
         case wait(attempt: Int64, until: Date?)
@@ -715,12 +716,5 @@ public struct OperationSteps: Sendable {
             decision.outcome = .review
         }
         return decision
-    }
-
-    /// The payment's AUTH, for a settlement check: its transaction reference, when the payment is `captured` (the only
-    /// lifecycle settlement changes). Nil otherwise.
-    public func settlementCandidate(_ paymentId: UUID, on connection: PostgresConnection) throws -> String? {
-        guard try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle?.status == .captured else { return nil }
-        return try store.gatewayFacts(paymentId: paymentId, on: connection)?.transactionReference
     }
 }

@@ -4,29 +4,52 @@ import Postgres
 
 /// Phase 1 of a round: the merchants' requests read together under their payments' locks and each decided purely
 /// (``OperationSteps/plan(_:clock:on:)``, on the rules of ``OperationProtocol``), the reconciler's automatic voids
-/// one by one, with the batch's clocks read once and passed in; what is to be sent is committed (the operation
-/// `requested`, its attempt `sending`) before any call.
+/// among them, with the batch's clocks read once and passed in; what is to be sent is committed (the operation
+/// `requested`, its attempt `sending`) before any call. Invalid operations are recorded refused in one statement, and
+/// the capture references the round's refunds need are read in one.
 extension OperationsStage {
     public func prepare(_ batch: [Message], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
         let clock = try BatchClock.read(transaction)
-        // The merchants' requests are planned together on one batch read (``OperationSteps/plan(_:clock:on:)``).
+        // The merchants' requests and the automatic voids are planned together on one batch read (``OperationSteps/plan(_:clock:on:)``).
         var requests: [(index: Int, merchant: MerchantStore.Merchant, planning: OperationSteps.Planning)] = []
         var results = [Prepared<Call>?](repeating: nil, count: batch.count)
-        for (index, message) in batch.enumerated() {
-            guard case .request(let request) = message else { continue }
-            guard let entry = try directory.entry(request.merchantId, on: transaction) else {
-                results[index] = .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(request.merchantId) is not configured"))
-                continue
+        var unusable: [OperationStore.Refusal] = []
+        // The message's merchant, or its result when none is configured.
+        func merchant(_ id: String, at index: Int) throws -> MerchantStore.Merchant? {
+            guard let entry = try directory.entry(id, on: transaction) else {
+                results[index] = .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(id) is not configured"))
+                return nil
             }
-            requests.append((index, entry.merchant, OperationSteps.Planning(request: request, transport: transport(entry.merchant),
-                                                                            timing: timing(entry.merchant))))
+            return entry.merchant
         }
+        for (index, message) in batch.enumerated() {
+            switch message {
+            case .request(let request):
+                guard let merchant = try merchant(request.merchantId, at: index) else { continue }
+                requests.append((index, merchant, OperationSteps.Planning(request: request, transport: transport(merchant), timing: timing(merchant))))
+            case .invalid(let kind, let merchantId, let operationId, let reason):
+                // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
+                // names, there is no webhook target to report it to. Recorded so that no usable operation can ever read
+                // as a repeat of it (``OperationRequest/unusable(kind:operationId:merchantId:reason:)``). The round's
+                // in one statement.
+                unusable.append(OperationStore.Refusal(request: .unusable(kind: kind, operationId: operationId, merchantId: merchantId, reason: reason),
+                                                       paymentId: nil, code: "invalid_job", reason: reason))
+                results[index] = .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
+            case .reconciled(let payment):
+                guard let merchant = try merchant(payment.merchantId, at: index) else { continue }
+                requests.append((index, merchant, .automaticVoid(payment, transport: transport(merchant), timing: timing(merchant))))
+            case .completion(let request):
+                // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not
+                // routed through ``process(_:database:)``; retried, so that it is.
+                results[index] = .failed(.transient(code: "completion_too_early", reason: "completion \(request.operationId) reached an operation round"))
+            }
+        }
+        _ = try steps.store.refuse(unusable, on: transaction)
         let round = try steps.plan(requests.map(\.planning), clock: clock, on: transaction)
+        let captures = try captureReferences(zip(requests.map(\.merchant), round.plans), on: transaction)
         for (request, plan) in zip(requests, round.plans) {
-            results[request.index] = try prepare(merchant: request.merchant, clock: clock, payments: round.payments, transaction: transaction) { _, _ in plan }
-        }
-        for index in batch.indices where results[index] == nil {
-            results[index] = try prepare(batch[index], clock: clock, transaction: transaction)
+            results[request.index] = try prepare(plan, merchant: request.merchant, clock: clock, payments: round.payments, captures: captures,
+                                                 transaction: transaction)
         }
         return results.map { $0! }
     }
@@ -37,42 +60,15 @@ extension OperationsStage {
             sendWindow: sendWindow, settleSeconds: (Self.endpoint(merchant).map { connectors.totalTimeout(for: $0) } ?? connectors.totalTimeout) + reconcileGrace)
     }
 
-    private func prepare(_ message: Message, clock: BatchClock, transaction: PostgresConnection) throws -> Prepared<Call> {
-        switch message {
-        case .invalid(let kind, let merchantId, let operationId, let reason):
-            // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
-            // names, there is no webhook target to report it to. Recorded so that no usable operation can ever read as
-            // a repeat of it (``OperationRequest/unusable(kind:operationId:merchantId:reason:)``).
-            let unusable = OperationRequest.unusable(kind: kind, operationId: operationId, merchantId: merchantId, reason: reason)
-            _ = try steps.store.refuse(unusable, paymentId: nil, code: "invalid_job", reason: reason, on: transaction)
-            return .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
-        case .request:
-            preconditionFailure("a merchant's request is planned in its round (prepare(_:window:transaction:))")
-        case .completion(let request):
-            // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not routed
-            // through ``process(_:database:)``; retried, so that it is.
-            return .failed(.transient(code: "completion_too_early", reason: "completion \(request.operationId) reached an operation round"))
-        case .reconciled(let payment):
-            guard let entry = try directory.entry(payment.merchantId, on: transaction) else {
-                return .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(payment.merchantId) is not configured"))
-            }
-            let status = try PaymentStore().load(payment.paymentId, on: transaction)?.status
-            return try prepare(merchant: entry.merchant, clock: clock, transaction: transaction) { transport, timing in
-                status == .authorized ? try steps.planExpiry(payment, transport: transport, timing: timing, clock: clock, on: transaction)
-                    : try steps.planLateAuthorization(payment, transport: transport, timing: timing, clock: clock, on: transaction)
-            }
-        }
-    }
-
     /// One message's plan and what it leads to: a call, or a result (a request with nothing to send it to is settled
     /// refused at once, in the same transaction).
     private func prepare(
-        merchant: MerchantStore.Merchant, clock: BatchClock, payments: [UUID: PaymentRecord] = [:], transaction: PostgresConnection,
-        planning: (OperationProtocol.Transport, OperationStore.SendTiming) throws -> OperationSteps.Plan
+        _ plan: OperationSteps.Plan, merchant: MerchantStore.Merchant, clock: BatchClock, payments: [UUID: PaymentRecord], captures: [UUID: String],
+        transaction: PostgresConnection
     ) throws -> Prepared<Call> {
         let transport = transport(merchant)
         let endpoint = Self.endpoint(merchant)
-        switch try planning(transport, timing(merchant)) {
+        switch plan {
         case .wait(let code, let reason, let until):
             return .failed(Self.retried(code: code, reason: reason, until: until))
         case .nothing(let reason):
@@ -102,14 +98,14 @@ extension OperationsStage {
                 }
             }
             let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
-                                           payments: payments, database: transaction)
+                                           payments: payments, captures: captures, database: transaction)
             return .call(.send(planned, request: request))
         case .query(let operation, let attempt, _):
             guard let endpoint, let request = operation.request else {
                 return .failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with"))
             }
             let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
-                                           payments: payments, database: transaction)
+                                           payments: payments, captures: captures, database: transaction)
             return .call(.query(planned, request: request))
         }
     }
@@ -119,7 +115,8 @@ extension OperationsStage {
     /// processor that refunds the capture).
     private func planned(
         _ operation: OperationStore.Operation, attempt: Int64, request: GatewayOperation, endpoint: GatewayEndpoint,
-        transport: OperationProtocol.Transport, clock: BatchClock, payments: [UUID: PaymentRecord], database: PostgresConnection
+        transport: OperationProtocol.Transport, clock: BatchClock, payments: [UUID: PaymentRecord], captures: [UUID: String],
+        database: PostgresConnection
     ) throws -> Planned {
         let connector = connectors.connector(endpoint.connector)
         let needs = connector.operationNeeds
@@ -127,12 +124,27 @@ extension OperationsStage {
         var context = OperationContext(reference: connector.operationReference(paymentReference: paymentReference, operationRowId: operation.id))
         if let paymentId = operation.paymentId {
             if needs.contains(.currency) { context.currency = try (payments[paymentId] ?? PaymentStore().load(paymentId, on: database))?.currency ?? "" }
-            if needs.contains(.captureReference), case .refund = request {
-                context.capture = try steps.store.operations(paymentId: paymentId, on: database)
-                    .last { $0.kind == .capture && $0.state == .succeeded && $0.gatewayReference != nil }?.gatewayReference
-            }
+            if needs.contains(.captureReference), case .refund = request { context.capture = captures[paymentId] }
         }
         return Planned(operation: operation, attempt: attempt, endpoint: endpoint, transport: transport, context: context, clock: clock)
+    }
+
+    /// The capture references the round's refunds need (``OperationNeeds/captureReference``: a refund at a processor
+    /// that refunds the capture), read in one statement; none read when no refund to send or query needs one.
+    private func captureReferences(
+        _ plans: some Sequence<(MerchantStore.Merchant, OperationSteps.Plan)>, on transaction: PostgresConnection
+    ) throws -> [UUID: String] {
+        let refunded = plans.compactMap { merchant, plan -> UUID? in
+            let operation: OperationStore.Operation
+            switch plan {
+            case .send(let sent, _, _), .query(let sent, _, _): operation = sent
+            default: return nil
+            }
+            guard case .refund? = operation.request, let endpoint = Self.endpoint(merchant),
+                  connectors.connector(endpoint.connector).operationNeeds.contains(.captureReference) else { return nil }
+            return operation.paymentId
+        }
+        return try steps.store.captureReferences(paymentIds: refunded, on: transaction)
     }
 
     /// How the protocol reaches the merchant's gateway, as its connector says (``OperationConnector/operationTransport(_:)``).

@@ -14,17 +14,17 @@ extension OperationsStage {
     /// refund is then decided on what is recorded).
     func learnSettlement(_ wave: [Message], database: PostgresConnection) -> [Result<Void, StageFailure>] {
         var results = [Result<Void, StageFailure>](repeating: .success(()), count: wave.count)
-        var calls: [(index: Int, call: OperationUpkeep.Call)] = [], endpoints: [String: GatewayEndpoint] = [:]
-        for (index, message) in wave.enumerated() {
-            do {
-                guard let (call, endpoint) = try settlementCall(message, database: database) else { continue }
-                calls.append((index, call))
-                endpoints[call.merchantId] = endpoint
-            } catch {
-                results[index] = .failure(FailureClassifier.classify(error))
-            }
+        let refunds: [Refund], calls: [(index: Int, call: OperationUpkeep.Call)]
+        do {
+            refunds = try self.refunds(wave, database: database)
+            calls = try settlementCalls(refunds, database: database)
+        } catch {
+            // The wave's reads are shared: every refund that might have needed one is retried.
+            for index in wave.indices where Self.isRefund(wave[index]) { results[index] = .failure(FailureClassifier.classify(error)) }
+            return results
         }
         guard !calls.isEmpty else { return results }
+        let endpoints = Dictionary(refunds.map { ($0.request.merchantId, $0.endpoint) }, uniquingKeysWith: { first, _ in first })
         let answers = carryOut(calls.map(\.call), endpoints: endpoints, now: Date())
         let writes = zip(calls, answers).flatMap { OperationUpkeep.writes($0.call, $1, markUnanswered: false) }
         guard !writes.isEmpty else { return results }
@@ -36,17 +36,46 @@ extension OperationsStage {
         return results
     }
 
-    /// The settlement query a refund needs first, with its endpoint: nil for anything else, or a payment not
-    /// `captured`.
-    private func settlementCall(_ message: Message, database: PostgresConnection) throws -> (OperationUpkeep.Call, GatewayEndpoint)? {
-        guard case .request(let request) = message, request.kind == .refund, let entry = try directory.entry(request.merchantId, on: database),
-              let endpoint = Self.endpoint(entry.merchant) else { return nil }
-        let connector = connectors.connector(endpoint.connector)
-        guard connector.upkeep(endpoint).learnsSettlementBeforeRefund,
-              let paymentId = try steps.store.resolvePayment(request.payment, merchantId: request.merchantId, on: database),
-              let reference = try steps.settlementCandidate(paymentId, on: database) else { return nil }
-        let currency = connector.operationNeeds.contains(.currency) ? try PaymentStore().load(paymentId, on: database)?.currency ?? "" : ""
-        let payment = OperationUpkeep.Payment(id: paymentId, merchantId: request.merchantId, transactionReference: reference, currency: currency)
-        return OperationUpkeep.settlementBeforeRefund(payment, capabilities: connector.upkeep(endpoint)).map { ($0, endpoint) }
+    static func isRefund(_ message: Message) -> Bool {
+        if case .request(let request) = message { request.kind == .refund } else { false }
+    }
+
+    /// A refund of the wave whose connector learns settlement before a refund, with its merchant's endpoint.
+    struct Refund {
+        let index: Int
+        let request: OperationRequest
+        let endpoint: GatewayEndpoint
+        let capabilities: UpkeepCapabilities
+        let needsCurrency: Bool
+    }
+
+    private func refunds(_ wave: [Message], database: PostgresConnection) throws -> [Refund] {
+        try wave.enumerated().compactMap { index, message in
+            guard case .request(let request) = message, request.kind == .refund, let entry = try directory.entry(request.merchantId, on: database),
+                  let endpoint = Self.endpoint(entry.merchant) else { return nil }
+            let connector = connectors.connector(endpoint.connector)
+            let capabilities = connector.upkeep(endpoint)
+            guard capabilities.learnsSettlementBeforeRefund else { return nil }
+            return Refund(index: index, request: request, endpoint: endpoint, capabilities: capabilities,
+                          needsCurrency: connector.operationNeeds.contains(.currency))
+        }
+    }
+
+    /// The settlement queries the wave's refunds need first (``OperationUpkeep/settlementBeforeRefund(_:capabilities:)``),
+    /// on one read for the wave: their payments resolved in one statement, the `captured` ones (the only lifecycle
+    /// settlement changes) read in one, their AUTH references in one.
+    private func settlementCalls(_ refunds: [Refund], database: PostgresConnection) throws -> [(index: Int, call: OperationUpkeep.Call)] {
+        guard !refunds.isEmpty else { return [] }
+        let resolved = try steps.store.resolvePayments(refunds.map { ($0.request.merchantId, $0.request.payment) }, on: database)
+        let captured = try database.query("SELECT id, merchant_id, currency FROM payments WHERE id = ANY($1::uuid[]) AND lifecycle = 'captured'",
+                                          [PostgresArray(resolved.compactMap { $0 })]).withFacts(steps.store, database: database)
+        let candidates = try Dictionary(captured.map { payment, row in (payment.id, (payment, try row.decode("currency", as: String?.self))) },
+                                        uniquingKeysWith: { first, _ in first })
+        return zip(refunds, resolved).compactMap { refund, paymentId in
+            guard let paymentId, let (found, currency) = candidates[paymentId] else { return nil }
+            var payment = found
+            payment.currency = refund.needsCurrency ? currency ?? "" : ""
+            return OperationUpkeep.settlementBeforeRefund(payment, capabilities: refund.capabilities).map { (refund.index, $0) }
+        }
     }
 }

@@ -255,16 +255,50 @@ public struct OperationStore: Sendable {
         _ request: OperationRequest, paymentId: UUID?, requestedBy: Requester = .merchant, code: String, reason: String,
         on connection: PostgresConnection
     ) throws -> Int64? {
-        try connection.query(
+        try refuse([Refusal(request: request, paymentId: paymentId, requestedBy: requestedBy, code: code, reason: reason)], on: connection)[0]
+    }
+
+    /// One operation refused without a gateway call (``refuse(_:on:)``).
+    public struct Refusal: Sendable, Equatable {
+        public var request: OperationRequest
+        public var paymentId: UUID?
+        public var requestedBy: Requester
+        public var code: String
+        public var reason: String
+
+        public init(request: OperationRequest, paymentId: UUID?, requestedBy: Requester = .merchant, code: String, reason: String) {
+            (self.request, self.paymentId, self.requestedBy, self.code, self.reason) = (request, paymentId, requestedBy, code, reason)
+        }
+    }
+
+    /// Records operations refused without a gateway call (``refuse(_:paymentId:requestedBy:code:reason:on:)``) in one
+    /// statement: for each, in order, its row id, or nil when the merchant already has an operation with its
+    /// `operationId` (nothing written for it). At most one refusal per key (a round holds one message per merchant).
+    public func refuse(_ rows: [Refusal], on connection: PostgresConnection) throws -> [Int64?] {
+        guard !rows.isEmpty else { return [] }
+        let written = try connection.query(
             """
-            INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
-                                            error_code, error_message, finished_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, 'failed', $8, $9, clock_timestamp())
-            ON CONFLICT (merchant_id, operation_id) DO NOTHING
-            RETURNING id
+            WITH input AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::bytea[], $7::int8[], $8::text[], $9::text[])
+                    WITH ORDINALITY AS t(merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, error_code,
+                                         error_message, n)),
+            refused AS (
+                INSERT INTO payment_operations (merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, state,
+                                                error_code, error_message, finished_at)
+                SELECT merchant_id, operation_id, payment_id, kind, requested_by, content_hash, amount_minor, 'failed', error_code, error_message,
+                       clock_timestamp()
+                FROM input ORDER BY n
+                ON CONFLICT (merchant_id, operation_id) DO NOTHING
+                RETURNING id, merchant_id, operation_id)
+            SELECT i.n, r.id FROM refused r JOIN input i ON i.merchant_id = r.merchant_id AND i.operation_id = r.operation_id
             """,
-            [request.merchantId, request.operationId, paymentId, request.kind.rawValue, requestedBy.rawValue, request.contentHash,
-             request.amount, code, reason]).first.map { try $0.decode("id", as: Int64.self) }
+            [PostgresArray(rows.map(\.request.merchantId)), PostgresArray(rows.map(\.request.operationId)), PostgresArray(rows.map(\.paymentId)),
+             PostgresArray(rows.map(\.request.kind.rawValue)), PostgresArray(rows.map(\.requestedBy.rawValue)),
+             PostgresArray(rows.map(\.request.contentHash)), PostgresArray(rows.map(\.request.amount)), PostgresArray(rows.map(\.code)),
+             PostgresArray(rows.map(\.reason))])
+        var ids = [Int64?](repeating: nil, count: rows.count)
+        for row in written { ids[Int(try row.decode("n", as: Int64.self)) - 1] = try row.decode("id", as: Int64.self) }
+        return ids
     }
 
     /// An attempt about to be sent: when its bytes may no longer leave (seconds from now on the database clock) and
@@ -390,14 +424,59 @@ public struct OperationStore: Sendable {
     /// A new `sending` attempt of an operation still `requested` whose last attempt is known not to have reached the
     /// gateway (`not_sent`), or a status query (`TRANSACTIONQUERY`) of one whose answer was lost.
     public func beginAttempt(_ operationId: Int64, requestType: String, timing: SendTiming?, on connection: PostgresConnection) throws -> Int64? {
-        try connection.query(
+        try beginAttempts([NewAttempt(operation: operationId, requestType: requestType, timing: timing)], on: connection)[0]
+    }
+
+    /// One new attempt of ``beginAttempts(_:on:)``: of which operation, stored under which request name, and its send
+    /// window (nil: a status query's).
+    public struct NewAttempt: Sendable, Equatable {
+        public var operation: Int64
+        public var requestType: String
+        public var timing: SendTiming?
+
+        public init(operation: Int64, requestType: String, timing: SendTiming?) {
+            (self.operation, self.requestType, self.timing) = (operation, requestType, timing)
+        }
+    }
+
+    /// ``beginAttempt(_:requestType:timing:on:)`` of several operations (one attempt each) in one statement: for each,
+    /// in order, the attempt's id, or nil when its operation is no longer `requested` (nothing written for it).
+    public func beginAttempts(_ rows: [NewAttempt], on connection: PostgresConnection) throws -> [Int64?] {
+        guard !rows.isEmpty else { return [] }
+        let written = try connection.query(
             """
-            INSERT INTO operation_attempts (operation_id, request_type, state, started_at, send_deadline, reconcile_after)
-            SELECT o.id, $2, 'sending', t, t + make_interval(secs => $3::float8), t + make_interval(secs => $3::float8 + $4::float8)
-            FROM payment_operations o, (SELECT clock_timestamp() AS t) now
-            WHERE o.id = $1 AND o.state = 'requested'
-            RETURNING id
-            """, [operationId, requestType, timing?.sendWindow, timing?.settleSeconds]).first.map { try $0.decode("id", as: Int64.self) }
+            WITH input AS (
+                SELECT * FROM unnest($1::int8[], $2::text[], $3::float8[], $4::float8[]) WITH ORDINALITY AS t(operation_id, request_type, send_window, settle_seconds, n)),
+            attempt AS (
+                INSERT INTO operation_attempts (operation_id, request_type, state, started_at, send_deadline, reconcile_after)
+                SELECT o.id, i.request_type, 'sending', t, t + make_interval(secs => i.send_window),
+                       t + make_interval(secs => i.send_window + i.settle_seconds)
+                FROM input i JOIN payment_operations o ON o.id = i.operation_id, (SELECT clock_timestamp() AS t) now
+                WHERE o.state = 'requested'
+                ORDER BY i.n
+                RETURNING id, operation_id)
+            SELECT i.n, a.id FROM attempt a JOIN input i ON i.operation_id = a.operation_id
+            """,
+            [PostgresArray(rows.map(\.operation)), PostgresArray(rows.map(\.requestType)), PostgresArray(rows.map { $0.timing?.sendWindow }),
+             PostgresArray(rows.map { $0.timing?.settleSeconds })])
+        var ids = [Int64?](repeating: nil, count: rows.count)
+        for row in written { ids[Int(try row.decode("n", as: Int64.self)) - 1] = try row.decode("id", as: Int64.self) }
+        return ids
+    }
+
+    /// The id each payment's latest succeeded capture was given by the processor (what a refund of a capture
+    /// references), by payment, in one statement (payments without one absent).
+    public func captureReferences(paymentIds: [UUID], on connection: PostgresConnection) throws -> [UUID: String] {
+        guard !paymentIds.isEmpty else { return [:] }
+        let rows = try connection.query(
+            """
+            SELECT DISTINCT ON (payment_id) payment_id, gateway_reference FROM payment_operations
+            WHERE payment_id = ANY($1::uuid[]) AND kind = 'capture' AND state = 'succeeded' AND gateway_reference IS NOT NULL
+            ORDER BY payment_id, id DESC
+            """, [PostgresArray(paymentIds)])
+        var references: [UUID: String] = [:]
+        for row in rows { references[try row.decode("payment_id", as: UUID.self)] = try row.decode("gateway_reference", as: String.self) }
+        return references
     }
 
     /// One attempt as stored.
