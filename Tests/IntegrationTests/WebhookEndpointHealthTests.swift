@@ -16,6 +16,12 @@ extension Integration {
             EndpointGate(policy: EndpointGatePolicy(failureThreshold: 1000, maxWait: maxWait), stage: .notify)
         }
 
+        /// The stage most tests here run: the open gate, results once the webhook settles (so that `paypipe.results`
+        /// shows the endpoint's events alone; the results timing has its own suite, ResultsTimingTests), `disableAfter`.
+        func healthStage(_ harness: NotifyHarness, disableAfter: Double) -> NotifyStage {
+            harness.makeStage(gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), resultsTiming: .webhook)
+        }
+
         func endpoints(_ harness: NotifyHarness) throws -> [WebhookEndpointStore.Row] {
             let database = try harness.database()
             defer { database.close() }
@@ -48,10 +54,7 @@ extension Integration {
             defer { harness.tearDown() }
             let receiver = try harness.appliedReceiver(answering: 503)
             defer { receiver.stop() }
-            // Results only once the webhook settles, so that `paypipe.results` shows the endpoint's events alone here
-            // (the results timing has its own suite, ResultsTimingTests).
-            let runtime = try harness.startedRuntime(harness.makeStage(
-                gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1.5), resultsTiming: .webhook))
+            let runtime = try harness.startedRuntime(healthStage(harness, disableAfter: 1.5))
             defer { runtime.stopAndWait() }
 
             let first = try harness.insertPayment(status: .authorized)
@@ -130,8 +133,7 @@ extension Integration {
             defer { receiver.stop() }
 
             // Healthy: delivered, and no row.
-            var runtime = try harness.startedRuntime(harness.makeStage(
-                gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 3600), resultsTiming: .webhook))
+            var runtime = try harness.startedRuntime(healthStage(harness, disableAfter: 3600))
             let healthy = try harness.insertPayment(status: .authorized)
             try harness.publish([healthy])
             try harness.waitDone(healthy.paymentId)
@@ -154,8 +156,7 @@ extension Integration {
 
             // Failing again for the period: disabled, the period counted from the first failure after the recovery.
             receiver.script([], then: 503)
-            runtime = try harness.startedRuntime(harness.makeStage(
-                gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1.5), resultsTiming: .webhook))
+            runtime = try harness.startedRuntime(healthStage(harness, disableAfter: 1.5))
             defer { runtime.stopAndWait() }
             let failing = try harness.insertPayment(status: .declined)
             try harness.publish([failing])
