@@ -200,8 +200,9 @@ public struct NotifyStage: CallingStageHandler {
     /// Record, first: what the answers say about each endpoint's health, and which endpoints this batch disables.
     /// Only answers count (a 2xx, or a failure that will be retried); the worker's own refusals and final answers
     /// (410, SSRF) do not. Successes alone on endpoints that had no row when prepare read them change nothing and
-    /// cost no statement (``EndpointHealthPolicy/mayChange(_:tracked:)``, which states the race this accepts). A failure to record health does not fail the deliveries (its savepoint is rolled back, the
-    /// next batch observes again); it is counted.
+    /// cost no statement (``EndpointHealthPolicy/mayChange(_:tracked:)``, which states the race this accepts). A
+    /// failure to record health does not fail the deliveries (its savepoint is rolled back, the next batch observes
+    /// again); it is counted.
     public func observe(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], transaction: PostgresConnection) -> HealthDecision {
         let observations: [EndpointObservation] = answers.compactMap { answered in
             guard let at = answered.answer.answeredAt else { return nil }
