@@ -16,6 +16,12 @@ extension Integration {
             EndpointGate(policy: EndpointGatePolicy(failureThreshold: 1000, maxWait: maxWait), stage: .notify)
         }
 
+        /// The stage most tests here run: the open gate, results once the webhook settles (so that `paypipe.results`
+        /// shows the endpoint's events alone; the results timing has its own suite, ResultsTimingTests), `disableAfter`.
+        func healthStage(_ harness: NotifyHarness, disableAfter: Double) -> NotifyStage {
+            harness.makeStage(gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), resultsTiming: .webhook)
+        }
+
         func endpoints(_ harness: NotifyHarness) throws -> [WebhookEndpointStore.Row] {
             let database = try harness.database()
             defer { database.close() }
@@ -48,10 +54,7 @@ extension Integration {
             defer { harness.tearDown() }
             let receiver = try harness.appliedReceiver(answering: 503)
             defer { receiver.stop() }
-            // Results only once the webhook settles, so that `paypipe.results` shows the endpoint's events alone here
-            // (the results timing has its own suite, ResultsTimingTests).
-            let runtime = try harness.startedRuntime(harness.makeStage(
-                gate: Self.openGate(), healthPolicy: EndpointHealthPolicy(disableAfter: 1.5), resultsTiming: .webhook))
+            let runtime = try harness.startedRuntime(healthStage(harness, disableAfter: 1.5))
             defer { runtime.stopAndWait() }
 
             let first = try harness.insertPayment(status: .authorized)
@@ -117,6 +120,53 @@ extension Integration {
 
             // Nothing left to enable: exit 65.
             #expect(try harness.paypipe(["webhooks", "endpoints", "enable", "m-notify"]).status == 65)
+        }
+
+        /// Health is recorded as before now that successes on endpoints without a row skip it: a failing endpoint gets
+        /// its row, a success clears `failing_since` (its batch saw the row in prepare, so it takes the locked path),
+        /// and failures going on for the period from there disable it. Two runtimes, so that no timing decides which
+        /// policy a failure meets: the recovery under a period of an hour, the disabling under 1.5 s.
+        @Test func aFailingEndpointIsMarkedRecoversAndIsDisabledAsBefore() throws {
+            let harness = try NotifyHarness(maxRetries: 50, concurrency: 1)
+            defer { harness.tearDown() }
+            let receiver = try harness.appliedReceiver(answering: 204)
+            defer { receiver.stop() }
+
+            // Healthy: delivered, and no row.
+            var runtime = try harness.startedRuntime(healthStage(harness, disableAfter: 3600))
+            let healthy = try harness.insertPayment(status: .authorized)
+            try harness.publish([healthy])
+            try harness.waitDone(healthy.paymentId)
+            #expect(try endpoints(harness).isEmpty, "a success on an endpoint without a row writes nothing")
+
+            // Two failures, then a success: marked failing, then recovered.
+            receiver.script([503, 503], then: 204)
+            let recovering = try harness.insertPayment(status: .authorized)
+            try harness.publish([recovering])
+            try harness.waitDone(recovering.paymentId)
+            #expect(try harness.deliveries(recovering.paymentId).map(\.outcome) == ["retrying", "retrying", "delivered"])
+            let recovered = try #require(try endpoints(harness).first)
+            #expect(recovered.health.failingSince == nil, "the success cleared the failing period")
+            #expect(recovered.health.lastError == "http_503")
+            let lastFailure = try #require(recovered.health.lastFailureAt)
+            let lastSuccess = try #require(recovered.health.lastSuccessAt)
+            #expect(lastSuccess >= lastFailure)
+            #expect(!recovered.health.isDisabled)
+            runtime.stopAndWait()
+
+            // Failing again for the period: disabled, the period counted from the first failure after the recovery.
+            receiver.script([], then: 503)
+            runtime = try harness.startedRuntime(healthStage(harness, disableAfter: 1.5))
+            defer { runtime.stopAndWait() }
+            let failing = try harness.insertPayment(status: .declined)
+            try harness.publish([failing])
+            try TestServices.eventually(timeout: 30, "endpoint disabled") { try endpoints(harness).first?.health.isDisabled == true }
+            let disabled = try #require(try endpoints(harness).first)
+            #expect(disabled.health.disabledReason == EndpointHealthPolicy.failingReason)
+            let failingSince = try #require(disabled.health.failingSince)
+            #expect(failingSince > lastSuccess)
+            #expect(try #require(disabled.health.disabledAt).timeIntervalSince(failingSince) >= 1.5)
+            try TestServices.eventually("the failing delivery held") { try harness.deliveries(failing.paymentId).last?.outcome == "held" }
         }
 
         /// The worker that disabled the endpoint "crashes" after its commit, before publishing: the broker's redelivery

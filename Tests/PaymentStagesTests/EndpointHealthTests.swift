@@ -72,6 +72,50 @@ import Testing
         #expect(decision.updates[other]?.disabledAt == nil)
     }
 
+    // MARK: Whether a batch records health at all
+
+    @Test func successesOnEndpointsWithoutARowSkipTheLockedPath() {
+        #expect(!EndpointHealthPolicy.mayChange([], tracked: [endpoint]))
+        #expect(!EndpointHealthPolicy.mayChange([success(endpoint, after: 0), success(other, after: 1)], tracked: []))
+        #expect(!EndpointHealthPolicy.mayChange([success(endpoint, after: 0)], tracked: [other]), "another endpoint's row is not this one's")
+    }
+
+    @Test func aFailureOrAnEndpointWithARowTakesTheLockedPath() {
+        #expect(EndpointHealthPolicy.mayChange([success(endpoint, after: 0), failure(other, after: 1)], tracked: []),
+                "a first failure creates the row")
+        #expect(EndpointHealthPolicy.mayChange([success(endpoint, after: 0)], tracked: [endpoint]),
+                "a success on a failing (or recovered) endpoint clears failing_since or moves last_success_at")
+    }
+
+    /// The shortcut never skips a write ``EndpointHealthPolicy/decide(_:current:)`` would make: over every mix of
+    /// successes and failures on two endpoints, each with no row, a failing row or a recovered row, whenever
+    /// `mayChange` says no, `decide` on the rows prepare saw changes nothing and disables nothing.
+    @Test func theShortcutAgreesWithTheDecision() {
+        let failing = EndpointHealth(failingSince: start, lastFailureAt: start, lastError: "http_503")
+        let recovered = EndpointHealth(lastFailureAt: start, lastSuccessAt: start.addingTimeInterval(1), lastError: "http_503")
+        let rowChoices: [EndpointHealth?] = [nil, failing, recovered]
+        let kinds: [[Bool]] = [[], [true], [false], [true, true], [true, false], [false, false]]  // true: success
+        var skipped = 0
+        for first in rowChoices {
+            for second in rowChoices {
+                var current: [WebhookEndpoint: EndpointHealth] = [:]
+                current[endpoint] = first
+                current[other] = second
+                for a in kinds {
+                    for b in kinds {
+                        let observations = a.enumerated().map { $1 ? success(endpoint, after: Double($0) + 10) : failure(endpoint, after: Double($0) + 10) }
+                            + b.enumerated().map { $1 ? success(other, after: Double($0) + 10) : failure(other, after: Double($0) + 10) }
+                        let decision = policy.decide(observations, current: current)
+                        guard !EndpointHealthPolicy.mayChange(observations, tracked: Set(current.keys)) else { continue }
+                        skipped += 1
+                        #expect(decision.updates.isEmpty && decision.disabled.isEmpty, "\(observations) on \(current)")
+                    }
+                }
+            }
+        }
+        #expect(skipped > 0)
+    }
+
     // MARK: Operational events
 
     @Test func endpointDisabledEventShape() throws {

@@ -27,24 +27,56 @@ public final class MerchantDirectory: Sendable {
 
     /// The merchant's current entry, or `nil` if no such merchant exists.
     public func entry(_ id: String, on connection: PostgresConnection, now: Date = Date()) throws -> Entry? {
-        if let cached = entries.withLock({ $0[id] }) {
-            if now.timeIntervalSince(cached.checkedAt) < ttl { return cached }
-            if let updatedAt = try store.updatedAt(id, on: connection), updatedAt == cached.merchant.updatedAt {
-                let refreshed = Entry(merchant: cached.merchant, keyring: cached.keyring, checkedAt: now)
-                entries.withLock { $0[id] = refreshed }
-                return refreshed
+        try entries([id], on: connection, now: now)[id]!.get()
+    }
+
+    /// The current entries of `ids` (`nil`: no such merchant), in at most two statements however many merchants: one
+    /// revalidates the cached entries older than `ttl` against `updated_at`, one loads the others and those that
+    /// changed. Why not a statement per merchant: outside a transaction each one is a commit of its own, and a batch
+    /// naming several merchants would pay one per merchant every `ttl`. A database error is thrown (it aborts the
+    /// caller's transaction); a merchant whose configuration or keys cannot be read fails alone.
+    public func entries(_ ids: some Sequence<String>, on connection: PostgresConnection, now: Date = Date()) throws
+        -> [String: Result<Entry?, any Error>] {
+        let wanted = Set(ids)
+        let cached = entries.withLock { cache in wanted.compactMap { id in cache[id].map { (id, $0) } } }
+        var found: [String: Result<Entry?, any Error>] = [:]
+        var stale: [String: Entry] = [:]
+        for (id, entry) in cached {
+            if now.timeIntervalSince(entry.checkedAt) < ttl { found[id] = .success(entry) } else { stale[id] = entry }
+        }
+        if !stale.isEmpty {
+            let current = try store.updatedAt(stale.keys.sorted(), on: connection)
+            for (id, entry) in stale where current[id] == entry.merchant.updatedAt {
+                found[id] = .success(Entry(merchant: entry.merchant, keyring: entry.keyring, checkedAt: now))
             }
         }
-        guard let merchant = try store.load(id, on: connection) else {
-            entries.withLock { _ = $0.removeValue(forKey: id) }
-            return nil
+        let missing = wanted.subtracting(found.keys)
+        if !missing.isEmpty {
+            let loaded = try store.load(missing.sorted(), on: connection)
+            for id in missing {
+                found[id] = Result { try loaded[id].map { try Entry(merchant: $0.get(), checkedAt: now) } }
+            }
         }
+        entries.withLock { cache in
+            for (id, result) in found {
+                switch result {
+                case .success(let entry?): cache[id] = entry
+                case .success(nil): cache.removeValue(forKey: id)
+                case .failure: break
+                }
+            }
+        }
+        return found
+    }
+}
+
+extension MerchantDirectory.Entry {
+    /// The merchant with its identities parsed once: the keyring decryption uses.
+    init(merchant: MerchantStore.Merchant, checkedAt: Date) throws {
         var identities: [MerchantIdentity] = []
         for (index, summary) in merchant.config.identities.enumerated() where index < merchant.secrets.privateKeys.count {
             identities.append(try MerchantIdentity(certificatePEM: summary.certificatePem, privateKeyPEM: merchant.secrets.privateKeys[index]))
         }
-        let entry = Entry(merchant: merchant, keyring: MerchantKeyring(identities: identities), checkedAt: now)
-        entries.withLock { $0[id] = entry }
-        return entry
+        self.init(merchant: merchant, keyring: MerchantKeyring(identities: identities), checkedAt: checkedAt)
     }
 }

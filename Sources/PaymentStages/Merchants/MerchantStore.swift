@@ -128,13 +128,28 @@ public struct MerchantStore: Sendable {
     }
 
     public func load(_ id: String, on connection: PostgresConnection) throws -> Merchant? {
+        try load([id], on: connection)[id]?.get()
+    }
+
+    /// The merchants of `ids` that exist, in one statement however many. A row whose configuration does not decode or
+    /// whose secrets do not open is that merchant's error: the others still load (a batch's other merchants' messages
+    /// go on).
+    public func load(_ ids: [String], on connection: PostgresConnection) throws -> [String: Result<Merchant, any Error>] {
         let rows = try connection.query(
             """
             SELECT id, apple_merchant_identifier, config::text AS config, secrets_ciphertext, secrets_nonce,
                    secrets_key_id, updated_at
-            FROM merchants WHERE id = $1
-            """, [id])
-        guard let row = rows.first else { return nil }
+            FROM merchants WHERE id = ANY($1::text[])
+            """, [PostgresArray(ids)])
+        var merchants: [String: Result<Merchant, any Error>] = [:]
+        for row in rows {
+            let id = try row.decode("id", as: String.self)
+            merchants[id] = Result { try merchant(id, from: row) }
+        }
+        return merchants
+    }
+
+    private func merchant(_ id: String, from row: PostgresRow) throws -> Merchant {
         let config = try JSONDecoder().decode(MerchantConfig.self, from: Data(try row.decode("config", as: String.self).utf8))
         var secrets = MerchantSecrets(privateKeys: [], jwtSecret: nil, webhookSecrets: [])
         if let ciphertext = try row.decode("secrets_ciphertext", as: [UInt8]?.self),
@@ -169,9 +184,13 @@ public struct MerchantStore: Sendable {
         }
     }
 
-    /// Last change of a merchant, for cheap cache revalidation.
-    public func updatedAt(_ id: String, on connection: PostgresConnection) throws -> Date? {
-        try connection.query("SELECT updated_at FROM merchants WHERE id = $1", [id]).first?.decode("updated_at", as: Date.self)
+    /// Last change of each merchant of `ids` that exists, in one statement: cheap cache revalidation.
+    public func updatedAt(_ ids: [String], on connection: PostgresConnection) throws -> [String: Date] {
+        var changed: [String: Date] = [:]
+        for row in try connection.query("SELECT id, updated_at FROM merchants WHERE id = ANY($1::text[])", [PostgresArray(ids)]) {
+            changed[try row.decode("id", as: String.self)] = try row.decode("updated_at", as: Date.self)
+        }
+        return changed
     }
 
     /// The merchant-identity certificate: exactly one certificate and no private key in the file.

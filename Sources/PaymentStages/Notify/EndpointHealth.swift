@@ -76,6 +76,28 @@ public struct EndpointHealthPolicy: Sendable, Equatable {
         public var disabled: [WebhookEndpoint]
     }
 
+    /// Whether `observations` can change any row, given `tracked`: the endpoints that had a row when the batch's
+    /// prepare read them (``WebhookEndpointStore/rows(of:on:)``). When not, the notify stage records no health at all
+    /// (no savepoint, no lock, no write): a success on an endpoint without a row changes nothing in ``decide(_:current:)``.
+    /// A failure, or any observation of an endpoint with a row (a success clears `failing_since`, moves
+    /// `last_success_at`), goes through the locked read, ``decide(_:current:)`` and the write, with all the batch's
+    /// observations.
+    ///
+    /// The race this accepts: another worker may insert an endpoint's first failure between this batch's prepare and
+    /// its record. A success of this batch on that endpoint is then not recorded, and the row says failing since that
+    /// failure. Without this shortcut the same success was already lost whenever this batch's record ran before the
+    /// other worker's commit (the lock found no row); the window grows from that interval to one round (prepare to
+    /// record: the POSTs, bounded by the webhook timeout and the gate's wait). Why that is safe: every delivery
+    /// prepared after that commit sees the row, so the next success on the endpoint clears `failing_since` as before;
+    /// a success can be missed only if its batch was prepared before the failure that started the period committed,
+    /// so it answered at most one round after that failure. The missed success counts as a request not made: the
+    /// period runs from that failure, and the endpoint is disabled only by a failure `disableAfter` (5 days by
+    /// default) after it with no success recorded in between, as the rule treats an endpoint that got no request in
+    /// between. Its `last_success_at` is not moved either; the next recorded success moves it.
+    public static func mayChange(_ observations: [EndpointObservation], tracked: Set<WebhookEndpoint>) -> Bool {
+        observations.contains { $0.error != nil || tracked.contains($0.endpoint) }
+    }
+
     /// Folds `observations` (any order) into `current` (the rows that exist; absent = healthy, never failed).
     /// An endpoint already disabled keeps its state: a request another worker sent before the disabling changes
     /// nothing, and only an operator re-enables it.

@@ -199,8 +199,10 @@ public struct NotifyStage: CallingStageHandler {
 
     /// Record, first: what the answers say about each endpoint's health, and which endpoints this batch disables.
     /// Only answers count (a 2xx, or a failure that will be retried); the worker's own refusals and final answers
-    /// (410, SSRF) do not. A failure to record health does not fail the deliveries (its savepoint is rolled back, the
-    /// next batch observes again); it is counted.
+    /// (410, SSRF) do not. Successes alone on endpoints that had no row when prepare read them change nothing and
+    /// cost no statement (``EndpointHealthPolicy/mayChange(_:tracked:)``, which states the race this accepts). A
+    /// failure to record health does not fail the deliveries (its savepoint is rolled back, the next batch observes
+    /// again); it is counted.
     public func observe(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], transaction: PostgresConnection) -> HealthDecision {
         let observations: [EndpointObservation] = answers.compactMap { answered in
             guard let at = answered.answer.answeredAt else { return nil }
@@ -210,7 +212,8 @@ public struct NotifyStage: CallingStageHandler {
             case .gone, .refused: return nil
             }
         }
-        guard !observations.isEmpty else { return HealthDecision() }
+        let tracked = Set(answers.lazy.filter(\.call.endpointTracked).map(\.call.endpoint))
+        guard EndpointHealthPolicy.mayChange(observations, tracked: tracked) else { return HealthDecision() }
         do {
             return try transaction.savepoint { savepoint in
                 let current = try endpoints.lock(Set(observations.map(\.endpoint)), on: savepoint)
@@ -308,15 +311,25 @@ public struct NotifyStage: CallingStageHandler {
         let rate: Double?
         /// What the results publication goes by.
         let results: NotifyDecision.Results
+        /// The endpoint had a `webhook_endpoints` row when prepare read it (``holdDisabled(_:transaction:)``); until
+        /// read, assumed so, which only costs the locked health path.
+        let endpointTracked: Bool
         var number: Int { message.previousRetries + 1 }
         var endpoint: WebhookEndpoint { WebhookEndpoint(merchantId: event.merchantId, url: url) }
         /// The event serialised once: the exact bytes signed, POSTed and published to `paypipe.results`.
         var body: [UInt8] { event.body }
 
         init(message: NotifyMessage, event: NotifyEvent, url: String, isMerchantWebhook: Bool, signer: WebhookSigner, rate: Double?,
-             results: NotifyDecision.Results) {
+             results: NotifyDecision.Results, endpointTracked: Bool = true) {
             (self.message, self.event, self.url, self.isMerchantWebhook) = (message, event, url, isMerchantWebhook)
-            (self.signer, self.rate, self.results) = (signer, rate, results)
+            (self.signer, self.rate, self.results, self.endpointTracked) = (signer, rate, results, endpointTracked)
+        }
+
+        /// This delivery, knowing whether its endpoint has a row.
+        func knowing(endpointTracked tracked: Bool) -> Delivery {
+            tracked == endpointTracked ? self : Delivery(
+                message: message, event: event, url: url, isMerchantWebhook: isMerchantWebhook, signer: signer, rate: rate, results: results,
+                endpointTracked: tracked)
         }
     }
 
@@ -389,14 +402,19 @@ public struct NotifyStage: CallingStageHandler {
             rate: target.ratePerSecond ?? rate, results: results))
     }
 
-    /// Prepare's last step: deliveries whose endpoint is disabled are held, not sent (one read for the batch).
+    /// Prepare's last step, on one read of the batch's endpoints: deliveries whose endpoint is disabled are held, not
+    /// sent; the others learn whether their endpoint has a row (what record's ``observe(_:transaction:)`` goes by).
     private func holdDisabled(_ prepared: inout [Prepared<Delivery>], transaction database: PostgresConnection) throws {
         let pending = prepared.indices.compactMap { index -> (index: Int, delivery: Delivery)? in
             guard case .call(let delivery) = prepared[index] else { return nil }
             return (index, delivery)
         }
         guard !pending.isEmpty else { return }
-        let disabled = try endpoints.disabled(among: Set(pending.map(\.delivery.endpoint)), on: database)
+        let rows = try endpoints.rows(of: Set(pending.map(\.delivery.endpoint)), on: database)
+        for (index, delivery) in pending {
+            prepared[index] = .call(delivery.knowing(endpointTracked: rows[delivery.endpoint] != nil))
+        }
+        let disabled = rows.filter { $0.value.isDisabled }
         guard !disabled.isEmpty else { return }
         var held: [Delivery] = []
         for (index, delivery) in pending {

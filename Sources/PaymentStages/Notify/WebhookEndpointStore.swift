@@ -15,15 +15,16 @@ public struct WebhookEndpointStore: Sendable {
 
     static let columns = "merchant_id, url, failing_since, last_failure_at, last_success_at, last_error, disabled_at, disabled_reason, updated_at"
 
-    /// The disabled endpoints among `endpoints` (one index lookup for the batch), for phase 1 of the notify stage.
-    public func disabled(among endpoints: Set<WebhookEndpoint>, on connection: PostgresConnection) throws -> [WebhookEndpoint: EndpointHealth] {
+    /// The rows of `endpoints` that exist, unlocked (one index lookup for the batch), for phase 1 of the notify stage:
+    /// the disabled ones hold their deliveries, and an endpoint without a row is one whose successes need no write
+    /// (``EndpointHealthPolicy/mayChange(_:tracked:)``).
+    public func rows(of endpoints: Set<WebhookEndpoint>, on connection: PostgresConnection) throws -> [WebhookEndpoint: EndpointHealth] {
         guard !endpoints.isEmpty else { return [:] }
         let keys = endpoints.sorted()
         let rows = try connection.query(
             """
             SELECT \(Self.columns) FROM webhook_endpoints e
             JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) USING (merchant_id, url)
-            WHERE e.disabled_at IS NOT NULL
             """, [PostgresArray(keys.map(\.merchantId)), PostgresArray(keys.map(\.url))])
         return Dictionary(try rows.map(Self.row).map { ($0.endpoint, $0.health) }, uniquingKeysWith: { first, _ in first })
     }
