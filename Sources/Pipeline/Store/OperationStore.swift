@@ -215,7 +215,9 @@ public struct OperationStore: Sendable {
 
     /// The AUTH the gateway holds for a payment: its transaction reference and settle status as last learnt (the
     /// payment's recorded settle status, else the answer of the AUTH attempt, or of the status query, that found it
-    /// authorised, or the late answer kept as evidence for an attempt that was no longer current).
+    /// authorised, or the late answer kept as evidence for an attempt that was no longer current). A status query is told
+    /// from an AUTH by its outcome: `found` and `stale_found` are written for status queries only (an AUTH's outcome is a
+    /// ``GatewayOutcome``), so no processor's request name is needed here.
     public func gatewayFacts(paymentId: UUID, on connection: PostgresConnection) throws -> OperationProtocol.GatewayFacts? {
         try gatewayFacts(paymentIds: [paymentId], on: connection)[paymentId]
     }
@@ -230,7 +232,7 @@ public struct OperationStore: Sendable {
             JOIN LATERAL (SELECT CASE WHEN late THEN late_transaction_reference ELSE transaction_reference END AS transaction_reference,
                                  CASE WHEN late THEN late_settle_status ELSE settle_status END AS settle_status
                           FROM (SELECT *, NOT (transaction_reference IS NOT NULL
-                                               AND (outcome = 'authorized' OR (request_type = 'TRANSACTIONQUERY' AND outcome IN ('found', 'stale_found'))))
+                                               AND outcome IN ('authorized', 'found', 'stale_found'))
                                           AS late
                                 FROM gateway_attempts WHERE payment_id = p.id) g
                           WHERE NOT late OR (late_outcome = 'authorized' AND late_transaction_reference IS NOT NULL)
@@ -388,7 +390,7 @@ public struct OperationStore: Sendable {
     }
 
     /// A new `sending` attempt of an operation still `requested` whose last attempt is known not to have reached the
-    /// gateway (`not_sent`), or a status query (`TRANSACTIONQUERY`) of one whose answer was lost.
+    /// gateway (`not_sent`), or a status query (its connector's) of one whose answer was lost.
     public func beginAttempt(_ operationId: Int64, requestType: String, timing: SendTiming?, on connection: PostgresConnection) throws -> Int64? {
         try connection.query(
             """
