@@ -393,7 +393,7 @@ public struct OperationSteps: Sendable {
     }
 
     /// The rule of a resumed operation, on its attempts and the batch's clock: a request open before its
-    /// reconciliation time waits; one known not sent is sent again; a lost answer is queried first (a lost REFUND goes
+    /// reconciliation time waits; one known not sent is sent again; a lost answer is queried first (a lost refund goes
     /// to review, never resent; so does an operation after `maxInconclusiveQueries` inconclusive queries).
     public static func resumption(
         of request: GatewayOperation, attempts: [OperationStore.Attempt], reconcilable: Bool, maxInconclusiveQueries: Int, clock: BatchClock
@@ -410,7 +410,7 @@ public struct OperationSteps: Sendable {
             return .review(code: "operation_state_unexpected", reason: "a requested operation whose last attempt completed")
         case .sending, .uncertain:
             guard reconcilable else {
-                return .review(code: "refund_outcome_unknown", reason: "REFUND attempt \(last.id): answer lost, never resent automatically")
+                return .review(code: "refund_outcome_unknown", reason: "refund attempt \(last.id): answer lost, never resent automatically")
             }
             let inconclusive = attempts.filter { isQuery($0.requestType) && $0.id > last.id && $0.outcome == "inconclusive" }.count
             if inconclusive >= maxInconclusiveQueries {
@@ -441,7 +441,7 @@ public struct OperationSteps: Sendable {
 
     /// What the gateway said to an operation's request.
     public enum Answer: Sendable, Equatable {
-        /// Error code 0: it took effect. `transactionReference`: a REFUND's own.
+        /// Error code 0: it took effect. `transactionReference`: a refund's own.
         case confirmed(transactionReference: String?)
         /// Refused (a non-zero error code, `gateway_<errorcode>`, or a local refusal before any call): nothing changed
         /// at the gateway; the operation fails with `code`.
@@ -588,7 +588,7 @@ public struct OperationSteps: Sendable {
             decision.attempt = (answering.attempt, .init(state: .uncertain, outcome: "uncertain", errorCode: code, errorMessage: reason))
             guard let request = current.request, rules.reconcilable(request, transport: answering.transport) else {
                 decision.ending = .init(operation: current.id, state: .needsReview, code: "refund_outcome_unknown",
-                                        reason: "REFUND answer lost (\(code)): never resent automatically")
+                                        reason: "refund answer lost (\(code)): never resent automatically")
                 decision.outcome = .review
                 return decision
             }
@@ -696,7 +696,7 @@ public struct OperationSteps: Sendable {
         case .review: "review"
         }
         var decision = Decision(operation: current.id, attempt: (querying.query, .init(
-            state: .completed, outcome: outcome, errorCode: verdict.code, settleStatus: queried?.settleStatus.wireValue,
+            state: .completed, outcome: outcome, errorCode: verdict.code, settleStatus: queried?.settleStatus.storedCode,
             settleBaseAmount: queried?.settleBaseAmount)), outcome: .finished)
         let lost = attempts.last { $0.id != querying.query && !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
         switch verdict {

@@ -19,7 +19,7 @@ public struct OperationStore: Sendable {
 
     public enum State: String, Sendable, Hashable, CaseIterable {
         case requested, succeeded, failed
-        /// A lost answer no query can settle (a REFUND's), or a gateway state neither before nor after: a person
+        /// A lost answer no query can settle (a refund's, at a processor whose refund no query finds), or a gateway state neither before nor after: a person
         /// decides; the payment takes no other operation meanwhile.
         case needsReview = "needs_review"
 
@@ -42,10 +42,10 @@ public struct OperationStore: Sendable {
         /// What the processor calls ``request``, as stored (its connector's name, ``OperationProtocol/Transport/RequestNames``).
         public var requestType: String? = nil
         /// The settle status ``request`` sets, stored for a processor whose operations update the payment's settlement.
-        public var updatedSettleStatus: SettleStatus? = nil
+        public var updatedSettleStatus: SettlementState? = nil
         public let before: MoneyLifecycle?
         public let effect: OperationProtocol.Effect?
-        /// A REFUND's own transaction reference, once answered.
+        /// A refund's own transaction reference, once answered.
         public let gatewayReference: String?
         public let errorCode: String?
         public let errorMessage: String?
@@ -120,7 +120,7 @@ public struct OperationStore: Sendable {
             kind: kind, requestedBy: try decoded("requested_by", as: Requester.self),
             contentHash: try row.decode("content_hash", as: [UInt8].self), amount: try row.decode("amount_minor", as: Int64?.self),
             state: try decoded("state", as: State.self), request: request, requestType: requestType,
-            updatedSettleStatus: try row.decode("update_settle_status", as: String?.self).map(SettleStatus.init), before: try lifecycle("before"), effect: effect,
+            updatedSettleStatus: try row.decode("update_settle_status", as: String?.self).map(SettlementState.init(storedCode:)), before: try lifecycle("before"), effect: effect,
             gatewayReference: try row.decode("gateway_reference", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
             errorMessage: try row.decode("error_message", as: String?.self), createdAt: try row.decode("created_at", as: Date.self),
             finishedAt: try row.decode("finished_at", as: Date?.self))
@@ -243,7 +243,7 @@ public struct OperationStore: Sendable {
         for row in rows {
             guard let reference = try row.decode("transaction_reference", as: String?.self) else { continue }
             facts[try row.decode("id", as: UUID.self)] = OperationProtocol.GatewayFacts(
-                transactionReference: reference, settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+                transactionReference: reference, settleStatus: SettlementState(storedCode: try row.decode("settle_status", as: String?.self) ?? ""))
         }
         return facts
     }
@@ -330,7 +330,7 @@ public struct OperationStore: Sendable {
             var (refund, capture): (Int64?, Int64?) = (nil, nil)
             if case .refund(_, let amount) = send { refund = amount }
             if case .capture(_, let amount) = send, update == nil { capture = amount }
-            return (send.targetReference, update?.settleStatus?.wireValue, update?.settleAmount, refund, capture)
+            return (send.targetReference, update?.settleStatus?.storedCode, update?.settleAmount, refund, capture)
         }
     }
 
@@ -518,7 +518,7 @@ public struct OperationStore: Sendable {
     /// operation is `succeeded`. False when the operation or the payment was not in the expected state (nothing written).
     /// The caller holds the payment's row lock.
     public func succeed(
-        _ operation: Operation, gatewayReference: String?, settleStatus: SettleStatus?, actor: String, on connection: PostgresConnection
+        _ operation: Operation, gatewayReference: String?, settleStatus: SettlementState?, actor: String, on connection: PostgresConnection
     ) throws -> Bool {
         guard operation.state == .requested, let paymentId = operation.paymentId, let effect = operation.effect else { return false }
         if let before = operation.before {
