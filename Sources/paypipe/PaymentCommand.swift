@@ -197,7 +197,7 @@ enum PaymentCommand: CLICommand {
                 "captured": lifecycle.capturedAmount, "refunded": lifecycle.refundedAmount,
             ]
             summary["captureDeadline"] = lifecycle.captureDeadline.map(Logger.timestamp)
-            summary["settleStatus"] = money.settleStatus?.wireValue
+            summary["settleStatus"] = money.settleStatus?.storedCode
             object["lifecycle"] = summary
         }
         let operations = OperationStore()

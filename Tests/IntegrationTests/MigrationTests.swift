@@ -213,5 +213,58 @@ extension Integration {
         #expect(try submit.newFailures(of: .submit, on: database).isEmpty, "failed in authorize, not submit")
         #expect(try authorize.newFailures(of: .authorize, on: database).isEmpty, "each failure counted once")
     }
+
+    /// Migration 25 on a database made before it: operations stored under every processor's names keep their values,
+    /// the new CHECKs accept any name of the stored shape (a new connector's) and refuse others, exactly as
+    /// ``StoredRequestName/fits(_:)`` decides in Swift.
+    @Test func requestNamesAreCheckedByShapeAfterAnUpgrade() throws {
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        try connection.simpleQuery("DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
+        let before = PayPipeSchema.migrations.filter { $0.version < 25 }
+        _ = try Migrator(migrations: before, lockKey: PayPipeSchema.migrationLockKey).apply(on: connection)
+        try connection.query("INSERT INTO merchants (id) VALUES ('m1')")
+        let payment = try OperationStoreTests.authorizedPayment(reset: false, on: connection)
+        guard case .finished(let void) = try OperationStoreTests.run(OperationStoreTests.request(.void, "v1", payment: payment), on: connection) else {
+            throw TestFailure("the void did not finish")
+        }
+        let old = ["TRANSACTIONQUERY", "REFUND", "CAPTURE", "REVERSAL", "QUERY"]
+        for name in old {
+            try connection.query("INSERT INTO operation_attempts (operation_id, request_type, state) VALUES ($1, $2, 'completed')", [void.id, name])
+        }
+        func stored() throws -> [String] {
+            try connection.query("SELECT request_type FROM operation_attempts WHERE operation_id = $1 ORDER BY id", [void.id])
+                .map { try $0.decode("request_type", as: String.self) }
+        }
+        let storedBefore = try stored()
+        #expect(storedBefore == ["TRANSACTIONUPDATE"] + old)
+        #expect(try connection.query("SELECT request_type FROM payment_operations WHERE id = $1", [void.id])[0]
+            .decode("request_type", as: String?.self) == "TRANSACTIONUPDATE")
+
+        #expect(try Migrator(migrations: PayPipeSchema.migrations, lockKey: PayPipeSchema.migrationLockKey).apply(on: connection) == [25])
+        #expect(try stored() == storedBefore)
+
+        let names = ["AUTHORIZATION_CANCEL", "lower_capture", "Q", String(repeating: "N", count: StoredRequestName.maxLength),
+                     "", "9A", "_A", "A B", "A-B", "A'B", "É", String(repeating: "N", count: StoredRequestName.maxLength + 1)]
+        for name in names {
+            let accepted: Bool
+            do {
+                try connection.transaction {
+                    try $0.query("INSERT INTO operation_attempts (operation_id, request_type, state) VALUES ($1, $2, 'completed')", [void.id, name])
+                    try $0.query("UPDATE payment_operations SET request_type = $2 WHERE id = $1", [void.id, name])
+                    throw Undo()
+                }
+                accepted = false
+            } catch is Undo {
+                accepted = true
+            } catch {
+                accepted = false
+            }
+            #expect(accepted == StoredRequestName.fits(name), "\(name): the database and StoredRequestName agree")
+        }
+        #expect(try stored() == storedBefore)
+    }
+
+    private struct Undo: Error {}
 }
 }

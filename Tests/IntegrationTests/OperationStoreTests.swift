@@ -87,6 +87,33 @@ extension Integration {
     /// Migration 9: the lifecycle trigger runs once on a payment's way to `authorized` (when it starts the lifecycle)
     /// and once per lifecycle change, not for the status changes before, which it could only pass through. Counted by
     /// PostgreSQL's own function statistics for the transaction.
+    /// The AUTH the gateway holds is the last attempt that authorised it or the last status query that found it
+    /// (`found`, or `stale_found` for an attempt no longer current); a query that found nothing, or an uncertain AUTH,
+    /// changes nothing. Queries are told by their outcome, not by a processor's request name.
+    @Test func theGatewayFactsAreTheLastAuthorisationOrTheQueryThatFoundIt() throws {
+        let connection = try TestServices.database()
+        defer { connection.close() }
+        let payment = try Self.authorizedPayment(on: connection)
+        func reference() throws -> String? { try OperationStore().gatewayFacts(paymentId: payment, on: connection)?.transactionReference }
+        func attempt(_ type: String, _ outcome: String, _ reference: String?) throws {
+            try connection.query(
+                """
+                INSERT INTO gateway_attempts (payment_id, order_reference, request_type, state, outcome, transaction_reference, finished_at)
+                VALUES ($1, 'o-j1', $2, 'completed', $3, $4, now())
+                """, [payment, type, outcome, reference])
+        }
+        #expect(try reference() == "9-9-j1")
+        try attempt("AUTH", "uncertain", nil)
+        try attempt("TRANSACTIONQUERY", "found", "9-9-found")
+        #expect(try reference() == "9-9-found")
+        try attempt("TRANSACTIONQUERY", "not_found", nil)
+        try attempt("TRANSACTIONQUERY", "stale_found", "9-9-stale")
+        #expect(try reference() == "9-9-stale")
+        try attempt("TRANSACTIONQUERY", "inconclusive", "9-9-ignored")
+        try attempt("AUTH", "declined", "9-9-declined")
+        #expect(try reference() == "9-9-stale")
+    }
+
     @Test func theLifecycleTriggerRunsOnlyWhereTheLifecycleCanChange() throws {
         let connection = try TestServices.database()
         defer { connection.close() }

@@ -18,7 +18,7 @@ import Testing
 
     static func operation(
         _ request: GatewayOperation = capture, state: OperationStore.State = .requested, before: MoneyLifecycle? = authorized,
-        effect: MoneyLifecycle = captured, kind: OperationRequest.Kind = .capture, updatedSettleStatus: SettleStatus? = nil
+        effect: MoneyLifecycle = captured, kind: OperationRequest.Kind = .capture, updatedSettleStatus: SettlementState? = nil
     ) -> OperationStore.Operation {
         OperationStore.Operation(
             id: 41, merchantId: "m", operationId: "op-1", paymentId: payment, kind: kind, requestedBy: .merchant, contentHash: [1],

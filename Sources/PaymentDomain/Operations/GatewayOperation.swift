@@ -38,7 +38,7 @@ public enum GatewayOperation: Sendable, Equatable, Hashable {
     /// The settle status and amount to settle the request sets, at a processor whose operations update the payment's
     /// settlement (``OperationProtocol/Transport/Operations/settlementUpdates``); nil for a refund, which is a
     /// transaction of its own. A nil status leaves the status as it is, a nil amount the amount.
-    public var settlementUpdate: (settleStatus: SettleStatus?, settleAmount: Int64?)? {
+    public var settlementUpdate: (settleStatus: SettlementState?, settleAmount: Int64?)? {
         switch self {
         case .capture(_, let amount): (.pendingSettlement, amount)
         case .void: (.cancelled, nil)

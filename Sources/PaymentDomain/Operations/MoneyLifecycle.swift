@@ -4,12 +4,12 @@ import Foundation
 /// `authorized`). Only operations change it (docs/operations-lifecycle.md):
 ///
 ///     authorized ──capture(amount)──▶ captured(amount) ──settlement──▶ settled ──refund──▶ partially_refunded | refunded
-///         │                              │   ▲ refund before settlement: a lower settlebaseamount
+///         │                              │   ▲ refund before settlement: a lower amount to settle
 ///         └──────────void────────────────┴───┴──▶ voided
 public enum LifecycleStatus: String, Sendable, CaseIterable, Hashable {
-    /// Manual capture: authorised and suspended at the gateway (settle status 2); nothing is captured yet.
+    /// Manual capture: authorised and suspended (held) at the gateway; nothing is captured yet.
     case authorized
-    /// Released for settlement (settle status 0) for ``MoneyLifecycle/capturedAmount``. An automatic-capture payment
+    /// Released for settlement for ``MoneyLifecycle/capturedAmount``. An automatic-capture payment
     /// starts here, captured in full by its AUTH.
     case captured
     case settled
@@ -48,44 +48,37 @@ public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
     case automatic, manual
 }
 
-/// The settle status of the AUTH at a processor whose operations are settlement updates
+/// Where an AUTH's settlement stands at a processor whose operations are settlement updates
 /// (``OperationProtocol/Transport/Operations/settlementUpdates``), as last learnt (its answer, its status query, an
-/// update): 0 pending settlement, 1 pending (manual override), 2 suspended, 3 cancelled, 10 settling, 100 settled, the
-/// wire values its connector reads and sends (docs/connectors.md cites them).
-public enum SettleStatus: Sendable, Hashable {
+/// update): pending settlement, pending with a manual override, suspended (held), cancelled, settling, settled. A
+/// connector maps its processor's values to these in its folder; the stores keep them under their stored codes
+/// (`SettlementState.storedCode`, beside `PaymentStore` in the Pipeline module).
+public enum SettlementState: Sendable, Hashable, CustomStringConvertible {
     case pendingSettlement, pendingManualSettlement, suspended, cancelled, settling, settled
-    /// Any other value: nothing is decided on it until a query tells more.
+    /// A value the processor reported that none of the above is: nothing is decided on it until a query tells more.
     case other(String)
 
-    public init(_ text: String) {
-        switch text {
-        case "0": self = .pendingSettlement
-        case "1": self = .pendingManualSettlement
-        case "2": self = .suspended
-        case "3": self = .cancelled
-        case "10": self = .settling
-        case "100": self = .settled
-        default: self = .other(text)
-        }
-    }
+    /// The states with a name of their own (every case but ``other(_:)``).
+    public static let named: [SettlementState] = [.pendingSettlement, .pendingManualSettlement, .suspended, .cancelled, .settling, .settled]
 
-    public var wireValue: String {
-        switch self {
-        case .pendingSettlement: "0"
-        case .pendingManualSettlement: "1"
-        case .suspended: "2"
-        case .cancelled: "3"
-        case .settling: "10"
-        case .settled: "100"
-        case .other(let text): text
-        }
-    }
-
-    /// An update changes an AUTH only while its settle status is 0, 1 or 2 (docs/connectors.md).
+    /// An update changes an AUTH only while it is pending or suspended (docs/connectors.md).
     public var isUpdatable: Bool {
         switch self {
         case .pendingSettlement, .pendingManualSettlement, .suspended: true
         case .cancelled, .settling, .settled, .other: false
+        }
+    }
+
+    /// The state in reasons and logs.
+    public var description: String {
+        switch self {
+        case .pendingSettlement: "pending settlement"
+        case .pendingManualSettlement: "pending settlement (manual)"
+        case .suspended: "suspended"
+        case .cancelled: "cancelled"
+        case .settling: "settling"
+        case .settled: "settled"
+        case .other(let text): "unknown (\(text))"
         }
     }
 }
@@ -96,10 +89,10 @@ public struct MoneyLifecycle: Sendable, Equatable, Hashable {
     public var captureMode: CaptureMode
     /// The AUTH's amount: nothing is ever captured beyond it.
     public var authorizedAmount: Int64
-    /// The amount released for settlement (the AUTH's `settlebaseamount`): 0 before a manual capture, lowered by
+    /// The amount released for settlement (the AUTH's amount to settle): 0 before a manual capture, lowered by
     /// refunds before settlement, 0 once voided.
     public var capturedAmount: Int64
-    /// The sum of succeeded REFUNDs (only after settlement).
+    /// The sum of succeeded refunds (only after settlement).
     public var refundedAmount: Int64
     /// `captureWithin` after the authorisation: an uncaptured manual authorisation is voided after it.
     public var captureDeadline: Date?

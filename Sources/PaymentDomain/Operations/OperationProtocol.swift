@@ -8,11 +8,12 @@ import Foundation
 /// The rules it enforces:
 /// - an `operationId` is used once per merchant: the same content again is the earlier operation (never a second
 ///   gateway call), other content is a conflict;
-/// - operations need the `webservices` transport (whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed);
+/// - operations need a transport that takes them (``Transport/Operations/refused(reason:lateVoid:)`` says why not);
 /// - one operation of a payment at a time: an open one's amount is unknown until it is reconciled;
 /// - one capture per authorisation, never above the authorised amount; refunds never above what is refundable;
-/// - a TRANSACTIONUPDATE only while the AUTH's settle status is 0, 1 or 2, a REFUND only once it is settled (100);
-///   a refund before settlement is a void (all of it) or a lower `settlebaseamount` (part of it).
+/// - at a settlement-updates processor, an update only while the AUTH is pending or suspended
+///   (``SettlementState/isUpdatable``), a refund only once it is settled; a refund before settlement is a void (all
+///   of it) or a lower amount to settle (part of it).
 public struct OperationProtocol: Sendable, Equatable {
     public init() {}
 
@@ -22,7 +23,7 @@ public struct OperationProtocol: Sendable, Equatable {
     public struct Transport: Sendable, Hashable {
         /// What an operation is at the processor.
         public enum Operations: Sendable, Hashable {
-            /// Capture and void update the AUTH's settle status (a TRANSACTIONUPDATE); a refund is a REFUND of the settled
+            /// Capture and void update the AUTH's settlement state (a settlement update); a refund is a new transaction of the settled
             /// AUTH, whose lost answer no query can find.
             case settlementUpdates
             /// The processor's own capture, reversal and refund of its payment, each found again by its status query.
@@ -118,9 +119,9 @@ public struct OperationProtocol: Sendable, Equatable {
     /// What the gateway is known to hold for the payment's AUTH.
     public struct GatewayFacts: Sendable, Equatable, Hashable {
         public var transactionReference: String
-        public var settleStatus: SettleStatus
+        public var settleStatus: SettlementState
 
-        public init(transactionReference: String, settleStatus: SettleStatus) {
+        public init(transactionReference: String, settleStatus: SettlementState) {
             self.transactionReference = transactionReference
             self.settleStatus = settleStatus
         }
@@ -232,7 +233,7 @@ public struct OperationProtocol: Sendable, Equatable {
             return connectorDecision(request, lifecycle, gateway, transport: snapshot.transport, now: snapshot.now)
         }
         if gateway.settleStatus == .cancelled {
-            return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled (settle status 3)")
+            return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled")
         }
         // The settlement poll may not have recorded a settlement the gateway already reported.
         var current = lifecycle
@@ -240,10 +241,10 @@ public struct OperationProtocol: Sendable, Equatable {
         // Settlement is only ever learnt from the gateway; a settled record it now contradicts is not acted on.
         if current.status.isSettled, gateway.settleStatus != .settled {
             if case .other(let text) = gateway.settleStatus {
-                return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+                return .wait(code: "gateway_settlestatus_unknown", reason: "unknown settlement state \(text): reconciled by a status query first")
             }
             return .refuse(code: "lifecycle_inconsistent",
-                           reason: "the payment is \(current.status.rawValue) but the gateway reports settle status \(gateway.settleStatus.wireValue)")
+                           reason: "the payment is \(current.status.rawValue) but the gateway reports its settlement \(gateway.settleStatus)")
         }
         switch request.kind {
         case .capture: return capture(request.amount, current, gateway, now: snapshot.now)
@@ -301,7 +302,7 @@ public struct OperationProtocol: Sendable, Equatable {
             return .refuse(code: "payment_settled", reason: "the payment is \(lifecycle.status.rawValue): refund it instead")
         }
         if gateway.settleStatus == .settling {
-            return .refuse(code: "payment_settled", reason: "settlement is in progress (settle status 10): refund it once settled")
+            return .refuse(code: "payment_settled", reason: "settlement is in progress: refund it once settled")
         }
         if let wait = unlessUpdatable(gateway, forSettled: nil) { return wait }
         return .send(voidUpdate(gateway), effect: voidEffect(lifecycle))
@@ -313,9 +314,9 @@ public struct OperationProtocol: Sendable, Equatable {
             // Refused whatever the gateway holds (``refundRefusal(_:)`` has a refusal for each).
             return refundRefusal(lifecycle)!
         case .captured:
-            // Not settled: the gateway refuses a REFUND, so the captured amount is lowered, or all of it voided.
+            // Not settled: the gateway refuses a refund, so the captured amount is lowered, or all of it voided.
             if gateway.settleStatus == .settling {
-                return .wait(code: "awaiting_settlement", reason: "settlement is in progress (settle status 10): the refund waits for it")
+                return .wait(code: "awaiting_settlement", reason: "settlement is in progress: the refund waits for it")
             }
             let refunded = amount ?? lifecycle.capturedAmount
             guard refunded <= lifecycle.capturedAmount else {
@@ -328,13 +329,13 @@ public struct OperationProtocol: Sendable, Equatable {
             return .send(.lowerCapture(transactionReference: gateway.transactionReference, amount: after.capturedAmount),
                          effect: Effect(lifecycle: after, event: .captured, amount: after.capturedAmount))
         case .settled, .partiallyRefunded:
-            // baseamount always: a REFUND without one refunds an amount no source states for a parent whose
-            // settlebaseamount was lowered, and reconciling a lost REFUND answer matches on it.
+            // The amount always: a refund without one refunds an amount no source states for a parent whose amount
+            // to settle was lowered, and reconciling a lost refund answer matches on it.
             return refundSettled(amount, lifecycle, gateway)
         }
     }
 
-    /// A refund of a settled payment (after settlement, any connector): at most what is left, a REFUND of its amount.
+    /// A refund of a settled payment (after settlement, any connector): at most what is left, a refund of its amount.
     private func refundSettled(_ amount: Int64?, _ lifecycle: MoneyLifecycle, _ gateway: GatewayFacts) -> Decision {
         let refundable = lifecycle.refundable
         let refunded = amount ?? refundable
@@ -392,19 +393,19 @@ public struct OperationProtocol: Sendable, Equatable {
         }
     }
 
-    /// Nil when a TRANSACTIONUPDATE may be sent; otherwise what to do instead.
+    /// Nil when a settlement update may be sent; otherwise what to do instead.
     private func unlessUpdatable(_ gateway: GatewayFacts, forSettled inconsistency: String?) -> Decision? {
         switch gateway.settleStatus {
         case .pendingSettlement, .pendingManualSettlement, .suspended:
             return nil
         case .other(let text):
-            return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+            return .wait(code: "gateway_settlestatus_unknown", reason: "unknown settlement state \(text): reconciled by a status query first")
         case .settling:
-            return .wait(code: "awaiting_settlement", reason: "settlement is in progress (settle status 10)")
+            return .wait(code: "awaiting_settlement", reason: "settlement is in progress")
         case .settled:
             return .refuse(code: "lifecycle_inconsistent", reason: inconsistency ?? "the gateway reports the AUTH settled")
         case .cancelled:
-            return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled (settle status 3)")
+            return .refuse(code: "authorization_cancelled", reason: "the gateway reports the AUTH cancelled")
         }
     }
 
@@ -453,13 +454,13 @@ public struct OperationProtocol: Sendable, Equatable {
 // MARK: Reconciling a lost answer
 
 extension OperationProtocol {
-    /// The AUTH as a TRANSACTIONQUERY by its `transactionreference` returned it.
+    /// The AUTH as its processor's status query by its transaction reference returned it.
     public struct QueriedAuth: Sendable, Equatable, Hashable {
-        public var settleStatus: SettleStatus
-        /// `settlebaseamount` when the record carries one.
+        public var settleStatus: SettlementState
+        /// The amount to settle, when the record carries one.
         public var settleBaseAmount: Int64?
 
-        public init(settleStatus: SettleStatus, settleBaseAmount: Int64?) {
+        public init(settleStatus: SettlementState, settleBaseAmount: Int64?) {
             self.settleStatus = settleStatus
             self.settleBaseAmount = settleBaseAmount
         }
@@ -484,8 +485,8 @@ extension OperationProtocol {
     }
 
     /// What a status query says about `operation`, sent from lifecycle `before` with `effect` expected, whose answer
-    /// was lost. Only a TRANSACTIONUPDATE can be reconciled this way: the AUTH's own `settlestatus` and
-    /// `settlebaseamount` show whether it took effect. A REFUND is a new transaction, and no source confirms a query
+    /// was lost. Only a settlement update can be reconciled this way: the AUTH's own settlement state and amount to
+    /// settle show whether it took effect. A refund is a new transaction, and no source confirms a query
     /// filter that finds it by its parent (docs/connectors.md): it is never resent automatically.
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, queried: QueriedAuth?) -> Reconciliation {
         guard let (settle, base) = operation.settlementUpdate else {
@@ -498,9 +499,9 @@ extension OperationProtocol {
         if case .other(let text) = queried.settleStatus {
             return .inconclusive(code: "reconciliation_inconclusive", reason: "settle status \(text)")
         }
-        // The AUTH's settlebaseamount before the update: the authorised amount until a capture lowered it.
+        // The AUTH's amount to settle before the update: the authorised amount until a capture lowered it.
         let previousAmount = before.status == .authorized ? before.authorizedAmount : before.capturedAmount
-        let state = "settle status \(queried.settleStatus.wireValue), settlebaseamount \(queried.settleBaseAmount.map(String.init) ?? "absent")"
+        let state = "settlement \(queried.settleStatus), settlebaseamount \(queried.settleBaseAmount.map(String.init) ?? "absent")"
         func unexpected() -> Reconciliation {
             .review(code: "operation_state_unexpected", reason: "the AUTH is neither as before nor as after the update: \(state)")
         }
@@ -510,7 +511,7 @@ extension OperationProtocol {
             return queried.settleStatus.isUpdatable ? .notApplied : unexpected()
         case .pendingSettlement?:
             // A capture: suspended → released (and settling or settled since), at the captured amount when one was sent.
-            let released: Set<SettleStatus> = [.pendingSettlement, .settling, .settled]
+            let released: Set<SettlementState> = [.pendingSettlement, .settling, .settled]
             let amountBefore = queried.settleBaseAmount.map { $0 == previousAmount } ?? true
             // Still suspended: the release did not happen. Were only the amount applied, sending the same absolute
             // values again sets nothing new.
@@ -522,7 +523,7 @@ extension OperationProtocol {
             if released.contains(queried.settleStatus), amountAfter { return .tookEffect }
             return unexpected()
         case nil:
-            // A lower settlebaseamount alone (a refund before settlement).
+            // A lower amount to settle alone (a refund before settlement).
             guard let base, let amount = queried.settleBaseAmount else {
                 return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
             }
@@ -590,7 +591,7 @@ extension OperationProtocol {
     }
 
     /// Whether a lost answer to `operation` may be reconciled by a query (else it goes to review at once, never
-    /// resent). A settlement-updates processor's REFUND cannot: no source confirms a filter that finds a REFUND by its
+    /// resent). A settlement-updates processor's refund cannot: no source confirms a filter that finds a refund by its
     /// parent. Processor operations can (``reconcile(_:before:effect:evidence:)``), a refund only ever to "took effect"
     /// or review.
     public func reconcilable(_ operation: GatewayOperation, transport: Transport) -> Bool {
@@ -709,9 +710,9 @@ extension OperationProtocol {
         case .cancelled:
             return .alreadyCancelled
         case .settling, .settled:
-            return .review(code: "late_authorization", reason: "the late AUTH settled (settle status \(gateway.settleStatus.wireValue)): a refund is due")
+            return .review(code: "late_authorization", reason: "the late AUTH settled (\(gateway.settleStatus)): a refund is due")
         case .other(let text):
-            return .wait(code: "gateway_settlestatus_unknown", reason: "settle status \(text): reconciled by TRANSACTIONQUERY first")
+            return .wait(code: "gateway_settlestatus_unknown", reason: "unknown settlement state \(text): reconciled by a status query first")
         case .pendingSettlement, .pendingManualSettlement, .suspended:
             if case .refused(_, let lateVoid) = transport.operations {
                 return .review(code: "late_authorization", reason: "the late AUTH cannot be voided automatically: \(lateVoid)")

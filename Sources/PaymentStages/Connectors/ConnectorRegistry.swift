@@ -99,6 +99,22 @@ public enum ConnectorRegistry {
         all.lazy.compactMap { $0.plugin.jobMismatch(job, connector: connector) }.first
     }
 
+    /// Every request name a connector declares for its operations and status query (``ConnectorPlugin/operationTransports``),
+    /// as `operation_attempts` and `payment_operations` store them.
+    public static let requestNames: Set<String> = Set(all.flatMap { registration in
+        registration.plugin.operationTransports.flatMap { transport in
+            let names = transport.requestNames
+            return [names.capture, names.void, names.lowerCapture, names.hold, names.refund, names.query]
+        }
+    })
+
+    /// The stored request names of status queries: how an operation's query attempts are told from its request attempts,
+    /// whichever connector made them.
+    public static let queryRequestNames: Set<String> = Set(all.flatMap { $0.plugin.operationTransports.map(\.requestNames.query) })
+
+    /// The transport of a merchant without gateway settings: the ``fallback`` connector's first.
+    public static var fallbackOperationTransport: OperationProtocol.Transport { registration(fallback).plugin.operationTransports[0] }
+
     /// Every connector's keys holding card data or secrets in its stored requests (``ClaimsRedactor``).
     public static var sensitiveKeys: Set<String> { all.reduce(into: []) { $0.formUnion($1.plugin.sensitiveKeys) } }
     /// The keys among them that hold a PAN (shown with its last four digits).

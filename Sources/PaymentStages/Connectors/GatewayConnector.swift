@@ -318,6 +318,11 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     static var sensitiveKeys: Set<String> { get }
     /// Those of them holding a PAN.
     static var panKeys: Set<String> { get }
+
+    /// Every operation transport its merchants may have (``OperationConnector/operationTransport(_:)`` returns one of
+    /// them), the first for a merchant without gateway settings: what the registry learns the stored request names
+    /// from (``ConnectorRegistry/requestNames``), so no shared code spells them.
+    static var operationTransports: [OperationProtocol.Transport] { get }
 }
 
 extension ConnectorPlugin {

@@ -15,7 +15,7 @@ import Postgres
 public struct OperationSteps: Sendable {
     public let store = OperationStore()
     public let rules = OperationProtocol()
-    /// Inconclusive status queries of a lost TRANSACTIONUPDATE answer before the operation goes to review.
+    /// Inconclusive status queries of a lost answer before the operation goes to review.
     public var maxInconclusiveQueries: Int
 
     public init(maxInconclusiveQueries: Int = 3) {
@@ -26,7 +26,7 @@ public struct OperationSteps: Sendable {
     public enum Plan: Sendable, Equatable {
         /// Send `request` for the attempt just committed.
         case send(OperationStore.Operation, attempt: Int64, request: GatewayOperation)
-        /// The answer of an earlier attempt was lost: query the AUTH (`TRANSACTIONQUERY` by its transaction reference),
+        /// The answer of an earlier attempt was lost: query the AUTH (its connector's status query, by its transaction reference),
         /// recorded as attempt `attempt`, then ``settle(_:queries:actor:clock:on:)``.
         case query(OperationStore.Operation, attempt: Int64, transactionReference: String)
         /// The operation is finished (now or earlier): report it (again).
@@ -394,7 +394,7 @@ public struct OperationSteps: Sendable {
     }
 
     /// The rule of a resumed operation, on its attempts and the batch's clock: a request open before its
-    /// reconciliation time waits; one known not sent is sent again; a lost answer is queried first (a lost REFUND goes
+    /// reconciliation time waits; one known not sent is sent again; a lost answer is queried first (a lost refund goes
     /// to review, never resent; so does an operation after `maxInconclusiveQueries` inconclusive queries).
     public static func resumption(
         of request: GatewayOperation, attempts: [OperationStore.Attempt], reconcilable: Bool, maxInconclusiveQueries: Int, clock: BatchClock
@@ -411,7 +411,7 @@ public struct OperationSteps: Sendable {
             return .review(code: "operation_state_unexpected", reason: "a requested operation whose last attempt completed")
         case .sending, .uncertain:
             guard reconcilable else {
-                return .review(code: "refund_outcome_unknown", reason: "REFUND attempt \(last.id): answer lost, never resent automatically")
+                return .review(code: "refund_outcome_unknown", reason: "refund attempt \(last.id): answer lost, never resent automatically")
             }
             let inconclusive = attempts.filter { isQuery($0.requestType) && $0.id > last.id && $0.outcome == "inconclusive" }.count
             if inconclusive >= maxInconclusiveQueries {
@@ -428,8 +428,8 @@ public struct OperationSteps: Sendable {
         attempt.reconcileAfter.map(clock.local)
     }
 
-    /// The status query reconciling a lost answer, as its attempt is recorded: a settlement-updates processor's
-    /// TRANSACTIONQUERY of the AUTH, or a processor's own status query (`QUERY`, its connector's, docs/connectors.md).
+    /// The status query reconciling a lost answer, as its attempt is recorded: the name its connector declares
+    /// (``OperationProtocol/Transport/RequestNames/query``, docs/connectors.md).
     static func queryType(_ transport: OperationProtocol.Transport) -> String { transport.requestNames.query }
 
     /// How `request` is stored for a merchant of `transport`: under its processor's name, as a settlement update or not.
@@ -437,11 +437,12 @@ public struct OperationSteps: Sendable {
         OperationStore.StoredForm(requestType: transport.requestNames.name(of: request), updatesSettlement: transport.operations == .settlementUpdates)
     }
 
-    static func isQuery(_ requestType: String) -> Bool { requestType == "TRANSACTIONQUERY" || requestType == "QUERY" }
+    /// Whether an attempt is a status query, by the name it was stored under: a query name some connector declares.
+    static func isQuery(_ requestType: String) -> Bool { ConnectorRegistry.queryRequestNames.contains(requestType) }
 
     /// What the gateway said to an operation's request.
     public enum Answer: Sendable, Equatable {
-        /// Error code 0: it took effect. `transactionReference`: a REFUND's own.
+        /// Error code 0: it took effect. `transactionReference`: a refund's own.
         case confirmed(transactionReference: String?)
         /// Refused (a non-zero error code, `gateway_<errorcode>`, or a local refusal before any call): nothing changed
         /// at the gateway; the operation fails with `code`.
@@ -464,7 +465,7 @@ public struct OperationSteps: Sendable {
     /// Records the answer to `attempt` and ends the operation when it is final. Locks the payment first. A round of one
     /// (``settle(_:actor:clock:on:)``).
     public func settle(
-        _ operation: OperationStore.Operation, attempt: Int64, answer: Answer, transport: OperationProtocol.Transport = .webservices, actor: String,
+        _ operation: OperationStore.Operation, attempt: Int64, answer: Answer, transport: OperationProtocol.Transport = ConnectorRegistry.fallbackOperationTransport, actor: String,
         clock: BatchClock? = nil, on transaction: PostgresConnection
     ) throws -> Settled {
         try settle([Answering(operation: operation, attempt: attempt, answer: answer, transport: transport)], actor: actor, clock: clock,
@@ -588,7 +589,7 @@ public struct OperationSteps: Sendable {
             decision.attempt = (answering.attempt, .init(state: .uncertain, outcome: "uncertain", errorCode: code, errorMessage: reason))
             guard let request = current.request, rules.reconcilable(request, transport: answering.transport) else {
                 decision.ending = .init(operation: current.id, state: .needsReview, code: "refund_outcome_unknown",
-                                        reason: "REFUND answer lost (\(code)): never resent automatically")
+                                        reason: "refund answer lost (\(code)): never resent automatically")
                 decision.outcome = .review
                 return decision
             }
@@ -648,7 +649,7 @@ public struct OperationSteps: Sendable {
         return try store.load(endings.map(\.operation), on: transaction)
     }
 
-    /// Records a status query of the AUTH for a lost TRANSACTIONUPDATE answer and acts on what it shows: took effect
+    /// Records a status query of the AUTH for a lost answer and acts on what it shows: took effect
     /// (the operation succeeds, never resent), not applied (the last attempt becomes `not_sent`: a new one may send),
     /// inconclusive (query again later, then review), or review.
     public func reconciled(
@@ -696,7 +697,7 @@ public struct OperationSteps: Sendable {
         case .review: "review"
         }
         var decision = Decision(operation: current.id, attempt: (querying.query, .init(
-            state: .completed, outcome: outcome, errorCode: verdict.code, settleStatus: queried?.settleStatus.wireValue,
+            state: .completed, outcome: outcome, errorCode: verdict.code, settleStatus: queried?.settleStatus.storedCode,
             settleBaseAmount: queried?.settleBaseAmount)), outcome: .finished)
         let lost = attempts.last { $0.id != querying.query && !Self.isQuery($0.requestType) && ($0.state == .sending || $0.state == .uncertain) }
         switch verdict {

@@ -74,7 +74,7 @@ public enum OperationUpkeep {
     /// What an answer writes (``applying(_:money:)`` decides the statements).
     public enum Write: Sendable, Equatable {
         /// The AUTH's settle status as now known, with no lifecycle change (the suspension).
-        case settleStatus(UUID, SettleStatus)
+        case settleStatus(UUID, SettlementState)
         /// A settlement query's answer: `captured → settled` when settled, else kept as the last learnt status.
         case learnt(UUID, OperationProtocol.QueriedAuth)
         /// Queried, nothing came back: checked again after the poll interval.
@@ -139,7 +139,7 @@ public enum OperationUpkeep {
         /// A payment stamped checked, with the settle status learnt (nil: nothing learnt).
         public struct Learnt: Sendable, Equatable {
             public var paymentId: UUID
-            public var settleStatus: SettleStatus?
+            public var settleStatus: SettlementState?
         }
     }
 

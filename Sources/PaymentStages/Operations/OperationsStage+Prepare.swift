@@ -149,7 +149,7 @@ extension OperationsStage {
 
     /// How the protocol reaches the merchant's gateway, as its connector says (``OperationConnector/operationTransport(_:)``).
     func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
-        guard let gateway = merchant.config.gateway else { return .webservices }
+        guard let gateway = merchant.config.gateway else { return ConnectorRegistry.fallbackOperationTransport }
         return connectors.connector(gateway.connector).operationTransport(gateway)
     }
 

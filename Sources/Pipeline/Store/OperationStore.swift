@@ -19,7 +19,7 @@ public struct OperationStore: Sendable {
 
     public enum State: String, Sendable, Hashable, CaseIterable {
         case requested, succeeded, failed
-        /// A lost answer no query can settle (a REFUND's), or a gateway state neither before nor after: a person
+        /// A lost answer no query can settle (a refund's, at a processor whose refund no query finds), or a gateway state neither before nor after: a person
         /// decides; the payment takes no other operation meanwhile.
         case needsReview = "needs_review"
 
@@ -42,10 +42,10 @@ public struct OperationStore: Sendable {
         /// What the processor calls ``request``, as stored (its connector's name, ``OperationProtocol/Transport/RequestNames``).
         public var requestType: String? = nil
         /// The settle status ``request`` sets, stored for a processor whose operations update the payment's settlement.
-        public var updatedSettleStatus: SettleStatus? = nil
+        public var updatedSettleStatus: SettlementState? = nil
         public let before: MoneyLifecycle?
         public let effect: OperationProtocol.Effect?
-        /// A REFUND's own transaction reference, once answered.
+        /// A refund's own transaction reference, once answered.
         public let gatewayReference: String?
         public let errorCode: String?
         public let errorMessage: String?
@@ -120,7 +120,7 @@ public struct OperationStore: Sendable {
             kind: kind, requestedBy: try decoded("requested_by", as: Requester.self),
             contentHash: try row.decode("content_hash", as: [UInt8].self), amount: try row.decode("amount_minor", as: Int64?.self),
             state: try decoded("state", as: State.self), request: request, requestType: requestType,
-            updatedSettleStatus: try row.decode("update_settle_status", as: String?.self).map(SettleStatus.init), before: try lifecycle("before"), effect: effect,
+            updatedSettleStatus: try row.decode("update_settle_status", as: String?.self).map(SettlementState.init(storedCode:)), before: try lifecycle("before"), effect: effect,
             gatewayReference: try row.decode("gateway_reference", as: String?.self), errorCode: try row.decode("error_code", as: String?.self),
             errorMessage: try row.decode("error_message", as: String?.self), createdAt: try row.decode("created_at", as: Date.self),
             finishedAt: try row.decode("finished_at", as: Date?.self))
@@ -215,7 +215,9 @@ public struct OperationStore: Sendable {
 
     /// The AUTH the gateway holds for a payment: its transaction reference and settle status as last learnt (the
     /// payment's recorded settle status, else the answer of the AUTH attempt, or of the status query, that found it
-    /// authorised, or the late answer kept as evidence for an attempt that was no longer current).
+    /// authorised, or the late answer kept as evidence for an attempt that was no longer current). A status query is told
+    /// from an AUTH by its outcome: `found` and `stale_found` are written for status queries only (an AUTH's outcome is a
+    /// ``GatewayOutcome``), so no processor's request name is needed here.
     public func gatewayFacts(paymentId: UUID, on connection: PostgresConnection) throws -> OperationProtocol.GatewayFacts? {
         try gatewayFacts(paymentIds: [paymentId], on: connection)[paymentId]
     }
@@ -230,7 +232,7 @@ public struct OperationStore: Sendable {
             JOIN LATERAL (SELECT CASE WHEN late THEN late_transaction_reference ELSE transaction_reference END AS transaction_reference,
                                  CASE WHEN late THEN late_settle_status ELSE settle_status END AS settle_status
                           FROM (SELECT *, NOT (transaction_reference IS NOT NULL
-                                               AND (outcome = 'authorized' OR (request_type = 'TRANSACTIONQUERY' AND outcome IN ('found', 'stale_found'))))
+                                               AND outcome IN ('authorized', 'found', 'stale_found'))
                                           AS late
                                 FROM gateway_attempts WHERE payment_id = p.id) g
                           WHERE NOT late OR (late_outcome = 'authorized' AND late_transaction_reference IS NOT NULL)
@@ -241,7 +243,7 @@ public struct OperationStore: Sendable {
         for row in rows {
             guard let reference = try row.decode("transaction_reference", as: String?.self) else { continue }
             facts[try row.decode("id", as: UUID.self)] = OperationProtocol.GatewayFacts(
-                transactionReference: reference, settleStatus: SettleStatus(try row.decode("settle_status", as: String?.self) ?? ""))
+                transactionReference: reference, settleStatus: SettlementState(storedCode: try row.decode("settle_status", as: String?.self) ?? ""))
         }
         return facts
     }
@@ -362,7 +364,7 @@ public struct OperationStore: Sendable {
             var (refund, capture): (Int64?, Int64?) = (nil, nil)
             if case .refund(_, let amount) = send { refund = amount }
             if case .capture(_, let amount) = send, update == nil { capture = amount }
-            return (send.targetReference, update?.settleStatus?.wireValue, update?.settleAmount, refund, capture)
+            return (send.targetReference, update?.settleStatus?.storedCode, update?.settleAmount, refund, capture)
         }
     }
 
@@ -422,7 +424,7 @@ public struct OperationStore: Sendable {
     }
 
     /// A new `sending` attempt of an operation still `requested` whose last attempt is known not to have reached the
-    /// gateway (`not_sent`), or a status query (`TRANSACTIONQUERY`) of one whose answer was lost.
+    /// gateway (`not_sent`), or a status query (its connector's) of one whose answer was lost.
     public func beginAttempt(_ operationId: Int64, requestType: String, timing: SendTiming?, on connection: PostgresConnection) throws -> Int64? {
         try beginAttempts([NewAttempt(operation: operationId, requestType: requestType, timing: timing)], on: connection)[0]
     }
@@ -595,7 +597,7 @@ public struct OperationStore: Sendable {
     /// operation is `succeeded`. False when the operation or the payment was not in the expected state (nothing written).
     /// The caller holds the payment's row lock.
     public func succeed(
-        _ operation: Operation, gatewayReference: String?, settleStatus: SettleStatus?, actor: String, on connection: PostgresConnection
+        _ operation: Operation, gatewayReference: String?, settleStatus: SettlementState?, actor: String, on connection: PostgresConnection
     ) throws -> Bool {
         guard operation.state == .requested, let paymentId = operation.paymentId, let effect = operation.effect else { return false }
         if let before = operation.before {

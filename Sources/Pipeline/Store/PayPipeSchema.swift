@@ -22,6 +22,7 @@ public enum PayPipeSchema {
         Migration(version: 15, name: "payments keep their trace context", sql: traceContext),
         Migration(version: 16, name: "Apple merchant-token notifications", sql: merchantTokenEvents),
         Migration(version: 18, name: "credential events for merchants (outbox)", sql: credentialEvents),
+        Migration(version: 25, name: "request names checked by shape, not by processor", sql: neutralRequestNames),
     ]
 
     /// Advisory-lock key for migrations (ASCII "paypipe" as an integer), shared by every PayPipe process.

@@ -94,7 +94,7 @@ extension PaymentStore {
     public struct MoneyState: Sendable, Equatable {
         public let status: PaymentStatus
         public let lifecycle: MoneyLifecycle?
-        public let settleStatus: SettleStatus?
+        public let settleStatus: SettlementState?
     }
 
     static func money(row: PostgresRow) throws -> MoneyState {
@@ -102,7 +102,7 @@ extension PaymentStore {
         guard let status = PaymentStatus(rawValue: statusText) else {
             throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
         }
-        let settle = try row.decode("settle_status", as: String?.self).map(SettleStatus.init)
+        let settle = try row.decode("settle_status", as: String?.self).map(SettlementState.init(storedCode:))
         guard let lifecycleText = try row.decode("lifecycle", as: String?.self) else {
             return MoneyState(status: status, lifecycle: nil, settleStatus: settle)
         }
@@ -138,7 +138,7 @@ extension PaymentStore {
     /// another state (a race or a stale decision: nothing written).
     @discardableResult
     public func changeLifecycle(
-        _ paymentId: UUID, _ change: CheckedLifecycleChange, settleStatus: SettleStatus?, actor: String, operationId: String?,
+        _ paymentId: UUID, _ change: CheckedLifecycleChange, settleStatus: SettlementState?, actor: String, operationId: String?,
         detail: String?, on connection: PostgresConnection
     ) throws -> Bool {
         let changing = LifecycleChanging(paymentId: paymentId, change: change, settleStatus: settleStatus, operationId: operationId, detail: detail)
@@ -147,7 +147,7 @@ extension PaymentStore {
 
     /// What a settlement query (or a suspension) learnt of one payment: the settle status now known, or nil when the
     /// query found nothing to learn (the record was not returned).
-    public typealias SettleStatusLearnt = (paymentId: UUID, settleStatus: SettleStatus?)
+    public typealias SettleStatusLearnt = (paymentId: UUID, settleStatus: SettlementState?)
 
     /// Records what settlement queries learnt, in one statement: each payment is stamped checked; a settle status
     /// learnt is kept on a payment still `authorized` (without a lifecycle change: see ``changeLifecycles(_:actor:on:)``
@@ -160,7 +160,7 @@ extension PaymentStore {
             FROM unnest($1::uuid[], $2::text[]) AS i(id, settle_status)
             WHERE p.id = i.id AND (i.settle_status IS NULL OR p.status = $3)
             """,
-            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map { $0.settleStatus?.wireValue }), PaymentStatus.authorized.rawValue])
+            [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map { $0.settleStatus?.storedCode }), PaymentStatus.authorized.rawValue])
     }
 }
 
@@ -193,11 +193,11 @@ extension PaymentStore {
         public let paymentId: UUID
         public let change: CheckedLifecycleChange
         /// The settle status now known, if the change brings one.
-        public let settleStatus: SettleStatus?
+        public let settleStatus: SettlementState?
         public let operationId: String?
         public let detail: String?
 
-        public init(paymentId: UUID, change: CheckedLifecycleChange, settleStatus: SettleStatus?, operationId: String?, detail: String?) {
+        public init(paymentId: UUID, change: CheckedLifecycleChange, settleStatus: SettlementState?, operationId: String?, detail: String?) {
             (self.paymentId, self.change, self.settleStatus, self.operationId, self.detail) = (paymentId, change, settleStatus, operationId, detail)
         }
     }
@@ -229,8 +229,31 @@ extension PaymentStore {
             [PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map(\.change.from.status.rawValue)),
              PostgresArray(rows.map(\.change.from.capturedAmount)), PostgresArray(rows.map(\.change.from.refundedAmount)),
              PostgresArray(rows.map(\.change.to.status.rawValue)), PostgresArray(rows.map(\.change.to.capturedAmount)),
-             PostgresArray(rows.map(\.change.to.refundedAmount)), PostgresArray(rows.map { $0.settleStatus?.wireValue }),
+             PostgresArray(rows.map(\.change.to.refundedAmount)), PostgresArray(rows.map { $0.settleStatus?.storedCode }),
              PostgresArray(rows.map(\.operationId)), PostgresArray(rows.map(\.detail)), PaymentStatus.authorized.rawValue, actor])
         return Set(try updated.map { try $0.decode("id", as: UUID.self) })
+    }
+}
+
+/// How a ``SettlementState`` is stored (`payments.settle_status`, `gateway_attempts.settle_status`,
+/// `operation_attempts.settle_status`, `payment_operations.update_settle_status`) and shown (`paypipe payment show`'s
+/// `settleStatus`): by these codes, the values stored since operations began. `gateway_attempts.settle_status` holds
+/// what the processor answered as it answered it, and is read with the same table, so the connector that records such
+/// an answer maps its processor's values exactly to these codes (its folder's test pins every value).
+extension SettlementState {
+    public init(storedCode: String) {
+        self = Self.named.first { $0.storedCode == storedCode } ?? .other(storedCode)
+    }
+
+    public var storedCode: String {
+        switch self {
+        case .pendingSettlement: "0"
+        case .pendingManualSettlement: "1"
+        case .suspended: "2"
+        case .cancelled: "3"
+        case .settling: "10"
+        case .settled: "100"
+        case .other(let text): text
+        }
     }
 }

@@ -81,7 +81,7 @@ import Testing
         case .failure(let failure): "failure \(failure.code)"
         case .success(.payment(nil)): "no record"
         case .success(.payment(let shown?)) where shown.isCaptured == nil && shown.refundedAmount == nil:
-            "settlement \(shown.settlement.map { $0.settleStatus.wireValue } ?? "-") \(shown.settlement?.settleBaseAmount.map(String.init) ?? "-")"
+            "settlement \(shown.settlement.map { $0.settleStatus.trustPaymentsValue } ?? "-") \(shown.settlement?.settleBaseAmount.map(String.init) ?? "-")"
         case .success(let other): "\(other)"
         }
         #expect(shown == expected)

@@ -35,6 +35,38 @@ import Testing
         }
     }
 
+    /// The request names operations store are what the connectors declare: the names stored before stay, each fits the
+    /// database's shape (``StoredRequestName``, migration 25), and a status query is told from a request by the names
+    /// alone, whichever connector's attempts are read.
+    @Test func storedRequestNamesAreTheConnectorsDeclaredNames() {
+        #expect(ConnectorRegistry.queryRequestNames == ["TRANSACTIONQUERY", "QUERY"])
+        #expect(ConnectorRegistry.requestNames.isSuperset(of: ["TRANSACTIONUPDATE", "REFUND", "TRANSACTIONQUERY", "CAPTURE", "REVERSAL", "QUERY"]))
+        for name in ConnectorRegistry.requestNames {
+            #expect(StoredRequestName.fits(name), "\(name) fits the stored shape")
+        }
+        for registration in ConnectorRegistry.all {
+            #expect(!registration.plugin.operationTransports.isEmpty, "\(registration.kind.rawValue) declares its operation transports")
+            for transport in registration.plugin.operationTransports {
+                let names = transport.requestNames
+                #expect(OperationSteps.isQuery(names.query))
+                for request in [names.capture, names.void, names.lowerCapture, names.hold, names.refund] {
+                    #expect(!OperationSteps.isQuery(request), "\(request) of \(transport.name) is not read as a status query")
+                }
+            }
+        }
+        // A merchant without gateway settings is judged as before: by the fallback connector's first transport.
+        #expect(ConnectorRegistry.fallbackOperationTransport == .webservices)
+    }
+
+    @Test func theStoredRequestNameShape() {
+        for name in ["AUTH", "TRANSACTIONQUERY", "lower_capture", "A", "x9_", String(repeating: "N", count: StoredRequestName.maxLength)] {
+            #expect(StoredRequestName.fits(name), "\(name)")
+        }
+        for name in ["", "9A", "_A", "A B", "A-B", "A'B", "É", String(repeating: "N", count: StoredRequestName.maxLength + 1)] {
+            #expect(!StoredRequestName.fits(name), "\(name)")
+        }
+    }
+
     @Test func capabilitiesTable() {
         let table = Dictionary(uniqueKeysWithValues: ConnectorKind.allCases.map { ($0, $0.capabilities) })
         #expect(table[.trustPayments] == ConnectorCapabilities(

@@ -6,6 +6,7 @@ import Pipeline
 /// endpoint (the `entityId` as the account, the bearer token as the secret) and its stored form.
 extension OPPConnector: ConnectorPlugin {
     public static var kind: ConnectorKind { .opp }
+    public static var operationTransports: [OperationProtocol.Transport] { [.opp] }
 
     public static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> OPPConnector {
         OPPConnector(http: settings.http, transport: settings.transport)

@@ -6,6 +6,7 @@ import Pipeline
 /// its endpoint (the `merchant_id` as the account, the partner key as the secret) and its Pay-by-Prime body.
 extension TapPayConnector: ConnectorPlugin {
     public static var kind: ConnectorKind { .tapPay }
+    public static var operationTransports: [OperationProtocol.Transport] { [.tapPay] }
 
     /// No void API was found in TapPay's documents: voids fail `operation_not_supported`. Deferred amounts: an Apple Pay
     /// deferred-payment prime lives 30 days and "payment amount is set by Pay by Prime" [doc: TapPay Apple Pay guide].

@@ -90,7 +90,7 @@ extension TrustPaymentsClient {
         for record in item["records"]?.arrayValue ?? [] where record["requesttypedescription"]?.stringValue == "AUTH" {
             guard let reference = record["transactionreference"]?.stringValue, wanted.contains(reference),
                   let settle = record["settlestatus"]?.stringValue else { continue }
-            found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettleStatus(settle),
+            found[reference] = OperationProtocol.QueriedAuth(settleStatus: SettlementState(trustPayments: settle),
                                                              settleBaseAmount: record["settlebaseamount"]?.stringValue.flatMap { Int64($0) })
         }
         return .success(found)

@@ -1,5 +1,6 @@
 import JSON
 import PaymentDomain
+import Pipeline
 
 /// Trust Payments' form of an operation (trustpayments.md §8): a Webservices request object, to which the transport
 /// adds the envelope (`alias`, `version`, `requestreference`). Its operations are TRANSACTIONUPDATEs of the AUTH and
@@ -25,7 +26,7 @@ extension GatewayOperation {
             (key: "transactionreference", value: .array([.object([(key: "value", value: .string(targetReference))])])),
         ])
         let updates = JSONValue.object(omittingAbsent: [
-            ("settlestatus", settleStatus.map { .string($0.wireValue) }),
+            ("settlestatus", settleStatus.map { .string($0.trustPaymentsValue) }),
             ("settlebaseamount", settleBaseAmount.map { .string(String($0)) }),
         ])
         return .object([
@@ -41,4 +42,15 @@ extension GatewayOperation {
 extension OperationProtocol.Transport.RequestNames {
     public static let trustPayments = Self(capture: "TRANSACTIONUPDATE", void: "TRANSACTIONUPDATE", lowerCapture: "TRANSACTIONUPDATE",
                                            hold: "TRANSACTIONUPDATE", refund: "REFUND", query: "TRANSACTIONQUERY")
+}
+
+/// Trust Payments' `settlestatus` values (trustpayments.md §8, docs/connectors.md cites them): 0 pending settlement,
+/// 1 pending (manual override), 2 suspended, 3 cancelled, 10 settling, 100 settled. They are the stored codes
+/// (``SettlementState/storedCode``) by construction: its answers' `settlestatus` has always been stored as received
+/// (`gateway_attempts.settle_status`) and read back as a stored code, so one table serves both, and
+/// `TrustPaymentsSettleStatusTests` pins each of its values to its state.
+extension SettlementState {
+    public init(trustPayments value: String) { self.init(storedCode: value) }
+
+    public var trustPaymentsValue: String { storedCode }
 }

@@ -7,6 +7,9 @@ import Pipeline
 extension TrustPaymentsClient: ConnectorPlugin {
     public static var kind: ConnectorKind { .trustPayments }
 
+    /// `webservices` first: the operations of a merchant without gateway settings were always judged by its rules.
+    public static var operationTransports: [OperationProtocol.Transport] { [.webservices, .jwt] }
+
     /// The pool's HTTP settings for the `jwt` transport; the `webservices` transport's from its two variables.
     public static func make(_ settings: ConnectorWorkerSettings) throws(ConfigurationError) -> TrustPaymentsClient {
         TrustPaymentsClient(http: settings.http, transport: settings.transport, webservices: try WebservicesTransport(settings.environment))
