@@ -11,6 +11,7 @@ import Postgres
 /// `scripts/services rabbitmqctl add_vhost` (no restart) if it does not exist.
 struct NotifyHarness {
     static let vhost = "paypipe_notify_test"
+    static let retryDelays = "300ms"
     static let secret = "whsec_" + Data((1...32).map { UInt8($0) }).base64EncodedString()
 
     let databaseName = "paypipe_notify_\(UUID().uuidString.prefix(8).lowercased())"
@@ -41,7 +42,7 @@ struct NotifyHarness {
 
         configuration = try WorkerConfiguration(stage: .notify, environment: EnvironmentReader([
             "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": amqpURL, "PAYPIPE_DATABASE_URL": databaseURL,
-            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
+            "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": Self.retryDelays,
             "PAYPIPE_MAX_RETRIES": String(maxRetries), "PAYPIPE_PREFETCH": "20", "PAYPIPE_CONCURRENCY": String(concurrency), "PAYPIPE_BATCH_SIZE": "5",
             "PAYPIPE_HEARTBEAT_SECONDS": "4", "PAYPIPE_RECONCILE_INTERVAL": "0", "PAYPIPE_SHUTDOWN_TIMEOUT": "20s",
         ].merging(extra) { $1 }))
@@ -164,10 +165,13 @@ struct NotifyHarness {
         return StageMessage(paymentId: id, merchantId: merchantId, jobId: jobId)
     }
 
-    /// Runs `paypipe ARGS` against this harness's database and vhost.
+    /// Runs `paypipe ARGS` against this harness's database and vhost, with the harness's retry delays: the CLI's
+    /// topology (`paypipe stats` checks every retry queue) must be the one `init` declared, not the default one, which
+    /// this vhost holds only if another test happened to declare it first.
     func paypipe(_ arguments: [String]) throws -> ChildProcess.Output {
         try ChildProcess.runCapturingOutput(PipelineProcesses.binary("paypipe"), arguments, environment: [
             "PAYPIPE_ENV": "sandbox", "PAYPIPE_DATABASE_URL": databaseURL, "PAYPIPE_AMQP_URL": amqpURL,
+            "PAYPIPE_RETRY_DELAYS": Self.retryDelays,
         ])
     }
 
