@@ -3,9 +3,25 @@ import Pipeline
 import Postgres
 
 /// The notify stage's part of ``Pipeline/PaymentStore``'s set-based statements, kept with the stage that runs them (the
-/// holds, their release, the webhook replay's requeue, the delivered payments marked done). `PaymentStore` stays the one
-/// writer of `payments` and `payment_events`.
+/// delivered payments marked done, one or a batch, the retry hold, the holds for good and their release, the webhook
+/// replay's requeue). `PaymentStore` stays the one writer of `payments` and `payment_events`.
 extension PaymentStore {
+    /// Marks a terminal payment as fully handled (notification done): it leaves every queue for good.
+    /// With `deliveredStatus`, only while the payment still has the status that was delivered: an operator who resolved
+    /// a `needs_review` payment while its webhook was in flight has queued the new status, which must still go out.
+    public func markDone(_ paymentId: UUID, deliveredStatus: String? = nil, on connection: PostgresConnection) throws {
+        try connection.query(
+            "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
+            [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
+    }
+
+    /// Keeps the reconciler away from a `notify` payment until `seconds` from now (its next webhook attempt's time).
+    public func holdForRetry(_ paymentId: UUID, seconds: Double, on connection: PostgresConnection) throws {
+        try connection.query(
+            "UPDATE payments SET redriven_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1 AND stage = $3",
+            [paymentId, seconds, PaymentStage.notify.rawValue])
+    }
+
     /// Holds `notify` payments for good (`redriven_at = 'infinity'`, which the reconciler never re-drives).
     public func holdIndefinitely(_ paymentIds: [UUID], on connection: PostgresConnection) throws {
         guard !paymentIds.isEmpty else { return }

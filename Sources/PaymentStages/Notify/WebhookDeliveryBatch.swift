@@ -4,7 +4,7 @@ import Postgres
 
 /// The set-based form of phase 3 of ``NotifyStage`` for its common case, a batch of answered webhooks: one statement
 /// (the store's batch `PaymentStore.markDone`) records every attempt in `webhook_deliveries` and marks every payment
-/// done, where the per-message path spends two statements per payment (``WebhookDeliveryStore/record(_:event:on:)`` and ``Pipeline/PaymentStore/markDone(_:on:)``).
+/// done, where the per-message path spends two statements per payment (``WebhookDeliveryStore/record(_:event:on:)`` and ``Pipeline/PaymentStore/markDone(_:deliveredStatus:on:)``).
 ///
 /// It writes exactly what those two write (same columns and values; `done` guarded by `stage = 'notify'` and by the
 /// status the event delivered), but only

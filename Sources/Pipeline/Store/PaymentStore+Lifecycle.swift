@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// ``PaymentStore``'s statements on a payment's later life, outside the stages' batches: one payment read and moved
-/// at a time (the CLI, a failure recorded alone, notify's marks on a payment it handled), and the money lifecycle of
+/// at a time (the CLI, a failure recorded alone), and the money lifecycle of
 /// authorised payments (operations and the settlement poll).
 extension PaymentStore {
     /// Outcome of a guarded transition.
@@ -61,22 +61,6 @@ extension PaymentStore {
                            errorCode: failure.code, detail: failure.reason, on: connection)
         }
         return payment.message
-    }
-
-    /// Marks a terminal payment as fully handled (notification done): it leaves every queue for good.
-    /// With `deliveredStatus`, only while the payment still has the status that was delivered: an operator who resolved
-    /// a `needs_review` payment while its webhook was in flight has queued the new status, which must still go out.
-    public func markDone(_ paymentId: UUID, deliveredStatus: String? = nil, on connection: PostgresConnection) throws {
-        try connection.query(
-            "UPDATE payments SET stage = $3, updated_at = clock_timestamp() WHERE id = $1 AND stage = $4 AND ($2::text IS NULL OR status = $2)",
-            [paymentId, deliveredStatus, PaymentStage.done.rawValue, PaymentStage.notify.rawValue])
-    }
-
-    /// Keeps the reconciler away from a `notify` payment until `seconds` from now (its next webhook attempt's time).
-    public func holdForRetry(_ paymentId: UUID, seconds: Double, on connection: PostgresConnection) throws {
-        try connection.query(
-            "UPDATE payments SET redriven_at = clock_timestamp() + make_interval(secs => $2) WHERE id = $1 AND stage = $3",
-            [paymentId, seconds, PaymentStage.notify.rawValue])
     }
 }
 
