@@ -2,7 +2,7 @@
 ///
 /// The cases are shaped around the one question a payment pipeline must answer after a failure: *could the server
 /// have received (and acted on) the request?* `requestMayHaveBeenSent == false` means retrying cannot duplicate the
-/// operation; `true` means the outcome is unknown and must be queried (e.g. TRANSACTIONQUERY) before any resend.
+/// operation; `true` means the outcome is unknown and must be queried (the processor's status query) before any resend.
 public enum HTTPClientError: Error, Sendable, CustomStringConvertible {
     /// The request was rejected locally (bad method, URL or header); nothing was sent.
     case invalidRequest(String)

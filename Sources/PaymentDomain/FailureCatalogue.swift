@@ -76,7 +76,7 @@ public enum FailureCatalogue {
         FailureCode("merchant_not_configured", [.paymentFailed], origin: "authorize",
                     "the merchant's gateway settings are missing or invalid (type, site reference, JWT username or secret)"),
         FailureCode("invalid_request_types", [.paymentFailed], origin: "authorize",
-                    "request types other than `[\"AUTH\"]` or `[\"THREEDQUERY\",\"AUTH\"]`"),
+                    "request types other than a sequence the merchant's connector supports (its request types, docs/connectors.md)"),
         FailureCode("invalid_currency", [.paymentFailed], origin: "authorize",
                     "no currency, an unknown one, or (merchant-decrypts) one differing from the token's"),
         FailureCode("invalid_amount", [.paymentFailed], origin: "authorize",
@@ -91,7 +91,7 @@ public enum FailureCatalogue {
 
     static let submit: [FailureCode] = [
         FailureCode("gateway_<errorcode>", [.paymentDeclined, .paymentFailed, .operationFailed], origin: "submit, operations",
-                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md. a connector's code keeps its own form (dotted result codes: `gateway_800.100.151`; numeric statuses: `gateway_121`), docs/connectors.md; an operation the gateway refused (e.g. 20012 a REFUND of an unsettled parent, 60017 not updatable)"),
+                    "the gateway's answer, by its error code: declined (e.g. 70000) or failed (e.g. 30000–30999, 10300); docs/submit.md. a connector's code keeps its own form (dotted result codes: `gateway_800.100.151`; numeric statuses: `gateway_121`), docs/connectors.md; an operation the gateway refused (e.g. 20012 a refund of an unsettled parent, 60017 not updatable)"),
         FailureCode("gateway_test_mode", [.needsReview], origin: "submit",
                     "the gateway answered a test-mode success outside sandbox (a connector that marks test results, docs/connectors.md): the merchant's account is a test channel"),
         FailureCode("gateway_query_ambiguous", [.needsReview], origin: "submit",
@@ -132,7 +132,7 @@ public enum FailureCatalogue {
     /// Capture, void and refund (docs/operations-lifecycle.md). Refusals leave the payment's money unchanged.
     static let operations: [FailureCode] = [
         FailureCode("operation_not_supported", [.operationFailed], origin: "operations",
-                    "the merchant's transport is `jwt`: whether `/jwt/` accepts TRANSACTIONUPDATE and REFUND is unconfirmed, so operations need `webservices`; or its processor has no such API (one without a void takes neither a void nor the `captureWithin` expiry void; docs/connectors.md)"),
+                    "the merchant's transport is `jwt`: whether its `/jwt/` endpoint accepts updates and refunds is unconfirmed, so operations need `webservices`; or its processor has no such API (one without a void takes neither a void nor the `captureWithin` expiry void; docs/connectors.md)"),
         FailureCode("partial_capture_not_supported", [.operationFailed], origin: "operations",
                     "a capture of less than the authorisation at a processor that captures in full only (docs/connectors.md): capture it all, then refund part"),
         FailureCode("operation_conflict", [.deadLettered], origin: "operations",

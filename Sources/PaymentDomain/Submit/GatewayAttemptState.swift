@@ -4,7 +4,7 @@ public enum GatewayAttemptState: String, Sendable {
     /// between sending and recording, so the gateway must be queried before anything is resent.
     case sending
     case completed
-    /// Sent, but no trustworthy answer: to be resolved by TRANSACTIONQUERY.
+    /// Sent, but no trustworthy answer: to be resolved by the connector's status query.
     case uncertain
     /// Known not to have been processed: the request may be sent again.
     case notSent = "not_sent"

@@ -6,8 +6,9 @@
 public enum AuthorizeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No gateway configuration, an unsupported gateway type, or an empty site reference, JWT username or secret.
     case merchantNotConfigured(String)
-    /// The merchant's request types are not one of the supported sequences.
-    case invalidRequestTypes([String])
+    /// The merchant's request types are not one of the sequences its connector supports (`supported`, as the
+    /// connector declares them).
+    case invalidRequestTypes([String], supported: [[String]])
     /// Not an ISO 4217 alpha-3 code PayPipe knows, or not the currency the token was issued for.
     case invalidCurrency(String)
     /// Missing, not positive, too large for `baseamount`, or not the amount the token was issued for.
@@ -35,8 +36,8 @@ public enum AuthorizeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .merchantNotConfigured(let reason), .invalidCurrency(let reason), .invalidAmount(let reason),
             .cardDataMissing(let reason), .invalidCardData(let reason):
             reason
-        case .invalidRequestTypes(let types):
-            "request types \(types) are not supported; use [\"AUTH\"] or [\"THREEDQUERY\", \"AUTH\"]"
+        case .invalidRequestTypes(let types, let supported):
+            "request types \(types) are not supported; use \(supported.map { "\($0)" }.joined(separator: " or "))"
         }
     }
 

@@ -10,7 +10,7 @@ extension PaymentStore {
     public struct PreparedRequest: Sendable {
         public let paymentId: UUID
         public let orderReference: String
-        /// Validated tokens (`AUTH`, `THREEDQUERY`), so a comma list per row is a safe array transport.
+        /// Validated tokens (the connector's request types, letters only), so a comma list per row is a safe array transport.
         public let requestTypes: [String]
         public let sealed: DataVault.SealedBox
 

@@ -112,6 +112,13 @@ public enum ConnectorRegistry {
     /// whichever connector made them.
     public static let queryRequestNames: Set<String> = Set(all.flatMap { $0.plugin.operationTransports.map(\.requestNames.query) })
 
+    /// The `gateway_attempts.request_type` stored for every connector's AUTH status query (submit's reconciliation),
+    /// whichever connector made it. It is the ``fallback`` connector's status-query name because rows were written
+    /// with it before there were other connectors, and submit tells its queries from AUTH attempts by this value
+    /// (`PaymentStore+Submit`, `SubmitPlanStatement`): a stored constant, kept as existing rows hold it
+    /// (``ConnectorRegistryTests`` pins it).
+    public static let authStatusQueryRequestType: String = fallbackOperationTransport.requestNames.query
+
     /// The transport of a merchant without gateway settings: the ``fallback`` connector's first.
     public static var fallbackOperationTransport: OperationProtocol.Transport { registration(fallback).plugin.operationTransports[0] }
 

@@ -71,7 +71,7 @@ public struct MerchantDocument: Codable, Sendable, Equatable {
         /// The connector `type` names (``ConnectorRegistry/fallback`` for a type no connector claims: the authorize stage refuses it).
         public var connector: ConnectorKind { ConnectorKind(gatewayType: type) ?? ConnectorRegistry.fallback }
         /// `automatic` (absent: the behaviour before operations existed) or `manual`: the AUTH is suspended
-        /// (settlestatus 2) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.
+        /// (held in its connector's terms) until a capture (docs/operations-lifecycle.md); a job's `captureMode` overrides it.
         public var captureMode: String?
         /// With `manual`: an ISO 8601 duration after which an uncaptured authorisation is voided (``CapturePolicy``).
         public var captureWithin: String?

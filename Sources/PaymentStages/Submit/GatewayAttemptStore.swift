@@ -3,9 +3,11 @@ import Pipeline
 import Postgres
 
 /// SQL for `gateway_attempts`. Stateless; callers own the transactions. The request type column tells AUTH
-/// attempts (`AUTH`, `THREEDQUERY,AUTH`) from the status queries made to reconcile them (`TRANSACTIONQUERY`).
+/// attempts (the connector's request types, comma-joined) from the status queries made to reconcile them
+/// (``queryRequestType``).
 public struct GatewayAttemptStore: Sendable {
-    public static let queryRequestType = "TRANSACTIONQUERY"
+    /// The stored request type of every connector's AUTH status query (``ConnectorRegistry/authStatusQueryRequestType``).
+    public static let queryRequestType = ConnectorRegistry.authStatusQueryRequestType
 
     /// Raised when an attempt that was read as open under the payment's row lock could not be settled: a bug (or a
     /// writer that bypassed the lock), never bad input; the transaction rolls back.
@@ -111,7 +113,7 @@ public struct GatewayAttemptStore: Sendable {
         }
     }
 
-    /// Records one TRANSACTIONQUERY and its verdict (`found`, `not_found`, `inconclusive`) as a completed attempt.
+    /// Records one status query and its verdict (`found`, `not_found`, `inconclusive`) as a completed attempt.
     /// A query answered for an attempt that is no longer current is kept as `stale_<verdict>`, so that it never
     /// counts towards the confirmations or the query budget of a newer attempt. One statement: the query is
     /// recorded after its answer, so its row is written complete.

@@ -121,7 +121,7 @@ extension PaymentStore {
                       SELECT 1 FROM gateway_attempts a
                       WHERE a.id = i.attempt_id AND a.payment_id = i.payment_id AND a.state IN ('sending', 'uncertain')
                         AND NOT EXISTS (SELECT 1 FROM gateway_attempts b
-                                        WHERE b.payment_id = a.payment_id AND b.id > a.id AND b.request_type <> 'TRANSACTIONQUERY'))
+                                        WHERE b.payment_id = a.payment_id AND b.id > a.id AND b.request_type <> $19))
                 RETURNING p.id, p.merchant_id, p.job_id, i.n, i.to_status, i.to_stage, i.error_code, i.detail),
             attempts AS (
                 UPDATE gateway_attempts a SET state = $16, outcome = i.outcome, error_code = i.attempt_error_code,
@@ -145,6 +145,7 @@ extension PaymentStore {
                 PostgresArray(answers.map(\.settleStatus)), PostgresArray(answers.map(\.acquirerResponseCode)),
                 PostgresArray(answers.map(\.authCode)), PostgresArray(answers.map(\.maskedPan)),
                 from.rawValue, attemptState, actor, PostgresArray(answers.map(\.settleDueDate)),
+                GatewayAttemptStore.queryRequestType,
             ])
         var ended = [StageMessage?](repeating: nil, count: endings.count)
         let completed = try rows.first.map { try $0.decode("settled", as: Int64.self) == Int64(rows.count) } ?? true

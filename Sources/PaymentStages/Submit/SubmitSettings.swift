@@ -5,7 +5,7 @@ public struct SubmitSettings: Sendable, Equatable {
     /// Added to the client's total timeout before an unanswered AUTH is queried: an AUTH may still be in flight
     /// (in the gateway or at the acquirer) for a while after our side gave up.
     public var reconcileGrace: Double
-    /// Inconclusive TRANSACTIONQUERY answers tolerated before the payment goes to `needs_review`.
+    /// Inconclusive status-query answers tolerated before the payment goes to `needs_review`.
     public var maxInconclusiveQueries: Int
     /// Seconds after the payment was first received after which no AUTH is sent any more (`deadline_exceeded`).
     public var paymentDeadline: Double

@@ -14,7 +14,7 @@ import Postgres
 ///    by the `payments_terminal_purge` trigger).
 /// 3. A payment found `submitting` (a redelivery after a crash, or after an uncertain answer) is never sent again
 ///    blindly: once the attempt's reconciliation time has passed on the database clock (its send deadline, after
-///    which the send gate never lets its bytes leave, plus the total timeout and a margin), a TRANSACTIONQUERY by the
+///    which the send gate never lets its bytes leave, plus the total timeout and a margin), the connector's status query by the
 ///    attempt's own per-payment reference decides. A matching AUTH is adopted; only a confirmed "no such
 ///    transaction" lets the AUTH be resent (`submitting → prepared`); too many inconclusive queries end in
 ///    `needs_review`. Only the payment's current attempt is ever settled.

@@ -58,6 +58,14 @@ import Testing
         #expect(ConnectorRegistry.fallbackOperationTransport == .webservices)
     }
 
+    /// Submit stores every connector's AUTH status query under the one request type existing `gateway_attempts` rows
+    /// hold, and tells queries from AUTH attempts by it: the value read through the registry is that stored value.
+    @Test func authStatusQueriesKeepTheirStoredRequestType() {
+        #expect(ConnectorRegistry.authStatusQueryRequestType == "TRANSACTIONQUERY")
+        #expect(GatewayAttemptStore.queryRequestType == ConnectorRegistry.authStatusQueryRequestType)
+        #expect(StoredRequestName.fits(GatewayAttemptStore.queryRequestType))
+    }
+
     @Test func theStoredRequestNameShape() {
         for name in ["AUTH", "TRANSACTIONQUERY", "lower_capture", "A", "x9_", String(repeating: "N", count: StoredRequestName.maxLength)] {
             #expect(StoredRequestName.fits(name), "\(name)")

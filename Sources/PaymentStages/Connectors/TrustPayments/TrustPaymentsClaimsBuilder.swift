@@ -174,7 +174,7 @@ public enum TrustPaymentsClaimsBuilder {
             throw .merchantNotConfigured("the gateway \(password) is not configured")
         }
         guard supportedRequestTypes.contains(gateway.requestTypes) else {
-            throw .invalidRequestTypes(gateway.requestTypes)
+            throw .invalidRequestTypes(gateway.requestTypes, supported: supportedRequestTypes)
         }
         return gateway
     }

@@ -268,6 +268,17 @@ import Testing
         }
     }
 
+    /// The refusal names the sequences the connector declares, in the words stored as `error_message` before the
+    /// authorize stage stopped spelling them itself.
+    @Test func unsupportedRequestTypesNameTheConnectorsSequences() {
+        do {
+            _ = try Self.build(gateway: Self.gateway(requestTypes: ["REFUND"]))
+            Issue.record("REFUND was accepted")
+        } catch {
+            #expect(error.reason == #"request types ["REFUND"] are not supported; use ["AUTH"] or ["THREEDQUERY", "AUTH"]"#)
+        }
+    }
+
     @Test func theValidFixtureIsAccepted() {
         #expect(Self.code { try Self.build() } == "none")
         #expect(Self.code { try Self.build(gateway: Self.gateway(type: "Secure-Trading")) } == "none")
