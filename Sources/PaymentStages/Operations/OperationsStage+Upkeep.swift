@@ -85,13 +85,14 @@ extension OperationsStage {
         try PaymentStore().recordSettleStatuses(applying.learnt.map { ($0.paymentId, $0.settleStatus) }, on: transaction)
     }
 
-    /// Each merchant's configured endpoint (merchants without one are left out: nothing can be sent for them).
+    /// Each merchant's configured endpoint, the pass's merchants looked up once (at most two statements,
+    /// ``MerchantDirectory/lookups(_:on:)``). Merchants without one are left out (nothing can be sent for them), and so
+    /// are unknown ones and those whose configuration cannot be loaded: their payments alone wait for a later pass.
     func endpoints(_ merchants: Set<String>, database: PostgresConnection) throws -> [String: GatewayEndpoint] {
-        var endpoints: [String: GatewayEndpoint] = [:]
-        for merchant in merchants.sorted() {
-            if let entry = try directory.entry(merchant, on: database), let endpoint = Self.endpoint(entry.merchant) { endpoints[merchant] = endpoint }
+        guard !merchants.isEmpty else { return [:] }
+        return try directory.lookups(merchants, on: database).compactMapValues { lookup in
+            if case .found(let entry) = lookup { Self.endpoint(entry.merchant) } else { nil }
         }
-        return endpoints
     }
 
     // MARK: Reads
