@@ -12,8 +12,8 @@ import Postgres
 ///   value, so sending it again (a lost answer, two workers) changes nothing more.
 /// - Settlement is learnt by batched queries: captured payments whose query is due (``SettlementSchedule``: after the
 ///   AUTH's `settleduedate` has passed, then every `PAYPIPE_SETTLEMENT_POLL`; without a due date, one interval after
-///   the capture), one query per merchant for up to 500 of them; settled (100) ones become `settled`, so refunds are
-///   REFUNDs; any other status is recorded as the last learnt.
+///   the capture), one query per merchant for up to 500 of them; settled ones become `settled`, so refunds are
+///   refunds proper, not a lower settle amount; any other status is recorded as the last learnt.
 extension OperationsStage {
     public func upkeep(database: PostgresConnection, logger: Logger) throws {
         let clock = try BatchClock.read(database)
