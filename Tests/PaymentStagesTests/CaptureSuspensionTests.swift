@@ -36,6 +36,8 @@ import TrustPaymentsWire
         #expect(manual.claims["payload"]?[field] == value)
         #expect(manual.claims["payload"]?["settlestatus"] == nil && manual.claims["payload"]?["amount"] == request.claims["payload"]?["amount"])
         #expect(manual.requestTypes == (connector == .opp ? ["PA"] : request.requestTypes))
+        // Their held AUTH is not read as a Trust Payments suspension request (ConnectorPlugin.asksHold).
+        #expect(!CaptureSuspension.asksSuspension(manual) && !ConnectorRegistry.asksHold(manual))
     }
 
     @Test func aSuspendedAnswerIsAuthorisedOnlyWhenAsked() {

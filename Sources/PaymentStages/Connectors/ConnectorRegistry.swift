@@ -94,6 +94,11 @@ public enum ConnectorRegistry {
         all.lazy.compactMap { $0.plugin.credentialData(job, publishedAt: publishedAt) }.first
     }
 
+    /// Whether a stored AUTH request asks its connector's hold for a later capture (``ConnectorPlugin/asksHold(_:)``).
+    public static func asksHold(_ request: GatewayRequest) -> Bool {
+        all.contains { $0.plugin.asksHold(request) }
+    }
+
     /// Why `job` does not fit its merchant's connector (`malformed_token`), or nil.
     public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? {
         all.lazy.compactMap { $0.plugin.jobMismatch(job, connector: connector) }.first

@@ -303,6 +303,8 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// capture rather than captured automatically (``CaptureSuspension``). Every connector declaring
     /// ``ConnectorCapabilities/manualCapture`` must hold it; no default, so a new connector decides.
     static func holdForCapture(_ payload: inout JSONValue, requestTypes: inout [String])
+    /// Whether a stored AUTH request already asks that hold (``CaptureSuspension/asksSuspension(_:)``); false by default.
+    static func asksHold(_ request: GatewayRequest) -> Bool
 
     /// Whether and how it stores credentials for merchant-initiated payments (issue #44): nil for a connector that
     /// cannot (its storing and MIT jobs fail `credential_not_supported` before any call). Its processor's fields are
@@ -336,6 +338,7 @@ extension ConnectorPlugin {
     public static var credentialName: String? { nil }
     public static func credentialData(_ job: PaymentJob, publishedAt: Date) -> StoredPaymentData? { nil }
     public static func jobMismatch(_ job: PaymentJob, connector: ConnectorKind?) -> String? { nil }
+    public static func asksHold(_ request: GatewayRequest) -> Bool { false }
     public static var storedCredentials: StoredCredentialSupport? { nil }
     public static func credentialReferences(of result: GatewayResult) -> [String: String] { result.credentialReferences }
     public static func storesCredential(_ request: GatewayRequest) -> Bool { false }

@@ -17,15 +17,17 @@ public enum CaptureSuspension {
         return GatewayRequest(orderReference: request.orderReference, requestTypes: requestTypes, claims: claims)
     }
 
-    /// Whether `request` asked the AUTH to be suspended.
+    /// Whether `request` asked the AUTH to be suspended, in its connector's terms (``ConnectorPlugin/asksHold(_:)``).
     public static func asksSuspension(_ request: GatewayRequest) -> Bool {
-        request.claims["payload"]?["settlestatus"]?.stringValue == "2"
+        ConnectorRegistry.asksHold(request)
     }
 
-    /// The answer to a suspended AUTH request: settle status 2 is what was asked, so it is authorised (not the
-    /// `gateway_suspended` review an automatic AUTH's suspension is).
+    /// The answer to a suspended AUTH request: ``SettlementState/suspended`` is what was asked, so it is authorised
+    /// (not the `gateway_suspended` review an automatic AUTH's suspension is).
     public static func result(_ result: GatewayResult, asked: Bool) -> GatewayResult {
-        guard asked, result.reason == "gateway_suspended", result.settleStatus == "2" else { return result }
+        guard asked, result.reason == "gateway_suspended", result.settleStatus.map(SettlementState.init(storedCode:)) == .suspended else {
+            return result
+        }
         var authorized = result
         authorized.outcome = .authorized
         authorized.reason = nil

@@ -21,11 +21,18 @@ extension OperationsStage {
                 let now = try clock ?? BatchClock.read(transaction)
                 let store = PaymentStore()
                 var snapshots = try store.deferredSnapshots(requests.map(\.paymentId), on: transaction)
-                let lifetimes = try deferredLifetimes(Set(snapshots.values.map(\.merchantId)), database: transaction)
+                // The batch's merchants, looked up once; one whose configuration cannot be loaded fails its own
+                // completions alone (its lifetime unknown, none is decided).
+                let merchants = try directory.lookups(Set(snapshots.values.map(\.merchantId)), on: transaction)
+                let lifetimes = Self.deferredLifetimes(merchants)
                 var completing: [(id: UUID, amount: Int64)] = [], expiring: [PaymentStore.Failing] = []
                 var results: [Result<StageOutcome, StageFailure>] = []
                 for request in requests {
                     let snapshot = snapshots[request.paymentId]
+                    if let snapshot, case .unavailable(let failure)? = merchants[snapshot.merchantId] {
+                        results.append(.failure(failure))
+                        continue
+                    }
                     // In the payment's trace: authorize's span continues the job's, not the completion's.
                     let message = snapshot.map { $0.message(paymentId: request.paymentId) }
                     switch DeferredAmount.complete(snapshot, merchantId: request.merchantId, amount: request.amount, now: now.database,
@@ -69,7 +76,8 @@ extension OperationsStage {
             let store = PaymentStore()
             let waiting = try store.awaitingAmount(limit: Self.expiryBatch, on: transaction)
             guard !waiting.isEmpty else { return [] }
-            let lifetimes = try deferredLifetimes(Set(waiting.map(\.message.merchantId)), database: transaction)
+            // A merchant not loadable now is left out: its payments wait for a later sweep.
+            let lifetimes = Self.deferredLifetimes(try directory.lookups(Set(waiting.map(\.message.merchantId)), on: transaction))
             let expired = DeferredAmount.expired(waiting, now: clock.database) { lifetimes[$0] }
             let written = try store.fail(
                 try expired.map { try PaymentStore.Failing(paymentId: $0.paymentId, from: .awaitingAmount, rejection: Self.expired) }, on: transaction)
@@ -82,15 +90,13 @@ extension OperationsStage {
     static let expired = Rejection(code: "prime_expired", reason: "the deferred payment's credential outlived its documented lifetime before a completion: nothing sent")
 
     /// How long each merchant's connector keeps a deferred credential (``ConnectorCapabilities/deferredAmountLifetime``);
-    /// merchants whose connector has none are absent.
-    func deferredLifetimes(_ merchants: Set<String>, database: PostgresConnection) throws -> [String: TimeInterval] {
-        var lifetimes: [String: TimeInterval] = [:]
-        for merchant in merchants.sorted() {
-            guard let capabilities = try directory.entry(merchant, on: database)?.merchant.config.gateway?.connector.capabilities,
-                  capabilities.deferredAmount else { continue }
-            lifetimes[merchant] = capabilities.deferredAmountLifetime
+    /// merchants whose connector has none, and those not found or not loadable, are absent.
+    static func deferredLifetimes(_ merchants: [String: MerchantLookup<MerchantDirectory.Entry>]) -> [String: TimeInterval] {
+        merchants.compactMapValues { lookup in
+            guard case .found(let entry) = lookup, let capabilities = entry.merchant.config.gateway?.connector.capabilities,
+                  capabilities.deferredAmount else { return nil }
+            return capabilities.deferredAmountLifetime
         }
-        return lifetimes
     }
 }
 

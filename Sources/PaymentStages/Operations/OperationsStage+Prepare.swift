@@ -14,18 +14,30 @@ extension OperationsStage {
         var requests: [(index: Int, merchant: MerchantStore.Merchant, planning: OperationSteps.Planning)] = []
         var results = [Prepared<Call>?](repeating: nil, count: batch.count)
         var unusable: [OperationStore.Refusal] = []
-        // The message's merchant, or its result when none is configured.
-        func merchant(_ id: String, at index: Int) throws -> MerchantStore.Merchant? {
-            guard let entry = try directory.entry(id, on: transaction) else {
-                results[index] = .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(id) is not configured"))
-                return nil
+        // The round's merchants, looked up once (at most two statements, ``MerchantDirectory/lookups(_:on:)``).
+        let merchants = try directory.lookups(batch.compactMap { message -> String? in
+            switch message {
+            case .request, .reconciled: message.merchantId
+            case .invalid, .completion: nil
             }
-            return entry.merchant
+        }, on: transaction)
+        // The message's merchant, or its result when none is configured or its configuration cannot be loaded (that
+        // merchant's messages fail alone).
+        func merchant(_ id: String, at index: Int) -> MerchantStore.Merchant? {
+            switch merchants[id] ?? .unknown {
+            case .found(let entry):
+                return entry.merchant
+            case .unknown:
+                results[index] = .failed(.unattributable(code: "unknown_merchant", reason: "merchant \(id) is not configured"))
+            case .unavailable(let failure):
+                results[index] = .failed(failure)
+            }
+            return nil
         }
         for (index, message) in batch.enumerated() {
             switch message {
             case .request(let request):
-                guard let merchant = try merchant(request.merchantId, at: index) else { continue }
+                guard let merchant = merchant(request.merchantId, at: index) else { continue }
                 requests.append((index, merchant, OperationSteps.Planning(request: request, transport: transport(merchant), timing: timing(merchant))))
             case .invalid(let kind, let merchantId, let operationId, let reason):
                 // Recorded failed (audit; the id is then taken) and dead-lettered with the reason: with no payment it
@@ -36,7 +48,7 @@ extension OperationsStage {
                                                        paymentId: nil, code: "invalid_job", reason: reason))
                 results[index] = .failed(.unattributable(code: "invalid_job", reason: "operation \(operationId): \(reason)"))
             case .reconciled(let payment):
-                guard let merchant = try merchant(payment.merchantId, at: index) else { continue }
+                guard let merchant = merchant(payment.merchantId, at: index) else { continue }
                 requests.append((index, merchant, .automaticVoid(payment, transport: transport(merchant), timing: timing(merchant))))
             case .completion(let request):
                 // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not

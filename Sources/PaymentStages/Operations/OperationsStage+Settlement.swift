@@ -16,7 +16,10 @@ extension OperationsStage {
         var results = [Result<Void, StageFailure>](repeating: .success(()), count: wave.count)
         let refunds: [Refund], calls: [(index: Int, call: OperationUpkeep.Call)]
         do {
-            refunds = try self.refunds(wave, database: database)
+            let found = try self.refunds(wave, database: database)
+            // A refund whose merchant cannot be loaded fails alone; the others go on.
+            for (index, failure) in found.unavailable { results[index] = .failure(failure) }
+            refunds = found.refunds
             calls = try settlementCalls(refunds, database: database)
         } catch {
             // The wave's reads are shared: every refund that might have needed one is retried.
@@ -49,16 +52,32 @@ extension OperationsStage {
         let needsCurrency: Bool
     }
 
-    private func refunds(_ wave: [Message], database: PostgresConnection) throws -> [Refund] {
-        try wave.enumerated().compactMap { index, message in
-            guard case .request(let request) = message, request.kind == .refund, let entry = try directory.entry(request.merchantId, on: database),
-                  let endpoint = Self.endpoint(entry.merchant) else { return nil }
-            let connector = connectors.connector(endpoint.connector)
-            let capabilities = connector.upkeep(endpoint)
-            guard capabilities.learnsSettlementBeforeRefund else { return nil }
-            return Refund(index: index, request: request, endpoint: endpoint, capabilities: capabilities,
-                          needsCurrency: connector.operationNeeds.contains(.currency))
+    /// The wave's refunds that learn settlement first, their merchants looked up once (at most two statements,
+    /// ``MerchantDirectory/lookups(_:on:)``), and the refunds whose merchant's configuration cannot be loaded, with
+    /// their failure.
+    private func refunds(_ wave: [Message], database: PostgresConnection) throws
+        -> (refunds: [Refund], unavailable: [(index: Int, failure: StageFailure)]) {
+        let requests = wave.enumerated().compactMap { index, message -> (index: Int, request: OperationRequest)? in
+            guard case .request(let request) = message, request.kind == .refund else { return nil }
+            return (index, request)
         }
+        guard !requests.isEmpty else { return ([], []) }
+        let merchants = try directory.lookups(requests.map(\.request.merchantId), on: database)
+        var refunds: [Refund] = [], unavailable: [(index: Int, failure: StageFailure)] = []
+        for (index, request) in requests {
+            switch merchants[request.merchantId] ?? .unknown {
+            case .unavailable(let failure): unavailable.append((index, failure))
+            case .unknown: continue
+            case .found(let entry):
+                guard let endpoint = Self.endpoint(entry.merchant) else { continue }
+                let connector = connectors.connector(endpoint.connector)
+                let capabilities = connector.upkeep(endpoint)
+                guard capabilities.learnsSettlementBeforeRefund else { continue }
+                refunds.append(Refund(index: index, request: request, endpoint: endpoint, capabilities: capabilities,
+                                      needsCurrency: connector.operationNeeds.contains(.currency)))
+            }
+        }
+        return (refunds, unavailable)
     }
 
     /// The settlement queries the wave's refunds need first (``OperationUpkeep/settlementBeforeRefund(_:capabilities:)``),

@@ -12,8 +12,8 @@ import Postgres
 ///   value, so sending it again (a lost answer, two workers) changes nothing more.
 /// - Settlement is learnt by batched queries: captured payments whose query is due (``SettlementSchedule``: after the
 ///   AUTH's `settleduedate` has passed, then every `PAYPIPE_SETTLEMENT_POLL`; without a due date, one interval after
-///   the capture), one query per merchant for up to 500 of them; settled (100) ones become `settled`, so refunds are
-///   REFUNDs; any other status is recorded as the last learnt.
+///   the capture), one query per merchant for up to 500 of them; settled ones become `settled`, so refunds are
+///   refunds proper, not a lower settle amount; any other status is recorded as the last learnt.
 extension OperationsStage {
     public func upkeep(database: PostgresConnection, logger: Logger) throws {
         let clock = try BatchClock.read(database)
@@ -85,13 +85,14 @@ extension OperationsStage {
         try PaymentStore().recordSettleStatuses(applying.learnt.map { ($0.paymentId, $0.settleStatus) }, on: transaction)
     }
 
-    /// Each merchant's configured endpoint (merchants without one are left out: nothing can be sent for them).
+    /// Each merchant's configured endpoint, the pass's merchants looked up once (at most two statements,
+    /// ``MerchantDirectory/lookups(_:on:)``). Merchants without one are left out (nothing can be sent for them), and so
+    /// are unknown ones and those whose configuration cannot be loaded: their payments alone wait for a later pass.
     func endpoints(_ merchants: Set<String>, database: PostgresConnection) throws -> [String: GatewayEndpoint] {
-        var endpoints: [String: GatewayEndpoint] = [:]
-        for merchant in merchants.sorted() {
-            if let entry = try directory.entry(merchant, on: database), let endpoint = Self.endpoint(entry.merchant) { endpoints[merchant] = endpoint }
+        guard !merchants.isEmpty else { return [:] }
+        return try directory.lookups(merchants, on: database).compactMapValues { lookup in
+            if case .found(let entry) = lookup { Self.endpoint(entry.merchant) } else { nil }
         }
-        return endpoints
     }
 
     // MARK: Reads

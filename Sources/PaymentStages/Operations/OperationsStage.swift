@@ -20,7 +20,7 @@ import Postgres
 ///
 /// Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or concurrent
 /// message finds them and resumes instead of sending again; a lost update answer is reconciled by querying the
-/// processor, a lost REFUND answer goes to review and is never resent. Never two messages of one merchant in one round.
+/// processor, a lost refund answer goes to review and is never resent. Never two messages of one merchant in one round.
 public struct OperationsStage: CallingStageHandler {
     public let stage = Stage.operations
     public static let actor = "operations"
