@@ -491,7 +491,7 @@ extension OperationProtocol {
     public func reconcile(_ operation: GatewayOperation, before: MoneyLifecycle, effect: Effect, queried: QueriedAuth?) -> Reconciliation {
         guard let (settle, base) = operation.settlementUpdate else {
             return .review(code: "refund_outcome_unknown",
-                           reason: "a REFUND's answer was lost and no confirmed query finds it: never resent automatically")
+                           reason: "a refund's answer was lost and no confirmed query finds it: never resent automatically")
         }
         guard let queried else {
             return .inconclusive(code: "reconciliation_inconclusive", reason: "the query returned no AUTH record")
@@ -501,7 +501,7 @@ extension OperationProtocol {
         }
         // The AUTH's amount to settle before the update: the authorised amount until a capture lowered it.
         let previousAmount = before.status == .authorized ? before.authorizedAmount : before.capturedAmount
-        let state = "settlement \(queried.settleStatus), settlebaseamount \(queried.settleBaseAmount.map(String.init) ?? "absent")"
+        let state = "settlement \(queried.settleStatus), amount to settle \(queried.settleBaseAmount.map(String.init) ?? "absent")"
         func unexpected() -> Reconciliation {
             .review(code: "operation_state_unexpected", reason: "the AUTH is neither as before nor as after the update: \(state)")
         }
@@ -517,7 +517,7 @@ extension OperationProtocol {
             // values again sets nothing new.
             if queried.settleStatus == .suspended, amountBefore { return .notApplied }
             if base != nil, queried.settleBaseAmount == nil {
-                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no amount to settle: \(state)")
             }
             let amountAfter = base.map { queried.settleBaseAmount == $0 } ?? (queried.settleBaseAmount.map { $0 == previousAmount } ?? true)
             if released.contains(queried.settleStatus), amountAfter { return .tookEffect }
@@ -525,7 +525,7 @@ extension OperationProtocol {
         case nil:
             // A lower amount to settle alone (a refund before settlement).
             guard let base, let amount = queried.settleBaseAmount else {
-                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no settlebaseamount: \(state)")
+                return .inconclusive(code: "reconciliation_inconclusive", reason: "the AUTH record has no amount to settle: \(state)")
             }
             if amount == base, queried.settleStatus != .cancelled { return .tookEffect }
             if amount == previousAmount, queried.settleStatus.isUpdatable { return .notApplied }
