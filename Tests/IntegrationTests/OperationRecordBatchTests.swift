@@ -186,6 +186,39 @@ extension Integration {
         }
     }
 
+    /// A merchant whose configuration can no longer be opened fails its own operations, with the classified failure,
+    /// and nothing else: the other merchant's capture in the same round is sent once, recorded and reported, and the
+    /// unreadable merchant's records nothing and sends nothing.
+    @Test func aMerchantThatCannotBeLoadedFailsItsOwnOperationsAlone() throws {
+        let harness = try OperationsStageTests.Harness(settleDelay: 60, otherMerchants: 1)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let merchants = [OperationsStageTests.merchantId, "\(OperationsStageTests.merchantId)-1"]
+        let payments = try merchants.map { try harness.authorizedPayment(amount: 1000, mode: .manual, merchantId: $0) }
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        // Sealed for another merchant id: the vault refuses to open it (its AAD is the merchant's id).
+        try database.query(
+            """
+            UPDATE merchants SET (secrets_ciphertext, secrets_nonce, secrets_key_id) =
+                (SELECT secrets_ciphertext, secrets_nonce, secrets_key_id FROM merchants WHERE id = $1), updated_at = clock_timestamp()
+            WHERE id = $2
+            """, [merchants[0], merchants[1]])
+        let sentBefore = harness.simulator.ledger.operations.count
+        let batch = try [
+            stage.decode(harness.delivery(.capture, "ok-cap", payment: payments[0], amount: 600, merchantId: merchants[0])),
+            stage.decode(harness.delivery(.capture, "unreadable-cap", payment: payments[1], amount: 600, merchantId: merchants[1])),
+        ]
+        let results = stage.process(batch, database: database)
+        #expect(Self.outcome(results[0]) == "publish 1")
+        guard case .failure(let failure) = results[1] else { throw TestFailure("the unreadable merchant's capture went on: \(results[1])") }
+        #expect(!["unknown_merchant", "database_error"].contains(failure.code), "classified as the merchant's own failure: \(failure.code)")
+        #expect(harness.simulator.ledger.operations.count - sentBefore == 1, "only the readable merchant's capture is sent")
+        #expect(try harness.operation("ok-cap", merchantId: merchants[0])?.state == .succeeded)
+        #expect(try harness.operation("unreadable-cap", merchantId: merchants[1]) == nil, "nothing recorded for the unreadable merchant")
+        #expect(try harness.lifecycle(payments[1])?.status == .authorized)
+    }
+
     /// The reconciler's automatic voids, planned together in one round, come to what they came to one at a time: an
     /// authorisation past its capture deadline (expiry) and a late AUTH up for review, each voided once and reported;
     /// an authorisation not yet due has nothing to do; a redelivered hand-off (a later wave) reports the void again and
