@@ -19,7 +19,7 @@ extension OperationsStage {
         let clock = try BatchClock.read(database)
         let suspensions = try suspensionCandidates(database: database)
         let captured = try settlementCandidates(database: database, clock: clock)
-        let endpoints = try self.endpoints(Set(suspensions.map(\.merchantId) + captured.map(\.payment.merchantId)), database: database)
+        let endpoints = try self.endpoints(Set(suspensions.map(\.merchantId) + captured.map(\.payment.merchantId)), database: database, logger: logger)
         let capabilities = { (merchant: String) in endpoints[merchant].map { connectors.connector($0.connector).upkeep($0) } }
         let suspend = OperationUpkeep.suspensions(suspensions, capabilities: capabilities)
         let poll = OperationUpkeep.settlementQueries(captured, now: clock.database, poll: settlementPoll, capabilities: capabilities)
@@ -87,11 +87,17 @@ extension OperationsStage {
 
     /// Each merchant's configured endpoint, the pass's merchants looked up once (at most two statements,
     /// ``MerchantDirectory/lookups(_:on:)``). Merchants without one are left out (nothing can be sent for them), and so
-    /// are unknown ones and those whose configuration cannot be loaded: their payments alone wait for a later pass.
-    func endpoints(_ merchants: Set<String>, database: PostgresConnection) throws -> [String: GatewayEndpoint] {
+    /// are unknown ones and those whose configuration cannot be loaded: their payments alone wait for a later pass, and
+    /// an unloadable one is logged each pass (`merchant_unavailable`), so the wait is not silent.
+    func endpoints(_ merchants: Set<String>, database: PostgresConnection, logger: Logger) throws -> [String: GatewayEndpoint] {
         guard !merchants.isEmpty else { return [:] }
-        return try directory.lookups(merchants, on: database).compactMapValues { lookup in
-            if case .found(let entry) = lookup { Self.endpoint(entry.merchant) } else { nil }
+        return try directory.lookups(merchants, on: database).reduce(into: [:]) { endpoints, lookup in
+            switch lookup.value {
+            case .found(let entry): endpoints[lookup.key] = Self.endpoint(entry.merchant)
+            case .unknown: break
+            case .unavailable(let failure):
+                logger.warning("merchant_unavailable", [("merchantId", .string(lookup.key)), ("code", .string(failure.code))])
+            }
         }
     }
 
