@@ -1,5 +1,3 @@
-import Postgres
-
 extension PostgresRow {
     /// A text column holding one of `T`'s raw values (a state, a kind); an unknown value is a decoding error naming it,
     /// never a silent default.
