@@ -4,6 +4,16 @@ import Pipeline
 import Postgres
 import Synchronization
 
+/// A merchant as workers see it: configuration plus decrypted secrets (``MerchantStore`` loads it, and only reads it
+/// back as this value).
+public struct Merchant: Sendable {
+    public let id: String
+    public let appleMerchantIdentifier: String?
+    public let config: MerchantConfig
+    public let secrets: MerchantSecrets
+    public let updatedAt: Date
+}
+
 /// Workers' cache of merchants and their parsed Apple Pay keyrings.
 ///
 /// Parsing certificates and private keys per message would dominate decryption cost, so a merchant is
@@ -11,7 +21,7 @@ import Synchronization
 /// every `ttl` seconds, which is how workers pick up `paypipe merchant apply` without a restart.
 public final class MerchantDirectory: Sendable {
     public struct Entry: Sendable {
-        public let merchant: MerchantStore.Merchant
+        public let merchant: Merchant
         public let keyring: MerchantKeyring
         let checkedAt: Date
     }

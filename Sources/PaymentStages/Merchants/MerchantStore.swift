@@ -23,14 +23,8 @@ public struct MerchantStore: Sendable {
         }
     }
 
-    /// A merchant as loaded by workers: configuration plus decrypted secrets.
-    public struct Merchant: Sendable {
-        public let id: String
-        public let appleMerchantIdentifier: String?
-        public let config: MerchantConfig
-        public let secrets: MerchantSecrets
-        public let updatedAt: Date
-    }
+    /// The merchant this store loads (``PaymentStages/Merchant``, declared beside the directory that serves it to workers).
+    public typealias Merchant = PaymentStages.Merchant
 
     /// Validates and upserts a document. Identities are parsed here (certificate, key, their match),
     /// so a broken document is refused at apply time rather than failing payments later. Outside sandbox a
