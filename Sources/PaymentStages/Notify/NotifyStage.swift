@@ -38,7 +38,8 @@ public struct NotifyStage: CallingStageHandler {
     let directory: MerchantDirectory
     private let reader = NotifyEventReader()
     let urlGuard: WebhookURLGuard
-    let router: DeliveryRouter
+    /// The runtime's retry tiers: whether a failed attempt is retried or was the last (``NotifyDecision/settle(_:endpointDisabled:retry:)``).
+    let retrySchedule: RetrySchedule
     private let httpConfiguration: HTTPClientConfiguration
     let gate: EndpointGate
     /// `paypipe_webhooks_exhausted_total` and the other notify series (NotifyStage+Metrics.swift).
@@ -74,7 +75,7 @@ public struct NotifyStage: CallingStageHandler {
         self.logger = logger
         self.directory = directory
         self.urlGuard = urlGuard
-        self.router = DeliveryRouter(stage: .notify, retrySchedule: retrySchedule)
+        self.retrySchedule = retrySchedule
         var http = httpConfiguration
         http.followRedirects = false
         self.httpConfiguration = http
@@ -239,7 +240,7 @@ public struct NotifyStage: CallingStageHandler {
             let disabled = health.newlyDisabled[delivery.endpoint]
             let settlement = NotifyDecision.settle(
                 result.classification, endpointDisabled: disabled != nil,
-                retry: router.retrySchedule.decision(previousRetries: delivery.message.previousRetries))
+                retry: retrySchedule.decision(previousRetries: delivery.message.previousRetries))
             var disabledEvent: OperationalEvent?
             if case .held = settlement, let disabled, carried.insert(delivery.endpoint).inserted {
                 disabledEvent = OperationalEvent.endpointDisabled(delivery.endpoint, health: disabled)
