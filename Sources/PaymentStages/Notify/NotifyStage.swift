@@ -65,7 +65,7 @@ public struct NotifyStage: CallingStageHandler {
     public init(
         directory: MerchantDirectory, urlGuard: WebhookURLGuard, retrySchedule: RetrySchedule,
         httpConfiguration: HTTPClientConfiguration = HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 15, followRedirects: false),
-        gate: EndpointGate = EndpointGate(policy: EndpointGatePolicy(), stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
+        gate: EndpointGate = EndpointGate(stage: .notify), sendConcurrency: Int = 8, clock: @escaping @Sendable () -> Date = { Date() },
         healthPolicy: EndpointHealthPolicy = EndpointHealthPolicy(), rate: Double? = nil,
         logger: Logger = Logger(component: "notify", threshold: .info), resultsTiming: ResultsTiming = .standard
     ) {

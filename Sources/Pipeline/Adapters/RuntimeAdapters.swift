@@ -68,7 +68,7 @@ extension DeliveryRouter {
 
 extension EndpointGate {
     /// - Parameter stage: the `stage` label of its `paypipe_circuits_open` series.
-    public convenience init(policy: EndpointGatePolicy, stage: Stage, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public convenience init(policy: EndpointGatePolicy = EndpointGatePolicy(), stage: Stage, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.init(policy: policy, stage: stage.name, clock: clock)
     }
 }

@@ -45,8 +45,10 @@ public final class EndpointGate: Sendable {
         case refused(Refusal)
     }
 
-    /// - Parameter stage: the `stage` label of its `paypipe_circuits_open` series.
-    public init(policy: EndpointGatePolicy, stage: StageName, clock: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameters:
+    ///   - policy: the limits; by default ``EndpointGatePolicy``'s own (a worker passes its configured ones).
+    ///   - stage: the `stage` label of its `paypipe_circuits_open` series.
+    public init(policy: EndpointGatePolicy = EndpointGatePolicy(), stage: StageName, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.policy = policy
         self.stage = stage
         self.clock = clock
