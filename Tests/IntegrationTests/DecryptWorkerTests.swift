@@ -217,6 +217,28 @@ extension Integration {
         #expect(depth == 2, "the duplicate re-published the same hand-off: \(depth)")
     }
 
+    /// The worker's handler (``DecryptWorker``) carries what the stage no longer does, off the payment path: its
+    /// metrics are the stage's series and the certificate gauge, and its upkeep round watches the certificates and
+    /// adds the keys its stage decrypted with to `merchant_key_usage`.
+    @Test func theWorkersUpkeepWatchesCertificatesAndFlushesTheStagesKeyUsage() throws {
+        let harness = try DecryptHarness()
+        let worker = DecryptWorker(harness.makeStage())
+        let registry = MetricsRegistry()
+        worker.attach(metrics: registry)
+        let database = try TestServices.database()
+        defer { database.close() }
+        let outcomes = worker.process([.job(try PaymentJob.decode(try harness.job("upkeep-1", token: harness.token())))], database: database)
+        #expect(outcomes.allSatisfy { (try? $0.get()) != nil })
+        #expect(try KeyUsageCounter.usage(on: database).isEmpty, "counted in memory until the upkeep round")
+
+        try worker.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        let usage = try KeyUsageCounter.usage(on: database)
+        #expect(usage.map(\.merchantId) == [SandboxEnvironment.merchantId] && usage.first?.tokens == 1)
+        let scraped = try MetricsScrape(registry.render())
+        #expect(!scraped.series(CertificateWatch.metric).isEmpty, "the certificate gauge after the round")
+        #expect(scraped.series(KeyUsageCounter.metric).values.reduce(0, +) == 1)
+    }
+
     @Test func databaseDumpHoldsNoPlaintextCardData() throws {
         let harness = try DecryptHarness()
         let pans = ["4111111111111111", "5500005555555559", "4000056655665556"]

@@ -67,7 +67,9 @@ public struct AuthorizeStage: TransactionalStageHandler {
                 return .unavailable(FailureClassifier.classify(error))
             }
             do throws(ConnectorBuildError) {
-                return .request(try build(details, merchant: merchant?.merchant, data: data, issuedAt: now))
+                return .request(try ConnectorRequestBuilder.build(
+                    gateway: merchant?.merchant.config.gateway, secrets: merchant?.merchant.secrets, payment: details, data: data,
+                    issuedAt: now))
             } catch {
                 return .rejected(Rejection(code: error.code, reason: error.reason))
             }
@@ -138,11 +140,5 @@ public struct AuthorizeStage: TransactionalStageHandler {
                          storedCredential: try AuthorizeCredential(row: row)))
         }
         return locked
-    }
-
-    /// The request of `payment` for its merchant's connector (``ConnectorPlugin/request(gateway:secrets:payment:data:issuedAt:)``).
-    private func build(_ payment: GatewayPaymentDetails, merchant: MerchantStore.Merchant?, data: StoredPaymentData?, issuedAt: Date) throws(ConnectorBuildError) -> GatewayRequest {
-        try ConnectorRequestBuilder.build(
-            gateway: merchant?.config.gateway, secrets: merchant?.secrets, payment: payment, data: data, issuedAt: issuedAt)
     }
 }

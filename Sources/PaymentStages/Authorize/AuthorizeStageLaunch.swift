@@ -15,3 +15,11 @@ extension AuthorizeStage {
             requests: GatewayRequestStore(vault: vault))
     }
 }
+
+extension AuthorizeStage {
+    /// `paypipe_data_key_seals_total`: authorize seals every gateway request under the data key (registered once, at
+    /// start).
+    public func attach(metrics registry: MetricsRegistry) {
+        requests.vault.attach(metrics: registry)
+    }
+}

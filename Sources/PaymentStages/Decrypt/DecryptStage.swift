@@ -16,9 +16,8 @@ public struct DecryptStage: TransactionalStageHandler {
     private let decryptor: ApplePayDecryptor
     private let verificationClock: VerificationClock
     private let payments = PaymentStore()
-    /// Tokens decrypted per merchant key, and the certificate-expiry watch (DecryptStage+Upkeep.swift).
+    /// Tokens decrypted per merchant key (flushed by the worker's upkeep rounds, ``DecryptWorker``).
     let keyUsage = KeyUsageCounter()
-    let certificateWatch = CertificateWatch()
     /// Payments by token type and merchant (TokenTypeCounter.swift).
     let tokenTypes = TokenTypeCounter()
 

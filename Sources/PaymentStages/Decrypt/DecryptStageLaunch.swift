@@ -18,8 +18,17 @@ extension DecryptStage {
 }
 
 extension DecryptStage {
-    /// The worker's handler: this stage behind the publisher check (``PublisherScreen``), as `paypipe-decrypt` runs it.
-    public var publisherScreened: PublisherScreen<DecryptStage> {
-        PublisherScreen(self, directory: directory) { $0.key.merchantId }
+    /// The worker's handler: this stage with its upkeep (``DecryptWorker``) behind the publisher check
+    /// (``PublisherScreen``), as `paypipe-decrypt` runs it.
+    public var publisherScreened: PublisherScreen<DecryptWorker> {
+        PublisherScreen(DecryptWorker(self), directory: directory) { $0.key.merchantId }
+    }
+
+    /// `paypipe_data_key_seals_total`, `paypipe_tokens_decrypted_total` and `paypipe_payments_by_token_type_total`:
+    /// what the stage counts as it seals and decrypts (registered once, at start).
+    public func attach(metrics registry: MetricsRegistry) {
+        cardData.vault.attach(metrics: registry)
+        keyUsage.attach(metrics: registry)
+        tokenTypes.attach(metrics: registry)
     }
 }

@@ -25,16 +25,17 @@ struct DecryptHarness {
         try MerchantStore(vault: vault).apply(sandbox.merchantDocument(), baseDirectory: URL(fileURLWithPath: sandbox.directory), deployment: .sandbox, on: database)
     }
 
-    func makeRuntime(reconcileInterval: String = "0") throws -> StageRuntime<DecryptStage> {
+    func makeRuntime(reconcileInterval: String = "0") throws -> StageRuntime<DecryptWorker> {
         let configuration = try WorkerConfiguration(stage: .decrypt, environment: EnvironmentReader([
             "PAYPIPE_ENV": "sandbox", "PAYPIPE_AMQP_URL": TestServices.amqpURL, "PAYPIPE_DATABASE_URL": TestServices.databaseURL,
             "PAYPIPE_METRICS_PORT": "0", "PAYPIPE_METRICS_HOST": "127.0.0.1", "PAYPIPE_RETRY_DELAYS": "300ms",
             "PAYPIPE_RECONCILE_INTERVAL": reconcileInterval,
         ]))
-        let stage = makeStage()
-        return try StageRuntime(handler: stage, configuration: configuration,
+        // The worker's handler (`paypipe-decrypt`): the stage with its upkeep, the certificate watch.
+        let worker = DecryptWorker(makeStage())
+        return try StageRuntime(handler: worker, configuration: configuration,
                                 logger: Logger(component: "decrypt", threshold: .debug, sink: logSink),
-                                components: ReconcilerComponent.components(for: stage))
+                                components: ReconcilerComponent.components(for: worker))
     }
 
     /// The stage as the runtime runs it, for tests that drive batches directly.
@@ -45,7 +46,7 @@ struct DecryptHarness {
             decryptor: ApplePayDecryptor(configuration: ApplePayVerifierConfiguration(trustRoot: sandbox.pki.trustRoot)))
     }
 
-    func startedRuntime(reconcileInterval: String = "0") throws -> StageRuntime<DecryptStage> {
+    func startedRuntime(reconcileInterval: String = "0") throws -> StageRuntime<DecryptWorker> {
         let runtime = try makeRuntime(reconcileInterval: reconcileInterval)
         try runtime.start()
         return runtime
