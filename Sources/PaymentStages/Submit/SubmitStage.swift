@@ -256,8 +256,7 @@ public struct SubmitStage: CallingStageHandler {
                 continue
             }
             do {
-                let endpoint = try self.endpoint(for: row.payment, site: site, transaction: transaction)
-                resolved[id] = Resolved(endpoint: endpoint, gateway: gate.permits(endpoint.url) ? .ready : .circuitOpen)
+                resolved[id] = try resolve(row.payment, site: site, transaction: transaction)
             } catch StageFailure.permanent(let failure) {
                 resolved[id] = Resolved(endpoint: nil, gateway: .notConfigured(failure.reason))
             }
@@ -512,14 +511,13 @@ public struct SubmitStage: CallingStageHandler {
         .unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
     }
 
-    /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
-    private func endpoint(for payment: SubmitPlanStatement.Payment, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
+    /// The merchant's endpoint, `site` (an attempt's stored site) replacing the configured site reference, and whether
+    /// its circuit lets a call through; a merchant without a usable gateway section is not configured, with why.
+    private func resolve(_ payment: SubmitPlanStatement.Payment, site: String?, transaction: PostgresConnection) throws -> Resolved {
         let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
         switch GatewayEndpoint.forMerchant(merchant?.config.gateway, secrets: merchant?.secrets, site: site) {
-        case .success(let endpoint): return endpoint
-        case .failure(let error):
-            throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
-                                                        reason: "merchant \(payment.merchantId) has \(error.reason)"))
+        case .success(let endpoint): return Resolved(endpoint: endpoint, gateway: gate.permits(endpoint.url) ? .ready : .circuitOpen)
+        case .failure(let error): return Resolved(endpoint: nil, gateway: .notConfigured("merchant \(payment.merchantId) has \(error.reason)"))
         }
     }
 }
