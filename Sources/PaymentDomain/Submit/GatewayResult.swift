@@ -1,5 +1,5 @@
-// What a connector answers submit: an AUTH's answer (``GatewayResult``, its ``GatewayOutcome``) and a status
-// query's (``TransactionQueryResult``, which adopts a found AUTH's ``GatewayResult``).
+// What a connector answers submit: an AUTH's answer (`GatewayResult`, its `GatewayOutcome`) and a status query's
+// (`TransactionQueryResult`, which adopts a found AUTH's `GatewayResult`).
 
 /// The facts of one gateway answer that the pipeline records (`gateway_attempts`), never card data: the PAN only
 /// appears masked, as the gateway returns it.
