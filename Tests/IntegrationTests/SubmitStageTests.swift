@@ -30,6 +30,51 @@ extension Integration {
         }
     }
 
+    /// A permanent failure the runtime carries to the record step (`SubmitStage.recordFailure`): a `prepared` payment
+    /// ends `failed`, a `submitting` one `needs_review` (an AUTH may be out), each with the failure's code and reason
+    /// and a `pipeline` event, handed to notification; a terminal one is left as it is and handed off again; an
+    /// unknown one is unattributable.
+    @Test func aPermanentFailureIsRecordedOnThePaymentItNames() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let stage = harness.makeStage()
+        let (prepared, _) = try harness.preparedPayment(amount: 1000)
+        let (submitting, _) = try harness.preparedPayment(amount: 1000)
+        let database = try harness.authorize.database()
+        defer { database.close() }
+        _ = try database.transaction { transaction in
+            try PaymentStore().transition(submitting.paymentId, from: .prepared, to: .submitting, actor: "submit", on: transaction)
+        }
+        func recordFailure(_ message: StageMessage, code: String) throws -> StageOutcome? {
+            try database.transaction { transaction in
+                try stage.recordFailure(PermanentFailure(subject: message.paymentId, code: code, reason: "reason of \(code)"),
+                                        for: message, transaction: transaction)
+            }
+        }
+        for (message, from, to) in [(prepared, "prepared", PaymentStatus.failed), (submitting, "submitting", .needsReview)] {
+            #expect(try recordFailure(message, code: "test_permanent") == .handOff(to: .notify, message))
+            let payment = try harness.payment(message.paymentId)
+            #expect(payment.status == to)
+            #expect(payment.errorCode == "test_permanent")
+            #expect(payment.errorMessage == "reason of test_permanent")
+            let events = try database.query(
+                "SELECT from_status, to_status, actor, error_code, detail FROM payment_events WHERE payment_id = $1 ORDER BY id DESC LIMIT 1",
+                [message.paymentId])
+            #expect(try events.first?.decode("from_status", as: String.self) == from)
+            #expect(try events.first?.decode("to_status", as: String.self) == to.rawValue)
+            #expect(try events.first?.decode("actor", as: String.self) == "pipeline")
+            #expect(try events.first?.decode("error_code", as: String?.self) == "test_permanent")
+            #expect(try events.first?.decode("detail", as: String?.self) == "reason of test_permanent")
+        }
+        // Already terminal (a redelivery): nothing changes, the payment is handed off again.
+        #expect(try recordFailure(prepared, code: "later") == .handOff(to: .notify, prepared))
+        #expect(try harness.payment(prepared.paymentId).errorCode == "test_permanent")
+        let unknown = StageMessage(paymentId: UUID(), merchantId: SubmitHarness.merchantId, jobId: "job-unknown")
+        #expect(throws: StageFailure.unattributable(code: "unknown_payment", reason: "payment \(unknown.paymentId) does not exist")) {
+            try recordFailure(unknown, code: "test_permanent")
+        }
+    }
+
     @Test func authorisedDeclinedAndPermanentErrorsAreRecordedAndPurged() throws {
         let harness = try SubmitHarness()
         defer { harness.tearDown() }

@@ -1,3 +1,6 @@
+// What a connector answers submit: an AUTH's answer (`GatewayResult`, its `GatewayOutcome`) and a status query's
+// (`TransactionQueryResult`, which adopts a found AUTH's `GatewayResult`).
+
 /// The facts of one gateway answer that the pipeline records (`gateway_attempts`), never card data: the PAN only
 /// appears masked, as the gateway returns it.
 public struct GatewayResult: Sendable, Equatable {
@@ -52,5 +55,49 @@ public struct GatewayResult: Sendable, Equatable {
     public var failureDetail: String {
         let data = errorData.isEmpty ? "" : " (\(errorData.joined(separator: ", ")))"
         return "gateway \(errorCode ?? "-"): \(errorMessage ?? "no message")\(data)"
+    }
+}
+
+/// What one gateway answer (or the failure to get one) means for the payment.
+///
+/// The raw value is stored in `gateway_attempts.outcome`.
+public enum GatewayOutcome: String, Sendable, CaseIterable {
+    /// Error code 0: the acquirer authorised the payment.
+    case authorized
+    /// The issuer (or 3-D Secure) refused: final, never retried.
+    case declined
+    /// The request itself is wrong (field, JWT, configuration): final, retrying cannot help.
+    case permanentError = "permanent_error"
+    /// The gateway may or may not have processed the request: query before any resend.
+    case uncertain
+    /// Known not to have been processed (refused before sending, record locked, generic retry): safe to resend.
+    case transient
+    /// The gateway asks for manual investigation (60034): an operator decides.
+    case needsReview = "needs_review"
+}
+
+/// What a processor's status query for one payment's reference established (each connector maps its own answer).
+public enum TransactionQueryResult: Sendable, Equatable {
+    /// The gateway holds an AUTH for the order: its result is adopted as the payment's outcome.
+    case found(GatewayResult)
+    /// The gateway confirms it has no transaction for the order: the AUTH may be sent again.
+    case notFound
+    /// No usable answer (transport failure, bad signature, query error, or a record whose outcome is itself
+    /// uncertain): ask again later, and give up to manual review after a bounded number of tries.
+    case inconclusive(code: String, reason: String)
+
+    /// What a payment's own authorisation record must match to be adopted: its amount in minor units, its currency and
+    /// the reference queried (a record naming another one is not this payment's). Each connector compares its
+    /// record's own fields with it; nil compares nothing.
+    public struct Expected: Sendable, Equatable {
+        public let amountMinor: Int64?
+        public let currency: String?
+        public let orderReference: String?
+
+        public init(amountMinor: Int64?, currency: String?, orderReference: String? = nil) {
+            self.amountMinor = amountMinor
+            self.currency = currency
+            self.orderReference = orderReference
+        }
     }
 }

@@ -247,3 +247,53 @@ public struct SubmitProtocol: Sendable, Equatable {
         }
     }
 }
+
+/// The state of one gateway attempt (`gateway_attempts.state`), as the submit protocol reasons about it.
+public enum GatewayAttemptState: String, Sendable {
+    /// Committed before the call: the request may be on the wire. Found on redelivery, it means a crash
+    /// between sending and recording, so the gateway must be queried before anything is resent.
+    case sending
+    case completed
+    /// Sent, but no trustworthy answer: to be resolved by the connector's status query.
+    case uncertain
+    /// Known not to have been processed: the request may be sent again.
+    case notSent = "not_sent"
+}
+
+/// The terminal status, error code and audit detail a final gateway answer gives a payment.
+///
+/// Why a type: the protocol's ending (`SubmitProtocol.Record.end`) carries it, and the ending statement
+/// (`SubmitRecordStatement`) writes the payment's columns and audit row from it, so the two cannot differ.
+public struct TerminalDecision: Sendable, Equatable {
+    public let status: PaymentStatus
+    public let errorCode: String?
+    public let detail: String?
+
+    /// Any answer taken as final: `uncertain` and `transient` ones (an adopted query result) end `failed`.
+    public init(_ result: GatewayResult) {
+        switch result.outcome {
+        case .authorized:
+            self.init(status: .authorized, errorCode: nil, detail: result.transactionReference.map { "transaction \($0)" })
+        case .declined:
+            self.init(status: .declined, errorCode: result.failureCode, detail: result.failureDetail)
+        case .needsReview:
+            self.init(status: .needsReview, errorCode: result.failureCode, detail: result.failureDetail)
+        case .permanentError, .uncertain, .transient:
+            self.init(status: .failed, errorCode: result.failureCode, detail: result.failureDetail)
+        }
+    }
+
+    private init(status: PaymentStatus, errorCode: String?, detail: String?) {
+        self.status = status
+        self.errorCode = errorCode
+        self.detail = detail
+    }
+
+    /// Whether a just-sent AUTH's answer ends the payment at once (the others are retried or reconciled).
+    public static func endsPayment(_ outcome: GatewayOutcome) -> Bool {
+        switch outcome {
+        case .authorized, .declined, .permanentError, .needsReview: true
+        case .uncertain, .transient: false
+        }
+    }
+}

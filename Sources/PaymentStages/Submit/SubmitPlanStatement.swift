@@ -66,7 +66,7 @@ enum SubmitPlanStatement {
 
     /// Locks the batch's payments, then reads them. `legacySettleSeconds` stands in for the reconciliation
     /// time of an attempt written before migration 5 (`started_at` + it).
-    static func lock(_ ids: [UUID], legacySettleSeconds: Double, requests: GatewayRequestStore, on connection: PostgresConnection) throws -> Read {
+    static func lockAndRead(_ ids: [UUID], legacySettleSeconds: Double, requests: GatewayRequestStore, on connection: PostgresConnection) throws -> Read {
         // Two statements, never one: a statement that waits for a row lock returns the locked row as its holder left
         // it, but reads every other table (attempts, status queries, requests) as of its own start, before the
         // holder committed. Read after the locks are held, the attempts are the ones the payment's status belongs to.
@@ -104,6 +104,11 @@ enum SubmitPlanStatement {
         }
         // No row (every payment unknown): no decision reads the time.
         return Read(now: now ?? .distantPast, rows: rows)
+    }
+
+    /// One payment, locked and read (a permanent failure recorded alone); `nil` when it does not exist.
+    static func lockPayment(_ id: UUID, on connection: PostgresConnection) throws -> Payment? {
+        try connection.query("SELECT \(Payment.columns) FROM payments p WHERE p.id = $1 FOR UPDATE", [id]).first.map(Payment.init(row:))
     }
 
     /// Moves every payment of `sends` from `prepared` to `submitting` with its `sending` attempt and audit event

@@ -80,7 +80,7 @@ public struct SubmitStage: CallingStageHandler {
 
     // MARK: The batch shape's steps
 
-    /// Prepare: the batch read (``SubmitPlanStatement/lock(_:legacySettleSeconds:requests:on:)``), the decisions
+    /// Prepare: the batch read (``SubmitPlanStatement/lockAndRead(_:legacySettleSeconds:requests:on:)``), the decisions
     /// (``SubmitDecision/plan(_:locked:now:gateways:machine:)``), and their application: the sends and the endings in
     /// one statement each; a `sending` attempt is committed before its AUTH.
     public func prepare(_ batch: [StageMessage], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
@@ -96,7 +96,7 @@ public struct SubmitStage: CallingStageHandler {
     /// evidence) in one statement each, for any batch size. An AUTH's answer is first decided on the state the
     /// prepare left (its payment `submitting`, its attempt current), which the ending statement re-checks in SQL under
     /// the row locks; every other answer, and any ending the statement did not apply, is decided on the batch read
-    /// again under the same locks (``SubmitPlanStatement/lock(_:legacySettleSeconds:requests:on:)``). One decide and
+    /// again under the same locks (``SubmitPlanStatement/lockAndRead(_:legacySettleSeconds:requests:on:)``). One decide and
     /// one apply either way.
     public func record(_ answers: [Answered<StageMessage, Call, Answer>], observed: Void, transaction: PostgresConnection) throws -> [Recorded] {
         var recorded = [Recorded?](repeating: nil, count: answers.count)
@@ -130,9 +130,16 @@ public struct SubmitStage: CallingStageHandler {
         SubmitDecision.Answered(paymentId: answered.message.paymentId, attemptId: answered.call.attempt.id, answer: answered.answer)
     }
 
-    /// A permanent failure ends the payment `failed` (purged, notified), or `needs_review` if an AUTH may be out.
+    /// A permanent failure ends the payment `failed` (purged, notified), or `needs_review` if an AUTH may be out
+    /// (``Pipeline/PaymentStore/Failing``), unless it is already terminal (a redelivery); hands it to notification
+    /// either way. The payment is read under its row lock first (``SubmitPlanStatement/lockPayment(_:on:)``).
     public func recordFailure(_ failure: PermanentFailure, for message: StageMessage, transaction: PostgresConnection) throws -> StageOutcome? {
-        .handOff(to: .notify, try payments.recordFailure(PaymentFailure(failure), on: transaction))
+        guard let payment = try SubmitPlanStatement.lockPayment(failure.subject, on: transaction) else { throw unknown(failure.subject) }
+        if !payment.status.isTerminal {
+            _ = try payments.fail([PaymentStore.Failing(
+                paymentId: payment.id, from: payment.status, rejection: Rejection(code: failure.code, reason: failure.reason))], on: transaction)
+        }
+        return .handOff(to: .notify, payment.message)
     }
 
     public func unsettled(_ message: StageMessage) -> StageFailure {
@@ -226,7 +233,7 @@ public struct SubmitStage: CallingStageHandler {
 
     /// The batch read, under the batch's row locks.
     private func lock(_ ids: [UUID], transaction: PostgresConnection) throws -> SubmitPlanStatement.Read {
-        try SubmitPlanStatement.lock(ids, legacySettleSeconds: legacySettleSeconds, requests: requests, on: transaction)
+        try SubmitPlanStatement.lockAndRead(ids, legacySettleSeconds: legacySettleSeconds, requests: requests, on: transaction)
     }
 
     /// A payment's gateway as the decisions see it, and its endpoint when it has one.
@@ -249,8 +256,7 @@ public struct SubmitStage: CallingStageHandler {
                 continue
             }
             do {
-                let endpoint = try self.endpoint(for: row.payment, site: site, transaction: transaction)
-                resolved[id] = Resolved(endpoint: endpoint, gateway: gate.permits(endpoint.url) ? .ready : .circuitOpen)
+                resolved[id] = try resolve(row.payment, site: site, transaction: transaction)
             } catch StageFailure.permanent(let failure) {
                 resolved[id] = Resolved(endpoint: nil, gateway: .notConfigured(failure.reason))
             }
@@ -499,18 +505,19 @@ public struct SubmitStage: CallingStageHandler {
 
     // MARK: Helpers
 
-    private func unknown(_ message: StageMessage) -> StageFailure {
-        .unattributable(code: "unknown_payment", reason: "payment \(message.paymentId) does not exist")
+    private func unknown(_ message: StageMessage) -> StageFailure { unknown(message.paymentId) }
+
+    private func unknown(_ paymentId: UUID) -> StageFailure {
+        .unattributable(code: "unknown_payment", reason: "payment \(paymentId) does not exist")
     }
 
-    /// The merchant's endpoint; `site` (an attempt's stored site) replaces the configured site reference.
-    private func endpoint(for payment: SubmitPlanStatement.Payment, site: String?, transaction: PostgresConnection) throws -> GatewayEndpoint {
+    /// The merchant's endpoint, `site` (an attempt's stored site) replacing the configured site reference, and whether
+    /// its circuit lets a call through; a merchant without a usable gateway section is not configured, with why.
+    private func resolve(_ payment: SubmitPlanStatement.Payment, site: String?, transaction: PostgresConnection) throws -> Resolved {
         let merchant = try directory.entry(payment.merchantId, on: transaction)?.merchant
         switch GatewayEndpoint.forMerchant(merchant?.config.gateway, secrets: merchant?.secrets, site: site) {
-        case .success(let endpoint): return endpoint
-        case .failure(let error):
-            throw StageFailure.permanent(PaymentFailure(paymentId: payment.id, code: "gateway_not_configured",
-                                                        reason: "merchant \(payment.merchantId) has \(error.reason)"))
+        case .success(let endpoint): return Resolved(endpoint: endpoint, gateway: gate.permits(endpoint.url) ? .ready : .circuitOpen)
+        case .failure(let error): return Resolved(endpoint: nil, gateway: .notConfigured("merchant \(payment.merchantId) has \(error.reason)"))
         }
     }
 }
