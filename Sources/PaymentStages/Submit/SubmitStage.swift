@@ -324,7 +324,7 @@ public struct SubmitStage: CallingStageHandler {
             prepared[send.index] = .call(.send(attemptId: attemptId, request: send.request, endpoint: send.endpoint, reference: send.reference))
         }
         _ = try payments.fail(endings.map(\.failing), on: transaction)
-        try payments.transition(rearms, actor: Self.actor, on: transaction)
+        try payments.transitionBatch(rearms, actor: Self.actor, on: transaction)
         for ending in endings { prepared[ending.index] = .finished(.handOff(to: .notify, batch[ending.index])) }
         return plans.indices.map { index in
             switch plans[index] {
@@ -427,7 +427,7 @@ public struct SubmitStage: CallingStageHandler {
         try credentialRecording.record(storingEnded, read: storing, on: transaction)
         try attempts.finish(writes.finishes, open: true, on: transaction)
         try attempts.recordEvidence(writes.evidence, on: transaction)
-        try payments.transition(writes.transitions, actor: Self.actor, on: transaction)
+        try payments.transitionBatch(writes.transitions, actor: Self.actor, on: transaction)
         _ = try payments.fail(writes.reviews.map(\.failing), on: transaction)
         for review in writes.reviews { recorded[review.index] = .finished(.handOff(to: .notify, answers[review.index].message)) }
         return recorded
@@ -494,7 +494,7 @@ public struct SubmitStage: CallingStageHandler {
                 return machine.mayExpire(locked.snapshot(now: read.now))
             }
             // One statement for the batch; the trigger crypto-shreds their card data.
-            try payments.transition(expiring.map { payment in
+            try payments.transitionBatch(expiring.map { payment in
                 try PaymentStore.Transitioning(
                     paymentId: payment.id, from: payment.status, to: .failed, errorCode: "deadline_exceeded",
                     detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s")

@@ -77,8 +77,8 @@ extension PaymentStore {
     /// actor is `pipeline`, as for every recorded failure), in one statement; returns the ids of those it changed. The
     /// `payments_terminal_purge` trigger shreds their card data and requests.
     public func fail(_ rows: [Failing], on transaction: PostgresConnection) throws -> Set<UUID> {
-        try transition(rows.map { Transitioning(paymentId: $0.paymentId, transition: $0.checked, errorCode: $0.rejection.code, detail: $0.rejection.reason) },
-                       actor: Self.failureActor, on: transaction)
+        try transitionBatch(rows.map { Transitioning(paymentId: $0.paymentId, transition: $0.checked, errorCode: $0.rejection.code, detail: $0.rejection.reason) },
+                            actor: Self.failureActor, on: transaction)
     }
 
     /// A guarded transition of one payment of a batch: ``PaymentStore/transition(_:from:to:actor:errorCode:detail:on:)``
@@ -106,7 +106,7 @@ extension PaymentStore {
     /// still in its transition's `from` status moves, with its audit event (in batch order); returns the ids that moved.
     /// A payment found in another status is left as it is (a redelivery or a race), as the one-payment form leaves it.
     @discardableResult
-    public func transition(_ rows: [Transitioning], actor: String, on connection: PostgresConnection) throws -> Set<UUID> {
+    public func transitionBatch(_ rows: [Transitioning], actor: String, on connection: PostgresConnection) throws -> Set<UUID> {
         guard !rows.isEmpty else { return [] }
         let updated = try connection.query(
             """
