@@ -8,6 +8,17 @@ public enum Prepared<Call: Sendable>: Sendable {
     case call(Call)
 }
 
+/// What a finished call told about its endpoint, which a stage's `perform` returns beside the answer: the endpoint
+/// gate's circuit for that endpoint learns from it (``CircuitState``).
+public enum CallReport: Sendable, Equatable {
+    /// It answered (whatever it said about the request itself).
+    case healthy
+    /// It failed as an endpoint (refused, timed out, 5xx); `pause`: its `Retry-After` in seconds, if any.
+    case failed(pause: Double?)
+    /// The call says nothing about the endpoint (not sent after all).
+    case silent
+}
+
 /// What a stage's record step decided for one answered message.
 public enum Recorded: Sendable, Equatable {
     case decided(Result<StageOutcome, StageFailure>)
@@ -71,7 +82,7 @@ public protocol CallingStageHandler: StageHandler {
 
     /// Phase 2 for one call, on a pool thread's client, holding its gate slot: the answer and what it tells the
     /// endpoint's circuit.
-    func perform(_ call: Call, for message: Message, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CircuitState.Report)
+    func perform(_ call: Call, for message: Message, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CallReport)
 
     /// The answer of a call that was not made.
     func heldBack(_ call: Call, for message: Message, because reason: HeldBack) -> Answer
@@ -129,7 +140,7 @@ public struct CallOut: Sendable {
     /// held back is not made, its answer is `heldBack`'s, and it reports nothing to the circuit.
     public func perform<Answer: Sendable>(
         _ count: Int, window: SendWindow?, gating: @escaping @Sendable (Int) -> GatedCall,
-        call: @escaping @Sendable (Int, HTTPClient) -> (answer: Answer, report: CircuitState.Report),
+        call: @escaping @Sendable (Int, HTTPClient) -> (answer: Answer, report: CallReport),
         heldBack: @escaping @Sendable (Int, HeldBack) -> Answer
     ) -> [Answer] {
         let gate = gate

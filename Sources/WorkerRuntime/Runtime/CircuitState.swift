@@ -47,15 +47,8 @@ public struct CircuitState: Sendable, Equatable {
         return true
     }
 
-    /// What a finished call told about the endpoint.
-    public enum Report: Sendable, Equatable {
-        /// It answered (whatever it said about the request itself).
-        case healthy
-        /// It failed as an endpoint (refused, timed out, 5xx); `pause`: its `Retry-After` in seconds, if any.
-        case failed(pause: Double?)
-        /// The call says nothing about the endpoint (not sent after all).
-        case silent
-    }
+    /// What a finished call told about the endpoint (``CallReport``, which a calling stage's `perform` returns).
+    public typealias Report = CallReport
 
     /// Ends a call started with ``start(at:)`` (`probe`: what it returned). `pause` is already capped by the caller.
     mutating func finish(_ report: Report, probe: Bool, failureThreshold: Int, openSeconds: Double, now: Date) {
