@@ -32,10 +32,10 @@ final class DeferredMetrics: Sendable {
 }
 
 extension OperationsStage {
-    /// The worker's own series: deferred payments' (``DeferredMetrics``) and the merchant-token puller's
-    /// (``MerchantTokenMetrics``, present whether or not the pull is configured).
+    /// The worker's own series: deferred payments' (``DeferredMetrics``), then the upkeep round's (``upkeepRound``: the
+    /// merchant-token puller's).
     public func attach(metrics registry: MetricsRegistry) {
         deferredMetrics.attach(metrics: registry)
-        (merchantTokens?.metrics ?? MerchantTokenMetrics()).attach(metrics: registry)
+        upkeepRound?.attach(metrics: registry)
     }
 }
