@@ -41,7 +41,7 @@ public struct OperationsStage: CallingStageHandler {
     /// The worker's upkeep round (suspensions, the settlement poll, merchant-token events) and its series: not a
     /// payment's path, so a component of its own that the launch wires (`OperationsUpkeepRound`); nil: no upkeep.
     public var upkeepRound: (any StageHandlerUpkeep & Sendable)?
-    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Metrics.swift).
+    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Completion.swift).
     let deferredMetrics = DeferredMetrics()
     public var gate: EndpointGate { callOut.gate }
 
