@@ -100,8 +100,9 @@ extension OperationsStage {
 
     // MARK: Shared with the upkeep round (``OperationsUpkeepRound``)
 
-    /// The upkeep's calls on the call-out pool, each through the endpoint gate (a circuit per endpoint URL, the
-    /// merchant's slots); one held back is not made and writes nothing.
+    /// The upkeep's calls (the round's, and a wave's settlement queries before its refunds) on the call-out pool, each
+    /// through the endpoint gate (a circuit per endpoint URL, the merchant's slots); one held back is not made and
+    /// writes nothing.
     func carryOut(_ calls: [OperationUpkeep.Call], endpoints: [String: GatewayEndpoint], now: Date) -> [OperationUpkeep.Answer] {
         let connectors = connectors, merchantCalls = calls.map { ($0, endpoints[$0.merchantId]!) }
         let heldBack = { @Sendable (index: Int, reason: HeldBack) -> OperationUpkeep.Answer in
@@ -129,9 +130,10 @@ extension OperationsStage {
             heldBack: heldBack)
     }
 
-    /// The upkeep's writes, in the caller's transaction, set-based: the payments whose settlement was learnt locked and
-    /// read in one statement, the writes decided on them (``OperationUpkeep/applying(_:money:)``), then one statement
-    /// for the lifecycle changes and one for the settle statuses.
+    /// The upkeep's writes (the round's, and what a wave's settlement queries learnt), in the caller's transaction,
+    /// set-based: the payments whose settlement was learnt locked and read in one statement, the writes decided on them
+    /// (``OperationUpkeep/applying(_:money:)``), then one statement for the lifecycle changes and one for the settle
+    /// statuses.
     func apply(_ writes: [OperationUpkeep.Write], on transaction: PostgresConnection) throws {
         let learnt = writes.compactMap { write -> UUID? in if case .learnt(let payment, _) = write { payment } else { nil } }
         let locked = try PaymentStore().lock(Array(Set(learnt)), on: transaction)
