@@ -273,14 +273,16 @@ extension Integration {
         defer { database.close() }
         try database.query("UPDATE payments SET updated_at = clock_timestamp() - interval '2 days' WHERE id = $1", [opp.paymentId])
         #expect(try harness.lifecycle(opp)?.status == .captured)
-        let due = try OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
-                                      client: TrustPaymentsClient(transport: .init(deployment: .sandbox)), settlementPoll: 3600).settlementDue(database: database)
+        let due = try OperationsUpkeepRound(stage: OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
+                                                                   client: TrustPaymentsClient(transport: .init(deployment: .sandbox))),
+                                            settlementPoll: 3600).settlementDue(database: database)
         #expect(due["opp-m"] == nil)
         // A Trust Payments merchant's aged captured payment is selected by the same query.
         try harness.authorize.applyMerchant("tp-m", gateway: AuthorizeHarness.gateway(mode: "merchant-decrypts"), identity: true)
         try database.query("UPDATE payments SET merchant_id = 'tp-m' WHERE id = $1", [opp.paymentId])
-        #expect(try OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
-                                    client: TrustPaymentsClient(transport: .init(deployment: .sandbox)), settlementPoll: 3600)
+        #expect(try OperationsUpkeepRound(stage: OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: harness.authorize.vault), ttl: 0),
+                                                                 client: TrustPaymentsClient(transport: .init(deployment: .sandbox))),
+                                          settlementPoll: 3600)
             .settlementDue(database: database)["tp-m"] == [opp.paymentId])
     }
 

@@ -227,10 +227,10 @@ extension Integration {
             var stage = OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: credentials.vault), ttl: 0), client: TrustPaymentsClient(
                 http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
                 webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1)))
-            stage.merchantTokens = try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([
+            stage.upkeepRound = OperationsUpkeepRound(stage: stage, merchantTokens: try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([
                 "PAYPIPE_APPLE_IDENTITY_DIRECTORY": files.directory.appendingPathComponent("identities").path,
                 "PAYPIPE_APPLE_TOKEN_API_URL": simulator.baseURL, "PAYPIPE_APPLE_TOKEN_API_CA_FILE": files.caCertificate,
-            ]), vault: credentials.vault)
+            ]), vault: credentials.vault))
             let registry = MetricsRegistry()
             stage.attach(metrics: registry)
             let before = try MetricsScrape(registry.render())

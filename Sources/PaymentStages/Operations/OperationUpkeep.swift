@@ -3,7 +3,8 @@ import Pipeline
 
 /// The operations worker's upkeep as decisions (pure: no database, no clock of its own, no network): which calls to
 /// make for the payments read (a manual AUTH to suspend, captured payments whose settlement to learn), and what their
-/// answers write. ``OperationsStage`` reads, sends the calls through the call-out phase and applies the writes.
+/// answers write. ``OperationsUpkeepRound`` (and ``OperationsStage`` for a refund's settlement) reads, sends the
+/// calls through the call-out phase and applies the writes.
 public enum OperationUpkeep {
     /// A payment the upkeep may call about: its merchant, processor reference and currency.
     public struct Payment: Sendable, Equatable, Hashable {
@@ -79,31 +80,6 @@ public enum OperationUpkeep {
         case learnt(UUID, OperationProtocol.QueriedAuth)
         /// Queried, nothing came back: checked again after the poll interval.
         case checked(UUID)
-    }
-
-    /// Suspensions: one call per payment whose merchant's connector suspends manual AUTHs on its endpoint (nil
-    /// capabilities: no usable endpoint, nothing to call).
-    public static func suspensions(_ payments: [Payment], capabilities: (String) -> UpkeepCapabilities?) -> [Call] {
-        payments.filter { capabilities($0.merchantId)?.suspendsManualAuthorizations == true }.map(Call.suspend)
-    }
-
-    /// The settlement poll: the captured payments whose query is due at `now` (``SettlementSchedule``, `poll` seconds
-    /// apart), of merchants whose connector polls, in one query per merchant of at most `limit` payments, merchants
-    /// in the order first met.
-    public static func settlementQueries(
-        _ captured: [Captured], now: Date, poll: Double, limit: Int = 500, capabilities: (String) -> UpkeepCapabilities?
-    ) -> [Call] {
-        var order: [String] = [], due: [String: [Payment]] = [:]
-        for entry in captured where capabilities(entry.payment.merchantId)?.pollsSettlement == true
-            && SettlementSchedule.isDue(now: now, dueDate: entry.dueDate, lastQueried: entry.lastQueried, capturedAt: entry.capturedAt, poll: poll) {
-            if due[entry.payment.merchantId] == nil { order.append(entry.payment.merchantId) }
-            due[entry.payment.merchantId, default: []].append(entry.payment)
-        }
-        return order.flatMap { merchant in
-            stride(from: 0, to: due[merchant]!.count, by: limit).map { start in
-                Call.querySettlement(merchantId: merchant, Array(due[merchant]![start..<min(start + limit, due[merchant]!.count)]))
-            }
-        }
     }
 
     /// Before a refund of a payment still recorded `captured`: one settlement query of it, where its merchant's

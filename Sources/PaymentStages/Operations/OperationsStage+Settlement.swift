@@ -97,4 +97,63 @@ extension OperationsStage {
             return OperationUpkeep.settlementBeforeRefund(payment, capabilities: refund.capabilities).map { (refund.index, $0) }
         }
     }
+
+    // MARK: Shared with the upkeep round (``OperationsUpkeepRound``)
+
+    /// The upkeep's calls (the round's, and a wave's settlement queries before its refunds) on the call-out pool, each
+    /// through the endpoint gate (a circuit per endpoint URL, the merchant's slots); one held back is not made and
+    /// writes nothing.
+    func carryOut(_ calls: [OperationUpkeep.Call], endpoints: [String: GatewayEndpoint], now: Date) -> [OperationUpkeep.Answer] {
+        let connectors = connectors, merchantCalls = calls.map { ($0, endpoints[$0.merchantId]!) }
+        let heldBack = { @Sendable (index: Int, reason: HeldBack) -> OperationUpkeep.Answer in
+            let (code, detail) = self.heldBack(reason, merchantId: merchantCalls[index].0.merchantId)
+            switch merchantCalls[index].0 {
+            case .suspend: return .suspended(.notSent(code: code, reason: detail))
+            case .querySettlement: return .settlement(.failure(OperationQueryFailure(code: code, reason: detail)))
+            }
+        }
+        return callOut.perform(
+            calls.count, window: nil,
+            gating: { GatedCall(EndpointGate.Call(endpoint: merchantCalls[$0].1.url, owner: merchantCalls[$0].0.merchantId)) },
+            call: { index, http in
+                let (call, endpoint) = merchantCalls[index]
+                let connector = connectors.connector(endpoint.connector)
+                switch call {
+                case .suspend(let payment):
+                    let answer = connector.suspend(transactionReference: payment.transactionReference, endpoint: endpoint, requestId: call.requestId, using: http)
+                    return (.suspended(answer), Self.report(answer))
+                case .querySettlement(_, let payments):
+                    let answer = connector.querySettlement(payments.map(\.query), endpoint: endpoint, requestId: call.requestId, now: now, using: http)
+                    return (.settlement(answer), Self.report(answer))
+                }
+            },
+            heldBack: heldBack)
+    }
+
+    /// The upkeep's writes (the round's, and what a wave's settlement queries learnt), in the caller's transaction,
+    /// set-based: the payments whose settlement was learnt locked and read in one statement, the writes decided on them
+    /// (``OperationUpkeep/applying(_:money:)``), then one statement for the lifecycle changes and one for the settle
+    /// statuses.
+    func apply(_ writes: [OperationUpkeep.Write], on transaction: PostgresConnection) throws {
+        let learnt = writes.compactMap { write -> UUID? in if case .learnt(let payment, _) = write { payment } else { nil } }
+        let locked = try PaymentStore().lock(Array(Set(learnt)), on: transaction)
+        let applying = try OperationUpkeep.applying(writes, money: locked.mapValues(\.money))
+        // A change the payment no longer matches is left out by the statement (a race: learnt again next poll).
+        _ = try PaymentStore().changeLifecycles(applying.lifecycles, actor: Self.actor, on: transaction)
+        try PaymentStore().recordSettleStatuses(applying.learnt.map { ($0.paymentId, $0.settleStatus) }, on: transaction)
+    }
+}
+
+extension PostgresRows {
+    /// The selected payments with their AUTH's reference, read for all of them in one statement
+    /// (``OperationStore/gatewayFacts(paymentIds:on:)``); a payment without one is left out.
+    func withFacts(_ store: OperationStore, database: PostgresConnection) throws -> [(payment: OperationUpkeep.Payment, row: PostgresRow)] {
+        let ids = try map { try $0.decode("id", as: UUID.self) }
+        let facts = try store.gatewayFacts(paymentIds: ids, on: database)
+        return try zip(ids, self).compactMap { id, row in
+            guard let facts = facts[id] else { return nil }
+            return (OperationUpkeep.Payment(id: id, merchantId: try row.decode("merchant_id", as: String.self), transactionReference: facts.transactionReference,
+                                            traceparent: row.hasColumn("trace_parent") ? try row.decode("trace_parent", as: String?.self) : nil), row)
+        }
+    }
 }

@@ -14,8 +14,9 @@ import Postgres
 /// - `OperationsStage+CallOut.swift`: the calls, through the runtime's call-out phase (the pool, the endpoint gate, the
 ///   send window) and the merchant's connector (``OperationConnector``);
 /// - `OperationsStage+Record.swift`: the answers applied, and the hand-off to notify (``OperationEventMessage``);
-/// - `OperationsStage+Settlement.swift` and `OperationsStage+Upkeep.swift`: settlement learnt before a refund, the
-///   suspension of manual AUTHs and the settlement poll, decided by ``OperationUpkeep`` and sent through the same phase;
+/// - `OperationsStage+Settlement.swift`: settlement learnt before a refund, decided by ``OperationUpkeep`` and sent
+///   through the same phase (the upkeep round's suspensions of manual AUTHs and settlement poll, `OperationsUpkeepRound`,
+///   are wired by the launch: not a payment's path);
 /// - `OperationsStage+Reconciler.swift`: the payments the reconciler hands over (expiry, late AUTHs).
 ///
 /// Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or concurrent
@@ -33,22 +34,19 @@ public struct OperationsStage: CallingStageHandler {
     let sendWindow: Double
     /// Seconds after the send deadline and the transport's total timeout before a lost answer is reconciled.
     let reconcileGrace: Double
-    /// Seconds between settlement queries of a captured payment (`PAYPIPE_SETTLEMENT_POLL`).
-    let settlementPoll: Double
     /// The call-out phase's pool and gate; the gate takes every gateway call of the worker (operations, their status
     /// queries, the upkeep's), as submit's: a circuit per endpoint URL and at most `maxConcurrent` calls in flight per
     /// merchant.
     public let callOut: CallOut
-    /// Apple's merchant-token events, pulled and applied in the upkeep (nil: not configured; docs/merchant-tokens.md).
-    public var merchantTokens: MerchantTokenUpkeep?
-    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Metrics.swift).
+    /// The worker's upkeep round (suspensions, the settlement poll, merchant-token events) and its series: not a
+    /// payment's path, so a component of its own that the launch wires (`OperationsUpkeepRound`); nil: no upkeep.
+    public var upkeepRound: (any StageHandlerUpkeep & Sendable)?
+    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Completion.swift).
     let deferredMetrics = DeferredMetrics()
     public var gate: EndpointGate { callOut.gate }
 
     public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps = OperationSteps(),
-                sendWindow: Double = 5, reconcileGrace: Double = 30, settlementPoll: Double = 6 * 3600,
-                gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
-        self.settlementPoll = settlementPoll
+                sendWindow: Double = 5, reconcileGrace: Double = 30, gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
         // One call thread: a wave holds at most one message per merchant and operations are rare next to AUTHs.
         self.callOut = CallOut(pool: HTTPClientPool(size: 1, configuration: connectors.http, name: "paypipe-operations-call"),
                                gate: EndpointGate(policy: gate, stage: .operations), sendWindow: sendWindow, rounds: 3)
@@ -57,6 +55,11 @@ public struct OperationsStage: CallingStageHandler {
         self.steps = steps
         self.sendWindow = sendWindow
         self.reconcileGrace = reconcileGrace
+    }
+
+    /// The upkeep round the launch wired (``upkeepRound``), on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
+    public func upkeep(database: PostgresConnection, logger: Logger) throws {
+        try upkeepRound?.upkeep(database: database, logger: logger)
     }
 
     /// A decoded delivery: an operation, or why it cannot be one (its merchant and id known).

@@ -18,22 +18,27 @@ extension OperationsStage {
         let http = HTTPClientConfiguration(connectTimeout: try environment.read(PaymentSettings.webservicesConnectTimeout),
                                            totalTimeout: try environment.read(PaymentSettings.webservicesTimeout),
                                            caCertificatePath: try environment.raw(PaymentSettings.gatewayCAFile))
+        // Read in the order they always were (a first bad variable is the one reported).
+        let directory = MerchantDirectory(store: MerchantStore(vault: DataVault(keyring: keyring)),
+                                          ttl: try environment.read(PaymentSettings.merchantCacheTTL))
+        let connectors = try ConnectorRegistry.connectors(ConnectorWorkerSettings(
+            http: http, transport: .fromEnvironment(environment, deployment: configuration.environment), environment: environment))
+        let steps = OperationSteps(maxInconclusiveQueries: try environment.read(PaymentSettings.maxStatusQueries))
+        let sendWindow = try SubmitStage.sendWindow(environment), reconcileGrace = try SubmitStage.reconcileGrace(environment)
+        let settlementPoll = try environment.read(PaymentSettings.settlementPoll)
         var stage = OperationsStage(
-            directory: MerchantDirectory(store: MerchantStore(vault: DataVault(keyring: keyring)),
-                                         ttl: try environment.read(PaymentSettings.merchantCacheTTL)),
-            connectors: try ConnectorRegistry.connectors(ConnectorWorkerSettings(
-                http: http, transport: .fromEnvironment(environment, deployment: configuration.environment), environment: environment)),
-            steps: OperationSteps(maxInconclusiveQueries: try environment.read(PaymentSettings.maxStatusQueries)),
-            sendWindow: try SubmitStage.sendWindow(environment), reconcileGrace: try SubmitStage.reconcileGrace(environment),
-            settlementPoll: try environment.read(PaymentSettings.settlementPoll),
+            directory: directory, connectors: connectors, steps: steps, sendWindow: sendWindow, reconcileGrace: reconcileGrace,
             gate: EndpointGatePolicy(
                 maxConcurrent: try environment.read(PaymentSettings.merchantConcurrency),
                 failureThreshold: try environment.read(PaymentSettings.gatewayBreakerFailures),
                 openSeconds: try environment.read(PaymentSettings.gatewayBreakerOpen), maxWait: 1))
-        stage.merchantTokens = try MerchantTokenUpkeep.fromEnvironment(environment, vault: DataVault(keyring: keyring))
+        // The upkeep round (suspensions, the settlement poll, merchant-token events): the stage's calls and writes, off
+        // a payment's path.
+        let merchantTokens = try MerchantTokenUpkeep.fromEnvironment(environment, vault: DataVault(keyring: keyring))
+        stage.upkeepRound = OperationsUpkeepRound(stage: stage, settlementPoll: settlementPoll, merchantTokens: merchantTokens)
         logger.info("operations_configured", [
             ("webservicesTimeout", .double(http.totalTimeout)), ("sendWindow", .double(stage.sendWindow)),
-            ("reconcileGrace", .double(stage.reconcileGrace)), ("merchantTokenEvents", .bool(stage.merchantTokens != nil)),
+            ("reconcileGrace", .double(stage.reconcileGrace)), ("merchantTokenEvents", .bool(merchantTokens != nil)),
         ])
         return stage
     }

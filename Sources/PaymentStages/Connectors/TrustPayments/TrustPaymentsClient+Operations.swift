@@ -145,13 +145,3 @@ extension TrustPaymentsClient: OperationConnector {
         queryAuths(transactionReferences: payments.map(\.transactionReference), endpoint: endpoint, requestId: requestId, using: client)
     }
 }
-
-/// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
-extension OperationProtocol.Transport {
-    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates, requestNames: .trustPayments)
-    public static let jwt = OperationProtocol.Transport(
-        name: "Trust Payments",
-        operations: .refused(reason: "needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed",
-                             lateVoid: "voids need the webservices transport"),
-        requestNames: .trustPayments)
-}

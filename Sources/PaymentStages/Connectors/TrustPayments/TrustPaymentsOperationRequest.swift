@@ -37,6 +37,16 @@ extension GatewayOperation {
     }
 }
 
+/// Trust Payments' operations as the rules see them: settle-status updates and REFUNDs, on `/json/` only.
+extension OperationProtocol.Transport {
+    public static let webservices = OperationProtocol.Transport(name: "Trust Payments", operations: .settlementUpdates, requestNames: .trustPayments)
+    public static let jwt = OperationProtocol.Transport(
+        name: "Trust Payments",
+        operations: .refused(reason: "needs the webservices transport: whether /jwt/ accepts TRANSACTIONUPDATE and REFUND is unconfirmed",
+                             lateVoid: "voids need the webservices transport"),
+        requestNames: .trustPayments)
+}
+
 /// Trust Payments' names of the requests, as stored and reported: every operation but a refund is a TRANSACTIONUPDATE
 /// of the AUTH; a refund is a REFUND; the status query a TRANSACTIONQUERY.
 extension OperationProtocol.Transport.RequestNames {
