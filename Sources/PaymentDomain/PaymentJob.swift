@@ -76,27 +76,19 @@ public struct PaymentJob: Sendable, Equatable {
         }
     }
 
-    /// Identifiers (job and merchant ids) are 1-128 characters of `[A-Za-z0-9._:-]`: safe in logs,
-    /// headers and URLs without escaping.
-    static func isIdentifier(_ text: String) -> Bool {
-        (1...128).contains(text.unicodeScalars.count) && text.unicodeScalars.allSatisfy {
-            $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._:-".unicodeScalars.contains($0))
-        }
-    }
-
     /// Parsed once with the strict ``JSON/JSONValue`` parser (Foundation's `JSONSerialization` cost half of the decrypt
     /// worker's CPU). Strictness changes one edge: a body with a duplicate key is malformed (it was last-wins).
     public static func decode(_ body: [UInt8]) throws(DecodingError) -> PaymentJob {
         let object: JSONValue
         do {
-            object = try strictObject(body)
+            object = try JobBody.strictObject(body)
         } catch {
             throw .unaddressed(reason: error.reason)
         }
-        guard let merchantId = object["merchantId"]?.stringValue, isIdentifier(merchantId) else {
+        guard let merchantId = object["merchantId"]?.stringValue, JobBody.isIdentifier(merchantId) else {
             throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
-        guard let jobId = object["jobId"]?.stringValue, isIdentifier(jobId) else {
+        guard let jobId = object["jobId"]?.stringValue, JobBody.isIdentifier(jobId) else {
             throw .unaddressed(reason: "jobId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
         let hash = contentHash(object)
@@ -148,7 +140,7 @@ public struct PaymentJob: Sendable, Equatable {
         case .string(let string)?:
             token = Array(string.utf8)
         case let tokenObject? where tokenObject.isObject:
-            token = canonicalJSON(tokenObject)
+            token = JobBody.canonicalJSON(tokenObject)
         default:
             throw invalid("applePayToken must be a token object or a JSON string of one")
         }
@@ -245,24 +237,6 @@ public struct PaymentJob: Sendable, Equatable {
         return (nil, MerchantInitiated(credentialId: id, reason: mitReason))
     }
 
-    /// Why a message body is not a strict JSON object (the reason of its dead letter).
-    struct NotAnObject: Error {
-        let reason: String
-    }
-
-    /// A job or operation body as a strict JSON object in UTF-8.
-    static func strictObject(_ body: [UInt8]) throws(NotAnObject) -> JSONValue {
-        guard String(validating: body, as: UTF8.self) != nil else { throw NotAnObject(reason: "body is not valid UTF-8") }
-        let object: JSONValue
-        do {
-            object = try JSONValue.parse(body)
-        } catch {
-            throw NotAnObject(reason: "body is not a JSON object: \(error)")
-        }
-        guard object.isObject else { throw NotAnObject(reason: "body is not a JSON object") }
-        return object
-    }
-
     /// The contract fields, canonically serialised (sorted keys), hashed.
     static func contentHash(_ object: JSONValue) -> [UInt8] {
         // A field counts only when present, so adding an optional field to the contract leaves the hash of every job
@@ -271,26 +245,7 @@ public struct PaymentJob: Sendable, Equatable {
                       "billingContact", "shippingContact", "notifyUrl", "metadata", "applicationData", "tapPayPrime",
                       "captureMode", "captureWithin", "amountPending", "storeCredential", "credentialId", "initiator", "mitReason"]
         let contract = fields.compactMap { field in object[field].map { (key: field, value: $0) } }
-        return SHA256.hash(canonicalJSON(.object(contract)))
-    }
-
-    /// Objects' keys sorted recursively, compact, `/` unescaped: the bytes `JSONSerialization` writes with
-    /// `[.sortedKeys, .withoutEscapingSlashes]` (which this replaced), so content hashes of jobs stored before stay
-    /// valid. Its key order is Foundation's numeric, case-insensitive comparison (``FoundationKeyOrder``).
-    static func canonicalJSON(_ value: JSONValue) -> [UInt8] {
-        canonical(value).serialized()
-    }
-
-    private static func canonical(_ value: JSONValue) -> JSONValue {
-        switch value {
-        case .object(let members):
-            return .object(members.sorted { FoundationKeyOrder.areInIncreasingOrder($0.key, $1.key) }
-                .map { (key: $0.key, value: canonical($0.value)) })
-        case .array(let elements):
-            return .array(elements.map(canonical))
-        default:
-            return value
-        }
+        return SHA256.hash(JobBody.canonicalJSON(.object(contract)))
     }
 
     /// PKContact-like objects flattened to strings (name parts, address lines, email, phone); other

@@ -94,7 +94,7 @@ enum MerchantCommand: CLICommand {
     }
 
     /// The merchant without secrets: only whether each secret is set.
-    static func summary(_ merchant: MerchantStore.Merchant) throws -> String {
+    static func summary(_ merchant: Merchant) throws -> String {
         struct Summary: Encodable {
             let id: String
             let appleMerchantIdentifier: String?

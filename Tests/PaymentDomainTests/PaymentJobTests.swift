@@ -127,7 +127,7 @@ import JSON
     func canonicalFormMatchesJSONSerialization(json: String) throws {
         let foundation = try JSONSerialization.data(
             withJSONObject: try JSONSerialization.jsonObject(with: Data(json.utf8)), options: [.sortedKeys, .withoutEscapingSlashes])
-        #expect(PaymentJob.canonicalJSON(try JSONValue.parse(json)) == Array(foundation))
+        #expect(JobBody.canonicalJSON(try JSONValue.parse(json)) == Array(foundation))
     }
 
     /// The fast path for letter-only keys orders every pair exactly as Foundation's comparison does.

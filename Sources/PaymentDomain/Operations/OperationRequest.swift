@@ -68,7 +68,7 @@ public struct OperationRequest: Sendable, Equatable {
             ("invalid", .string(reason)), ("kind", .string(kind.rawValue)), ("merchantId", .string(merchantId)), ("operationId", .string(operationId)),
         ])
         return OperationRequest(kind: kind, operationId: operationId, merchantId: merchantId, payment: .jobId(""), amount: nil,
-                                contentHash: SHA256.hash(PaymentJob.canonicalJSON(record)))
+                                contentHash: SHA256.hash(JobBody.canonicalJSON(record)))
     }
 
     /// Why an operation could not be used. `unaddressed` errors name no merchant and operation id, so nothing can be
@@ -98,14 +98,14 @@ public struct OperationRequest: Sendable, Equatable {
     static func addressed(_ body: [UInt8]) throws(DecodingError) -> (object: JSONValue, merchantId: String, operationId: String) {
         let object: JSONValue
         do {
-            object = try PaymentJob.strictObject(body)
+            object = try JobBody.strictObject(body)
         } catch {
             throw .unaddressed(reason: error.reason)
         }
-        guard let merchantId = object["merchantId"]?.stringValue, PaymentJob.isIdentifier(merchantId) else {
+        guard let merchantId = object["merchantId"]?.stringValue, JobBody.isIdentifier(merchantId) else {
             throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
-        guard let operationId = object["operationId"]?.stringValue, PaymentJob.isIdentifier(operationId) else {
+        guard let operationId = object["operationId"]?.stringValue, JobBody.isIdentifier(operationId) else {
             throw .unaddressed(reason: "operationId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
         return (object, merchantId, operationId)
@@ -121,7 +121,7 @@ public struct OperationRequest: Sendable, Equatable {
             guard let id = UUID(uuidString: text) else { throw invalid("paymentId must be a UUID") }
             payment = .paymentId(id)
         case (nil, .string(let jobId)?):
-            guard PaymentJob.isIdentifier(jobId) else { throw invalid("jobId must be an identifier of 1-128 characters [A-Za-z0-9._:-]") }
+            guard JobBody.isIdentifier(jobId) else { throw invalid("jobId must be an identifier of 1-128 characters [A-Za-z0-9._:-]") }
             payment = .jobId(jobId)
         case (nil, nil):
             throw invalid("the payment must be named by paymentId or by jobId")
@@ -156,6 +156,6 @@ public struct OperationRequest: Sendable, Equatable {
             ("kind", .string(kind.rawValue)), ("operationId", .string(operationId)), ("merchantId", .string(merchantId)),
             (reference.0, reference.1), ("amount", amount.map(JSONValue.integer)),
         ])
-        return SHA256.hash(PaymentJob.canonicalJSON(contract))
+        return SHA256.hash(JobBody.canonicalJSON(contract))
     }
 }

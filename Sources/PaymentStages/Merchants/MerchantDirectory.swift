@@ -82,7 +82,7 @@ public final class MerchantDirectory: Sendable {
 
 extension MerchantDirectory.Entry {
     /// The merchant with its identities parsed once: the keyring decryption uses.
-    init(merchant: MerchantStore.Merchant, checkedAt: Date) throws {
+    init(merchant: Merchant, checkedAt: Date) throws {
         var identities: [MerchantIdentity] = []
         for (index, summary) in merchant.config.identities.enumerated() where index < merchant.secrets.privateKeys.count {
             identities.append(try MerchantIdentity(certificatePEM: summary.certificatePem, privateKeyPEM: merchant.secrets.privateKeys[index]))

@@ -14,7 +14,7 @@ extension OperationsStage {
         }
     }
 
-    public func perform(_ call: Call, for message: Message, window: SendWindow?, client http: HTTPClient) -> (answer: Answer, report: CircuitState.Report) {
+    public func perform(_ call: Call, for message: Message, window: SendWindow?, client http: HTTPClient) -> (answer: Answer, report: CallReport) {
         let planned = call.planned
         let connector = connectors.connector(planned.endpoint.connector)
         switch call {
@@ -48,14 +48,14 @@ extension OperationsStage {
     }
 
     /// What an operation's answer tells the endpoint's circuit (submit's rule, ``SubmitStage/report(_:)``).
-    static func report(_ answer: OperationSteps.Answer) -> CircuitState.Report {
+    static func report(_ answer: OperationSteps.Answer) -> CallReport {
         switch answer {
         case .confirmed, .refused: .healthy
         case .notSent(let code, _), .uncertain(let code, _): SubmitStage.report(code)
         }
     }
 
-    static func report<Value>(_ answer: Result<Value, OperationQueryFailure>) -> CircuitState.Report {
+    static func report<Value>(_ answer: Result<Value, OperationQueryFailure>) -> CallReport {
         switch answer {
         case .success: .healthy
         case .failure(let failure): SubmitStage.report(failure.code)

@@ -11,7 +11,7 @@ extension OperationsStage {
     public func prepare(_ batch: [Message], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
         let clock = try BatchClock.read(transaction)
         // The merchants' requests and the automatic voids are planned together on one batch read (``OperationSteps/plan(_:clock:on:)``).
-        var requests: [(index: Int, merchant: MerchantStore.Merchant, planning: OperationSteps.Planning)] = []
+        var requests: [(index: Int, merchant: Merchant, planning: OperationSteps.Planning)] = []
         var results = [Prepared<Call>?](repeating: nil, count: batch.count)
         var unusable: [OperationStore.Refusal] = []
         // The round's merchants, looked up once (at most two statements, ``MerchantDirectory/lookups(_:on:)``).
@@ -23,7 +23,7 @@ extension OperationsStage {
         }, on: transaction)
         // The message's merchant, or its result when none is configured or its configuration cannot be loaded (that
         // merchant's messages fail alone).
-        func merchant(_ id: String, at index: Int) -> MerchantStore.Merchant? {
+        func merchant(_ id: String, at index: Int) -> Merchant? {
             switch merchants[id] ?? .unknown {
             case .found(let entry):
                 return entry.merchant
@@ -67,7 +67,7 @@ extension OperationsStage {
     }
 
     /// The send window and settle time of a new attempt at the merchant's endpoint.
-    private func timing(_ merchant: MerchantStore.Merchant) -> OperationStore.SendTiming {
+    private func timing(_ merchant: Merchant) -> OperationStore.SendTiming {
         OperationStore.SendTiming(
             sendWindow: sendWindow, settleSeconds: (Self.endpoint(merchant).map { connectors.totalTimeout(for: $0) } ?? connectors.totalTimeout) + reconcileGrace)
     }
@@ -75,7 +75,7 @@ extension OperationsStage {
     /// One message's plan and what it leads to: a call, or a result (a request with nothing to send it to is settled
     /// refused at once, in the same transaction).
     private func prepare(
-        _ plan: OperationSteps.Plan, merchant: MerchantStore.Merchant, clock: BatchClock, payments: [UUID: PaymentRecord], captures: [UUID: String],
+        _ plan: OperationSteps.Plan, merchant: Merchant, clock: BatchClock, payments: [UUID: PaymentRecord], captures: [UUID: String],
         transaction: PostgresConnection
     ) throws -> Prepared<Call> {
         let transport = transport(merchant)
@@ -144,7 +144,7 @@ extension OperationsStage {
     /// The capture references the round's refunds need (``OperationNeeds/captureReference``: a refund at a processor
     /// that refunds the capture), read in one statement; none read when no refund to send or query needs one.
     private func captureReferences(
-        _ plans: some Sequence<(MerchantStore.Merchant, OperationSteps.Plan)>, on transaction: PostgresConnection
+        _ plans: some Sequence<(Merchant, OperationSteps.Plan)>, on transaction: PostgresConnection
     ) throws -> [UUID: String] {
         let refunded = plans.compactMap { merchant, plan -> UUID? in
             let operation: OperationStore.Operation
@@ -160,13 +160,13 @@ extension OperationsStage {
     }
 
     /// How the protocol reaches the merchant's gateway, as its connector says (``OperationConnector/operationTransport(_:)``).
-    func transport(_ merchant: MerchantStore.Merchant) -> OperationProtocol.Transport {
+    func transport(_ merchant: Merchant) -> OperationProtocol.Transport {
         guard let gateway = merchant.config.gateway else { return ConnectorRegistry.fallbackOperationTransport }
         return connectors.connector(gateway.connector).operationTransport(gateway)
     }
 
     /// The merchant's configured endpoint, nil without a gateway or its transport's (or connector's) credentials.
-    static func endpoint(_ merchant: MerchantStore.Merchant) -> GatewayEndpoint? {
+    static func endpoint(_ merchant: Merchant) -> GatewayEndpoint? {
         try? GatewayEndpoint.forMerchant(merchant.config.gateway, secrets: merchant.secrets, site: nil).get()
     }
 }

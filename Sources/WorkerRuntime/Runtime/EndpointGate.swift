@@ -114,7 +114,7 @@ public final class EndpointGate: Sendable {
     }
 
     /// Gives the slot back (to the first waiter, if any) and reports how the call went.
-    public func release(_ permit: Permit, report: CircuitState.Report) {
+    public func release(_ permit: Permit, report: CallReport) {
         let now = clock()
         let (next, tripped) = shared.withLock { shared in
             let next = shared.state.leave(permit.call, probe: permit.probe, report: report, at: now)

@@ -142,7 +142,7 @@ public struct EndpointGateState: Sendable {
 
     /// A call that held a slot ended: its report goes to the circuit, and its slot to the first waiter (whose ticket
     /// is returned) or back to the pool.
-    public mutating func leave(_ call: Call, probe: Bool, report: CircuitState.Report, at now: Date) -> Int? {
+    public mutating func leave(_ call: Call, probe: Bool, report: CallReport, at now: Date) -> Int? {
         var state = remembered(call.endpoint, at: now)
         var capped = report
         if case .failed(let pause?) = report { capped = .failed(pause: min(pause, policy.maxPauseSeconds)) }
