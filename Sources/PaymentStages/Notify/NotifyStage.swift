@@ -222,7 +222,7 @@ public struct NotifyStage: CallingStageHandler {
         guard EndpointHealthPolicy.mayChange(observations, tracked: tracked) else { return HealthDecision() }
         do {
             return try transaction.savepoint { savepoint in
-                let current = try endpoints.lock(Set(observations.map(\.endpoint)), on: savepoint)
+                let current = try endpoints.lockedRows(of: Set(observations.map(\.endpoint)), on: savepoint)
                 let decision = healthPolicy.decide(observations, current: current)
                 try endpoints.write(decision.updates, on: savepoint)
                 return HealthDecision(newlyDisabled: Dictionary(uniqueKeysWithValues: decision.disabled.map { ($0, decision.updates[$0]!) }))
