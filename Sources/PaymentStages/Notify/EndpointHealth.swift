@@ -165,7 +165,7 @@ public struct WebhookEndpointStore: Sendable {
 
     /// The rows of `endpoints` that exist, locked (`FOR UPDATE`, in key order so that workers settling overlapping
     /// batches cannot deadlock) until the caller's transaction ends: read, decide, ``write(_:on:)``.
-    public func lock(_ endpoints: Set<WebhookEndpoint>, on transaction: PostgresConnection) throws -> [WebhookEndpoint: EndpointHealth] {
+    public func lockedRows(of endpoints: Set<WebhookEndpoint>, on transaction: PostgresConnection) throws -> [WebhookEndpoint: EndpointHealth] {
         guard !endpoints.isEmpty else { return [:] }
         let keys = endpoints.sorted()
         let rows = try transaction.query(

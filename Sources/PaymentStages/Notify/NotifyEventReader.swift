@@ -185,13 +185,13 @@ public struct PaymentEventLoader: Sendable {
         return Loaded(event: event, notifyURL: try row?.decode("notify_url", as: String?.self), attempted: attempted)
     }
 
-    private static func gatewayAttempt(_ row: PostgresRow) throws -> (result: PaymentEvent.GatewayResult, maskedPan: String?)? {
+    private static func gatewayAttempt(_ row: PostgresRow) throws -> (result: PaymentEvent.GatewaySummary, maskedPan: String?)? {
         guard try row.decode("attempt_id", as: Int64?.self) != nil else { return nil }
         func text(_ column: String) throws -> String? {
             guard let value = try row.decode(column, as: String?.self), !value.isEmpty else { return nil }
             return value
         }
-        let result = PaymentEvent.GatewayResult(
+        let result = PaymentEvent.GatewaySummary(
             transactionReference: try text("transaction_reference"), errorCode: try text("gateway_error_code"),
             errorMessage: try text("gateway_error_message"), settleStatus: try text("settle_status"), authCode: try text("auth_code"))
         return (result, try text("masked_pan"))

@@ -42,8 +42,13 @@ public struct NotifyStage: CallingStageHandler {
     let retrySchedule: RetrySchedule
     private let httpConfiguration: HTTPClientConfiguration
     let gate: EndpointGate
-    /// `paypipe_webhooks_exhausted_total` and the other notify series (NotifyStage+Metrics.swift).
+    /// The notify series, registered at start by ``attach(metrics:)`` (NotifyStageLaunch.swift) and counted as the
+    /// deliveries commit.
     let metrics = AttachedMetrics()
+    static let exhaustedMetric = "paypipe_webhooks_exhausted_total"
+    static let eventsMetric = "paypipe_webhook_events_total"
+    static let disabledMetric = "paypipe_webhook_endpoints_disabled"
+    static let healthFailuresMetric = "paypipe_webhook_health_failures_total"
     /// The worker's webhook threads, each with a keep-alive HTTP client (shared by the lanes).
     let senders: HTTPClientPool
     let clock: @Sendable () -> Date
@@ -217,13 +222,13 @@ public struct NotifyStage: CallingStageHandler {
         guard EndpointHealthPolicy.mayChange(observations, tracked: tracked) else { return HealthDecision() }
         do {
             return try transaction.savepoint { savepoint in
-                let current = try endpoints.lock(Set(observations.map(\.endpoint)), on: savepoint)
+                let current = try endpoints.lockedRows(of: Set(observations.map(\.endpoint)), on: savepoint)
                 let decision = healthPolicy.decide(observations, current: current)
                 try endpoints.write(decision.updates, on: savepoint)
                 return HealthDecision(newlyDisabled: Dictionary(uniqueKeysWithValues: decision.disabled.map { ($0, decision.updates[$0]!) }))
             }
         } catch {
-            countHealthFailure()
+            metrics.report { $0.increment(Self.healthFailuresMetric, labels: [:]) }
             return HealthDecision()
         }
     }
@@ -257,15 +262,14 @@ public struct NotifyStage: CallingStageHandler {
         .transient(code: "webhook_failed", reason: "\(Self.subject(message)) did not settle in its round")
     }
 
-    /// The operational events of what committed: `paypipe_webhook_events_total` and `paypipe_webhooks_exhausted_total`.
+    /// The operational events of what committed: `paypipe_webhook_events_total{type}`, and for a delivery whose failed
+    /// attempt was its last (``NotifyDecision/Settlement/exhausted(error:)``) `paypipe_webhooks_exhausted_total` first.
     public func committed(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], _ recorded: [Result<Recorded, StageFailure>]) {
         for case .success(.decided(.success(.publish(let messages)))) in recorded {
             for case .event(ResultsExchange.name, let type, _, _, _, _, _, _, _) in messages {
-                switch OperationalEvent.Kind(rawValue: type) {
-                case .webhookExhausted?: countExhausted()
-                case .endpointDisabled?: countEvent(.endpointDisabled)
-                case nil: break
-                }
+                guard let kind = OperationalEvent.Kind(rawValue: type) else { continue }
+                if kind == .webhookExhausted { metrics.report { $0.increment(Self.exhaustedMetric, labels: ["stage": "notify"]) } }
+                metrics.report { $0.increment(Self.eventsMetric, labels: ["type": kind.rawValue]) }
             }
         }
     }

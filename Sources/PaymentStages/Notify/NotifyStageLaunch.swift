@@ -1,4 +1,5 @@
 import Pipeline
+import Postgres
 
 extension NotifyStage {
     /// The Standard Webhooks retry schedule (delay after each failure): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h; with the
@@ -56,5 +57,32 @@ extension NotifyStage {
             gate: EndpointGate(policy: EndpointGatePolicy(maxConcurrent: maxConcurrent, failureThreshold: breakerFailures, openSeconds: breakerOpen,
                                                           maxPauseSeconds: maxPause, maxWait: timeout), stage: .notify),
             healthPolicy: EndpointHealthPolicy(disableAfter: disableAfter), rate: rate, logger: logger, resultsTiming: resultsTiming)
+    }
+}
+
+extension NotifyStage {
+    /// The webhook gate's `paypipe_circuits_open{stage="notify"}`, `paypipe_webhooks_exhausted_total`, the operational
+    /// events published (`paypipe_webhook_events_total{type}`), the disabled endpoints (a gauge set by ``upkeep``
+    /// from the shared table, so every worker reports the same number: aggregate with `max`) and failures to record
+    /// endpoint health, registered once, at start. Counters start at 0 so an alert on their increase has a series to
+    /// watch.
+    public func attach(metrics registry: MetricsRegistry) {
+        gate.attach(metrics: registry)
+        metrics.attach(registry) { registry in
+            registry.register(Self.exhaustedMetric, kind: .counter, help: "Webhook deliveries that ran out of attempts (dead-lettered retries_exhausted).")
+            registry.increment(Self.exhaustedMetric, labels: ["stage": "notify"], by: 0)
+            registry.register(Self.eventsMetric, kind: .counter, help: "Operational events committed for paypipe.results (endpoint.disabled, webhook.exhausted).")
+            for kind in OperationalEvent.Kind.allCases { registry.increment(Self.eventsMetric, labels: ["type": kind.rawValue], by: 0) }
+            registry.register(Self.disabledMetric, kind: .gauge, help: "Webhook endpoints disabled for failing continuously (all workers' shared view).")
+            registry.set(Self.disabledMetric, labels: [:], to: 0)
+            registry.register(Self.healthFailuresMetric, kind: .counter, help: "Batches whose endpoint health could not be recorded (database error).")
+            registry.increment(Self.healthFailuresMetric, labels: [:], by: 0)
+        }
+    }
+
+    /// Every reconciler round, off any payment's path: `paypipe_webhook_endpoints_disabled` from `webhook_endpoints`.
+    public func upkeep(database: PostgresConnection, logger: Logger) throws {
+        let disabled = try WebhookEndpointStore().disabledCount(on: database)
+        metrics.report { $0.set(Self.disabledMetric, labels: [:], to: Double(disabled)) }
     }
 }

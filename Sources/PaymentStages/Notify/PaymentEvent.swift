@@ -22,9 +22,10 @@ public struct PaymentEvent: Sendable, Equatable {
         }
     }
 
-    /// The gateway's answer, from the latest `gateway_attempts` row. Every field is optional: attempts are
-    /// written by the submit stage and may be incomplete (uncertain, not sent).
-    public struct GatewayResult: Sendable, Equatable {
+    /// The event's summary of the gateway's answer (like ``CardSummary``; the processor's own answer is
+    /// `GatewayResult`), from the latest `gateway_attempts` row. Every field is optional: attempts are written by the
+    /// submit stage and may be incomplete (uncertain, not sent).
+    public struct GatewaySummary: Sendable, Equatable {
         public var transactionReference: String?
         public var errorCode: String?
         public var errorMessage: String?
@@ -54,7 +55,7 @@ public struct PaymentEvent: Sendable, Equatable {
     public var merchantId: String
     public var orderReference: String?
     public var amount: Amount?
-    public var gateway: GatewayResult?
+    public var gateway: GatewaySummary?
     public var card: CardSummary?
     public var errorCode: String?
     public var errorReason: String?
@@ -92,7 +93,7 @@ public struct PaymentEvent: Sendable, Equatable {
 
     public init(
         type: PaymentEventType, paymentId: UUID, jobId: String, merchantId: String, orderReference: String?,
-        amount: Amount?, gateway: GatewayResult?, card: CardSummary?, errorCode: String?, errorReason: String?,
+        amount: Amount?, gateway: GatewaySummary?, card: CardSummary?, errorCode: String?, errorReason: String?,
         metadata: JSONValue, receivedAt: Date, occurredAt: Date
     ) {
         self.type = type
