@@ -1,24 +1,5 @@
 import Foundation
 
-/// Why a merchant charges a stored credential without the customer (the job's `mitReason`), in the names the
-/// processors' documents use; each connector maps it to its own codes in its folder.
-public enum MITReason: String, Sendable, Hashable, CaseIterable, Codable {
-    case recurring, unscheduled, installment, reauthorization, resubmission
-    case delayedCharge = "delayed_charge"
-
-    /// The stored usage this reason needs: a standing instruction (recurring, installment, unscheduled) charges only
-    /// a credential stored for it; the industry-practice reasons (reauthorization, resubmission, delayed charge)
-    /// follow an earlier payment and fit any usage (our rule, docs/recurring.md).
-    public var requiredUsage: CredentialUsage? {
-        switch self {
-        case .recurring: .recurring
-        case .installment: .installment
-        case .unscheduled: .unscheduled
-        case .reauthorization, .resubmission, .delayedCharge: nil
-        }
-    }
-}
-
 /// What a connector declares about stored credentials (its plug-in's `storedCredentials`, data in its folder):
 /// the usages it can store and the MIT reasons it has processor codes for. A connector without it stores nothing.
 public struct StoredCredentialSupport: Sendable, Equatable {

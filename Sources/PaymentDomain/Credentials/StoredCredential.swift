@@ -18,6 +18,25 @@ public enum CredentialUsage: String, Sendable, Hashable, CaseIterable, Codable {
     case recurring, unscheduled, installment
 }
 
+/// Why a merchant charges a stored credential without the customer (the job's `mitReason`), in the names the
+/// processors' documents use; each connector maps it to its own codes in its folder.
+public enum MITReason: String, Sendable, Hashable, CaseIterable, Codable {
+    case recurring, unscheduled, installment, reauthorization, resubmission
+    case delayedCharge = "delayed_charge"
+
+    /// The stored usage this reason needs: a standing instruction (recurring, installment, unscheduled) charges only
+    /// a credential stored for it; the industry-practice reasons (reauthorization, resubmission, delayed charge)
+    /// follow an earlier payment and fit any usage (our rule, docs/recurring.md).
+    public var requiredUsage: CredentialUsage? {
+        switch self {
+        case .recurring: .recurring
+        case .installment: .installment
+        case .unscheduled: .unscheduled
+        case .reauthorization, .resubmission, .delayedCharge: nil
+        }
+    }
+}
+
 /// A stored credential's state. Only `active` credentials pay; the others are final.
 public enum CredentialState: String, Sendable, Hashable, CaseIterable, Codable {
     case active, unlinked, expired
