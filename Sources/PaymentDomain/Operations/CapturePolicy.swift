@@ -1,8 +1,12 @@
 import Foundation
 
+/// How an AUTH is settled: `automatic`, the AUTH settles by itself; `manual` suspends it until a capture.
+public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
+    case automatic, manual
+}
+
 /// How a payment's AUTH is captured: the merchant document's `gateway.captureMode` / `gateway.captureWithin`, which a
-/// job's `captureMode` / `captureWithin` override (issue 19 item 2; not yet read by the merchant document or the job).
-/// Absent everywhere: `automatic`, the behaviour before operations existed.
+/// job's `captureMode` / `captureWithin` override. Absent everywhere: `automatic`.
 public struct CapturePolicy: Sendable, Equatable, Hashable {
     public var mode: CaptureMode
     /// Seconds after the authorisation after which an uncaptured manual authorisation is voided; only with `manual`.

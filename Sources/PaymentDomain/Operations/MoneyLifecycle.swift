@@ -42,12 +42,6 @@ public enum LifecycleStatus: String, Sendable, CaseIterable, Hashable {
     public var capturedIsFixed: Bool { isSettled }
 }
 
-/// How an AUTH is settled: `automatic` is the behaviour before operations existed (the AUTH settles by itself);
-/// `manual` suspends it until a capture.
-public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
-    case automatic, manual
-}
-
 /// Where an AUTH's settlement stands at a processor whose operations are settlement updates
 /// (``OperationProtocol/Transport/Operations/settlementUpdates``), as last learnt (its answer, its status query, an
 /// update): pending settlement, pending with a manual override, suspended (held), cancelled, settling, settled. A

@@ -195,7 +195,7 @@ public struct NotifyStage: CallingStageHandler {
     }
 
     /// One signed POST, on a pool thread's client, holding the endpoint's slot.
-    public func perform(_ call: Delivery, for message: NotifyMessage, window: SendWindow?, client: HTTPClient) -> (answer: SendResult, report: CircuitState.Report) {
+    public func perform(_ call: Delivery, for message: NotifyMessage, window: SendWindow?, client: HTTPClient) -> (answer: SendResult, report: CallReport) {
         var attempt = WebhookAttempt(url: call.url, number: call.number, outcome: .retrying)
         let classification = post(call.body, id: call.event.id, to: call.url, signer: call.signer, client: client, attempt: &attempt,
                                   trace: message.inbound.trace)
