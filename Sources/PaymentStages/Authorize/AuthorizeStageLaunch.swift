@@ -23,3 +23,6 @@ extension AuthorizeStage {
         requests.vault.attach(metrics: registry)
     }
 }
+
+// The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
+extension AuthorizeStage: ReconcilingStage {}

@@ -32,3 +32,6 @@ extension DecryptStage {
         tokenTypes.attach(metrics: registry)
     }
 }
+
+// The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
+extension DecryptStage: ReconcilingStage {}

@@ -86,3 +86,6 @@ extension NotifyStage {
         metrics.report { $0.set(Self.disabledMetric, labels: [:], to: Double(disabled)) }
     }
 }
+
+// The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
+extension NotifyStage: ReconcilingStage {}

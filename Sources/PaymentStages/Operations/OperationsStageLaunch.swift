@@ -43,3 +43,6 @@ extension OperationsStage {
         return stage
     }
 }
+
+// The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
+extension OperationsStage: ReconcilingStage {}

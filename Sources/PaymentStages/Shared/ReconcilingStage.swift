@@ -11,10 +11,5 @@ extension ReconcilingStage {
     public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] { [] }
 }
 
-// The stages' reconciler hooks; the rounds themselves (re-driving, gauges, failure counts, upkeep) are
-// ReconcilerComponent's (Reconciler.swift), which a stage never calls.
-extension DecryptStage: ReconcilingStage {}
-extension AuthorizeStage: ReconcilingStage {}
-extension SubmitStage: ReconcilingStage {}
-extension NotifyStage: ReconcilingStage {}
-extension OperationsStage: ReconcilingStage {}
+// Each stage's launch file declares its conformance: the reconciler rounds (re-driving, gauges, failure counts,
+// upkeep) are ReconcilerComponent's (Reconciler.swift), which the launch wires and a stage never calls.

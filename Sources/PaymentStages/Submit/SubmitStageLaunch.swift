@@ -84,3 +84,6 @@ extension SubmitStage {
         try sendWindow(environment) + max(gatewayTimeout(environment), ConnectorRegistry.longestOwnTimeout(environment)) + reconcileGrace(environment)
     }
 }
+
+// The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
+extension SubmitStage: ReconcilingStage {}
