@@ -5,5 +5,5 @@ import Pipeline
 // the gateway instead of resending when the outcome is unknown), records the result and hands off to paypipe.notify.
 let registry = MetricsRegistry()
 WorkerLauncher.run(stage: .submit, registry: registry, components: { ReconcilerComponent.components(for: $0) }) { configuration, logger in
-    try SubmitStage.fromEnvironment(configuration, logger: logger, registry: registry)
+    try SubmitStage.fromEnvironment(configuration, logger: logger)
 }

@@ -30,6 +30,20 @@ extension Integration {
         }
     }
 
+    /// The runtime hands the worker's registry over once (`attach(metrics:)`): the stage's own counter and its gateway
+    /// gate's circuits are registered then, and exported before their first event.
+    @Test func attachingTheRegistryRegistersTheStagesSeries() throws {
+        let harness = try SubmitHarness()
+        defer { harness.tearDown() }
+        let registry = MetricsRegistry()
+        harness.makeStage().attach(metrics: registry)
+        let exported = registry.render()
+        #expect(exported.contains("# HELP paypipe_late_answers_total Gateway answers that arrived after their payment had ended"))
+        #expect(exported.contains("# TYPE paypipe_late_answers_total counter"))
+        #expect(registry.value("paypipe_circuits_open", labels: ["stage": "submit"]) == 0)
+        #expect(exported.contains("paypipe_circuits_open{stage=\"submit\"} 0"))
+    }
+
     /// A permanent failure the runtime carries to the record step (`SubmitStage.recordFailure`): a `prepared` payment
     /// ends `failed`, a `submitting` one `needs_review` (an AUTH may be out), each with the failure's code and reason
     /// and a `pipeline` event, handed to notification; a terminal one is left as it is and handed off again; an

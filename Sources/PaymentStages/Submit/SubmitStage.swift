@@ -49,27 +49,23 @@ public struct SubmitStage: CallingStageHandler {
         StoredCredentialRecording(credentials: CredentialStore(vault: requests.vault), cardData: CardDataStore(vault: requests.vault))
     }
     private let machine: SubmitProtocol
-    /// The stage's own series (late answers); nil when no registry was given.
-    private let metrics: SubmitMetrics?
+    /// The stage's own series, `paypipe_late_answers_total` (``lateAnswersMetric``): registered when the runtime
+    /// attaches the worker's registry (the launch file's `attach(metrics:)`); nothing is counted before.
+    let metrics = AttachedMetrics()
+    static let lateAnswersMetric = "paypipe_late_answers_total"
 
     public init(
         directory: MerchantDirectory, requests: GatewayRequestStore, client: any PaymentGateway,
-        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }, registry: MetricsRegistry? = nil
+        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         machine = settings.submitProtocol
-        metrics = registry.map(SubmitMetrics.init(registry:))
         self.directory = directory
         self.requests = requests
         self.client = client
         self.settings = settings
         self.clock = clock
-        callOut = CallOut(
-            pool: HTTPClientPool(size: settings.callConcurrency, configuration: client.http, name: "paypipe-submit-call"),
-            gate: EndpointGate(
-                policy: EndpointGatePolicy(maxConcurrent: settings.merchantConcurrency, failureThreshold: settings.circuitFailureThreshold,
-                                           openSeconds: settings.circuitOpenSeconds, maxWait: 1),
-                stage: .submit, clock: clock),
-            sendWindow: settings.sendWindow, rounds: 3)
+        // The pool and the gate as `settings` configure them (wiring, in the launch file).
+        callOut = Self.configuredCallOut(settings, http: client.http, clock: clock)
     }
 
     public func spanAttributes(of message: StageMessage) -> [SpanAttribute] { message.spanAttributes }
@@ -450,7 +446,9 @@ public struct SubmitStage: CallingStageHandler {
     ) throws -> Recorded {
         let attemptId = answered.call.attempt.id
         if case .sent = answered.answer, let result { writes.evidence.append((attemptId, result)) }
-        if payment.status.isTerminal { metrics?.lateAnswer(outcome: result?.outcome.rawValue ?? "none") }
+        if payment.status.isTerminal {
+            metrics.report { $0.increment(Self.lateAnswersMetric, labels: ["stage": "submit", "outcome": result?.outcome.rawValue ?? "none"]) }
+        }
         if lateAuthorization {
             // The gateway authorised a payment PayPipe had failed: both facts stay in the audit trail, and the
             // merchant hears `payment.needs_review` (the capture/void issue replaces this with an automatic void).

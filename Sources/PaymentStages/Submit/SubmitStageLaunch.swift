@@ -1,3 +1,4 @@
+import Foundation
 import HTTP
 import Pipeline
 
@@ -20,7 +21,7 @@ extension SubmitStage {
     ///   `PAYPIPE_GATEWAY_CONCURRENCY` (32: calls in flight per worker, each thread with a keep-alive connection);
     /// - `PAYPIPE_MERCHANT_CACHE_TTL` (5s).
     public static func fromEnvironment(
-        _ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader(), registry: MetricsRegistry? = nil
+        _ configuration: WorkerConfiguration, logger: Logger, environment: EnvironmentReader = EnvironmentReader()
     ) throws -> SubmitStage {
         let keyring = try DataKeyring.load(environment, deployment: configuration.environment)
         let vault = DataVault(keyring: keyring)
@@ -58,7 +59,30 @@ extension SubmitStage {
             directory: MerchantDirectory(store: MerchantStore(vault: vault), ttl: merchantCacheSeconds),
             requests: GatewayRequestStore(vault: vault),
             client: try ConnectorRegistry.connectors(ConnectorWorkerSettings(http: http, transport: cardDataTransport, environment: environment)),
-            settings: settings, registry: registry)
+            settings: settings)
+    }
+
+    /// The gateway calls' threads and gate as `settings` configure them: `callConcurrency` keep-alive clients, a
+    /// circuit per endpoint (`circuitFailureThreshold`, `circuitOpenSeconds`), `merchantConcurrency` slots per merchant
+    /// (a call waits at most a second for one), the send window, and at most three rounds a batch.
+    static func configuredCallOut(_ settings: SubmitSettings, http: HTTPClientConfiguration, clock: @escaping @Sendable () -> Date) -> CallOut {
+        CallOut(
+            pool: HTTPClientPool(size: settings.callConcurrency, configuration: http, name: "paypipe-submit-call"),
+            gate: EndpointGate(
+                policy: EndpointGatePolicy(maxConcurrent: settings.merchantConcurrency, failureThreshold: settings.circuitFailureThreshold,
+                                           openSeconds: settings.circuitOpenSeconds, maxWait: 1),
+                stage: .submit, clock: clock),
+            sendWindow: settings.sendWindow, rounds: 3)
+    }
+
+    /// The gateway gate's `paypipe_circuits_open{stage="submit"}` and the stage's `paypipe_late_answers_total`
+    /// (registered once, at start).
+    public func attach(metrics registry: MetricsRegistry) {
+        gate.attach(metrics: registry)
+        metrics.attach(registry) { registry in
+            registry.register(Self.lateAnswersMetric, kind: .counter,
+                              help: "Gateway answers that arrived after their payment had ended, by outcome (an authorised one on a failed payment goes to review).")
+        }
     }
 
     /// The least `PAYPIPE_RECONCILE_GRACE`: an AUTH's `exp` is rounded up to the second after its send deadline plus
