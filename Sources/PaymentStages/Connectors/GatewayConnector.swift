@@ -78,6 +78,28 @@ extension GatewayConnector {
     }
 }
 
+/// The rules every gateway call shares, submit's AUTH and query and operations' calls alike: the failure a call the
+/// endpoint gate held back ends in, and what a call's error code tells the endpoint's circuit.
+public enum GatewayCall {
+    /// The failure code and reason of a call the gate held back: nothing was sent (an AUTH is certainly not sent, a
+    /// query asked nothing). A refusal is a taken slot or the circuit; a rate refusal counts as the circuit's.
+    public static func heldBack(_ refusal: EndpointGate.Refusal, merchantId: String, slots: Int) -> (code: String, reason: String) {
+        switch refusal {
+        case .busy: ("merchant_busy", "merchant \(merchantId) has \(slots) gateway calls in flight")
+        case .circuitOpen, .rateLimited: ("circuit_open", "the gateway is failing; requests paused")
+        }
+    }
+
+    /// What a call's error code tells the circuit. Only failures that say nothing about the payment count (connection
+    /// refused, timeouts, resets, 5xx): a decline or a field error is a healthy gateway; an AUTH the send window held
+    /// back was never sent and says nothing.
+    public static func report(_ code: String?) -> CallReport {
+        guard let code else { return .healthy }
+        if code == "paypipe.send_window" { return .silent }
+        return code == "paypipe.transport" || code.hasPrefix("paypipe.http_5") ? .failed(pause: nil) : .healthy
+    }
+}
+
 /// The submit stage's name for the connector protocol (it predates the other connectors).
 public typealias PaymentGateway = GatewayConnector
 

@@ -29,8 +29,8 @@ extension OperationsStage {
         }
     }
 
-    /// A call held back was not made: with submit's codes (``SubmitStage/heldBack(_:merchantId:slots:)``), and a send
-    /// the window closed on as the HTTP send gate's refusal would be.
+    /// A call held back was not made: with the gateway calls' codes (``GatewayCall/heldBack(_:merchantId:slots:)``),
+    /// and a send the window closed on as the HTTP send gate's refusal would be.
     public func heldBack(_ call: Call, for message: Message, because reason: HeldBack) -> Answer {
         let (code, detail) = heldBack(reason, merchantId: message.merchantId)
         switch call {
@@ -42,23 +42,23 @@ extension OperationsStage {
     /// The code and reason of a call the call-out phase held back.
     func heldBack(_ reason: HeldBack, merchantId: String) -> (code: String, reason: String) {
         switch reason {
-        case .gate(let refusal): SubmitStage.heldBack(refusal, merchantId: merchantId, slots: gate.policy.maxConcurrent)
+        case .gate(let refusal): GatewayCall.heldBack(refusal, merchantId: merchantId, slots: gate.policy.maxConcurrent)
         case .sendWindow(let refusal): ("paypipe.send_window", "not sent: \(refusal)")
         }
     }
 
-    /// What an operation's answer tells the endpoint's circuit (submit's rule, ``SubmitStage/report(_:)``).
+    /// What an operation's answer tells the endpoint's circuit (``GatewayCall/report(_:)``).
     static func report(_ answer: OperationSteps.Answer) -> CallReport {
         switch answer {
         case .confirmed, .refused: .healthy
-        case .notSent(let code, _), .uncertain(let code, _): SubmitStage.report(code)
+        case .notSent(let code, _), .uncertain(let code, _): GatewayCall.report(code)
         }
     }
 
     static func report<Value>(_ answer: Result<Value, OperationQueryFailure>) -> CallReport {
         switch answer {
         case .success: .healthy
-        case .failure(let failure): SubmitStage.report(failure.code)
+        case .failure(let failure): GatewayCall.report(failure.code)
         }
     }
 }

@@ -174,7 +174,7 @@ public struct SubmitStage: CallingStageHandler {
     public func heldBack(_ call: Call, for message: StageMessage, because reason: HeldBack) -> Answer {
         let (code, detail): (String, String)
         switch reason {
-        case .gate(let refusal): (code, detail) = Self.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
+        case .gate(let refusal): (code, detail) = GatewayCall.heldBack(refusal, merchantId: message.merchantId, slots: gate.policy.maxConcurrent)
         case .sendWindow(let refusal):
             // The same answer as the send gate's refusal at connect time (``GatewayResult/notAnswered(_:)``).
             if case .send = call { return .sent(.notAnswered(.refusedBeforeSending(refusal))) }
@@ -191,32 +191,14 @@ public struct SubmitStage: CallingStageHandler {
             let result = CaptureSuspension.result(self.client.authorize(
                 request, reference: reference, endpoint: endpoint, requestId: "A\(attemptId)", now: clock(), window: window, using: client),
                 asked: CaptureSuspension.asksSuspension(request))
-            return (.sent(result), Self.report(result.errorCode))
+            return (.sent(result), GatewayCall.report(result.errorCode))
         case .query(let attemptId, let reference, let endpoint, let expected, let suspended):
             var result = self.client.find(
                 reference: reference, endpoint: endpoint, expected: expected, requestId: "Q\(attemptId)", now: clock(), using: client)
             if case .found(let found) = result { result = .found(CaptureSuspension.result(found, asked: suspended)) }
-            if case .inconclusive(let code, _) = result { return (.queried(result), Self.report(code)) }
+            if case .inconclusive(let code, _) = result { return (.queried(result), GatewayCall.report(code)) }
             return (.queried(result), .healthy)
         }
-    }
-
-    /// The failure code and reason of a call the gate held back: nothing was sent (an AUTH is certainly not sent, a
-    /// query asked nothing). Submit asks for no rate, so a refusal is a taken slot or the circuit.
-    static func heldBack(_ refusal: EndpointGate.Refusal, merchantId: String, slots: Int) -> (code: String, reason: String) {
-        switch refusal {
-        case .busy: ("merchant_busy", "merchant \(merchantId) has \(slots) gateway calls in flight")
-        case .circuitOpen, .rateLimited: ("circuit_open", "the gateway is failing; requests paused")
-        }
-    }
-
-    /// What a call's error code tells the circuit. Only failures that say nothing about the payment count (connection
-    /// refused, timeouts, resets, 5xx): a decline or a field error is a healthy gateway; an AUTH the send window held
-    /// back was never sent and says nothing.
-    static func report(_ code: String?) -> CircuitState.Report {
-        guard let code else { return .healthy }
-        if code == "paypipe.send_window" { return .silent }
-        return code == "paypipe.transport" || code.hasPrefix("paypipe.http_5") ? .failed(pause: nil) : .healthy
     }
 
     /// Seconds from an attempt's send deadline to its reconciliation: the total timeout of the endpoint's transport
