@@ -100,5 +100,31 @@ extension Integration {
         #expect(try Self.row("nc-b", merchantId: merchants[1], harness) == "failed gateway_not_configured \(batched.payments[1].paymentIDText)")
         #expect(try harness.operation("cap0-b", merchantId: merchants[0])?.state == .succeeded)
     }
+
+    /// The refusals of a wave are recorded set-based, with the round's other writes: a round of three refused captures
+    /// (three merchants without a gateway) costs the statements of a round of one plus each extra operation's prepare
+    /// (its merchant's entry). Each is recorded failed `gateway_not_configured` and reported; nothing is sent.
+    @Test func theRefusalsOfARoundAreRecordedInAFewStatements() throws {
+        let harness = try OperationsStageTests.Harness(settleDelay: 60, otherMerchants: 3)
+        defer { harness.tearDown() }
+        let stage = harness.stage()
+        let merchants = [OperationsStageTests.merchantId] + (1...3).map { "\(OperationsStageTests.merchantId)-\($0)" }
+        for merchant in merchants { try Self.unconfigure(merchant, harness) }
+        let payments = try merchants.map { try harness.authorizedPayment(amount: 1000, mode: .manual, merchantId: $0) }
+        let one = try OperationRecordBatchTests.round([(merchants[0], payments[0], "nc-0")], stage: stage, harness: harness)
+        let three = try OperationRecordBatchTests.round((1...3).map { (merchants[$0], payments[$0], "nc-\($0)") }, stage: stage, harness: harness)
+        print("operations statements, gateway_not_configured: round of 1: \(one.count.statements), round of 3: \(three.count.statements)")
+        for result in one.results + three.results {
+            #expect(OperationRecordBatchTests.outcome(result) == "publish 1")
+        }
+        for (index, merchant) in merchants.enumerated() {
+            #expect(try Self.row("nc-\(index)", merchantId: merchant, harness) == "failed gateway_not_configured \(payments[index].paymentIDText)")
+            #expect(try Self.lifecycle(payments[index], harness) == "authorized 0 0")
+        }
+        #expect(harness.simulator.ledger.operations.isEmpty)
+        #expect(three.count.perMessageLocks == 0)
+        // Refused one at a time, each refusal locked, read, wrote and reported on its own (and this fails).
+        #expect(three.count.statements - one.count.statements <= 2 * OperationRecordBatchTests.preparePerOperation)
+    }
 }
 }

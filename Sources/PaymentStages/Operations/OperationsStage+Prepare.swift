@@ -5,7 +5,8 @@ import Postgres
 /// Phase 1 of a round: the merchants' requests read together under their payments' locks and each decided purely
 /// (``OperationSteps/plan(_:clock:on:)``, on the rules of ``OperationProtocol``), the reconciler's automatic voids
 /// among them, with the batch's clocks read once and passed in; what is to be sent is committed (the operation
-/// `requested`, its attempt `sending`) before any call. Invalid operations are recorded refused in one statement, and
+/// `requested`, its attempt `sending`) before any call. Invalid operations are recorded refused in one statement, the
+/// sends of merchants without gateway credentials refused `gateway_not_configured` together (one round of answers), and
 /// the capture references the round's refunds need are read in one.
 extension OperationsStage {
     public func prepare(_ batch: [Message], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Call>] {
@@ -59,11 +60,31 @@ extension OperationsStage {
         _ = try steps.store.refuse(unusable, on: transaction)
         let round = try steps.plan(requests.map(\.planning), clock: clock, on: transaction)
         let captures = try captureReferences(zip(requests.map(\.merchant), round.plans), on: transaction)
+        var unconfigured: [(index: Int, answering: OperationSteps.Answering)] = []
         for (request, plan) in zip(requests, round.plans) {
-            results[request.index] = try prepare(plan, merchant: request.merchant, clock: clock, payments: round.payments, captures: captures,
-                                                 transaction: transaction)
+            switch try prepare(plan, merchant: request.merchant, clock: clock, payments: round.payments, captures: captures, transaction: transaction) {
+            case .prepared(let prepared): results[request.index] = prepared
+            case .refused(let answering): unconfigured.append((request.index, answering))
+            }
+        }
+        // The sends with nothing to send them to, refused together as one round of answers (the record phase's
+        // ``OperationSteps/settle(_:queries:actor:clock:on:)``: one write per table), each reported as it is recorded.
+        let refused = try steps.settle(unconfigured.map(\.answering), actor: Self.actor, clock: clock, on: transaction)
+        for (refusal, settled) in zip(unconfigured, refused.settled) {
+            let payment = refusal.answering.operation.paymentId.flatMap { refused.payments[$0] }
+            switch try recorded(settled, payment: payment, transaction: transaction) {
+            case .decided(let result): results[refusal.index] = .decided(result)
+            case .again: results[refusal.index] = .failed(Self.unsettled)
+            }
         }
         return results.map { $0! }
+    }
+
+    /// What one message's plan leads to in the prepare: a call or a result, or a send refused for want of gateway
+    /// credentials (recorded with the round's other such refusals).
+    private enum Step {
+        case prepared(Prepared<Call>)
+        case refused(OperationSteps.Answering)
     }
 
     /// The send window and settle time of a new attempt at the merchant's endpoint.
@@ -72,53 +93,49 @@ extension OperationsStage {
             sendWindow: sendWindow, settleSeconds: (Self.endpoint(merchant).map { connectors.totalTimeout(for: $0) } ?? connectors.totalTimeout) + reconcileGrace)
     }
 
-    /// One message's plan and what it leads to: a call, or a result (a request with nothing to send it to is settled
-    /// refused at once, in the same transaction).
+    /// One message's plan and what it leads to: a call, or a result, or (a request with nothing to send it to) its
+    /// refusal `gateway_not_configured`, settled with the round's others in the same transaction.
     private func prepare(
         _ plan: OperationSteps.Plan, merchant: Merchant, clock: BatchClock, payments: [UUID: PaymentRecord], captures: [UUID: String],
         transaction: PostgresConnection
-    ) throws -> Prepared<Call> {
+    ) throws -> Step {
         let transport = transport(merchant)
         let endpoint = Self.endpoint(merchant)
         switch plan {
         case .wait(let code, let reason, let until):
-            return .failed(Self.retried(code: code, reason: reason, until: until))
+            return .prepared(.failed(Self.retried(code: code, reason: reason, until: until)))
         case .nothing(let reason):
-            return .finished(.settled(note: "nothing_to_do", reason: reason))
+            return .prepared(.finished(.settled(note: "nothing_to_do", reason: reason)))
         case .conflict(let existing):
-            return .failed(.unattributable(code: "operation_conflict",
-                                           reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))"))
+            return .prepared(.failed(.unattributable(code: "operation_conflict",
+                                                     reason: "operationId \(existing.operationId) was used for another \(existing.kind.rawValue) (operation \(existing.id))")))
         case .finished(let operation):
             guard operation.paymentId != nil else {
                 // A repeat of an operation recorded without a payment has no webhook target: it is dead-lettered with
                 // the recorded code, never acknowledged without a trace.
-                return .failed(.unattributable(code: operation.errorCode ?? "operation_failed",
-                                               reason: "operation \(operation.operationId) was recorded failed without a payment: \(operation.errorMessage ?? "no reason")"))
+                return .prepared(.failed(.unattributable(
+                    code: operation.errorCode ?? "operation_failed",
+                    reason: "operation \(operation.operationId) was recorded failed without a payment: \(operation.errorMessage ?? "no reason")")))
             }
-            return .finished(try report(operation, transaction: transaction))
+            return .prepared(.finished(try report(operation, transaction: transaction)))
         case .review(let operation):
-            return .finished(reviewed(operation))
+            return .prepared(.finished(reviewed(operation)))
         case .send(let operation, let attempt, let request):
             guard let endpoint else {
                 let refusal = OperationSteps.Answer.refused(code: "gateway_not_configured",
                                                             message: "merchant \(merchant.id) has no gateway credentials for its transport")
-                let settled = try steps.settle(operation, attempt: attempt, answer: refusal, transport: transport, actor: Self.actor, clock: clock,
-                                               on: transaction)
-                switch try recorded(settled, transaction: transaction) {
-                case .decided(let result): return .decided(result)
-                case .again: return .failed(Self.unsettled)
-                }
+                return .refused(OperationSteps.Answering(operation: operation, attempt: attempt, answer: refusal, transport: transport))
             }
             let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
                                            payments: payments, captures: captures, database: transaction)
-            return .call(.send(planned, request: request))
+            return .prepared(.call(.send(planned, request: request)))
         case .query(let operation, let attempt, _):
             guard let endpoint, let request = operation.request else {
-                return .failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with"))
+                return .prepared(.failed(.transient(code: "gateway_not_configured", reason: "no gateway credentials to query with")))
             }
             let planned = try self.planned(operation, attempt: attempt, request: request, endpoint: endpoint, transport: transport, clock: clock,
                                            payments: payments, captures: captures, database: transaction)
-            return .call(.query(planned, request: request))
+            return .prepared(.call(.query(planned, request: request)))
         }
     }
 
