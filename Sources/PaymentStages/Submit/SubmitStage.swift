@@ -185,7 +185,7 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     /// The call, on a pool thread holding the merchant's slot.
-    public func perform(_ call: Call, for message: StageMessage, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CircuitState.Report) {
+    public func perform(_ call: Call, for message: StageMessage, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CallReport) {
         switch call {
         case .send(let attemptId, let request, let endpoint, let reference):
             let result = CaptureSuspension.result(self.client.authorize(
