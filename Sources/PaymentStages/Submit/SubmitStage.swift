@@ -31,7 +31,7 @@ public struct SubmitStage: CallingStageHandler {
     /// The `actor` of the stage's audit events.
     static let actor = "submit"
     private let directory: MerchantDirectory
-    private let requests: GatewayRequestStore
+    let requests: GatewayRequestStore
     /// The merchant's connector is chosen per call by its endpoint (``GatewayConnectors``).
     private let client: any GatewayConnector
     private let clock: @Sendable () -> Date
@@ -47,7 +47,7 @@ public struct SubmitStage: CallingStageHandler {
     private var credentialRecording: StoredCredentialRecording {
         StoredCredentialRecording(credentials: CredentialStore(vault: requests.vault), cardData: CardDataStore(vault: requests.vault))
     }
-    private let machine: SubmitProtocol
+    let machine: SubmitProtocol
     /// Seconds added to an endpoint's total timeout after an attempt's send deadline before it is queried
     /// (`PAYPIPE_RECONCILE_GRACE`): an AUTH may still be in flight in the gateway or at the acquirer for a while.
     private let reconcileGrace: Double
@@ -214,7 +214,7 @@ public struct SubmitStage: CallingStageHandler {
 
     /// An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace), with
     /// the jwt transport's timeout, the only transport there was then.
-    private var legacySettleSeconds: Double { client.totalTimeout + reconcileGrace }
+    var legacySettleSeconds: Double { client.totalTimeout + reconcileGrace }
 
     /// The batch read, under the batch's row locks.
     private func lock(_ ids: [UUID], transaction: PostgresConnection) throws -> SubmitPlanStatement.Read {
@@ -449,45 +449,6 @@ public struct SubmitStage: CallingStageHandler {
         if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
         // A newer attempt (or none) is the payment's business now; this message waits like any other.
         return .failed(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
-    }
-
-    // MARK: Reconciliation
-
-    /// Fails every payment stuck in `decrypted` or `prepared` past the payment deadline (`deadline_exceeded`), which
-    /// shreds its card data, so card data is never kept longer than the deadline whichever stage lost the payment.
-    /// The protocol decides (``SubmitProtocol/mayExpire(_:)``): never while an attempt may be in flight. Claims with
-    /// `SKIP LOCKED`, so it never waits for a lane and never races one. Returns the hand-offs to notification.
-    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
-        try connection.transaction { transaction in
-            let rows = try transaction.query(
-                """
-                SELECT \(SubmitPlanStatement.Payment.columns), p.trace_parent, p.trace_state FROM payments p
-                WHERE stage IN ('authorize', 'submit') AND status IN ('decrypted', 'prepared')
-                  AND first_received_at < clock_timestamp() - make_interval(secs => $1)
-                ORDER BY first_received_at LIMIT 500
-                FOR UPDATE SKIP LOCKED
-                """, [machine.paymentDeadline])
-            let claimed = try rows.map(SubmitPlanStatement.Payment.init(row:))
-            // Their hand-offs to notification continue each payment's trace.
-            let traced = Dictionary(uniqueKeysWithValues: try rows.map { row in
-                let message = try PaymentStore.tracedMessage(row: row)
-                return (message.paymentId, message)
-            })
-            // Claimed (locked) above: read without locking again.
-            let read = try SubmitPlanStatement.read(
-                claimed.map(\.id), legacySettleSeconds: legacySettleSeconds, requests: requests, on: transaction)
-            let expiring = claimed.filter { payment in
-                guard let locked = read.rows[payment.id]?.locked else { return false }
-                return machine.mayExpire(locked.snapshot(now: read.now))
-            }
-            // One statement for the batch; the trigger crypto-shreds their card data.
-            try payments.transitionBatch(expiring.map { payment in
-                try PaymentStore.Transitioning(
-                    paymentId: payment.id, from: payment.status, to: .failed, errorCode: "deadline_exceeded",
-                    detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(machine.paymentDeadline))s")
-            }, actor: Self.actor, on: transaction)
-            return expiring.map { (Stage.notify, traced[$0.id] ?? $0.message) }
-        }
     }
 
     // MARK: Helpers

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Pipeline
+import Postgres
 
 extension SubmitStage {
     /// Builds the stage from the environment for `paypipe-submit`:
@@ -121,4 +122,9 @@ extension SubmitStage {
 }
 
 // The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
-extension SubmitStage: ReconcilingStage {}
+extension SubmitStage: ReconcilingStage {
+    /// The deadline sweep (``SubmitDeadlineSweep``); returns the hand-offs to notification.
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
+        try SubmitDeadlineSweep(requests: requests, machine: machine, legacySettleSeconds: legacySettleSeconds).expire(on: connection)
+    }
+}
