@@ -31,10 +31,9 @@ public struct SubmitStage: CallingStageHandler {
     /// The `actor` of the stage's audit events.
     static let actor = "submit"
     private let directory: MerchantDirectory
-    private let requests: GatewayRequestStore
+    let requests: GatewayRequestStore
     /// The merchant's connector is chosen per call by its endpoint (``GatewayConnectors``).
     private let client: any GatewayConnector
-    private let settings: SubmitSettings
     private let clock: @Sendable () -> Date
     /// The worker's gateway-call threads (keep-alive clients, shared by the lanes) and the call-out gate: a circuit per
     /// gateway endpoint (URL), and `merchantConcurrency` call slots per merchant, so a merchant whose gateway is slow
@@ -48,24 +47,32 @@ public struct SubmitStage: CallingStageHandler {
     private var credentialRecording: StoredCredentialRecording {
         StoredCredentialRecording(credentials: CredentialStore(vault: requests.vault), cardData: CardDataStore(vault: requests.vault))
     }
-    private let machine: SubmitProtocol
+    let machine: SubmitProtocol
+    /// Seconds added to an endpoint's total timeout after an attempt's send deadline before it is queried
+    /// (`PAYPIPE_RECONCILE_GRACE`): an AUTH may still be in flight in the gateway or at the acquirer for a while.
+    private let reconcileGrace: Double
+    /// Seconds after its attempt is committed after which an AUTH is not sent any more (`PAYPIPE_SEND_WINDOW`): the
+    /// attempt's send deadline, which the call-out's send window enforces.
+    private let sendWindow: Double
     /// The stage's own series, `paypipe_late_answers_total` (``lateAnswersMetric``): registered when the runtime
     /// attaches the worker's registry (the launch file's `attach(metrics:)`); nothing is counted before.
     let metrics = AttachedMetrics()
     static let lateAnswersMetric = "paypipe_late_answers_total"
 
-    public init(
-        directory: MerchantDirectory, requests: GatewayRequestStore, client: any PaymentGateway,
-        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }
+    /// The stage with its protocol, timings and call-out; the launch file builds them from the stage's settings
+    /// (``init(directory:requests:client:settings:clock:)``).
+    init(
+        directory: MerchantDirectory, requests: GatewayRequestStore, client: any PaymentGateway, machine: SubmitProtocol,
+        reconcileGrace: Double, sendWindow: Double, callOut: CallOut, clock: @escaping @Sendable () -> Date
     ) {
-        machine = settings.submitProtocol
+        self.machine = machine
         self.directory = directory
         self.requests = requests
         self.client = client
-        self.settings = settings
+        self.reconcileGrace = reconcileGrace
+        self.sendWindow = sendWindow
         self.clock = clock
-        // The pool and the gate as `settings` configure them (wiring, in the launch file).
-        callOut = Self.configuredCallOut(settings, http: client.http, clock: clock)
+        self.callOut = callOut
     }
 
     public func spanAttributes(of message: StageMessage) -> [SpanAttribute] { message.spanAttributes }
@@ -185,7 +192,7 @@ public struct SubmitStage: CallingStageHandler {
     }
 
     /// The call, on a pool thread holding the merchant's slot.
-    public func perform(_ call: Call, for message: StageMessage, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CircuitState.Report) {
+    public func perform(_ call: Call, for message: StageMessage, window: SendWindow?, client: HTTPClient) -> (answer: Answer, report: CallReport) {
         switch call {
         case .send(let attemptId, let request, let endpoint, let reference):
             let result = CaptureSuspension.result(self.client.authorize(
@@ -203,11 +210,11 @@ public struct SubmitStage: CallingStageHandler {
 
     /// Seconds from an attempt's send deadline to its reconciliation: the total timeout of the endpoint's transport
     /// plus the margin (the `webservices` transport has no `exp`, so this wait is all that bounds its AUTH).
-    private func settleSeconds(_ endpoint: GatewayEndpoint) -> Double { client.totalTimeout(for: endpoint) + settings.reconcileGrace }
+    private func settleSeconds(_ endpoint: GatewayEndpoint) -> Double { client.totalTimeout(for: endpoint) + reconcileGrace }
 
     /// An attempt written before migration 5 has no reconciliation time: the old rule (start + timeout + grace), with
     /// the jwt transport's timeout, the only transport there was then.
-    private var legacySettleSeconds: Double { client.totalTimeout + settings.reconcileGrace }
+    var legacySettleSeconds: Double { client.totalTimeout + reconcileGrace }
 
     /// The batch read, under the batch's row locks.
     private func lock(_ ids: [UUID], transaction: PostgresConnection) throws -> SubmitPlanStatement.Read {
@@ -295,7 +302,7 @@ public struct SubmitStage: CallingStageHandler {
             SubmitPlanStatement.Send(paymentId: batch[$0.index].paymentId, orderReference: $0.reference,
                                      requestType: $0.request.requestTypes.joined(separator: ","), siteReference: $0.endpoint.siteReference,
                                      settleSeconds: settleSeconds($0.endpoint))
-        }, sendWindow: settings.sendWindow, on: transaction)
+        }, sendWindow: sendWindow, on: transaction)
         for send in sends {
             // Under the batch's row locks every `prepared` payment read moves.
             guard let attemptId = attemptIds[batch[send.index].paymentId] else { preconditionFailure("a locked prepared payment did not move") }
@@ -367,7 +374,7 @@ public struct SubmitStage: CallingStageHandler {
                 writes.transitions.append(try .init(paymentId: payment.id, from: .submitting, to: .prepared, detail: "gateway confirmed no AUTH"))
                 recorded[index] = .again
             case .awaitConfirmation(let found):
-                recorded[index] = .failed(.transient(code: "awaiting_confirmation", reason: "\(found) of \(settings.notFoundConfirmations) 'not found' answers"))
+                recorded[index] = .failed(.transient(code: "awaiting_confirmation", reason: "\(found) of \(machine.notFoundConfirmations) 'not found' answers"))
             case .inconclusive(_, let code, let reason):
                 recorded[index] = .failed(.transient(code: "reconciliation_inconclusive", reason: "\(code): \(reason)"))
             case .review(let count, let code, let reason):
@@ -442,45 +449,6 @@ public struct SubmitStage: CallingStageHandler {
         if payment.status.isTerminal { return .finished(.handOff(to: .notify, payment.message)) }
         // A newer attempt (or none) is the payment's business now; this message waits like any other.
         return .failed(.transient(code: "attempt_superseded", reason: "AUTH attempt \(attemptId) is no longer the payment's current attempt"))
-    }
-
-    // MARK: Reconciliation
-
-    /// Fails every payment stuck in `decrypted` or `prepared` past the payment deadline (`deadline_exceeded`), which
-    /// shreds its card data, so card data is never kept longer than the deadline whichever stage lost the payment.
-    /// The protocol decides (``SubmitProtocol/mayExpire(_:)``): never while an attempt may be in flight. Claims with
-    /// `SKIP LOCKED`, so it never waits for a lane and never races one. Returns the hand-offs to notification.
-    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
-        try connection.transaction { transaction in
-            let rows = try transaction.query(
-                """
-                SELECT \(SubmitPlanStatement.Payment.columns), p.trace_parent, p.trace_state FROM payments p
-                WHERE stage IN ('authorize', 'submit') AND status IN ('decrypted', 'prepared')
-                  AND first_received_at < clock_timestamp() - make_interval(secs => $1)
-                ORDER BY first_received_at LIMIT 500
-                FOR UPDATE SKIP LOCKED
-                """, [settings.paymentDeadline])
-            let claimed = try rows.map(SubmitPlanStatement.Payment.init(row:))
-            // Their hand-offs to notification continue each payment's trace.
-            let traced = Dictionary(uniqueKeysWithValues: try rows.map { row in
-                let message = try PaymentStore.tracedMessage(row: row)
-                return (message.paymentId, message)
-            })
-            // Claimed (locked) above: read without locking again.
-            let read = try SubmitPlanStatement.read(
-                claimed.map(\.id), legacySettleSeconds: legacySettleSeconds, requests: requests, on: transaction)
-            let expiring = claimed.filter { payment in
-                guard let locked = read.rows[payment.id]?.locked else { return false }
-                return machine.mayExpire(locked.snapshot(now: read.now))
-            }
-            // One statement for the batch; the trigger crypto-shreds their card data.
-            try payments.transitionBatch(expiring.map { payment in
-                try PaymentStore.Transitioning(
-                    paymentId: payment.id, from: payment.status, to: .failed, errorCode: "deadline_exceeded",
-                    detail: "still \(payment.status.rawValue) after the payment deadline of \(Int(settings.paymentDeadline))s")
-            }, actor: Self.actor, on: transaction)
-            return expiring.map { (Stage.notify, traced[$0.id] ?? $0.message) }
-        }
     }
 
     // MARK: Helpers

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Pipeline
+import Postgres
 
 extension SubmitStage {
     /// Builds the stage from the environment for `paypipe-submit`:
@@ -62,6 +63,17 @@ extension SubmitStage {
             settings: settings)
     }
 
+    /// The stage as `settings` configure it: its protocol (``SubmitSettings/submitProtocol``), its timings, and its
+    /// call-out (``configuredCallOut(_:http:clock:)``).
+    public init(
+        directory: MerchantDirectory, requests: GatewayRequestStore, client: any PaymentGateway,
+        settings: SubmitSettings = SubmitSettings(), clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.init(directory: directory, requests: requests, client: client, machine: settings.submitProtocol,
+                  reconcileGrace: settings.reconcileGrace, sendWindow: settings.sendWindow,
+                  callOut: Self.configuredCallOut(settings, http: client.http, clock: clock), clock: clock)
+    }
+
     /// The gateway calls' threads and gate as `settings` configure them: `callConcurrency` keep-alive clients, a
     /// circuit per endpoint (`circuitFailureThreshold`, `circuitOpenSeconds`), `merchantConcurrency` slots per merchant
     /// (a call waits at most a second for one), the send window, and at most three rounds a batch.
@@ -110,4 +122,9 @@ extension SubmitStage {
 }
 
 // The reconciler's hook (ReconcilingStage.swift): what the stage adds to each reconciler round, if anything.
-extension SubmitStage: ReconcilingStage {}
+extension SubmitStage: ReconcilingStage {
+    /// The deadline sweep (``SubmitDeadlineSweep``); returns the hand-offs to notification.
+    public func reconcile(on connection: PostgresConnection) throws -> [(stage: Stage, message: StageMessage)] {
+        try SubmitDeadlineSweep(requests: requests, machine: machine, legacySettleSeconds: legacySettleSeconds).expire(on: connection)
+    }
+}
