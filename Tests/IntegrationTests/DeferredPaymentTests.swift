@@ -18,6 +18,8 @@ extension Integration {
     final class Harness {
         let base: ConnectorEndToEndTests.Harness
         let operations: OperationsStage
+        /// The stage with its upkeep round (the deferred series' gauge), as the worker runs it.
+        let worker: OperationsWorker
 
         init() throws {
             base = try ConnectorEndToEndTests.Harness()
@@ -26,6 +28,7 @@ extension Integration {
                 client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
                                             webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1)),
                 sendWindow: 0.5, reconcileGrace: 0.2)
+            worker = OperationsWorker(operations, settlementPoll: 6 * 3600)
         }
 
         /// A deferred TapPay payment of at most `maximum` minor units whose prime was obtained `age` seconds ago, run
@@ -80,7 +83,7 @@ extension Integration {
             return
         }
         let registry = MetricsRegistry()
-        harness.operations.attach(metrics: registry)
+        harness.worker.attach(metrics: registry)
         #expect(try harness.complete(message, amount: 120_000, at: clock) == .success(.handOff(to: .authorize, message)))
         #expect(try MetricsScrape(registry.render()).value("paypipe_deferred_payments_total", ["outcome": "completed"]) == 1)
         let completed = try #require(try harness.base.authorize.payment(message.paymentId))
@@ -170,8 +173,8 @@ extension Integration {
         defer { database.close() }
         // The deferred series (docs/operations.md): two waiting, seen by the upkeep's gauge.
         let registry = MetricsRegistry()
-        harness.operations.attach(metrics: registry)
-        try harness.operations.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        harness.worker.attach(metrics: registry)
+        try harness.worker.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         #expect(try MetricsScrape(registry.render()).value("paypipe_payments_awaiting_amount") == 2)
         // 29 days on: nothing expires.
         #expect(try harness.operations.expireDeferred(clock: harness.databaseClock(plus: 29 * Self.day), on: database).isEmpty)
@@ -189,7 +192,7 @@ extension Integration {
         #expect(harness.base.simulator.ledger.authCounts().isEmpty, "the simulator saw no Pay by Prime")
         // Nothing is left to sweep.
         #expect(try harness.operations.expireDeferred(clock: late, on: database).isEmpty)
-        try harness.operations.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        try harness.worker.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         let scrape = try MetricsScrape(registry.render())
         #expect(scrape.value("paypipe_payments_awaiting_amount") == 0)
         #expect(scrape.value("paypipe_deferred_payments_total", ["outcome": "expired"]) == 2)

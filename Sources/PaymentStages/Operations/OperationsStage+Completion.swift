@@ -156,12 +156,3 @@ final class DeferredMetrics: Sendable {
         }
     }
 }
-
-extension OperationsStage {
-    /// The worker's own series: deferred payments' (``DeferredMetrics``), then the upkeep round's (``upkeepRound``: the
-    /// merchant-token puller's).
-    public func attach(metrics registry: MetricsRegistry) {
-        deferredMetrics.attach(metrics: registry)
-        upkeepRound?.attach(metrics: registry)
-    }
-}

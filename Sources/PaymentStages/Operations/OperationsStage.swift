@@ -15,9 +15,11 @@ import Postgres
 ///   send window) and the merchant's connector (``OperationConnector``);
 /// - `OperationsStage+Record.swift`: the answers applied, and the hand-off to notify (``OperationEventMessage``);
 /// - `OperationsStage+Settlement.swift`: settlement learnt before a refund, decided by ``OperationUpkeep`` and sent
-///   through the same phase (the upkeep round's suspensions of manual AUTHs and settlement poll, `OperationsUpkeepRound`,
-///   are wired by the launch: not a payment's path);
-/// - `OperationsStage+Reconciler.swift`: the payments the reconciler hands over (expiry, late AUTHs).
+///   through the same phase.
+///
+/// Not a payment's path, so beside the stage in ``OperationsWorker`` (the worker's handler, wired by the launch): the
+/// upkeep round's suspensions of manual AUTHs, settlement poll and merchant-token events (`OperationsUpkeepRound`),
+/// and the payments the reconciler hands over (expiry, late AUTHs).
 ///
 /// Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or concurrent
 /// message finds them and resumes instead of sending again; a lost update answer is reconciled by querying the
@@ -38,18 +40,16 @@ public struct OperationsStage: CallingStageHandler {
     /// queries, the upkeep's), as submit's: a circuit per endpoint URL and at most `maxConcurrent` calls in flight per
     /// merchant.
     public let callOut: CallOut
-    /// The worker's upkeep round (suspensions, the settlement poll, merchant-token events) and its series: not a
-    /// payment's path, so a component of its own that the launch wires (`OperationsUpkeepRound`); nil: no upkeep.
-    public var upkeepRound: (any StageHandlerUpkeep & Sendable)?
     /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Completion.swift).
     let deferredMetrics = DeferredMetrics()
     public var gate: EndpointGate { callOut.gate }
 
-    public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps = OperationSteps(),
-                sendWindow: Double = 5, reconcileGrace: Double = 30, gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
+    /// `gate`: the worker's endpoint gate, built from its policy by the launch (`OperationsStageLaunch.swift`).
+    public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps,
+                sendWindow: Double, reconcileGrace: Double, gate: EndpointGate) {
         // One call thread: a wave holds at most one message per merchant and operations are rare next to AUTHs.
         self.callOut = CallOut(pool: HTTPClientPool(size: 1, configuration: connectors.http, name: "paypipe-operations-call"),
-                               gate: EndpointGate(policy: gate, stage: .operations), sendWindow: sendWindow, rounds: 3)
+                               gate: gate, sendWindow: sendWindow, rounds: 3)
         self.directory = directory
         self.connectors = connectors
         self.steps = steps
@@ -57,16 +57,11 @@ public struct OperationsStage: CallingStageHandler {
         self.reconcileGrace = reconcileGrace
     }
 
-    /// The upkeep round the launch wired (``upkeepRound``), on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
-    public func upkeep(database: PostgresConnection, logger: Logger) throws {
-        try upkeepRound?.upkeep(database: database, logger: logger)
-    }
-
     /// A decoded delivery: an operation, or why it cannot be one (its merchant and id known).
     public enum Message: Sendable, Equatable {
         case request(OperationRequest)
         case invalid(kind: OperationRequest.Kind, merchantId: String, operationId: String, reason: String)
-        /// The reconciler's hand-off of a payment (``reconcile(on:)``): void its late AUTH, or its authorisation not
+        /// The reconciler's hand-off of a payment (``OperationsWorker/reconcile(on:)``): void its late AUTH, or its authorisation not
         /// captured within `captureWithin`.
         case reconciled(StageMessage)
         /// `payment.complete.requested`: a deferred payment's amount (``complete(_:database:clock:)``).

@@ -16,8 +16,8 @@ import Postgres
 ///   the capture), one query per merchant for up to 500 of them; settled ones become `settled`, so refunds are
 ///   refunds proper, not a lower settle amount; any other status is recorded as the last learnt.
 ///
-/// Not a payment's path: the launch wires it (`OperationsStageLaunch.swift`, ``OperationsStage/upkeepRound``), and the
-/// stage's own ``OperationsStage/upkeep(database:logger:)`` runs it. Its calls and writes are the stage's (its call-out
+/// Not a payment's path: the launch wires it (`OperationsStageLaunch.swift`, ``OperationsWorker/upkeepRound``), and the
+/// worker's ``OperationsWorker/upkeep(database:logger:)`` runs it. Its calls and writes are the stage's (its call-out
 /// phase, endpoint gate and settlement writes, shared with the settlement learnt before a refund), so it holds the stage.
 /// Its metrics are the merchant-token puller's (``MerchantTokenMetrics``); the round also sets the stage's
 /// `paypipe_payments_awaiting_amount`.
