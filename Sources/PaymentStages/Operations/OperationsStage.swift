@@ -19,7 +19,8 @@ import Postgres
 ///
 /// Not a payment's path, so beside the stage in ``OperationsWorker`` (the worker's handler, wired by the launch): the
 /// upkeep round's suspensions of manual AUTHs, settlement poll and merchant-token events (`OperationsUpkeepRound`),
-/// and the payments the reconciler hands over (expiry, late AUTHs).
+/// the payments the reconciler hands over (expiry, late AUTHs), and deferred payments' completions
+/// (`DeferredCompletion`: they set an amount, never reach a processor).
 ///
 /// Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or concurrent
 /// message finds them and resumes instead of sending again; a lost update answer is reconciled by querying the
@@ -40,8 +41,6 @@ public struct OperationsStage: CallingStageHandler {
     /// queries, the upkeep's), as submit's: a circuit per endpoint URL and at most `maxConcurrent` calls in flight per
     /// merchant.
     public let callOut: CallOut
-    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Completion.swift).
-    let deferredMetrics = DeferredMetrics()
     public var gate: EndpointGate { callOut.gate }
 
     /// `gate`: the worker's endpoint gate, built from its policy by the launch (`OperationsStageLaunch.swift`).
@@ -64,15 +63,12 @@ public struct OperationsStage: CallingStageHandler {
         /// The reconciler's hand-off of a payment (``OperationsWorker/reconcile(on:)``): void its late AUTH, or its authorisation not
         /// captured within `captureWithin`.
         case reconciled(StageMessage)
-        /// `payment.complete.requested`: a deferred payment's amount (``complete(_:database:clock:)``).
-        case completion(CompletionRequest)
 
         var merchantId: String {
             switch self {
             case .request(let request): request.merchantId
             case .invalid(_, let merchantId, _, _): merchantId
             case .reconciled(let payment): payment.merchantId
-            case .completion(let completion): completion.merchantId
             }
         }
     }
@@ -90,9 +86,6 @@ public struct OperationsStage: CallingStageHandler {
             return [SpanAttribute("operationId", operationId), SpanAttribute("merchantId", merchantId), SpanAttribute("kind", kind.rawValue)]
         case .reconciled(let payment):
             return payment.spanAttributes
-        case .completion(let completion):
-            return [SpanAttribute("operationId", completion.operationId), SpanAttribute("merchantId", completion.merchantId),
-                    SpanAttribute("paymentId", completion.paymentId.paymentIDText), SpanAttribute("kind", CompletionRequest.routingKey)]
         }
     }
 
@@ -100,14 +93,6 @@ public struct OperationsStage: CallingStageHandler {
         if inbound.jobRoutingKey == nil, inbound.isFromWorkers {
             // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.
             return .reconciled(try StageMessage.decode(inbound.body))
-        }
-        if inbound.jobRoutingKey == CompletionRequest.routingKey {
-            do {
-                return .completion(try CompletionRequest.decode(inbound.body))
-            } catch {
-                // Nothing to record it against: an invalid completion is dead-lettered with its reason.
-                throw .unattributable(code: error.code, reason: error.description)
-            }
         }
         guard let key = inbound.jobRoutingKey, let kind = OperationRequest.Kind(routingKey: key) else {
             throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(inbound.routingKey.prefix(64))")
@@ -128,18 +113,6 @@ public struct OperationsStage: CallingStageHandler {
     /// round settled it, as when messages were handled one by one. Before a wave, a refund of a payment still recorded
     /// `captured` asks the processor whether it settled since (``learnSettlement(_:database:)``).
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
-        // Completions first, in one transaction of their own: they touch payments before their AUTH, never an operation.
-        let completions = batch.indices.compactMap { index -> (Int, CompletionRequest)? in
-            if case .completion(let request) = batch[index] { (index, request) } else { nil }
-        }
-        for ((index, _), result) in zip(completions, complete(completions.map(\.1), database: database)) { results[index] = result }
-        let rest = batch.indices.filter { results[$0] == nil }
-        for (index, result) in zip(rest, processOperations(rest.map { batch[$0] }, database: database)) { results[index] = result }
-        return results.map { $0! }
-    }
-
-    private func processOperations(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         guard !batch.isEmpty else { return [] }
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         for wave in Self.waves(batch.map(\.merchantId)) {
