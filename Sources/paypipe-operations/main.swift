@@ -7,5 +7,5 @@ import Pipeline
 // (PublisherScreen).
 let registry = MetricsRegistry()
 WorkerLauncher.run(stage: .operations, registry: registry, components: { ReconcilerComponent.components(for: $0.stage) }) { configuration, logger in
-    try OperationsStage.fromEnvironment(configuration, logger: logger).publisherScreened
+    try OperationsWorker.fromEnvironment(configuration, logger: logger).publisherScreened
 }

@@ -18,6 +18,8 @@ extension Integration {
     final class Harness {
         let base: ConnectorEndToEndTests.Harness
         let operations: OperationsStage
+        /// The stage with its upkeep round (the deferred series' gauge), as the worker runs it.
+        let worker: OperationsWorker
 
         init() throws {
             base = try ConnectorEndToEndTests.Harness()
@@ -26,6 +28,7 @@ extension Integration {
                 client: TrustPaymentsClient(http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
                                             webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1)),
                 sendWindow: 0.5, reconcileGrace: 0.2)
+            worker = OperationsWorker(operations, settlementPoll: 6 * 3600)
         }
 
         /// A deferred TapPay payment of at most `maximum` minor units whose prime was obtained `age` seconds ago, run
@@ -45,7 +48,7 @@ extension Integration {
             defer { database.close() }
             let request = CompletionRequest(operationId: "complete-\(UUID().uuidString.prefix(8))", merchantId: message.merchantId,
                                             paymentId: message.paymentId, amount: amount)
-            return operations.complete([request], database: database, clock: clock)[0]
+            return worker.completion.complete([request], database: database, clock: clock)[0]
         }
 
         func authorize(_ message: StageMessage) throws -> Result<StageOutcome, StageFailure> {
@@ -80,7 +83,7 @@ extension Integration {
             return
         }
         let registry = MetricsRegistry()
-        harness.operations.attach(metrics: registry)
+        harness.worker.attach(metrics: registry)
         #expect(try harness.complete(message, amount: 120_000, at: clock) == .success(.handOff(to: .authorize, message)))
         #expect(try MetricsScrape(registry.render()).value("paypipe_deferred_payments_total", ["outcome": "completed"]) == 1)
         let completed = try #require(try harness.base.authorize.payment(message.paymentId))
@@ -162,6 +165,46 @@ extension Integration {
         #expect(handOff.trace?.traceparent == traceparent && handOff.trace?.state == "vendor=abc", "in the job's trace: \(String(describing: handOff.trace))")
     }
 
+    /// The worker's handler (``OperationsWorker``) decodes `payment.complete.requested` as a completion and the rest
+    /// as operations, and answers a mixed batch in its order: the completion decided by ``DeferredCompletion``, the
+    /// operation by the stage. A completion that cannot be decoded is dead-lettered unread.
+    @Test func theWorkerRoutesCompletionsApartFromOperations() throws {
+        let harness = try Harness()
+        let message = try harness.waiting(maximum: 500_000)
+        let database = try harness.base.authorize.database()
+        defer { database.close() }
+        let completion = InboundMessage(job: JSONValue.object([
+            ("operationId", .string("complete-routed")), ("merchantId", .string(message.merchantId)),
+            ("paymentId", .string(message.paymentId.paymentIDText)), ("amount", .integer(120_000)),
+        ]).serialized(), routingKey: CompletionRequest.routingKey)
+        let capture = InboundMessage(job: JSONValue.object([
+            ("operationId", .string("capture-routed")), ("merchantId", .string("no-such-merchant")), ("paymentId", .string(UUID().paymentIDText)),
+        ]).serialized(), routingKey: OperationRequest.Kind.capture.routingKey)
+        let batch = try [capture, completion].map { try harness.worker.decode($0) }
+        guard case .operation(.request) = batch[0], case .completion(let request) = batch[1] else {
+            Issue.record("decoded as \(batch)")
+            return
+        }
+        #expect(request.amount == 120_000 && request.paymentId == message.paymentId)
+        let results = harness.worker.process(batch, database: database)
+        #expect(results.count == 2)
+        guard case .failure(.unattributable("unknown_merchant", _)) = results[0] else {
+            Issue.record("the operation of an unknown merchant was not refused by the stage: \(results[0])")
+            return
+        }
+        #expect(results[1] == .success(.handOff(to: .authorize, message)))
+        #expect(try harness.base.authorize.payment(message.paymentId)?.amountMinor == 120_000)
+        do {
+            _ = try harness.worker.decode(InboundMessage(job: Array(#"{"merchantId":"m1"}"#.utf8), routingKey: CompletionRequest.routingKey))
+            Issue.record("a completion without an operationId was decoded")
+        } catch {
+            guard case .unattributable = error else {
+                Issue.record("not dead-lettered unread: \(error)")
+                return
+            }
+        }
+    }
+
     @Test func aDeferredPaymentExpiresWithoutACall() throws {
         let harness = try Harness()
         let swept = try harness.waiting(maximum: 510_000)
@@ -170,17 +213,17 @@ extension Integration {
         defer { database.close() }
         // The deferred series (docs/operations.md): two waiting, seen by the upkeep's gauge.
         let registry = MetricsRegistry()
-        harness.operations.attach(metrics: registry)
-        try harness.operations.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        harness.worker.attach(metrics: registry)
+        try harness.worker.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         #expect(try MetricsScrape(registry.render()).value("paypipe_payments_awaiting_amount") == 2)
         // 29 days on: nothing expires.
-        #expect(try harness.operations.expireDeferred(clock: harness.databaseClock(plus: 29 * Self.day), on: database).isEmpty)
+        #expect(try harness.worker.completion.expireDeferred(clock: harness.databaseClock(plus: 29 * Self.day), on: database).isEmpty)
         #expect(try harness.base.status(swept) == .awaitingAmount)
         // A completion after 30 days fails the payment instead of sending it.
         let late = try harness.databaseClock(plus: 30 * Self.day + 60)
         #expect(try harness.complete(completedLate, amount: 120_000, at: late) == .success(.handOff(to: .notify, completedLate)))
         // The reconciler's sweep fails the other one.
-        #expect(try harness.operations.expireDeferred(clock: late, on: database) == [swept])
+        #expect(try harness.worker.completion.expireDeferred(clock: late, on: database) == [swept])
         for message in [swept, completedLate] {
             let payment = try #require(try harness.base.authorize.payment(message.paymentId))
             #expect(payment.status == .failed && payment.errorCode == "prime_expired")
@@ -188,8 +231,8 @@ extension Integration {
         }
         #expect(harness.base.simulator.ledger.authCounts().isEmpty, "the simulator saw no Pay by Prime")
         // Nothing is left to sweep.
-        #expect(try harness.operations.expireDeferred(clock: late, on: database).isEmpty)
-        try harness.operations.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        #expect(try harness.worker.completion.expireDeferred(clock: late, on: database).isEmpty)
+        try harness.worker.upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         let scrape = try MetricsScrape(registry.render())
         #expect(scrape.value("paypipe_payments_awaiting_amount") == 0)
         #expect(scrape.value("paypipe_deferred_payments_total", ["outcome": "expired"]) == 2)

@@ -224,13 +224,13 @@ extension Integration {
             try MerchantTokenEventStore().enqueue([MerchantTokenNotification(merchantId: "m1", eventId: "evt-1")], on: connection)
 
             #expect(try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([:]), vault: credentials.vault) == nil)
-            var stage = OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: credentials.vault), ttl: 0), client: TrustPaymentsClient(
+            let operations = OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: credentials.vault), ttl: 0), client: TrustPaymentsClient(
                 http: HTTPClientConfiguration(connectTimeout: 0.5, totalTimeout: 1), transport: .init(deployment: .sandbox),
                 webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1)))
-            stage.upkeepRound = OperationsUpkeepRound(stage: stage, merchantTokens: try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([
+            let stage = OperationsWorker(operations, upkeepRound: OperationsUpkeepRound(stage: operations, merchantTokens: try MerchantTokenUpkeep.fromEnvironment(EnvironmentReader([
                 "PAYPIPE_APPLE_IDENTITY_DIRECTORY": files.directory.appendingPathComponent("identities").path,
                 "PAYPIPE_APPLE_TOKEN_API_URL": simulator.baseURL, "PAYPIPE_APPLE_TOKEN_API_CA_FILE": files.caCertificate,
-            ]), vault: credentials.vault))
+            ]), vault: credentials.vault)))
             let registry = MetricsRegistry()
             stage.attach(metrics: registry)
             let before = try MetricsScrape(registry.render())

@@ -238,7 +238,7 @@ extension Integration {
             let late = try harness.lateAuthorization(merchantId: merchants[1], orderReference: "LATE-\(tag)", on: database)
             let notDue = try harness.authorizedPayment(amount: 300, mode: .manual, merchantId: merchants[2])
             try database.query("UPDATE payments SET capture_deadline = clock_timestamp() + interval '1 day' WHERE id = $1", [notDue])
-            let handed = try stage.reconcile(on: database).map(\.message)
+            let handed = try OperationsWorker(stage).reconcile(on: database).map(\.message)
             #expect(Set(handed.map(\.paymentId)) == [expired, late.paymentId], "the reconciler hands over the expired and the late payment")
             let message = { (payment: UUID) in try #require(handed.first { $0.paymentId == payment }) }
             let notDueMessage = StageMessage(paymentId: notDue, merchantId: merchants[2], jobId: try #require(try PaymentStore().load(notDue, on: database)).jobId)

@@ -52,9 +52,14 @@ extension Integration {
                                 webservices: WebservicesTransport(connectTimeout: 0.5, totalTimeout: 1))
         }
 
-        func stage(settlementPoll: Double = 3600) -> OperationsStage {
+        func stage() -> OperationsStage {
             OperationsStage(directory: MerchantDirectory(store: MerchantStore(vault: authorize.vault), ttl: 0), client: client,
-                            sendWindow: 0.5, reconcileGrace: 0.2, settlementPoll: settlementPoll)
+                            sendWindow: 0.5, reconcileGrace: 0.2)
+        }
+
+        /// The stage with its upkeep round and reconciler hand-offs, as the worker runs it.
+        func worker(settlementPoll: Double = 3600) -> OperationsWorker {
+            OperationsWorker(stage(), settlementPoll: settlementPoll)
         }
 
         /// A payment authorised at the simulator by a real AUTH (settlestatus 2 asked for a manual capture), recorded
@@ -351,12 +356,12 @@ extension Integration {
         let payment = try harness.authorizedPayment(amount: 700, mode: .manual, askSuspension: false)
         let database = try harness.authorize.database()
         defer { database.close() }
-        try harness.stage().upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        try harness.worker().upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         let ledger = harness.simulator.ledger.operations
         #expect(ledger.count == 1 && ledger.first?["updates"] == ["settlestatus": "2"])
         #expect(try PaymentStore().money(payment, forUpdate: false, on: database)?.settleStatus == .suspended)
         // Nothing more to do on the next round.
-        try harness.stage().upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        try harness.worker().upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         #expect(harness.simulator.ledger.operations.count == 1)
     }
 
@@ -370,7 +375,7 @@ extension Integration {
         let database = try harness.authorize.database()
         defer { database.close() }
         let message = try harness.lateAuthorization(orderReference: "LATE-1", on: database)
-        let handed = try stage.reconcile(on: database)
+        let handed = try OperationsWorker(stage).reconcile(on: database)
         #expect(handed.map(\.message.paymentId) == [message.paymentId] && handed.first?.stage == .operations)
         let delivery = InboundMessage(body: handed[0].message.encoded(), to: .operations)
         let outcome = stage.process([try stage.decode(delivery)], database: database)[0]
@@ -382,7 +387,7 @@ extension Integration {
         #expect(payment.status == .failed && payment.errorCode == "late_authorization_voided" && payment.stage == .notify)
         #expect(harness.simulator.ledger.operations.map { $0["updates"] } == [["settlestatus": "3"]])
         // Done: not handed over again, and a redelivered hand-off sends nothing more.
-        #expect(try stage.reconcile(on: database).isEmpty)
+        #expect(try OperationsWorker(stage).reconcile(on: database).isEmpty)
         _ = stage.process([try stage.decode(delivery)], database: database)
         #expect(harness.simulator.ledger.operations.count == 1)
     }
@@ -401,7 +406,7 @@ extension Integration {
             throw TestFailure("capture after the deadline not reported")
         }
         #expect(try harness.operation("late-capture")?.errorCode == "authorization_expired")
-        let handed = try stage.reconcile(on: database)
+        let handed = try OperationsWorker(stage).reconcile(on: database)
         #expect(handed.map(\.message.paymentId) == [payment])
         let delivery = InboundMessage(body: handed[0].message.encoded(), to: .operations)
         let outcome = stage.process([try stage.decode(delivery)], database: database)[0]
@@ -410,7 +415,7 @@ extension Integration {
         #expect(void.state == .succeeded && void.requestedBy == .expiry && void.effect?.event == .voided && void.effect?.amount == 400)
         #expect(try harness.lifecycle(payment)?.status == .voided)
         #expect(harness.simulator.ledger.operations.map { $0["updates"] } == [["settlestatus": "3"]])
-        #expect(try stage.reconcile(on: database).isEmpty)
+        #expect(try OperationsWorker(stage).reconcile(on: database).isEmpty)
     }
 
     /// The settlement poll: captured payments not checked for `PAYPIPE_SETTLEMENT_POLL` are queried in one
@@ -424,11 +429,11 @@ extension Integration {
         let fresh = try harness.authorizedPayment(amount: 300, mode: .automatic)
         try database.query("UPDATE payments SET updated_at = clock_timestamp() - interval '2 hours' WHERE id = ANY($1::uuid[])", [PostgresArray(payments)])
         let before = harness.simulator.ledger.captured.count
-        try harness.stage(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        try harness.worker(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         #expect(try payments.allSatisfy { try harness.lifecycle($0)?.status == .settled })
         #expect(try harness.lifecycle(fresh)?.status == .captured, "not due yet")
         #expect(harness.simulator.ledger.captured.count == before + 1, "one query for the merchant's three payments")
-        try harness.stage(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        try harness.worker(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         #expect(harness.simulator.ledger.captured.count == before + 1, "nothing due on the next round")
     }
 
@@ -444,7 +449,7 @@ extension Integration {
         try database.query("UPDATE gateway_attempts SET settle_due_date = (clock_timestamp() AT TIME ZONE 'UTC')::date - 1 WHERE payment_id = $1", [pastDue])
         try database.query("UPDATE gateway_attempts SET settle_due_date = (clock_timestamp() AT TIME ZONE 'UTC')::date WHERE payment_id = $1", [dueToday])
         try database.query("UPDATE payments SET updated_at = clock_timestamp() - interval '2 hours' WHERE id = $1", [dueToday])
-        try harness.stage(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
+        try harness.worker(settlementPoll: 3600).upkeep(database: database, logger: Logger(component: "test", threshold: .error))
         #expect(try harness.lifecycle(pastDue)?.status == .settled)
         #expect(try harness.lifecycle(dueToday)?.status == .captured, "not before its due date has passed")
     }

@@ -107,7 +107,7 @@ import Testing
             let configuration = try WorkerConfiguration(stage: .submit, environment: environment)
             var errors: [ConfigurationError] = []
             do { _ = try SubmitStage.fromEnvironment(configuration, logger: logger, environment: environment) } catch let error as ConfigurationError { errors.append(error) }
-            do { _ = try OperationsStage.fromEnvironment(configuration, logger: logger, environment: environment) } catch let error as ConfigurationError { errors.append(error) }
+            do { _ = try OperationsWorker.fromEnvironment(configuration, logger: logger, environment: environment) } catch let error as ConfigurationError { errors.append(error) }
             #expect(errors.count != 1, "submit and operations read the breaker differently: \(errors)")
             return errors.first
         }

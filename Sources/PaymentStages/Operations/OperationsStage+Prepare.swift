@@ -19,7 +19,7 @@ extension OperationsStage {
         let merchants = try directory.lookups(batch.compactMap { message -> String? in
             switch message {
             case .request, .reconciled: message.merchantId
-            case .invalid, .completion: nil
+            case .invalid: nil
             }
         }, on: transaction)
         // The message's merchant, or its result when none is configured or its configuration cannot be loaded (that
@@ -51,10 +51,6 @@ extension OperationsStage {
             case .reconciled(let payment):
                 guard let merchant = merchant(payment.merchantId, at: index) else { continue }
                 requests.append((index, merchant, .automaticVoid(payment, transport: transport(merchant), timing: timing(merchant))))
-            case .completion(let request):
-                // Decided apart, before the rounds (``complete(_:database:clock:)``): one reaching a round was not
-                // routed through ``process(_:database:)``; retried, so that it is.
-                results[index] = .failed(.transient(code: "completion_too_early", reason: "completion \(request.operationId) reached an operation round"))
             }
         }
         _ = try steps.store.refuse(unusable, on: transaction)

@@ -15,9 +15,12 @@ import Postgres
 ///   send window) and the merchant's connector (``OperationConnector``);
 /// - `OperationsStage+Record.swift`: the answers applied, and the hand-off to notify (``OperationEventMessage``);
 /// - `OperationsStage+Settlement.swift`: settlement learnt before a refund, decided by ``OperationUpkeep`` and sent
-///   through the same phase (the upkeep round's suspensions of manual AUTHs and settlement poll, `OperationsUpkeepRound`,
-///   are wired by the launch: not a payment's path);
-/// - `OperationsStage+Reconciler.swift`: the payments the reconciler hands over (expiry, late AUTHs).
+///   through the same phase.
+///
+/// Not a payment's path, so beside the stage in ``OperationsWorker`` (the worker's handler, wired by the launch): the
+/// upkeep round's suspensions of manual AUTHs, settlement poll and merchant-token events (`OperationsUpkeepRound`),
+/// the payments the reconciler hands over (expiry, late AUTHs), and deferred payments' completions
+/// (`DeferredCompletion`: they set an amount, never reach a processor).
 ///
 /// Exactly once: the operation and its `sending` attempt are committed before the call; a redelivered or concurrent
 /// message finds them and resumes instead of sending again; a lost update answer is reconciled by querying the
@@ -38,18 +41,14 @@ public struct OperationsStage: CallingStageHandler {
     /// queries, the upkeep's), as submit's: a circuit per endpoint URL and at most `maxConcurrent` calls in flight per
     /// merchant.
     public let callOut: CallOut
-    /// The worker's upkeep round (suspensions, the settlement poll, merchant-token events) and its series: not a
-    /// payment's path, so a component of its own that the launch wires (`OperationsUpkeepRound`); nil: no upkeep.
-    public var upkeepRound: (any StageHandlerUpkeep & Sendable)?
-    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total` (OperationsStage+Completion.swift).
-    let deferredMetrics = DeferredMetrics()
     public var gate: EndpointGate { callOut.gate }
 
-    public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps = OperationSteps(),
-                sendWindow: Double = 5, reconcileGrace: Double = 30, gate: EndpointGatePolicy = EndpointGatePolicy(maxWait: 1)) {
+    /// `gate`: the worker's endpoint gate, built from its policy by the launch (`OperationsStageLaunch.swift`).
+    public init(directory: MerchantDirectory, connectors: GatewayConnectors, steps: OperationSteps,
+                sendWindow: Double, reconcileGrace: Double, gate: EndpointGate) {
         // One call thread: a wave holds at most one message per merchant and operations are rare next to AUTHs.
         self.callOut = CallOut(pool: HTTPClientPool(size: 1, configuration: connectors.http, name: "paypipe-operations-call"),
-                               gate: EndpointGate(policy: gate, stage: .operations), sendWindow: sendWindow, rounds: 3)
+                               gate: gate, sendWindow: sendWindow, rounds: 3)
         self.directory = directory
         self.connectors = connectors
         self.steps = steps
@@ -57,27 +56,19 @@ public struct OperationsStage: CallingStageHandler {
         self.reconcileGrace = reconcileGrace
     }
 
-    /// The upkeep round the launch wired (``upkeepRound``), on the reconciler thread every `PAYPIPE_RECONCILE_INTERVAL`.
-    public func upkeep(database: PostgresConnection, logger: Logger) throws {
-        try upkeepRound?.upkeep(database: database, logger: logger)
-    }
-
     /// A decoded delivery: an operation, or why it cannot be one (its merchant and id known).
     public enum Message: Sendable, Equatable {
         case request(OperationRequest)
         case invalid(kind: OperationRequest.Kind, merchantId: String, operationId: String, reason: String)
-        /// The reconciler's hand-off of a payment (``reconcile(on:)``): void its late AUTH, or its authorisation not
+        /// The reconciler's hand-off of a payment (``OperationsWorker/reconcile(on:)``): void its late AUTH, or its authorisation not
         /// captured within `captureWithin`.
         case reconciled(StageMessage)
-        /// `payment.complete.requested`: a deferred payment's amount (``complete(_:database:clock:)``).
-        case completion(CompletionRequest)
 
         var merchantId: String {
             switch self {
             case .request(let request): request.merchantId
             case .invalid(_, let merchantId, _, _): merchantId
             case .reconciled(let payment): payment.merchantId
-            case .completion(let completion): completion.merchantId
             }
         }
     }
@@ -95,9 +86,6 @@ public struct OperationsStage: CallingStageHandler {
             return [SpanAttribute("operationId", operationId), SpanAttribute("merchantId", merchantId), SpanAttribute("kind", kind.rawValue)]
         case .reconciled(let payment):
             return payment.spanAttributes
-        case .completion(let completion):
-            return [SpanAttribute("operationId", completion.operationId), SpanAttribute("merchantId", completion.merchantId),
-                    SpanAttribute("paymentId", completion.paymentId.paymentIDText), SpanAttribute("kind", CompletionRequest.routingKey)]
         }
     }
 
@@ -105,14 +93,6 @@ public struct OperationsStage: CallingStageHandler {
         if inbound.jobRoutingKey == nil, inbound.isFromWorkers {
             // Only workers publish to the stages exchange: a payment hand-off here is the reconciler's.
             return .reconciled(try StageMessage.decode(inbound.body))
-        }
-        if inbound.jobRoutingKey == CompletionRequest.routingKey {
-            do {
-                return .completion(try CompletionRequest.decode(inbound.body))
-            } catch {
-                // Nothing to record it against: an invalid completion is dead-lettered with its reason.
-                throw .unattributable(code: error.code, reason: error.description)
-            }
         }
         guard let key = inbound.jobRoutingKey, let kind = OperationRequest.Kind(routingKey: key) else {
             throw .unattributable(code: "malformed_job", reason: "not an operation: routing key \(inbound.routingKey.prefix(64))")
@@ -133,18 +113,6 @@ public struct OperationsStage: CallingStageHandler {
     /// round settled it, as when messages were handled one by one. Before a wave, a refund of a payment still recorded
     /// `captured` asks the processor whether it settled since (``learnSettlement(_:database:)``).
     public func process(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
-        var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
-        // Completions first, in one transaction of their own: they touch payments before their AUTH, never an operation.
-        let completions = batch.indices.compactMap { index -> (Int, CompletionRequest)? in
-            if case .completion(let request) = batch[index] { (index, request) } else { nil }
-        }
-        for ((index, _), result) in zip(completions, complete(completions.map(\.1), database: database)) { results[index] = result }
-        let rest = batch.indices.filter { results[$0] == nil }
-        for (index, result) in zip(rest, processOperations(rest.map { batch[$0] }, database: database)) { results[index] = result }
-        return results.map { $0! }
-    }
-
-    private func processOperations(_ batch: [Message], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         guard !batch.isEmpty else { return [] }
         var results = [Result<StageOutcome, StageFailure>?](repeating: nil, count: batch.count)
         for wave in Self.waves(batch.map(\.merchantId)) {

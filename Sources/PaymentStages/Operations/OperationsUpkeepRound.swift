@@ -16,11 +16,11 @@ import Postgres
 ///   the capture), one query per merchant for up to 500 of them; settled ones become `settled`, so refunds are
 ///   refunds proper, not a lower settle amount; any other status is recorded as the last learnt.
 ///
-/// Not a payment's path: the launch wires it (`OperationsStageLaunch.swift`, ``OperationsStage/upkeepRound``), and the
-/// stage's own ``OperationsStage/upkeep(database:logger:)`` runs it. Its calls and writes are the stage's (its call-out
+/// Not a payment's path: the launch wires it (`OperationsStageLaunch.swift`, ``OperationsWorker/upkeepRound``), and the
+/// worker's ``OperationsWorker/upkeep(database:logger:)`` runs it. Its calls and writes are the stage's (its call-out
 /// phase, endpoint gate and settlement writes, shared with the settlement learnt before a refund), so it holds the stage.
-/// Its metrics are the merchant-token puller's (``MerchantTokenMetrics``); the round also sets the stage's
-/// `paypipe_payments_awaiting_amount`.
+/// Its metrics are the merchant-token puller's (``MerchantTokenMetrics``); the round also sets
+/// `paypipe_payments_awaiting_amount` (``deferredMetrics``, the worker's deferred series).
 public struct OperationsUpkeepRound: StageHandlerUpkeep, Sendable {
     /// The stage the round calls out and writes through: its merchants, connectors, call-out phase and store.
     let stage: OperationsStage
@@ -28,6 +28,9 @@ public struct OperationsUpkeepRound: StageHandlerUpkeep, Sendable {
     let settlementPoll: Double
     /// Apple's merchant-token events, pulled and applied in the round (nil: not configured; docs/merchant-tokens.md).
     public let merchantTokens: MerchantTokenUpkeep?
+    /// The deferred series (``DeferredMetrics``): the round sets the waiting gauge, the worker's completions
+    /// (``OperationsWorker/completion``) count what they committed on the same instance.
+    let deferredMetrics = DeferredMetrics()
 
     public init(stage: OperationsStage, settlementPoll: Double = 6 * 3600, merchantTokens: MerchantTokenUpkeep? = nil) {
         self.stage = stage
@@ -65,7 +68,7 @@ public struct OperationsUpkeepRound: StageHandlerUpkeep, Sendable {
             }
         }
         try database.transaction { try stage.apply(writes, on: $0) }
-        stage.deferredMetrics.awaiting(try PaymentStore().awaitingAmountCount(on: database))
+        deferredMetrics.awaiting(try PaymentStore().awaitingAmountCount(on: database))
         try merchantTokens?.run(database: database, logger: logger)
     }
 

@@ -83,10 +83,3 @@ public struct PublisherScreen<Stage: StageHandler>: StageHandler {
         try stage.upkeep(database: database, logger: logger)
     }
 }
-
-extension OperationsStage {
-    /// The worker's handler: this stage behind the publisher check.
-    public var publisherScreened: PublisherScreen<OperationsStage> {
-        PublisherScreen(self, directory: directory) { $0.merchantId }
-    }
-}

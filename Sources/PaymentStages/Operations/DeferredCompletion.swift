@@ -6,9 +6,20 @@ import Postgres
 /// `payment.complete.requested` sets the amount and hands the payment back to authorize, whose AUTH then goes through
 /// submit's exactly-once protocol like any other (its attempt committed before the call, a lost answer reconciled by
 /// the processor's query before anything is sent again); the reconciler's round fails those whose credential expired.
-extension OperationsStage {
+/// Not an operation (it never reaches a processor), so a component of its own beside the stage in ``OperationsWorker``.
+public struct DeferredCompletion: Sendable {
     /// How many waiting payments one reconciler round looks at.
     static let expiryBatch = 100
+
+    /// The merchants: each one's connector says how long a deferred credential lives.
+    let directory: MerchantDirectory
+    /// `paypipe_payments_awaiting_amount`, `paypipe_deferred_payments_total`.
+    let metrics: DeferredMetrics
+
+    init(directory: MerchantDirectory, metrics: DeferredMetrics) {
+        self.directory = directory
+        self.metrics = metrics
+    }
 
     /// The batch's completions in one transaction, each decided under its payment's lock with the batch's clock
     /// (`clock`: read from the database when nil; a test's otherwise). A payment named twice in the batch is decided
@@ -62,7 +73,7 @@ extension OperationsStage {
                 committed = (completing.count, expiring.count)
                 return results
             }
-            deferredMetrics.committed(completed: committed.completed, expired: committed.expired)
+            metrics.committed(completed: committed.completed, expired: committed.expired)
             return results
         } catch {
             return Array(repeating: .failure(FailureClassifier.classify(error)), count: requests.count)
@@ -83,7 +94,7 @@ extension OperationsStage {
                 try expired.map { try PaymentStore.Failing(paymentId: $0.paymentId, from: .awaitingAmount, rejection: Self.expired) }, on: transaction)
             return expired.filter { written.contains($0.paymentId) }
         }
-        deferredMetrics.committed(completed: 0, expired: expired.count)
+        metrics.committed(completed: 0, expired: expired.count)
         return expired
     }
 
@@ -154,14 +165,5 @@ final class DeferredMetrics: Sendable {
             if completed > 0 { registry.increment(Self.outcomesMetric, labels: ["outcome": "completed"], by: Double(completed)) }
             if expired > 0 { registry.increment(Self.outcomesMetric, labels: ["outcome": "expired"], by: Double(expired)) }
         }
-    }
-}
-
-extension OperationsStage {
-    /// The worker's own series: deferred payments' (``DeferredMetrics``), then the upkeep round's (``upkeepRound``: the
-    /// merchant-token puller's).
-    public func attach(metrics registry: MetricsRegistry) {
-        deferredMetrics.attach(metrics: registry)
-        upkeepRound?.attach(metrics: registry)
     }
 }
