@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import Pipeline
 import Postgres
@@ -74,8 +75,7 @@ public struct DecryptStage: TransactionalStageHandler {
     public func process(_ batch: [DecryptInput], database: PostgresConnection) -> [Result<StageOutcome, StageFailure>] {
         let checks = TokenChecks()
         checks.counter = tokenTypes
-        return BatchTransaction.run(batch: batch, on: database) { try handle($0, transaction: $1, checks: checks) }
-            .map { $0.mapError(FailureClassifier.classify).flatMap { $0 } }
+        return BatchTransaction.settle(batch, on: database) { try handle($0, transaction: $1, checks: checks) }.map { $0.flatMap { $0 } }
     }
 
     func handle(_ inputs: [DecryptInput], transaction: PostgresConnection, checks: TokenChecks) throws -> [Result<StageOutcome, StageFailure>] {
@@ -254,5 +254,35 @@ public struct DecryptStage: TransactionalStageHandler {
             paymentMethodDisplayName: token.paymentMethod?.displayName, paymentMethodNetwork: token.paymentMethod?.network,
             billingContact: job.billingContact, shippingContact: job.shippingContact)
         return .success(Decrypt.Verified(transactionId: token.transactionId, payload: stored, token: TokenTypeCounter.facts(decrypted)))
+    }
+}
+
+/// Apple's step 6: the token header's `applicationData` is the SHA-256 of the bytes the app set in
+/// `PKPaymentRequest.applicationData`; the job carries those bytes (`applicationData`, base64), so a token minted for
+/// one order cannot be submitted with another order's job. A pure decision.
+public enum ApplicationDataBinding {
+    /// The merchant document's `applicationDataCheck`.
+    public enum Check: String, Codable, Sendable, Equatable, CaseIterable {
+        /// Default: both sides must agree, including on absence.
+        case strict
+        /// Migration aid: a token header with `applicationData` is accepted from a job that does not send it yet.
+        case whenPresent = "when-present"
+    }
+
+    /// Why the two sides disagree (the `application_data_mismatch` reason), or nil when they agree.
+    /// - Parameters:
+    ///   - headerHash: the token header's decoded `applicationData` (32 bytes for Apple's SHA-256).
+    ///   - jobBytes: the job's decoded `applicationData`.
+    public static func mismatch(headerHash: [UInt8]?, jobBytes: [UInt8]?, check: Check) -> String? {
+        switch (headerHash, jobBytes) {
+        case (nil, nil):
+            return nil
+        case (.some, nil):
+            return check == .whenPresent ? nil : "the token header has applicationData but the job has none"
+        case (nil, .some):
+            return "the job has applicationData but the token header has none"
+        case (let header?, let job?):
+            return SHA256.hash(job) == header ? nil : "SHA-256 of the job's applicationData differs from the token header's"
+        }
     }
 }
