@@ -98,7 +98,6 @@ public struct GatewayRequest: Sendable, Equatable, CustomStringConvertible, Cust
     public var customMirror: Mirror { Mirror(self, children: ["masked": description], displayStyle: .struct) }
 }
 
-
 /// The columns of a payment the gateway request is built from, as authorize's lock reads them
 /// (``AuthorizeStage/lockWithCardData(_:on:)``), a plain value so the claims builder stays a pure function that tests
 /// can call without a database row.
