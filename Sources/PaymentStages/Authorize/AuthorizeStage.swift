@@ -142,3 +142,116 @@ public struct AuthorizeStage: TransactionalStageHandler {
         return locked
     }
 }
+
+/// A payment's stored-credential part as authorize's lock reads it (``AuthorizeStage/lockWithCardData(_:on:)``): the usage a CIT
+/// stores, or an MIT's reason with its credential's usage, state and sealed references (the credential of the
+/// payment's own merchant only: the join compares the merchant).
+struct AuthorizeCredential: Sendable {
+    static let columns = """
+        p.store_credential, p.mit_reason, p.credential_id, cr.credential_usage, cr.credential_state, cr.credential_key_id,
+        cr.credential_nonce, cr.credential_ciphertext
+        """
+    /// Every column renamed, so none clashes with a payment column ``AuthorizeStage/lockWithCardData(_:on:)`` selects.
+    static let join = """
+        LEFT JOIN (SELECT id AS credential_row, merchant_id AS credential_merchant, usage AS credential_usage, state AS credential_state,
+                          key_id AS credential_key_id, nonce AS credential_nonce, ciphertext AS credential_ciphertext FROM credentials) cr
+               ON cr.credential_row = p.credential_id AND cr.credential_merchant = p.merchant_id
+        """
+
+    let store: CredentialUsage?
+    let mitReason: MITReason?
+    let credentialId: String?
+    let usage: CredentialUsage?
+    let state: CredentialState?
+    let sealed: DataVault.SealedBox?
+
+    init(row: PostgresRow) throws {
+        store = try row.decode("store_credential", as: String?.self).flatMap(CredentialUsage.init(rawValue:))
+        mitReason = try row.decode("mit_reason", as: String?.self).flatMap(MITReason.init(rawValue:))
+        credentialId = try row.decode("credential_id", as: String?.self)
+        usage = try row.decode("credential_usage", as: String?.self).flatMap(CredentialUsage.init(rawValue:))
+        state = try row.decode("credential_state", as: String?.self).flatMap(CredentialState.init(rawValue:))
+        if let keyId = try row.decode("credential_key_id", as: String?.self), let nonce = try row.decode("credential_nonce", as: [UInt8]?.self),
+           let ciphertext = try row.decode("credential_ciphertext", as: [UInt8]?.self) {
+            sealed = DataVault.SealedBox(keyId: keyId, nonce: nonce, ciphertext: ciphertext)
+        } else {
+            sealed = nil
+        }
+    }
+
+    /// What the connector is asked (nil: an ordinary payment), or the refusal of an MIT whose credential left `active`
+    /// after decrypt checked it (an unlink in between): the same codes, still before any gateway call.
+    func intent(_ credentials: CredentialStore) throws -> Result<StoredCredentialIntent?, Rejection> {
+        if let store { return .success(.store(store)) }
+        guard let mitReason else { return .success(nil) }
+        guard let credentialId, let usage, let state else {
+            return .failure(Rejection(code: "credential_unknown", reason: "the payment's credential is not one of its merchant's"))
+        }
+        switch state {
+        case .unlinked: return .failure(Rejection(code: "credential_unlinked", reason: "the credential was unlinked before the payment was sent"))
+        case .expired: return .failure(Rejection(code: "credential_expired", reason: "the credential expired before the payment was sent"))
+        case .active: break
+        }
+        guard let sealed else {
+            return .failure(Rejection(code: "credential_unlinked", reason: "the credential holds no references any more"))
+        }
+        let secrets = try credentials.open(sealed, credentialId: credentialId)
+        return .success(.charge(mitReason, usage: usage, references: secrets.references))
+    }
+}
+
+/// The authorize stage's part of ``Pipeline/PaymentStore``'s set-based statements, kept with the stage that runs it
+/// (`decrypted → prepared` with the built request). `PaymentStore` stays the one writer of `payments` and `payment_events`.
+extension PaymentStore {
+    /// A built gateway request to store for a payment that advances `decrypted → prepared`, sealed for it (AAD =
+    /// payment id).
+    public struct PreparedRequest: Sendable {
+        public let paymentId: UUID
+        public let orderReference: String
+        /// Validated tokens (the connector's request types, letters only), so a comma list per row is a safe array transport.
+        public let requestTypes: [String]
+        public let sealed: DataVault.SealedBox
+
+        public init(paymentId: UUID, orderReference: String, requestTypes: [String], sealed: DataVault.SealedBox) {
+            (self.paymentId, self.orderReference, self.requestTypes, self.sealed) = (paymentId, orderReference, requestTypes, sealed)
+        }
+    }
+
+    /// Advances the payments still `decrypted` to `prepared`, stores their requests and writes one audit event each —
+    /// the row ``transition(_:from:to:actor:errorCode:detail:on:)`` writes — for the payments actually updated, whose
+    /// ids it returns. The request insert keeps `ON CONFLICT (payment_id) DO NOTHING`: a stored request is never
+    /// replaced.
+    public func prepare(_ rows: [PreparedRequest], actor: String, on transaction: PostgresConnection) throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let prepared = try CheckedTransition(from: .decrypted, to: .prepared)
+        let updated = try transaction.query(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bytea[])
+                    WITH ORDINALITY AS t(id, order_reference, request_types, key_id, nonce, ciphertext, n)),
+            updated AS (
+                UPDATE payments p SET status = $8::text, stage = $9::text, updated_at = clock_timestamp()
+                FROM input WHERE p.id = input.id AND p.status = $7::text
+                RETURNING p.id),
+            request AS (
+                INSERT INTO gateway_requests (payment_id, order_reference, request_types, key_id, nonce, ciphertext)
+                SELECT input.id, input.order_reference, string_to_array(input.request_types, ','), input.key_id, input.nonce,
+                       input.ciphertext
+                FROM input JOIN updated USING (id)
+                ON CONFLICT (payment_id) DO NOTHING),
+            event AS (
+                INSERT INTO payment_events (payment_id, from_status, to_status, stage, actor)
+                SELECT input.id, $7::text, $8::text, $9::text, $10::text
+                FROM input JOIN updated USING (id)
+                ORDER BY input.n)
+            SELECT id FROM updated
+            """,
+            [
+                PostgresArray(rows.map(\.paymentId)), PostgresArray(rows.map(\.orderReference)),
+                PostgresArray(rows.map { $0.requestTypes.joined(separator: ",") }), PostgresArray(rows.map(\.sealed.keyId)),
+                PostgresArray(rows.map(\.sealed.nonce)), PostgresArray(rows.map(\.sealed.ciphertext)),
+                prepared.from?.rawValue, prepared.to.rawValue, prepared.stage.rawValue, actor,
+            ])
+        return Set(try updated.map { try $0.decode("id", as: UUID.self) })
+    }
+}
