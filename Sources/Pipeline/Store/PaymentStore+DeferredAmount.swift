@@ -3,8 +3,8 @@ import Postgres
 
 /// Deferred payments' writes and reads (a job with `amountPending`; ``DeferredAmount`` holds the rules): parked by
 /// authorize, completed or expired by the operations worker. Set-based, each write guarded by the status it expects.
-/// The completion's locked read, `deferredSnapshots`, lives with the operations stage that runs it
-/// (`PaymentStages/Operations/OperationsStage+Completion.swift`).
+/// The completion's locked read, `deferredSnapshots`, lives with the operations worker's deferred completion, which runs it
+/// (`PaymentStages/Operations/DeferredCompletion.swift`).
 extension PaymentStore {
     static let completionActor = "operations"
 

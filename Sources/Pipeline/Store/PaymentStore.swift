@@ -53,7 +53,7 @@ public struct CheckedTransition: Sendable, Equatable {
 /// The set-based statements of ``PaymentStore`` that several stages share (a batch of failures, the reconciler's claim):
 /// each carries a whole batch as array parameters and writes the payments and their audit events in one statement.
 /// Every transition is a ``CheckedTransition``. Each stage's own statements live with the stage, still as `PaymentStore`
-/// (the one writer of `payments`): `PaymentStages/Decrypt/PaymentStore+Decrypt.swift`, `Authorize/PaymentStore+Authorize.swift`,
+/// (the one writer of `payments`): `PaymentStages/Decrypt/PaymentStore+Decrypt.swift`, `Authorize/AuthorizeStage.swift` (beside its lock read),
 /// `Submit/PaymentStore+Submit.swift`, `Notify/PaymentStore+Notify.swift`.
 extension PaymentStore {
     /// The actor of every recorded failure's event.
