@@ -107,6 +107,12 @@ public enum PaymentStatus: String, Sendable, CaseIterable, Codable {
     }
 }
 
+/// How a payment's AUTH is settled (`payments.capture_mode`, a job's `captureMode`; the rules around it are
+/// ``CapturePolicy``): `automatic`, the AUTH settles by itself; `manual` suspends it until a capture.
+public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
+    case automatic, manual
+}
+
 /// The one place that says which status changes are legal.
 ///
 /// `PaymentStore` asks this type before every write (its statements bind only a `CheckedTransition`, set-based ones

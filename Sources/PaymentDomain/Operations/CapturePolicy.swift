@@ -1,10 +1,5 @@
 import Foundation
 
-/// How an AUTH is settled: `automatic`, the AUTH settles by itself; `manual` suspends it until a capture.
-public enum CaptureMode: String, Sendable, CaseIterable, Hashable {
-    case automatic, manual
-}
-
 /// How a payment's AUTH is captured: the merchant document's `gateway.captureMode` / `gateway.captureWithin`, which a
 /// job's `captureMode` / `captureWithin` override. Absent everywhere: `automatic`.
 public struct CapturePolicy: Sendable, Equatable, Hashable {
