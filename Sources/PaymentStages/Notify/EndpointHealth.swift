@@ -75,6 +75,11 @@ public struct EndpointHealthPolicy: Sendable, Equatable {
         public var updates: [WebhookEndpoint: EndpointHealth]
         /// The endpoints this decision disables, in order: each gets one `endpoint.disabled` event.
         public var disabled: [WebhookEndpoint]
+
+        /// The endpoints this decision disables, with their new state.
+        public var newlyDisabled: [WebhookEndpoint: EndpointHealth] {
+            Dictionary(uniqueKeysWithValues: disabled.map { ($0, updates[$0]!) })
+        }
     }
 
     /// Whether `observations` can change any row, given `tracked`: the endpoints that had a row when the batch's

@@ -20,6 +20,30 @@ public enum NotifyDecision {
         public static func found(paymentId: UUID, status: PaymentStatus, done: Bool, hasEvent: Bool) -> Read {
             .found(.payment(paymentId), settled: done, hasEvent: hasEvent, pending: "payment \(paymentId) is \(status.rawValue)")
         }
+
+        /// What prepare read (``NotifyEventReader``) for `request`, as the decisions see it.
+        init(_ loaded: Result<NotifyRead?, any Error>, request: NotifyRequest) {
+            guard case .success(let read) = loaded else { self = .failed; return }
+            guard let read else { self = .missing; return }
+            self = .found(request, settled: read.settled, hasEvent: read.event != nil, pending: read.pending)
+        }
+    }
+
+    /// A later message for an event its batch's first message decided (``Intake/alreadyHandled(by:)``): nothing is
+    /// sent for it. If the first message published the results event, it is published again (same id, consumers
+    /// dedupe), as a message for a settled event may; an unknown payment is unknown for it too; otherwise (a retry, a
+    /// hold, a failure) the first message carries the event on alone.
+    public static func alreadyHandled(after first: Result<StageOutcome, StageFailure>) -> Result<StageOutcome, StageFailure> {
+        switch first {
+        case .failure(.unattributable(let code, let reason)): return .failure(.unattributable(code: code, reason: reason))
+        case .success(.publish(let messages)):
+            let result = messages.first { message in
+                guard case .event(ResultsExchange.name, let type, _, _, _, _, _, _, _) = message else { return false }
+                return OperationalEvent.Kind(rawValue: type) == nil
+            }
+            return .success(result.map { .publish([$0]) } ?? .completed)
+        default: return .success(.completed)
+        }
     }
 
     /// What to do with one message before any request.
@@ -91,6 +115,13 @@ public enum NotifyDecision {
         }
     }
 
+    /// The outcome of an event's round: `also`, with the results event first when ``publishesResults(_:webhookSettled:)``
+    /// says so; nothing to publish is `.completed`.
+    public static func outcome(of event: NotifyEvent, results: Results, webhookSettled: Bool, also: [OutboundMessage] = []) -> StageOutcome {
+        let messages = (publishesResults(results, webhookSettled: webhookSettled) ? [event.resultMessage] : []) + also
+        return messages.isEmpty ? .completed : .publish(messages)
+    }
+
     /// The one duplicate rule: per message, `nil` if it is its payment's first in the batch, else the index of that
     /// first message (which decides for both). A `nil` key is never a duplicate.
     public static func firstMessages<Key: Hashable>(_ keys: [Key?]) -> [Int?] {
@@ -145,6 +176,19 @@ public enum NotifyDecision {
         /// The last allowed attempt failed: recorded `failed`, the payment done, the results event published with
         /// the dead letter (`retries_exhausted`) and `webhook.exhausted`.
         case exhausted(error: String)
+
+        /// The attempt as `webhook_deliveries` records it: its outcome and error as the case above says.
+        public func recorded(_ sent: WebhookAttempt) -> WebhookAttempt {
+            var attempt = sent
+            switch self {
+            case .delivered: return sent.asDelivered
+            case .gone: (attempt.outcome, attempt.error) = (.disabled, "endpoint_gone")
+            case .refused(let error), .exhausted(let error): (attempt.outcome, attempt.error) = (.failed, error)
+            case .held(let error): (attempt.outcome, attempt.error) = (.held, error)
+            case .retry(let error, _): attempt.error = error
+            }
+            return attempt
+        }
     }
 
     /// - Parameters:
@@ -175,6 +219,11 @@ public enum WebhookResponseClass: Sendable, Equatable {
     /// `error` is what `webhook_deliveries.error` records, e.g. `http_503 retry-after=30s` or `timeout`.
     case retry(error: String)
 
+    var isRetry: Bool {
+        if case .retry = self { return true }
+        return false
+    }
+
     public static func classify(status: Int, retryAfter: String?) -> WebhookResponseClass {
         switch status {
         case 200...299: return .delivered
@@ -198,6 +247,25 @@ public enum WebhookResponseClass: Sendable, Equatable {
         // Notify's only send gate is the SSRF check of the connected address (WebhookURLGuard.sendGate).
         case .refusedBeforeSending(let reason): .refused(error: "ssrf_refused: \(reason)")
         case .other(let code, _): .retry(error: "curl_\(code)")
+        }
+    }
+}
+
+/// A POST's answer (or the endpoint gate's refusal to send it), as the notify stage records it.
+public struct WebhookAnswer: Sendable {
+    let classification: WebhookResponseClass
+    let attempt: WebhookAttempt
+    /// When the answer came, if a request was sent (not refused by the gate): what endpoint health goes by.
+    let answeredAt: Date?
+
+    /// What the answer tells `endpoint`'s health (``EndpointObservation``): only answers count (a 2xx, or a failure
+    /// that will be retried); the worker's own refusals and final answers (410, SSRF) tell nothing.
+    func observation(of endpoint: WebhookEndpoint) -> EndpointObservation? {
+        guard let at = answeredAt else { return nil }
+        switch classification {
+        case .delivered: return EndpointObservation(endpoint: endpoint, at: at, error: nil)
+        case .retry(let error): return EndpointObservation(endpoint: endpoint, at: at, error: error)
+        case .gone, .refused: return nil
         }
     }
 }

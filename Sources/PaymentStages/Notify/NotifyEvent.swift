@@ -29,6 +29,13 @@ public struct NotifyEvent: Sendable, Equatable {
     /// The ids its results message carries as `correlation_id` and headers.
     public let resultSubject: ResultSubject
 
+    /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
+    /// it like on `webhook-id`), `correlation_id` = the job's id (the operation's for an operation event). Not mandatory:
+    /// a results exchange nobody binds to is a valid deployment.
+    public var resultMessage: OutboundMessage {
+        resultSubject.resultsMessage(id: id, type: type, body: body, timestamp: occurredAt, merchantId: merchantId)
+    }
+
     public init(_ event: PaymentEvent) {
         subject = .payment(event.paymentId, deliveredStatus: event.status)
         (id, type, body, occurredAt) = (event.id, event.type.rawValue, event.body, event.occurredAt)
@@ -87,13 +94,30 @@ public struct NotifyMessage: Sendable, Equatable {
         self.operation = operation
         self.credentialEvent = operation == nil ? credentialEvent : nil
     }
+
+    /// A delivered hand-off: the job's message, and the operation's or credential event's row id when it names one.
+    public init(decoding inbound: InboundMessage) throws(StageFailure) {
+        self.init(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body),
+                  credentialEvent: CredentialEventHandOff.rowId(in: inbound.body))
+    }
+
+    /// The delivery span's attributes: the job message's, plus the operation's or credential event's row id.
+    public var spanAttributes: [SpanAttribute] {
+        message.spanAttributes + (operation.map { [SpanAttribute("operation", String($0))] } ?? [])
+            + (credentialEvent.map { [SpanAttribute("credentialEvent", String($0))] } ?? [])
+    }
+
+    /// What it asks about, as failure reasons name it: `operation 7`, `credential event 3` or `payment <id>`.
+    var subjectName: String {
+        operation.map { "operation \($0)" } ?? credentialEvent.map { "credential event \($0)" } ?? "payment \(message.paymentId)"
+    }
 }
 
 
 /// What a message on `paypipe.results` is about, carried outside its body so a backend can wait for one job's result
 /// or select one merchant's without parsing JSON (docs/job-contract.md "Receiving results"): the AMQP
 /// `correlation_id` and the string headers `merchantId`, `jobId`, `paymentId`, `operationId`, `credentialId` (each when known) and
-/// `type` (always, set by ``NotifyStage/resultsExchangeMessage(id:type:body:timestamp:merchantId:about:)``).
+/// `type` (always, set by ``resultsMessage(id:type:body:timestamp:merchantId:)``).
 public struct ResultSubject: Sendable, Equatable {
     public var merchantId: String?
     public var jobId: String?
@@ -124,6 +148,20 @@ public struct ResultSubject: Sendable, Equatable {
         headers["operationId"] = operationId
         headers["credentialId"] = credentialId
         return headers
+    }
+
+    /// Any event on `paypipe.results` about it (payment results and ``OperationalEvent``s): routing key and AMQP
+    /// `type` = the event type, `message_id` = the event id, persistent, not mandatory. A merchant's event is also
+    /// routed by `<type>.<merchantId>` (``PipelineTopology/merchantResultsKey(type:merchantId:)``), for readers bound to
+    /// their merchants only. It gives the `correlation_id` and the headers; the `type` header is always set, and
+    /// `merchantId` falls back to the routing merchant.
+    public func resultsMessage(id: String, type: String, body: [UInt8], timestamp: Date, merchantId: String? = nil) -> OutboundMessage {
+        var headers = self.headers
+        headers["type"] = type
+        if headers["merchantId"] == nil { headers["merchantId"] = merchantId }
+        return .event(exchange: ResultsExchange.name, type: type, id: id, body: body, timestamp: timestamp,
+                      alsoRoutedAs: merchantId.map { [ResultsExchange.merchantKey(type: type, merchantId: $0)] } ?? [],
+                      correlationId: correlationId, headers: headers)
     }
 }
 

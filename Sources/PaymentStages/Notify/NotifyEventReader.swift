@@ -23,8 +23,41 @@ public struct NotifyRead: Sendable {
 /// The notify stage's batch read: every payment result of the batch in one query (``PaymentEventLoader``), and each
 /// operation's event with its own reads (operations are rare next to payments). An id without a row is absent; a row
 /// that does not decode fails only its own request.
+/// It also reads where each event goes (``target(for:notifyURL:on:)``: the merchant's webhook and secrets).
 struct NotifyEventReader: Sendable {
     private let payments = PaymentEventLoader()
+    let directory: MerchantDirectory
+
+    /// Where and how to deliver one event.
+    struct Target {
+        let url: String
+        let secrets: [String]
+        /// The URL came from the merchant's configuration (a 410 disables it), not from the job's `notify_url`.
+        let isMerchantWebhook: Bool
+        /// The merchant's `webhook.ratePerSecond`.
+        let ratePerSecond: Double?
+    }
+
+    /// The job's `notify_url` wins; else the merchant's webhook while enabled; else nothing to deliver.
+    func target(for payment: PaymentRecord, notifyURL: String?, on database: PostgresConnection) throws -> Target? {
+        let merchant = try directory.entry(payment.merchantId, on: database)?.merchant
+        let secrets = merchant?.secrets.webhookSecrets ?? []
+        if let notifyURL, !notifyURL.isEmpty {
+            return Target(url: notifyURL, secrets: secrets, isMerchantWebhook: false, ratePerSecond: merchant?.config.webhook?.ratePerSecond)
+        }
+        guard let webhook = merchant?.config.webhook, webhook.enabled, !webhook.url.isEmpty else { return nil }
+        return Target(url: webhook.url, secrets: secrets, isMerchantWebhook: true, ratePerSecond: webhook.ratePerSecond)
+    }
+
+    /// Each message's read, in order: `nil` for an unknown id, and for an operation's or credential event's hand-off
+    /// naming another merchant (it names its merchant: another merchant's event is unknown to it).
+    func read(_ batch: [NotifyMessage], on connection: PostgresConnection) throws -> [Result<NotifyRead?, any Error>] {
+        let loaded = try read(batch.map(\.request), on: connection)
+        return batch.map { message in
+            guard let read = loaded[message.request] else { return .success(nil) }
+            return read.map { read in message.namesEvent && read.merchantId != message.message.merchantId ? nil : read }
+        }
+    }
 
     func read(_ requests: [NotifyRequest], on connection: PostgresConnection) throws -> [NotifyRequest: Result<NotifyRead, any Error>] {
         var reads: [NotifyRequest: Result<NotifyRead, any Error>] = [:]

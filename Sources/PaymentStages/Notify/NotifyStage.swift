@@ -35,25 +35,19 @@ import Synchronization
 /// webhook is settled. Receivers must dedupe on `webhook-id` / `message_id` (the event id): delivery is at-least-once.
 public struct NotifyStage: CallingStageHandler {
     public let stage = Stage.notify
-    let directory: MerchantDirectory
-    private let reader = NotifyEventReader()
+    /// The batch read and each event's target (the merchant directory's webhook and secrets).
+    private let reader: NotifyEventReader
     let urlGuard: WebhookURLGuard
     /// The runtime's retry tiers: whether a failed attempt is retried or was the last (``NotifyDecision/settle(_:endpointDisabled:retry:)``).
     let retrySchedule: RetrySchedule
     private let httpConfiguration: HTTPClientConfiguration
     let gate: EndpointGate
-    /// The notify series, registered at start by ``attach(metrics:)`` (NotifyStageLaunch.swift) and counted as the
-    /// deliveries commit.
+    /// The notify series, named and registered at start by ``attach(metrics:)`` (NotifyStageLaunch.swift) and counted
+    /// as the deliveries commit.
     let metrics = AttachedMetrics()
-    static let exhaustedMetric = "paypipe_webhooks_exhausted_total"
-    static let eventsMetric = "paypipe_webhook_events_total"
-    static let disabledMetric = "paypipe_webhook_endpoints_disabled"
-    static let healthFailuresMetric = "paypipe_webhook_health_failures_total"
     /// The worker's webhook threads, each with a keep-alive HTTP client (shared by the lanes).
     let senders: HTTPClientPool
     let clock: @Sendable () -> Date
-    private let payments = PaymentStore()
-    private let operations = OperationStore()
     let deliveries = WebhookDeliveryStore()
     private let endpoints = WebhookEndpointStore()
     /// When a failing endpoint is disabled (`PAYPIPE_WEBHOOK_DISABLE_AFTER`).
@@ -78,7 +72,7 @@ public struct NotifyStage: CallingStageHandler {
         self.healthPolicy = healthPolicy
         self.rate = rate.flatMap { $0 > 0 ? $0 : nil }
         self.logger = logger
-        self.directory = directory
+        self.reader = NotifyEventReader(directory: directory)
         self.urlGuard = urlGuard
         self.retrySchedule = retrySchedule
         var http = httpConfiguration
@@ -89,15 +83,9 @@ public struct NotifyStage: CallingStageHandler {
         self.clock = clock
     }
 
-    public func spanAttributes(of message: NotifyMessage) -> [SpanAttribute] {
-        message.message.spanAttributes + (message.operation.map { [SpanAttribute("operation", String($0))] } ?? [])
-            + (message.credentialEvent.map { [SpanAttribute("credentialEvent", String($0))] } ?? [])
-    }
+    public func spanAttributes(of message: NotifyMessage) -> [SpanAttribute] { message.spanAttributes }
 
-    public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage {
-        NotifyMessage(message: try StageMessage.decode(inbound.body), inbound: inbound, operation: OperationEventMessage.operation(in: inbound.body),
-                      credentialEvent: CredentialEventHandOff.rowId(in: inbound.body))
-    }
+    public func decode(_ inbound: InboundMessage) throws(StageFailure) -> NotifyMessage { try NotifyMessage(decoding: inbound) }
 
     /// The runtime's batch shape (``CallingStageHandler``), one round, so that one slow endpoint does not serialise a
     /// whole batch behind it: (1) prepare, in one transaction: the batch read, ``NotifyDecision/intake(_:)`` decides each
@@ -119,26 +107,9 @@ public struct NotifyStage: CallingStageHandler {
         }
         for (index, earlier) in first.enumerated() {
             guard let earlier else { continue }
-            results[index] = Self.alreadyHandled(after: results[earlier]!)
+            results[index] = NotifyDecision.alreadyHandled(after: results[earlier]!)
         }
         return results.map { $0! }
-    }
-
-    /// A later message for an event its batch's first message decided: nothing is sent for it. If the first message
-    /// published the results event, it is published again (same id, consumers dedupe), as a message for a settled
-    /// event may; an unknown payment is unknown for it too; otherwise (a retry, a hold, a failure) the first message
-    /// carries the event on alone.
-    static func alreadyHandled(after first: Result<StageOutcome, StageFailure>) -> Result<StageOutcome, StageFailure> {
-        switch first {
-        case .failure(.unattributable(let code, let reason)): return .failure(.unattributable(code: code, reason: reason))
-        case .success(.publish(let messages)):
-            let result = messages.first { message in
-                guard case .event(ResultsExchange.name, let type, _, _, _, _, _, _, _) = message else { return false }
-                return OperationalEvent.Kind(rawValue: type) == nil
-            }
-            return .success(result.map { .publish([$0]) } ?? .completed)
-        default: return .success(.completed)
-        }
     }
 
     // MARK: The batch shape's steps
@@ -147,17 +118,12 @@ public struct NotifyStage: CallingStageHandler {
 
     /// Prepare: one read for the batch, the intake decision, and per event everything up to the POST.
     public func prepare(_ batch: [NotifyMessage], window: SendWindow?, transaction: PostgresConnection) throws -> [Prepared<Delivery>] {
-        let loaded = try reader.read(batch.map(\.request), on: transaction)
-        let reads = batch.map { message -> Result<NotifyRead?, any Error> in
-            guard let read = loaded[message.request] else { return .success(nil) }
-            // An operation's or credential event's hand-off names its merchant: another merchant's is unknown to it.
-            return read.map { read in message.namesEvent && read.merchantId != message.message.merchantId ? nil : read }
-        }
-        let intake = NotifyDecision.intake(zip(batch, reads).map { Self.read($1, request: $0.request) })
+        let reads = try reader.read(batch, on: transaction)
+        let intake = NotifyDecision.intake(zip(batch, reads).map { NotifyDecision.Read($1, request: $0.request) })
         var prepared: [Prepared<Delivery>] = try batch.indices.map { index in
             switch reads[index] {
             case .failure(let error): return .failed(FailureClassifier.classify(error))
-            case .success(nil): return .failed(.unattributable(code: "unknown_payment", reason: Self.unknown(batch[index])))
+            case .success(nil): return .failed(.unattributable(code: "unknown_payment", reason: "\(batch[index].subjectName) does not exist"))
             case .success(let read?):
                 if case .alreadyHandled = intake[index] { preconditionFailure("process prepares each event's first message only") }
                 return try prepare(batch[index], intake: intake[index], read: read, transaction: transaction)
@@ -167,21 +133,6 @@ public struct NotifyStage: CallingStageHandler {
         return prepared
     }
 
-    /// What prepare read, as ``NotifyDecision`` sees it.
-    private static func read(_ loaded: Result<NotifyRead?, any Error>, request: NotifyRequest) -> NotifyDecision.Read {
-        guard case .success(let read) = loaded else { return .failed }
-        guard let read else { return .missing }
-        return .found(request, settled: read.settled, hasEvent: read.event != nil, pending: read.pending)
-    }
-
-    private static func unknown(_ message: NotifyMessage) -> String {
-        "\(subject(message)) does not exist"
-    }
-
-    private static func subject(_ message: NotifyMessage) -> String {
-        message.operation.map { "operation \($0)" } ?? message.credentialEvent.map { "credential event \($0)" } ?? "payment \(message.message.paymentId)"
-    }
-
     /// Per endpoint (scheme, host and port): its slots, circuit and rate.
     public func gating(_ call: Delivery, for message: NotifyMessage) -> GatedCall {
         GatedCall(EndpointGate.Call(endpoint: Self.endpointKey(call.url)), rate: call.rate)
@@ -189,47 +140,41 @@ public struct NotifyStage: CallingStageHandler {
 
     /// A delivery the gate held back is a retry like any failed attempt, but not a failure of the endpoint (its
     /// health and circuit never see it).
-    public func heldBack(_ call: Delivery, for message: NotifyMessage, because reason: HeldBack) -> SendResult {
+    public func heldBack(_ call: Delivery, for message: NotifyMessage, because reason: HeldBack) -> WebhookAnswer {
         guard case .gate(let refusal) = reason else { preconditionFailure("notify's calls are not windowed") }
-        return SendResult(classification: .retry(error: NotifyDecision.error(refusal)), attempt: WebhookAttempt(url: call.url, number: call.number, outcome: .retrying), answeredAt: nil)
+        return WebhookAnswer(classification: .retry(error: NotifyDecision.error(refusal)), attempt: WebhookAttempt(url: call.url, number: call.number, outcome: .retrying), answeredAt: nil)
     }
 
     /// One signed POST, on a pool thread's client, holding the endpoint's slot.
-    public func perform(_ call: Delivery, for message: NotifyMessage, window: SendWindow?, client: HTTPClient) -> (answer: SendResult, report: CallReport) {
+    public func perform(_ call: Delivery, for message: NotifyMessage, window: SendWindow?, client: HTTPClient) -> (answer: WebhookAnswer, report: CallReport) {
         var attempt = WebhookAttempt(url: call.url, number: call.number, outcome: .retrying)
         let classification = post(call.body, id: call.event.id, to: call.url, signer: call.signer, client: client, attempt: &attempt,
                                   trace: message.inbound.trace)
-        return (SendResult(classification: classification, attempt: attempt, answeredAt: clock()),
-                Self.isRetry(classification) ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
+        return (WebhookAnswer(classification: classification, attempt: attempt, answeredAt: clock()),
+                classification.isRetry ? .failed(pause: attempt.retryAfterSeconds) : .healthy)
     }
 
-    /// Record, first: what the answers say about each endpoint's health, and which endpoints this batch disables.
+    /// Record, first: what the answers say about each endpoint's health, and which endpoints this batch disables (with
+    /// their new health).
     /// Only answers count (a 2xx, or a failure that will be retried); the worker's own refusals and final answers
     /// (410, SSRF) do not. Successes alone on endpoints that had no row when prepare read them change nothing and
     /// cost no statement (``EndpointHealthPolicy/mayChange(_:tracked:)``, which states the race this accepts). A
     /// failure to record health does not fail the deliveries (its savepoint is rolled back, the next batch observes
     /// again); it is counted.
-    public func observe(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], transaction: PostgresConnection) -> HealthDecision {
-        let observations: [EndpointObservation] = answers.compactMap { answered in
-            guard let at = answered.answer.answeredAt else { return nil }
-            switch answered.answer.classification {
-            case .delivered: return EndpointObservation(endpoint: answered.call.endpoint, at: at, error: nil)
-            case .retry(let error): return EndpointObservation(endpoint: answered.call.endpoint, at: at, error: error)
-            case .gone, .refused: return nil
-            }
-        }
+    public func observe(_ answers: [Answered<NotifyMessage, Delivery, WebhookAnswer>], transaction: PostgresConnection) -> [WebhookEndpoint: EndpointHealth] {
+        let observations = answers.compactMap { $0.answer.observation(of: $0.call.endpoint) }
         let tracked = Set(answers.lazy.filter(\.call.endpointTracked).map(\.call.endpoint))
-        guard EndpointHealthPolicy.mayChange(observations, tracked: tracked) else { return HealthDecision() }
+        guard EndpointHealthPolicy.mayChange(observations, tracked: tracked) else { return [:] }
         do {
             return try transaction.savepoint { savepoint in
                 let current = try endpoints.lockedRows(of: Set(observations.map(\.endpoint)), on: savepoint)
                 let decision = healthPolicy.decide(observations, current: current)
                 try endpoints.write(decision.updates, on: savepoint)
-                return HealthDecision(newlyDisabled: Dictionary(uniqueKeysWithValues: decision.disabled.map { ($0, decision.updates[$0]!) }))
+                return decision.newlyDisabled
             }
         } catch {
             metrics.report { $0.increment(Self.healthFailuresMetric, labels: [:]) }
-            return HealthDecision()
+            return [:]
         }
     }
 
@@ -237,12 +182,12 @@ public struct NotifyStage: CallingStageHandler {
     /// statement, the rest one by one. A failed delivery to an endpoint this batch disables is held instead of
     /// retried, and one of them carries the `endpoint.disabled` event.
     public func record(
-        _ answers: [Answered<NotifyMessage, Delivery, SendResult>], observed health: HealthDecision, transaction: PostgresConnection
+        _ answers: [Answered<NotifyMessage, Delivery, WebhookAnswer>], observed newlyDisabled: [WebhookEndpoint: EndpointHealth], transaction: PostgresConnection
     ) throws -> [Recorded] {
         var carried: Set<WebhookEndpoint> = []
         let settling = answers.map { answered in
             let delivery = answered.call, result = answered.answer
-            let disabled = health.newlyDisabled[delivery.endpoint]
+            let disabled = newlyDisabled[delivery.endpoint]
             let settlement = NotifyDecision.settle(
                 result.classification, endpointDisabled: disabled != nil,
                 retry: retrySchedule.decision(previousRetries: delivery.message.previousRetries))
@@ -259,12 +204,12 @@ public struct NotifyStage: CallingStageHandler {
 
     /// Notify takes one round and records no `again`: a message is always settled.
     public func unsettled(_ message: NotifyMessage) -> StageFailure {
-        .transient(code: "webhook_failed", reason: "\(Self.subject(message)) did not settle in its round")
+        .transient(code: "webhook_failed", reason: "\(message.subjectName) did not settle in its round")
     }
 
     /// The operational events of what committed: `paypipe_webhook_events_total{type}`, and for a delivery whose failed
     /// attempt was its last (``NotifyDecision/Settlement/exhausted(error:)``) `paypipe_webhooks_exhausted_total` first.
-    public func committed(_ answers: [Answered<NotifyMessage, Delivery, SendResult>], _ recorded: [Result<Recorded, StageFailure>]) {
+    public func committed(_ answers: [Answered<NotifyMessage, Delivery, WebhookAnswer>], _ recorded: [Result<Recorded, StageFailure>]) {
         for case .success(.decided(.success(.publish(let messages)))) in recorded {
             for case .event(ResultsExchange.name, let type, _, _, _, _, _, _, _) in messages {
                 guard let kind = OperationalEvent.Kind(rawValue: type) else { continue }
@@ -281,26 +226,16 @@ public struct NotifyStage: CallingStageHandler {
     private func settleDelivered(_ items: [Settling], on database: PostgresConnection) throws -> [Result<StageOutcome, StageFailure>?] {
         let candidates = items.indices.compactMap { index -> (index: Int, entry: WebhookDeliveryBatch.Entry)? in
             guard case .delivered = items[index].classification,
-                  let entry = WebhookDeliveryBatch.Entry(attempt: Self.deliveredAttempt(items[index].attempt), event: items[index].delivery.event)
+                  let entry = WebhookDeliveryBatch.Entry(attempt: items[index].attempt.asDelivered, event: items[index].delivery.event)
             else { return nil }
             return (index, entry)
         }
         let settled = try WebhookDeliveryBatch().settle(candidates.map(\.entry), on: database)
         var outcomes = [Result<StageOutcome, StageFailure>?](repeating: nil, count: items.count)
         for (index, _) in candidates where settled.contains(items[index].delivery.event.paymentId) {
-            outcomes[index] = .success(published(items[index].delivery, webhookSettled: true))
+            outcomes[index] = .success(NotifyDecision.outcome(of: items[index].delivery.event, results: items[index].delivery.results, webhookSettled: true))
         }
         return outcomes
-    }
-
-    /// Where and how to deliver one event.
-    struct Target {
-        let url: String
-        let secrets: [String]
-        /// The URL came from the merchant's configuration (a 410 disables it), not from the job's `notify_url`.
-        let isMerchantWebhook: Bool
-        /// The merchant's `webhook.ratePerSecond`.
-        let ratePerSecond: Double?
     }
 
     /// An event that needs a POST: the call of the call-out phase. A class, immutable: the runtime's batch shape
@@ -338,19 +273,6 @@ public struct NotifyStage: CallingStageHandler {
         }
     }
 
-    /// A POST's answer.
-    public struct SendResult: Sendable {
-        let classification: WebhookResponseClass
-        let attempt: WebhookAttempt
-        /// When the answer came, if a request was sent (not refused by the gate): what endpoint health goes by.
-        let answeredAt: Date?
-    }
-
-    /// What this batch's answers did to the endpoints' health.
-    public struct HealthDecision: Sendable {
-        var newlyDisabled: [WebhookEndpoint: EndpointHealth] = [:]
-    }
-
     /// An answered delivery as record settles it.
     private struct Settling {
         let delivery: Delivery
@@ -375,13 +297,13 @@ public struct NotifyStage: CallingStageHandler {
             // told apart from a mere duplicate hand-off, so such a message publishes the event again as the results
             // rule says (same `message_id`: consumers dedupe). The webhook itself is never sent twice.
             guard let event = read.event, NotifyDecision.publishesResults(results, webhookSettled: true) else { return .finished(.completed) }
-            return .finished(.publish([Self.resultMessage(event)]))
+            return .finished(.publish([event.resultMessage]))
         }
         guard intake == .deliver, let event = read.event else {
             // A hand-off that overtook its commit, or a hand-made message: the result is not known yet.
             return .failed(.transient(code: "payment_not_terminal", reason: read.pending))
         }
-        guard let target = try target(for: read.payment, notifyURL: read.notifyURL, on: database) else {
+        guard let target = try reader.target(for: read.payment, notifyURL: read.notifyURL, on: database) else {
             return .finished(try finish(event, results: results, on: database))
         }
         let number = message.previousRetries + 1
@@ -432,90 +354,48 @@ public struct NotifyStage: CallingStageHandler {
                 event: delivery.event, on: database)
             held.append(delivery)
             let event = republish ? health.map { OperationalEvent.endpointDisabled(delivery.endpoint, health: $0) } : nil
-            prepared[index] = .finished(published(delivery, webhookSettled: false, also: event.map { [$0.message] } ?? []))
+            prepared[index] = .finished(NotifyDecision.outcome(
+                of: delivery.event, results: delivery.results, webhookSettled: false, also: event.map { [$0.message] } ?? []))
         }
-        try hold(held, on: database)
+        try deliveries.hold(events: held.map(\.event), on: database)
     }
 
-    /// Keeps held payments away from the reconciler (an operation's event needs nothing more: it stays un-notified).
-    private func hold(_ held: [Delivery], on database: PostgresConnection) throws {
-        try deliveries.hold(held.compactMap { delivery in
-            if case .payment(let id, _) = delivery.event.subject { return id }
-            return nil
-        }, on: database)
-    }
-
-    /// Record, for one answer that is not a settled delivery: the attempt and the outcome.
+    /// Record, for one answer that is not a settled delivery: the attempt (as ``NotifyDecision/Settlement/recorded(_:)``
+    /// records it) and the outcome.
     /// The retry case is a returned failure, not a thrown one: its attempt record and hold must commit with the batch.
     private func complete(_ answered: Settling, database: PostgresConnection) throws -> Result<StageOutcome, StageFailure> {
         let delivery = answered.delivery
-        var attempt = answered.attempt
         let event = delivery.event
+        try deliveries.record(answered.settlement.recorded(answered.attempt), event: event, on: database)
         switch answered.settlement {
-        case .delivered:
-            try deliveries.record(Self.deliveredAttempt(attempt), event: event, on: database)
+        case .delivered, .refused:
             return .success(try finish(event, results: delivery.results, on: database))
         case .gone:
-            attempt.outcome = .disabled
-            attempt.error = "endpoint_gone"
-            try deliveries.record(attempt, event: event, on: database)
             if delivery.isMerchantWebhook {
                 try deliveries.disableMerchantWebhook(event.merchantId, url: delivery.url, on: database)
             }
             return .success(try finish(event, results: delivery.results, on: database))
-        case .refused(let error):
-            attempt.outcome = .failed
-            attempt.error = error
-            try deliveries.record(attempt, event: event, on: database)
-            return .success(try finish(event, results: delivery.results, on: database))
-        case .held(let error):
-            attempt.error = error
-            attempt.outcome = .held
-            try deliveries.record(attempt, event: event, on: database)
-            try hold([delivery], on: database)
-            return .success(published(delivery, webhookSettled: false, also: answered.disabledEvent.map { [$0.message] } ?? []))
+        case .held:
+            try deliveries.hold(events: [delivery.event], on: database)
+            return .success(NotifyDecision.outcome(
+                of: delivery.event, results: delivery.results, webhookSettled: false, also: answered.disabledEvent.map { [$0.message] } ?? []))
         case .exhausted(let error):
-            attempt.error = error
-            attempt.outcome = .failed
-            try deliveries.record(attempt, event: event, on: database)
             let exhausted = OperationalEvent.webhookExhausted(event, url: delivery.url, attempts: delivery.number, lastError: error, at: clock())
             return .success(try finish(event, results: delivery.results, on: database, also: [
                 OutboundMessage.exhausted(delivery.message.inbound, after: Self.failed(delivery, error: error)), exhausted.message,
             ]))
         case .retry(let error, let delay):
-            attempt.error = error
-            try deliveries.record(attempt, event: event, on: database)
-            if case .payment(let paymentId, _) = event.subject {
-                try deliveries.holdForRetry(paymentId, seconds: delay, on: database)
-            }
+            try deliveries.holdForRetry(event, seconds: delay, on: database)
             let failure = Self.failed(delivery, error: error)
             // The results event goes out now if the rule says so, with the retry copy the failure would have made.
             guard NotifyDecision.publishesResults(delivery.results, webhookSettled: false) else { return .failure(failure) }
-            return .success(.publish([Self.resultMessage(event), .retry(delivery.message.inbound, after: failure)]))
+            return .success(.publish([event.resultMessage, .retry(delivery.message.inbound, after: failure)]))
         }
-    }
-
-    /// The outcome of a delivery that is not settled by a finish: `also`, with the results event first when the rule says so.
-    private func published(_ delivery: Delivery, webhookSettled: Bool, also: [OutboundMessage] = []) -> StageOutcome {
-        let messages = (NotifyDecision.publishesResults(delivery.results, webhookSettled: webhookSettled) ? [Self.resultMessage(delivery.event)] : []) + also
-        return messages.isEmpty ? .completed : .publish(messages)
     }
 
     /// A failed attempt as the runtime's retry policy sees it: retried through the tiers, or dead-lettered with it.
     private static func failed(_ delivery: Delivery, error: String) -> StageFailure {
         .transient(code: "webhook_failed", reason: "webhook attempt \(delivery.number) to \(endpointKey(delivery.url)) failed: \(error)")
-    }
-
-    /// The attempt of a 2xx answer as recorded (by either path).
-    static func deliveredAttempt(_ sent: WebhookAttempt) -> WebhookAttempt {
-        var attempt = sent
-        attempt.outcome = .delivered
-        return attempt
-    }
-
-    static func isRetry(_ classification: WebhookResponseClass) -> Bool {
-        if case .retry = classification { return true }
-        return false
     }
 
     /// One signed POST; fills the attempt's status code and latency. `trace`: the delivery's span, sent as the W3C
@@ -541,50 +421,21 @@ public struct NotifyStage: CallingStageHandler {
         }
     }
 
-    /// The job's `notify_url` wins; else the merchant's webhook while enabled; else nothing to deliver.
-    func target(for payment: PaymentRecord, notifyURL: String?, on database: PostgresConnection) throws -> Target? {
-        let merchant = try directory.entry(payment.merchantId, on: database)?.merchant
-        let secrets = merchant?.secrets.webhookSecrets ?? []
-        if let notifyURL, !notifyURL.isEmpty {
-            return Target(url: notifyURL, secrets: secrets, isMerchantWebhook: false, ratePerSecond: merchant?.config.webhook?.ratePerSecond)
-        }
-        guard let webhook = merchant?.config.webhook, webhook.enabled, !webhook.url.isEmpty else { return nil }
-        return Target(url: webhook.url, secrets: secrets, isMerchantWebhook: true, ratePerSecond: webhook.ratePerSecond)
-    }
-
-    /// Settles the event's webhook — the payment marked done while it still has the delivered status, the operation
-    /// marked notified — and publishes the results event as the rule says (plus `also`, e.g. a dead letter).
+    /// Settles the event's webhook (``WebhookDeliveryStore/settle(_:on:)``: the payment marked done, the operation or
+    /// credential event notified) and publishes the results event as the rule says (plus `also`, e.g. a dead letter).
     private func finish(_ event: NotifyEvent, results: NotifyDecision.Results, on database: PostgresConnection, also: [OutboundMessage] = []) throws -> StageOutcome {
-        switch event.subject {
-        case .payment(let paymentId, let deliveredStatus): try payments.markDone(paymentId, deliveredStatus: deliveredStatus, on: database)
-        case .operation(let rowId): try operations.markNotified(rowId, on: database)
-        case .credential(let rowId): try CredentialEventStore().markNotified(rowId, on: database)
-        }
-        let messages = (NotifyDecision.publishesResults(results, webhookSettled: true) ? [Self.resultMessage(event)] : []) + also
-        return messages.isEmpty ? .completed : .publish(messages)
+        try deliveries.settle(event, on: database)
+        return NotifyDecision.outcome(of: event, results: results, webhookSettled: true, also: also)
     }
 
-    /// The event on `paypipe.results`: routing key = type, persistent, `message_id` = event id (consumers dedupe on
-    /// it like on `webhook-id`), `correlation_id` = the job's id (the operation's for an operation event). Not mandatory:
-    /// a results exchange nobody binds to is a valid deployment.
-    public static func resultMessage(_ event: NotifyEvent) -> OutboundMessage {
-        resultsExchangeMessage(id: event.id, type: event.type, body: event.body, timestamp: event.occurredAt, merchantId: event.merchantId,
-                               about: event.resultSubject)
-    }
+    /// The event on `paypipe.results` (``NotifyEvent/resultMessage``), for callers outside the stage.
+    public static func resultMessage(_ event: NotifyEvent) -> OutboundMessage { event.resultMessage }
 
-    /// Any event on `paypipe.results` (payment results and ``OperationalEvent``s): routing key and AMQP `type` = the
-    /// event type, `message_id` = the event id, persistent, not mandatory. A merchant's event is also routed by
-    /// `<type>.<merchantId>` (``PipelineTopology/merchantResultsKey(type:merchantId:)``), for readers bound to their
-    /// merchants only. `subject` gives the `correlation_id` and the headers (``ResultSubject``); the `type` header is
-    /// always set, and `merchantId` falls back to the routing merchant.
+    /// Any event on `paypipe.results` (``ResultSubject/resultsMessage(id:type:body:timestamp:merchantId:)``), for callers
+    /// outside the stage.
     static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date, merchantId: String? = nil,
                                        about subject: ResultSubject = ResultSubject()) -> OutboundMessage {
-        var headers = subject.headers
-        headers["type"] = type
-        if headers["merchantId"] == nil { headers["merchantId"] = merchantId }
-        return .event(exchange: ResultsExchange.name, type: type, id: id, body: body, timestamp: timestamp,
-                      alsoRoutedAs: merchantId.map { [ResultsExchange.merchantKey(type: type, merchantId: $0)] } ?? [],
-                      correlationId: subject.correlationId, headers: headers)
+        subject.resultsMessage(id: id, type: type, body: body, timestamp: timestamp, merchantId: merchantId)
     }
 
     /// `scheme://host:port` of a URL: the unit of the endpoint gate's concurrency slots, circuit and rate.

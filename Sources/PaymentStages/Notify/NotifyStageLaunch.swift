@@ -61,6 +61,12 @@ extension NotifyStage {
 }
 
 extension NotifyStage {
+    /// The notify series' names (registered below, counted by `committed`, `observe` and ``upkeep``).
+    static let exhaustedMetric = "paypipe_webhooks_exhausted_total"
+    static let eventsMetric = "paypipe_webhook_events_total"
+    static let disabledMetric = "paypipe_webhook_endpoints_disabled"
+    static let healthFailuresMetric = "paypipe_webhook_health_failures_total"
+
     /// The webhook gate's `paypipe_circuits_open{stage="notify"}`, `paypipe_webhooks_exhausted_total`, the operational
     /// events published (`paypipe_webhook_events_total{type}`), the disabled endpoints (a gauge set by ``upkeep``
     /// from the shared table, so every worker reports the same number: aggregate with `max`) and failures to record

@@ -76,11 +76,11 @@ public struct OperationalEvent: Sendable, Equatable {
 
     public var body: [UInt8] { json.serialized() }
 
-    /// The message on `paypipe.results`, shaped like ``NotifyStage/resultMessage(_:)``'s, with the ids it has as
+    /// The message on `paypipe.results`, shaped like ``NotifyEvent/resultMessage``, with the ids it has as
     /// `correlation_id` and headers (``subject``), but no merchant routing key (`payment.*.<merchantId>` readers get
     /// payment events only).
     public var message: OutboundMessage {
-        NotifyStage.resultsExchangeMessage(id: id, type: kind.rawValue, body: body, timestamp: occurredAt, about: subject)
+        subject.resultsMessage(id: id, type: kind.rawValue, body: body, timestamp: occurredAt)
     }
 
     /// The URL as events and listings show it: no user info, query or fragment (where endpoints carry tokens).

@@ -23,6 +23,13 @@ public struct WebhookAttempt: Sendable, Equatable {
         self.error = error
         self.outcome = outcome
     }
+
+    /// The attempt of a 2xx answer as recorded (by either path).
+    var asDelivered: WebhookAttempt {
+        var attempt = self
+        attempt.outcome = .delivered
+        return attempt
+    }
 }
 
 /// `webhook_deliveries.outcome` of one attempt (the column has a CHECK on these values).
@@ -98,12 +105,36 @@ public struct WebhookDeliveryStore: Sendable {
         try PaymentStore().holdForRetry(paymentId, seconds: seconds, on: connection)
     }
 
+    /// ``holdForRetry(_:seconds:on:)`` for an event's payment; an operation's or a credential's event is not re-driven.
+    func holdForRetry(_ event: NotifyEvent, seconds: Double, on connection: PostgresConnection) throws {
+        if case .payment(let paymentId, _) = event.subject { try holdForRetry(paymentId, seconds: seconds, on: connection) }
+    }
+
     /// Holds a payment whose endpoint is disabled: it stays in stage `notify` (not marked done: nothing was
     /// delivered) with `redriven_at = 'infinity'`, which the reconciler never re-drives and its backlog gauges leave
     /// out. ``releaseHeld(_:on:)`` (an operator's `paypipe webhooks endpoints enable`) or `paypipe webhooks replay`
     /// sends it on.
     public func hold(_ paymentIds: [UUID], on connection: PostgresConnection) throws {
         try PaymentStore().holdIndefinitely(paymentIds, on: connection)
+    }
+
+    /// Keeps the held events' payments away from the reconciler (``hold(_:on:)``); an operation's or a credential's
+    /// event needs nothing more: it stays un-notified.
+    func hold(events: [NotifyEvent], on connection: PostgresConnection) throws {
+        try hold(events.compactMap { event -> UUID? in
+            if case .payment(let id, _) = event.subject { return id }
+            return nil
+        }, on: connection)
+    }
+
+    /// Settles an event's webhook: the payment marked done while it still has the delivered status, the operation or
+    /// the credential event marked notified.
+    func settle(_ event: NotifyEvent, on connection: PostgresConnection) throws {
+        switch event.subject {
+        case .payment(let paymentId, let deliveredStatus): try PaymentStore().markDone(paymentId, deliveredStatus: deliveredStatus, on: connection)
+        case .operation(let rowId): try OperationStore().markNotified(rowId, on: connection)
+        case .credential(let rowId): try CredentialEventStore().markNotified(rowId, on: connection)
+        }
     }
 
     /// Releases the payments held for `endpoints` (their latest attempt to one of them was `held`) and returns their
