@@ -33,8 +33,8 @@ import Testing
 
     @Test func aCredentialEventIsCorrelatedByItsCredentialId() {
         let subject = ResultSubject(merchantId: "m1", jobId: "job-1", paymentId: Self.paymentId.paymentIDText, credentialId: "cred_0123456789abcdef01234567")
-        let message = ResultsMessageTests.router.message(for: NotifyStage.resultsExchangeMessage(
-            id: "evt_x", type: "credential.unlinked", body: [], timestamp: Date(timeIntervalSince1970: 0), merchantId: "m1", about: subject))
+        let message = ResultsMessageTests.router.message(for: subject.resultsMessage(
+            id: "evt_x", type: "credential.unlinked", body: [], timestamp: Date(timeIntervalSince1970: 0), merchantId: "m1"))
         #expect(message.properties.correlationId == "cred_0123456789abcdef01234567")
         #expect(message.properties.headers.compactMapValues(\.stringValue) == [
             "merchantId": "m1", "jobId": "job-1", "paymentId": Self.paymentId.paymentIDText, "credentialId": "cred_0123456789abcdef01234567",

@@ -33,7 +33,7 @@ import Testing
     @Test func committedOutcomesCountTheirOperationalEvents() throws {
         let stage = try Self.stage(), registry = MetricsRegistry()
         stage.attach(metrics: registry)
-        let result = NotifyStage.resultMessage(NotifyEvent(PaymentEventTests.event()))
+        let result = NotifyEvent(PaymentEventTests.event()).resultMessage
         let at = Date(timeIntervalSince1970: 1_767_225_700)
         let exhausted = OperationalEvent.webhookExhausted(PaymentEventTests.event(), url: "https://m.example/hook", attempts: 9,
                                                           lastError: "http_503", at: at)

@@ -13,7 +13,7 @@ import Testing
         for type in PaymentEventType.allCases {
             var event = PaymentEventTests.event(type)
             event.merchantId = "shop.eu-1"
-            let message = Self.router.message(for: NotifyStage.resultMessage(NotifyEvent(event)))
+            let message = Self.router.message(for: NotifyEvent(event).resultMessage)
             #expect(message.properties.correlationId == "job-1")
             #expect(message.properties.messageId == event.id, "message_id stays the event id")
             #expect(message.properties.headers.compactMapValues(\.stringValue) == [
@@ -27,8 +27,8 @@ import Testing
 
     @Test func anOperationEventIsCorrelatedByItsOperationId() {
         let subject = ResultSubject(merchantId: "m1", jobId: "job-1", paymentId: "6f9619ff-8b86-d011-b42d-00c04fc964ff", operationId: "refund-7")
-        let message = Self.router.message(for: NotifyStage.resultsExchangeMessage(
-            id: "evt_x", type: "payment.refunded", body: [], timestamp: Date(timeIntervalSince1970: 0), merchantId: "m1", about: subject))
+        let message = Self.router.message(for: subject.resultsMessage(
+            id: "evt_x", type: "payment.refunded", body: [], timestamp: Date(timeIntervalSince1970: 0), merchantId: "m1"))
         #expect(message.properties.correlationId == "refund-7")
         #expect(message.properties.headers.compactMapValues(\.stringValue) == [
             "merchantId": "m1", "jobId": "job-1", "paymentId": "6f9619ff-8b86-d011-b42d-00c04fc964ff", "operationId": "refund-7",

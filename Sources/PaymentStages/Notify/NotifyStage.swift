@@ -428,16 +428,6 @@ public struct NotifyStage: CallingStageHandler {
         return NotifyDecision.outcome(of: event, results: results, webhookSettled: true, also: also)
     }
 
-    /// The event on `paypipe.results` (``NotifyEvent/resultMessage``), for callers outside the stage.
-    public static func resultMessage(_ event: NotifyEvent) -> OutboundMessage { event.resultMessage }
-
-    /// Any event on `paypipe.results` (``ResultSubject/resultsMessage(id:type:body:timestamp:merchantId:)``), for callers
-    /// outside the stage.
-    static func resultsExchangeMessage(id: String, type: String, body: [UInt8], timestamp: Date, merchantId: String? = nil,
-                                       about subject: ResultSubject = ResultSubject()) -> OutboundMessage {
-        subject.resultsMessage(id: id, type: type, body: body, timestamp: timestamp, merchantId: merchantId)
-    }
-
     /// `scheme://host:port` of a URL: the unit of the endpoint gate's concurrency slots, circuit and rate.
     public static func endpointKey(_ url: String) -> String {
         guard let components = URLComponents(string: url), let host = components.host else { return url }
