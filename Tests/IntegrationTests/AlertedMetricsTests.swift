@@ -1,3 +1,4 @@
+import AMQP
 import Crypto
 import Foundation
 import PaymentStages
@@ -189,6 +190,50 @@ extension Integration {
         defer { database.close() }
         #expect(try WebhookEndpointStore().enable(merchantId: "m-notify", url: nil, on: database).count == 1)
         try TestServices.eventually("paypipe_webhook_endpoints_disabled 0 once re-enabled") { try disabled() == 0 }
+    }
+
+    /// PayPipeRetryTierStalled's premise, on the real broker's per-queue series: a retry tier declared with the runtime's
+    /// own arguments (quorum, `x-dead-letter-strategy=at-least-once`) keeps an expired copy it cannot have confirmed by
+    /// its stage queue, and RabbitMQ counts it in `rabbitmq_queue_messages` but neither as ready nor as unacknowledged;
+    /// a tier whose copies reach their stage holds none. (An unbound stage stands in for the lost dead-letter worker of
+    /// RabbitMQ before 3.10.20: both leave the copy dead-lettered and unconfirmed.)
+    @Test func aRetryTierShowsExpiredCopiesItHasNotForwardedAsMessagesNeitherReadyNorUnacked() throws {
+        let schedule = RetrySchedule(delays: [0.05], maxRetries: 1)
+        let (stalled, healthy) = (StageName("alertstalled"), StageName("alerthealthy"))
+        let layout = BrokerLayout(stages: [stalled, healthy]).topology(retrySchedule: schedule)
+        let connection = try TestServices.amqp()
+        defer { connection.close() }
+        let names = layout.queues.map(\.name)
+        for name in names { _ = try connection.deleteQueue(name) }
+        defer { for name in names { _ = try? connection.deleteQueue(name) } }
+        // Every queue of both stages, and the healthy stage's binding only: the stalled stage's copies are unroutable.
+        try connection.declare(AMQPTopology(exchanges: layout.exchanges, queues: layout.queues,
+                                            bindings: layout.bindings.filter { $0.queue == healthy.queueName }))
+        let (stalledTier, healthyTier) = (schedule.queueName(for: stalled, tier: 0), schedule.queueName(for: healthy, tier: 0))
+        for tier in [stalledTier, healthyTier] {
+            for _ in 0..<3 {
+                try connection.publish(AMQPOutboundMessage(exchange: "", routingKey: tier, body: Array("{}".utf8),
+                                                           properties: AMQPProperties(contentType: "application/json")))
+            }
+        }
+        func series(_ name: String, _ queue: String, in scrape: MetricsScrape) -> Double? {
+            scrape.value(name, ["vhost": "/", "queue": queue])
+        }
+        func unforwarded(_ queue: String, in scrape: MetricsScrape) -> Double? {
+            guard let messages = series("rabbitmq_queue_messages", queue, in: scrape),
+                  let ready = series("rabbitmq_queue_messages_ready", queue, in: scrape),
+                  let unacked = series("rabbitmq_queue_messages_unacked", queue, in: scrape) else { return nil }
+            return messages - ready - unacked
+        }
+        // Queue series are refreshed on the queue's own tick (every few seconds): polled, as Prometheus scrapes.
+        var last: MetricsScrape?
+        try TestServices.eventually(timeout: 30, "the stalled tier's 3 copies as messages, neither ready nor unacked, and the healthy stage's copies forwarded") {
+            let scrape = try MetricsScrape(try HTTPProbe.get(TestServices.brokerMetricsURL + "/metrics/per-object").body)
+            last = scrape
+            return unforwarded(stalledTier, in: scrape) == 3 && series("rabbitmq_queue_messages", stalledTier, in: scrape) == 3
+                && unforwarded(healthyTier, in: scrape) == 0 && series("rabbitmq_queue_messages_ready", healthy.queueName, in: scrape) == 3
+        }
+        #expect(last.flatMap { series("rabbitmq_queue_messages_ready", stalledTier, in: $0) } == 0)
     }
 }
 }

@@ -9,6 +9,8 @@ enum TestServices {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
     static var amqpURL: String { environment["PAYPIPE_TEST_AMQP_URL"] ?? "amqp://guest:guest@127.0.0.1:5672/%2f" }
     static var databaseURL: String { environment["PAYPIPE_TEST_DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/paypipe_test" }
+    /// RabbitMQ's rabbitmq_prometheus endpoint (scripts/services enables it with per-queue series).
+    static var brokerMetricsURL: String { environment["PAYPIPE_TEST_RABBITMQ_METRICS_URL"] ?? "http://127.0.0.1:15692" }
 
     static var servicesScript: String {
         environment["PAYPIPE_SERVICES_SCRIPT"]
