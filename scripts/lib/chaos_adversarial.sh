@@ -9,7 +9,7 @@
 # connector supports them, under the same faults. Faults come from CHAOS_SEED (printed; set it to replay a run).
 # The checker (scripts/lib/chaos_adversarial_check.py) maps every authorisation the simulator processed, on any face,
 # to its payment and asserts: at most one per payment, every final status agrees with what the gateway processed,
-# every payment terminal; scripts/lib/chaos_operations.py check asserts issue 19's invariants, at most one gateway
+# every payment terminal; scripts/lib/chaos_operations.py check asserts the operation invariants (docs/chaos.md), at most one gateway
 # operation per operationId, every operation terminal with its event delivered; scripts/lib/chaos_recurring.py check the
 # CITs storing credentials on Trust Payments and OPP, their MITs and the TapPay deferred payments' completions.
 #
@@ -125,7 +125,7 @@ status=0
 # The operations' check first: it waits (up to 120 s) for every operation to end. A void still in flight when the
 # payments are all done has cancelled the AUTH at the gateway before PayPipe records it, which the ledger check
 # below would read as a contradiction.
-echo "== operations (issue 19's invariants, at most one gateway operation per operationId, every operation ended and notified)"
+echo "== operations (the operation invariants, at most one gateway operation per operationId, every operation ended and notified)"
 if [ "$operations" = 1 ]; then
     python3 scripts/lib/chaos_operations.py check "$PAYPIPE_DATABASE_URL" "$(stack_simulator_url)" "$RUN_DIR/operations.jsonl" 120 || status=1
 else

@@ -119,7 +119,7 @@ def main():
         except ValueError:
             continue
         event, pid = entry.get("event"), entry.get("paymentId")
-        # A payment's operations (capture, void, refund; issue 19) have events of their own, with their own ids.
+        # A payment's operations (capture, void, refund) have events of their own, with their own ids.
         if entry.get("type") in OPERATION_EVENTS:
             continue
         if event == "webhook_verified":

@@ -92,7 +92,7 @@ chaos_checks() {
     return "$status"
 }
 
-# Stored credentials and deferred payments (issue 44) under the same faults, with a prefix of their own (RECURRING_PREFIX:
+# Stored credentials and deferred payments (docs/recurring.md) under the same faults, with a prefix of their own (RECURRING_PREFIX:
 # the sample jobs' checks never see them). Each step that the broker or the database refuses is tried again next call.
 chaos_recurring_step() {
     RECURRING_PREFIX="${PREFIX}rc"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Operations in a chaos run (issue 19): captures, voids and partial refunds of the run's authorised payments of the
+"""Operations in a chaos run (docs/chaos.md): captures, voids and partial refunds of the run's authorised payments of the
 Trust Payments, OPP and TapPay sandbox merchants, some published twice, some concurrently for one payment, then the
 checks. Used by `scripts/chaos [short|full]` and `scripts/chaos adversarial`.
 

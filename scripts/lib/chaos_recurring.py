@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Stored credentials and deferred payments in a chaos run (issue 44, docs/chaos.md): customer-initiated payments that
+"""Stored credentials and deferred payments in a chaos run (docs/chaos.md): customer-initiated payments that
 store a credential (CITs) on Trust Payments and OPP, merchant-initiated payments (MITs) charging the credentials those
 CITs stored, and TapPay deferred payments (`amountPending`) completed by `payment.complete.requested` operations, all
 under the run's faults. Used by `scripts/chaos [short|full]` and `scripts/chaos adversarial [short|full]`. The jobs'
