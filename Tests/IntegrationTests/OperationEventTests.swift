@@ -49,7 +49,7 @@ extension Integration {
         defer { receiver.stop() }
         let (payment, operation) = try Self.voidedPayment(harness)
         let stage = harness.makeStage()
-        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let message = try Self.notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
         #expect(message.operation == operation.id)
         let database = try harness.database()
         defer { database.close() }
@@ -89,7 +89,7 @@ extension Integration {
         defer { receiver.stop() }
         let (payment, operation) = try Self.voidedPayment(harness)
         let stage = harness.makeStage()
-        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let message = try Self.notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
         let database = try harness.database()
         defer { database.close() }
         guard case .success(.publish(let published)) = stage.process([message], database: database)[0] else { throw TestFailure("not settled") }
@@ -118,7 +118,7 @@ extension Integration {
             VALUES ('m-notify', $1, now() - interval '6 days', now(), 'http_503', now(), 'failing_continuously')
             """, [receiver.url])
         let stage = harness.makeStage()
-        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let message = try Self.notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
         _ = stage.process([message], database: database)
         #expect(receiver.requests.isEmpty, "nothing is sent to a disabled endpoint")
         #expect(try harness.deliveries(payment.paymentId).map(\.outcome) == ["held"])
