@@ -1,7 +1,7 @@
 import AMQP
 import Foundation
 import JSON
-import PaymentStages
+@testable import PaymentStages
 import Pipeline
 import Postgres
 import Testing
@@ -78,6 +78,43 @@ extension Integration {
         #expect(mixed.count == 2)
         guard case .success(.publish(let results)) = mixed[1] else { throw TestFailure("payment result not published") }
         #expect(results.first?.rendered.routingKey == "payment.authorized")
+    }
+
+    /// Notify reads an operation's event in one statement: the operation (decoded by OperationStore), its payment and
+    /// lifecycle (decoded by PaymentStore, the payment's columns prefixed), whether its webhook was attempted or settled.
+    @Test func anOperationsEventIsReadInOneStatement() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let (payment, operation) = try Self.voidedPayment(harness)
+        let database = try harness.database()
+        defer { database.close() }
+        let reader = NotifyEventReader(directory: MerchantDirectory(store: MerchantStore(vault: harness.vault), ttl: 0))
+        let first = try StatementCounter.counting(on: database) { try reader.read([.operation(operation.id), .operation(operation.id + 1_000_000)], on: database) }
+        #expect(first.statements == 2, "one statement per operation, an unknown one included")
+        #expect(first.value[.operation(operation.id + 1_000_000)] == nil, "an unknown operation is absent")
+        let read = try #require(try first.value[.operation(operation.id)]?.get())
+        #expect(read.payment.id == payment.paymentId && read.payment.jobId == payment.jobId && read.merchantId == payment.merchantId)
+        #expect(read.payment.status == .authorized && !read.settled && !read.attempted && read.event?.type == "payment.voided")
+        #expect(read.event?.subject == .operation(operation.id) && read.event?.paymentId == payment.paymentId)
+        let body = try JSONValue.parse(try #require(read.event).body)
+        #expect(body["data"]?["operationId"] == "cancel-9" && body["data"]?["paymentId"] == .string(payment.paymentId.paymentIDText))
+        // The lifecycle as PaymentStore's own read of it gives it.
+        let lifecycle = try #require(try PaymentStore().money(payment.paymentId, forUpdate: false, on: database)?.lifecycle)
+        #expect(lifecycle.status == .voided && body["data"]?["lifecycle"]?["status"] == "voided")
+        #expect(body["data"]?["lifecycle"]?["authorized"]?["value"] == .integer(lifecycle.authorizedAmount))
+        #expect(body["data"]?["lifecycle"]?["captured"]?["value"] == .integer(lifecycle.capturedAmount))
+
+        let message = try Self.notifyMessage(stage: harness.makeStage(), payment: payment, operation: operation)
+        _ = harness.makeStage().process([message], database: database)
+        #expect(receiver.requests.count == 1)
+        let again = try #require(try reader.read([.operation(operation.id)], on: database)[.operation(operation.id)]?.get())
+        #expect(again.settled && again.attempted, "the delivered webhook is settled (notified_at) and its attempt recorded")
+    }
+
+    static func notifyMessage(stage: NotifyStage, payment: StageMessage, operation: OperationStore.Operation) throws -> NotifyMessage {
+        try notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
     }
 
     /// Issue 43, item 4: an operation's event takes the payment results' one delivery path. A 410 disables the
