@@ -5,7 +5,7 @@ import JSON
 @_exported import StageContract
 
 // A payment's way through the pipeline, the words every stage speaks: the stages and a payment's place among them,
-// its statuses and their legal changes, the hand-off message between stages and a payment id's one text form, and
+// its statuses and their legal changes, the hand-off messages between stages and a payment id's one text form, and
 // what a stage's pure `decide` concludes (a hand-off, a rejection, a payment's failure).
 
 /// The four stages a payment passes through, in pipeline order, and `operations` (capture, void, refund of an
@@ -204,6 +204,36 @@ public struct StageMessage: Sendable, Codable, Equatable {
             throw .unattributable(code: "malformed_message", reason: "stage message is not a valid {paymentId, merchantId, jobId} object")
         }
         return StageMessage(paymentId: paymentId, merchantId: merchantId, jobId: jobId)
+    }
+}
+
+/// The hand-off of a finished operation to `notify`: a payment's hand-off (``StageMessage``) with one more member,
+/// `"operation"` (the operation's row id). Like a payment's it is a reference only; notify reads the operation and sends
+/// its event, not the payment's. Its `message_id` is `operation:<row id>:notify`, and it is sent in the trace its payment's
+/// row kept when it was built from the row (``StageMessage/traceparent``: a held event released by an operator).
+public struct OperationEventMessage: Sendable, Equatable {
+    public let payment: StageMessage
+    public let operationRowId: Int64
+
+    public init(payment: StageMessage, operationRowId: Int64) {
+        self.payment = payment
+        self.operationRowId = operationRowId
+    }
+
+    /// Its `message_id`: one per operation (consumers dedupe on it).
+    public var id: String { "operation:\(operationRowId):notify" }
+
+    public func encoded() -> [UInt8] {
+        JSONValue.object([
+            ("jobId", .string(payment.jobId)), ("merchantId", .string(payment.merchantId)), ("operation", .integer(operationRowId)),
+            ("paymentId", .string(payment.paymentId.paymentIDText)),
+        ]).serialized()
+    }
+
+    /// The operation row id a hand-off names, nil for a payment's own hand-off.
+    public static func operation(in bytes: [UInt8]) -> Int64? {
+        guard let object = try? JSONValue.parse(bytes, maxDepth: 4), let id = object["operation"]?.int64Value, id > 0 else { return nil }
+        return id
     }
 }
 

@@ -26,15 +26,32 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 public struct PostgresRow: Sendable {
     let storage: PostgresResultStorage
     let index: Int
+    /// Prepended to every name looked up (``prefixed(_:)``); empty for the row itself.
+    let prefix: String
+
+    init(storage: PostgresResultStorage, index: Int, prefix: String = "") {
+        (self.storage, self.index, self.prefix) = (storage, index, prefix)
+    }
 
     public var columns: [PostgresColumn] { storage.columns }
+
+    /// The same row, whose columns are looked up by name with `prefix` prepended: for a row that joins records whose
+    /// columns share names (each has an `id`), one of them selected under aliases starting with `prefix`, so that
+    /// record's own decoder reads its part unchanged. Positions (``decode(at:as:)``) are the row's.
+    public func prefixed(_ prefix: String) -> PostgresRow {
+        PostgresRow(storage: storage, index: index, prefix: self.prefix + prefix)
+    }
+
+    private func position(of column: String) -> Int? {
+        storage.columnIndexes[prefix.isEmpty ? column : prefix + column]
+    }
 
     /// Decodes the named column. Fails with `.decoding` naming the column when it is missing, NULL (unless `T` is
     /// an `Optional`), of a type `T` does not read, or malformed.
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(PostgresError) -> T {
-        guard let position = storage.columnIndexes[column] else {
+        guard let position = position(of: column) else {
             let available = storage.columns.map(\.name).joined(separator: ", ")
-            throw .decoding(column: column, expected: "\(T.self)", reason: "the result has no such column (it has: \(available))")
+            throw .decoding(column: prefix + column, expected: "\(T.self)", reason: "the result has no such column (it has: \(available))")
         }
         return try decode(at: position, as: type)
     }
@@ -55,12 +72,12 @@ public struct PostgresRow: Sendable {
     /// True when the named column is NULL in this row — or when the result has no such column, which is also
     /// "no value"; use `hasColumn` to tell the two apart.
     public func isNull(_ column: String) -> Bool {
-        guard let position = storage.columnIndexes[column] else { return true }
+        guard let position = position(of: column) else { return true }
         return storage.value(row: index, column: position) == nil
     }
 
     public func hasColumn(_ column: String) -> Bool {
-        storage.columnIndexes[column] != nil
+        position(of: column) != nil
     }
 }
 

@@ -1,7 +1,7 @@
 import AMQP
 import Foundation
 import JSON
-import PaymentStages
+@testable import PaymentStages
 import Pipeline
 import Postgres
 import Testing
@@ -49,7 +49,7 @@ extension Integration {
         defer { receiver.stop() }
         let (payment, operation) = try Self.voidedPayment(harness)
         let stage = harness.makeStage()
-        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let message = try Self.notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
         #expect(message.operation == operation.id)
         let database = try harness.database()
         defer { database.close() }
@@ -80,6 +80,43 @@ extension Integration {
         #expect(results.first?.rendered.routingKey == "payment.authorized")
     }
 
+    /// Notify reads an operation's event in one statement: the operation (decoded by OperationStore), its payment and
+    /// lifecycle (decoded by PaymentStore, the payment's columns prefixed), whether its webhook was attempted or settled.
+    @Test func anOperationsEventIsReadInOneStatement() throws {
+        let harness = try NotifyHarness()
+        defer { harness.tearDown() }
+        let receiver = try harness.appliedReceiver(answering: 204)
+        defer { receiver.stop() }
+        let (payment, operation) = try Self.voidedPayment(harness)
+        let database = try harness.database()
+        defer { database.close() }
+        let reader = NotifyEventReader(directory: MerchantDirectory(store: MerchantStore(vault: harness.vault), ttl: 0))
+        let first = try StatementCounter.counting(on: database) { try reader.read([.operation(operation.id), .operation(operation.id + 1_000_000)], on: database) }
+        #expect(first.statements == 2, "one statement per operation, an unknown one included")
+        #expect(first.value[.operation(operation.id + 1_000_000)] == nil, "an unknown operation is absent")
+        let read = try #require(try first.value[.operation(operation.id)]?.get())
+        #expect(read.payment.id == payment.paymentId && read.payment.jobId == payment.jobId && read.merchantId == payment.merchantId)
+        #expect(read.payment.status == .authorized && !read.settled && !read.attempted && read.event?.type == "payment.voided")
+        #expect(read.event?.subject == .operation(operation.id) && read.event?.paymentId == payment.paymentId)
+        let body = try JSONValue.parse(try #require(read.event).body)
+        #expect(body["data"]?["operationId"] == "cancel-9" && body["data"]?["paymentId"] == .string(payment.paymentId.paymentIDText))
+        // The lifecycle as PaymentStore's own read of it gives it.
+        let lifecycle = try #require(try PaymentStore().money(payment.paymentId, forUpdate: false, on: database)?.lifecycle)
+        #expect(lifecycle.status == .voided && body["data"]?["lifecycle"]?["status"] == "voided")
+        #expect(body["data"]?["lifecycle"]?["authorized"]?["value"] == .integer(lifecycle.authorizedAmount))
+        #expect(body["data"]?["lifecycle"]?["captured"]?["value"] == .integer(lifecycle.capturedAmount))
+
+        let message = try Self.notifyMessage(stage: harness.makeStage(), payment: payment, operation: operation)
+        _ = harness.makeStage().process([message], database: database)
+        #expect(receiver.requests.count == 1)
+        let again = try #require(try reader.read([.operation(operation.id)], on: database)[.operation(operation.id)]?.get())
+        #expect(again.settled && again.attempted, "the delivered webhook is settled (notified_at) and its attempt recorded")
+    }
+
+    static func notifyMessage(stage: NotifyStage, payment: StageMessage, operation: OperationStore.Operation) throws -> NotifyMessage {
+        try notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
+    }
+
     /// Issue 43, item 4: an operation's event takes the payment results' one delivery path. A 410 disables the
     /// merchant's webhook and is recorded `disabled` (the operations path recorded `failed` and left it enabled).
     @Test func anOperationEventAnswered410DisablesTheMerchantWebhook() throws {
@@ -89,7 +126,7 @@ extension Integration {
         defer { receiver.stop() }
         let (payment, operation) = try Self.voidedPayment(harness)
         let stage = harness.makeStage()
-        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let message = try Self.notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
         let database = try harness.database()
         defer { database.close() }
         guard case .success(.publish(let published)) = stage.process([message], database: database)[0] else { throw TestFailure("not settled") }
@@ -118,7 +155,7 @@ extension Integration {
             VALUES ('m-notify', $1, now() - interval '6 days', now(), 'http_503', now(), 'failing_continuously')
             """, [receiver.url])
         let stage = harness.makeStage()
-        let message = try Self.notifyMessage(stage, OperationEventMessage(payment: payment, operationRowId: operation.id).handOff())
+        let message = try Self.notifyMessage(stage, .handOff(HandOffMessage(OperationEventMessage(payment: payment, operationRowId: operation.id))))
         _ = stage.process([message], database: database)
         #expect(receiver.requests.isEmpty, "nothing is sent to a disabled endpoint")
         #expect(try harness.deliveries(payment.paymentId).map(\.outcome) == ["held"])

@@ -381,6 +381,9 @@ extension Integration {
         let outcome = stage.process([try stage.decode(delivery)], database: database)[0]
         guard case .success(.publish(let published)) = outcome else { throw TestFailure("late AUTH not voided: \(outcome)") }
         #expect(published.map(\.rendered.routingKey) == ["notify", "notify"], "the void's event and the payment's closing")
+        let voidRow = try #require(try harness.operation(OperationSteps.lateAuthorizationOperationId(message.paymentId))).id
+        #expect(published.map(\.rendered.properties.messageId) == ["operation:\(voidRow):notify", "\(message.paymentId.paymentIDText):notify"])
+        #expect(published.allSatisfy { $0.rendered.properties.type == "notify" && $0.rendered.properties.timestamp != nil && $0.rendered.mandatory })
         let void = try #require(try harness.operation(OperationSteps.lateAuthorizationOperationId(message.paymentId)))
         #expect(void.state == .succeeded && void.requestedBy == .lateAuthorization && void.effect?.event == .voided && void.effect?.amount == 900)
         let payment = try #require(try PaymentStore().load(message.paymentId, on: database))

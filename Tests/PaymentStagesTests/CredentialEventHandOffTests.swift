@@ -31,6 +31,21 @@ import Testing
         }
     }
 
+    /// An operation's hand-off goes to notify under one `message_id` per operation, carrying the operation's row id; built
+    /// from a payment's row it keeps the trace the row kept, else the handled delivery's applies (no trace of its own).
+    @Test func anOperationHandOffNamesItsOperationAndKeepsTheRowsTrace() throws {
+        let payment = StageMessage(paymentId: Self.paymentId, merchantId: "m1", jobId: "job-1")
+        let handOff = HandOffMessage(OperationEventMessage(payment: payment, operationRowId: 7))
+        #expect(handOff.target == Stage.notify.name && handOff.id == "operation:7:notify" && handOff.trace == nil)
+        #expect(OperationEventMessage.operation(in: handOff.body) == 7)
+        #expect(try StageMessage.decode(handOff.body) == payment)
+        #expect(OperationEventMessage.operation(in: payment.encoded()) == nil)
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        let traced = StageMessage(paymentId: Self.paymentId, merchantId: "m1", jobId: "job-1", traceparent: traceparent, tracestate: "vendor=abc")
+        let released = HandOffMessage(OperationEventMessage(payment: traced, operationRowId: 7))
+        #expect(released.trace?.traceparent == traceparent && released.trace?.state == "vendor=abc" && released.body == handOff.body)
+    }
+
     @Test func aCredentialEventIsCorrelatedByItsCredentialId() {
         let subject = ResultSubject(merchantId: "m1", jobId: "job-1", paymentId: Self.paymentId.paymentIDText, credentialId: "cred_0123456789abcdef01234567")
         let message = ResultsMessageTests.router.message(for: subject.resultsMessage(

@@ -63,6 +63,18 @@ struct PostgresCodingTests {
         }
     }
 
+    /// A row joining two records that share column names: the one selected under a prefix is read by its own names
+    /// through the prefixed view, the other by the row; a prefixed view sees no unprefixed column.
+    @Test func aPrefixedViewReadsTheRecordSelectedUnderItsPrefix() throws {
+        let row = try connection.query("SELECT 1::int8 AS id, 'op' AS name, 2::int8 AS p_id, 'pay' AS p_name, NULL::text AS p_note")[0]
+        let payment = row.prefixed("p_")
+        #expect(try row.decode("id", as: Int64.self) == 1 && row.decode("name", as: String.self) == "op")
+        #expect(try payment.decode("id", as: Int64.self) == 2 && payment.decode("name", as: String.self) == "pay")
+        #expect(payment.hasColumn("note") && payment.isNull("note") && !row.hasColumn("note"))
+        #expect(!row.prefixed("x_").hasColumn("id") && row.prefixed("p").hasColumn("_id"))
+        #expect(throws: PostgresError.self) { try payment.decode("missing", as: String.self) }
+    }
+
     @Test func nullParametersAreTypedSoTheyPlanWithoutCasts() throws {
         let row = try connection.query("SELECT $1 IS NULL AS a, $2 IS NULL AS b", [Int?.none, Date?.none])[0]
         #expect(try row.decode("a", as: Bool.self))

@@ -110,10 +110,14 @@ import Testing
 
     @Test func handOffsAddressTheTargetStage() {
         let handOff = HandOffMessage(to: .notify, id: "p-1:notify", body: Array("{}".utf8))
-        let message = router.handOff(handOff)
+        let at = Date(timeIntervalSince1970: 1_767_225_600)
+        let message = router.handOff(handOff, now: at)
         #expect(message.exchange == BrokerLayout.stagesExchange && message.routingKey == "notify" && message.mandatory)
         #expect(message.body == handOff.body && message.properties.messageId == "p-1:notify" && message.properties.persistent)
         #expect(message.properties.appId == "paypipe-submit" && message.properties.contentType == "application/json")
+        #expect(message.properties.type == "notify" && message.properties.timestamp == at, "the target stage and the publish time")
+        // Among a stage's publications (`StageOutcome.publish`), a hand-off is rendered exactly as a hand-off outcome is.
+        #expect(router.message(for: .handOff(handOff), now: at) == message)
     }
 
     /// A handler sees a neutral ``InboundMessage`` and asks for neutral ``OutboundMessage``s; the router renders them:

@@ -21,8 +21,8 @@ public struct NotifyRead: Sendable {
 }
 
 /// The notify stage's batch read: every payment result of the batch in one query (``PaymentEventLoader``), and each
-/// operation's event with its own reads (operations are rare next to payments). An id without a row is absent; a row
-/// that does not decode fails only its own request.
+/// operation's event in one statement of its own (operations are rare next to payments). An id without a row is
+/// absent; a row that does not decode fails only its own request.
 /// It also reads where each event goes (``target(for:notifyURL:on:)``: the merchant's webhook and secrets).
 struct NotifyEventReader: Sendable {
     private let payments = PaymentEventLoader()
@@ -107,27 +107,37 @@ struct NotifyEventReader: Sendable {
             attempted: try row.decode("attempted", as: Bool.self), pending: "credential event \(rowId) is recorded")
     }
 
-    /// A finished operation's event: the operation, its payment with the lifecycle after it, the job's metadata and
-    /// `notify_url`, and whether the event was notified or attempted before.
+    /// A finished operation's event, in one statement: the operation (``Pipeline/OperationStore``'s columns, which
+    /// its decoder reads), its payment with the lifecycle after it (``Pipeline/PaymentStore``'s, under the prefix
+    /// `p_`, since the operation's row has its own `id`, `merchant_id`, `payment_id`, error columns), the job's
+    /// metadata and `notify_url`, and whether the event was notified (`notified_at`) or attempted before.
     private func operation(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead? {
-        guard let operation = try OperationStore().load(rowId, on: connection), let paymentId = operation.paymentId,
-              let payment = try PaymentStore().load(paymentId, on: connection) else { return nil }
-        let lifecycle = try PaymentStore().money(paymentId, forUpdate: false, on: connection)?.lifecycle
-        let probe = OperationEvent(operation: operation, payment: payment, lifecycle: lifecycle, metadata: .object([]))
-        let row = try connection.query(
+        guard let row = try connection.query(
             """
-            SELECT p.notify_url, p.metadata::text AS metadata, o.notified_at,
-                   EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.payment_id = p.id AND d.event_id = $3) AS attempted
-            FROM payments p, payment_operations o WHERE p.id = $1 AND o.id = $2
-            """, [paymentId, rowId, probe.id])[0]
+            SELECT \(OperationStore.columns), o.notified_at,
+                   \(PaymentStore.recordAndMoneyColumns(of: "p", prefixedWith: Self.paymentPrefix)), p.notify_url, p.metadata::text AS metadata,
+                   (SELECT string_agg(DISTINCT event_id, ',') FROM webhook_deliveries WHERE payment_id = p.id) AS attempted_events
+            FROM \(OperationStore.from) WHERE o.id = $1
+            """, [rowId]).first else { return nil }
+        let operation = try OperationStore.operation(row: row)
+        let paymentRow = row.prefixed(Self.paymentPrefix)
+        // An operation refused before naming a payment has none; a payment gone since is unknown too.
+        guard operation.paymentId != nil, try paymentRow.decode("id", as: UUID?.self) != nil else { return nil }
+        let payment = try PaymentRecord(row: paymentRow)
+        let lifecycle = try PaymentStore.money(row: paymentRow).lifecycle
         let metadata = (try? JSONValue.parse(Array(try row.decode("metadata", as: String.self).utf8))) ?? .object([])
+        let event = OperationEvent(operation: operation, payment: payment, lifecycle: lifecycle, metadata: metadata)
+        // Event ids are `evt_` and hex digits: a comma never occurs in one.
+        let attempted = try row.decode("attempted_events", as: String?.self)?.split(separator: ",").contains { $0 == event.id } ?? false
         let finished = operation.state == .succeeded || operation.state == .failed
         return NotifyRead(
-            payment: payment, merchantId: operation.merchantId,
-            event: finished ? NotifyEvent(OperationEvent(operation: operation, payment: payment, lifecycle: lifecycle, metadata: metadata)) : nil,
+            payment: payment, merchantId: operation.merchantId, event: finished ? NotifyEvent(event) : nil,
             notifyURL: try row.decode("notify_url", as: String?.self), settled: try row.decode("notified_at", as: Date?.self) != nil,
-            attempted: try row.decode("attempted", as: Bool.self), pending: "operation \(operation.operationId) is \(operation.state.rawValue)")
+            attempted: attempted, pending: "operation \(operation.operationId) is \(operation.state.rawValue)")
     }
+
+    /// The prefix of the payment's columns in an operation's read.
+    private static let paymentPrefix = "p_"
 }
 
 /// Builds a payment's ``PaymentEvent`` from the database: the payment row, its latest gateway attempt and the time

@@ -36,7 +36,7 @@ public struct WebhookReplay: Sendable {
 
     /// The persistent hand-off to `paypipe.notify` for one held operation event released (``WebhookDeliveryStore/heldOperations(_:on:)``).
     public func handOff(_ operation: OperationEventMessage) -> AMQPOutboundMessage {
-        var outbound = DeliveryRouter(stage: .notify, retrySchedule: .standard).message(for: operation.handOff())
+        var outbound = DeliveryRouter(stage: .notify, retrySchedule: .standard).handOff(HandOffMessage(operation))
         outbound.properties.appId = "paypipe-cli"
         return outbound
     }

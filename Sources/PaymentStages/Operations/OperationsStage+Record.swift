@@ -60,14 +60,14 @@ extension OperationsStage {
         guard let paymentId = operation.paymentId, let payment = try read ?? PaymentStore().load(paymentId, on: transaction) else {
             return .completed
         }
-        var messages = [OperationEventMessage(payment: payment.message, operationRowId: operation.id).handOff()]
+        var messages: [OutboundMessage] = [.handOff(HandOffMessage(OperationEventMessage(payment: payment.message, operationRowId: operation.id)))]
         if operation.requestedBy == .lateAuthorization, operation.state == .succeeded {
             // The customer is not charged for a payment reported failed: the review closes as failed, notified again.
             let closed = try PaymentStore().transition(
                 paymentId, from: .needsReview, to: .failed, actor: Self.actor, errorCode: "late_authorization_voided",
                 detail: "the late AUTH was voided automatically (operation \(operation.operationId))", on: transaction)
             if closed == .applied || payment.status == .failed {
-                messages.append(OperationEventMessage.notifyHandOff(id: "\(payment.message.paymentId.paymentIDText):notify", body: payment.message.encoded()))
+                messages.append(.handOff(to: .notify, payment.message))
             }
         }
         return .publish(messages)

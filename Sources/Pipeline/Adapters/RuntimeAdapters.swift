@@ -1,9 +1,9 @@
 import AMQP
 import Foundation
 
-// The payment side's terms for the runtime's: a ``Stage`` is a ``StageName``, a hand-off of a ``StageMessage`` is a
-// ``HandOffMessage``, and the pipeline's broker objects are ``PipelineTopology/layout``. The runtime itself names no
-// payment type (scripts/check-modules).
+// The payment side's terms for the runtime's: a ``Stage`` is a ``StageName``, a hand-off of a ``StageMessage`` (or of an
+// ``OperationEventMessage``) is a ``HandOffMessage``, and the pipeline's broker objects are ``PipelineTopology/layout``.
+// The runtime itself names no payment type (scripts/check-modules).
 
 extension Stage {
     /// The stage as the runtime names it: its queues, its routing key, its `stage` label.
@@ -34,6 +34,13 @@ extension HandOffMessage {
                   trace: TraceContext.parse(traceparent: message.traceparent, tracestate: message.tracestate))
     }
 
+    /// The hand-off of a finished operation to `notify` (``OperationEventMessage``), in the trace its payment's row kept
+    /// when it was built from the row.
+    public init(_ operation: OperationEventMessage) {
+        self.init(to: Stage.notify.name, id: operation.id, body: operation.encoded(),
+                  trace: TraceContext.parse(traceparent: operation.payment.traceparent, tracestate: operation.payment.tracestate))
+    }
+
     /// The stage it goes to, when it is one of the pipeline's.
     public var stage: Stage? { Stage(rawValue: target.rawValue) }
 
@@ -44,6 +51,13 @@ extension HandOffMessage {
 extension StageOutcome {
     /// Hand `message` to `stage` (with confirm) before acking.
     public static func handOff(to stage: Stage, _ message: StageMessage) -> StageOutcome {
+        .handOff(HandOffMessage(stage, message))
+    }
+}
+
+extension OutboundMessage {
+    /// Hand `message` to `stage` (with confirm), among a stage's other publications.
+    public static func handOff(to stage: Stage, _ message: StageMessage) -> OutboundMessage {
         .handOff(HandOffMessage(stage, message))
     }
 }

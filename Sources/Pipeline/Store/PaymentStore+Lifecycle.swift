@@ -68,10 +68,21 @@ extension PaymentStore {
 /// operations (and the settlement poll), each change a ``CheckedLifecycleChange`` guarded in SQL by the state it
 /// expects (compare-and-set), with its audit event in the same statement.
 extension PaymentStore {
-    /// The lifecycle columns, as ``lifecycle(row:)`` reads them.
+    /// The lifecycle columns, as ``money(row:)`` reads them.
     static let lifecycleColumns = """
         status, lifecycle, capture_mode, authorized_minor, captured_minor, refunded_minor, capture_deadline, settle_status
         """
+
+    /// A payment's record and money state (``PaymentRecord/columns``, ``lifecycleColumns``) for a query that joins the
+    /// `payments` row aliased `table` to rows whose columns share its names: each selected as `<prefix><name>`, which
+    /// ``PaymentRecord/init(row:)`` and ``money(row:)`` read through the row's ``Postgres/PostgresRow/prefixed(_:)`` view.
+    package static func recordAndMoneyColumns(of table: String, prefixedWith prefix: String) -> String {
+        var seen = Set<String>()
+        return (PaymentRecord.columns + "," + lifecycleColumns).split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { seen.insert($0).inserted }
+            .map { "\(table).\($0) AS \(prefix)\($0)" }.joined(separator: ", ")
+    }
 
     /// A payment's money state as read (under lock when asked): the AUTH pipeline's status, its lifecycle (present once
     /// `authorized`), and the settle status last learnt from the gateway (nil: the AUTH's own answer stands).
@@ -81,7 +92,7 @@ extension PaymentStore {
         public let settleStatus: SettlementState?
     }
 
-    static func money(row: PostgresRow) throws -> MoneyState {
+    package static func money(row: PostgresRow) throws -> MoneyState {
         let statusText = try row.decode("status", as: String.self)
         guard let status = PaymentStatus(rawValue: statusText) else {
             throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")

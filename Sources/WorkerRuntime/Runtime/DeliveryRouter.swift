@@ -60,14 +60,17 @@ public struct DeliveryRouter: Sendable {
         self.retrySchedule = retrySchedule
     }
 
-    /// A persistent hand-off to its target stage, through the stages exchange; with the hand-off's own trace context
+    /// A persistent hand-off to its target stage, through the stages exchange: routing key and AMQP `type` = the
+    /// target's name, `timestamp` = `now` (when it is published); with the hand-off's own trace context
     /// (``HandOffMessage/trace``) as its `traceparent`/`tracestate` when it has one.
-    public func handOff(_ handOff: HandOffMessage) -> AMQPOutboundMessage {
+    public func handOff(_ handOff: HandOffMessage, now: Date = Date()) -> AMQPOutboundMessage {
         var properties = AMQPProperties()
         properties.contentType = "application/json"
         properties.messageId = handOff.id
+        properties.type = handOff.target.rawValue
         properties.persistent = true
         properties.appId = "paypipe-\(stage.rawValue)"
+        properties.timestamp = now
         if let trace = handOff.trace {
             properties.headers[TraceContext.traceparentHeader] = .string(trace.traceparent)
             properties.headers[TraceContext.tracestateHeader] = trace.state.map { .string($0) }
@@ -195,6 +198,8 @@ public struct DeliveryRouter: Sendable {
             for (name, value) in headers { properties.headers[name] = .string(value) }
             if !alsoRoutedAs.isEmpty { properties.headers[Header.carbonCopy] = .array(alsoRoutedAs.map { .string($0) }) }
             return AMQPOutboundMessage(exchange: exchange, routingKey: type, body: body, properties: properties, mandatory: mandatory)
+        case .handOff(let handOff):
+            return self.handOff(handOff, now: now)
         case .deadLetter(let inbound, let code, let reason):
             return deadLetter(inbound.delivery, code: code, reason: reason, now: now)
         case .retry(let inbound, let failure):

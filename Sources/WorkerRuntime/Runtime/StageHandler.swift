@@ -127,7 +127,8 @@ public enum StageOutcome: Sendable, Equatable {
 }
 
 /// A message for another stage's queue, already rendered by the stage side: the runtime publishes it persistent and
-/// mandatory through the stages exchange, under the target's name, as JSON (``DeliveryRouter/handOff(_:)``).
+/// mandatory through the stages exchange, under the target's name, as JSON, stamped with the time it is published
+/// (``DeliveryRouter/handOff(_:now:)``).
 public struct HandOffMessage: Sendable, Equatable {
     public let target: StageName
     /// Its `message_id` (consumers dedupe on it).
@@ -135,7 +136,7 @@ public struct HandOffMessage: Sendable, Equatable {
     public let body: [UInt8]
     /// The trace it continues when it is not the handled delivery's: a payment re-driven from its row (the reconciler,
     /// an operator's command, operations handing a deferred payment back) carries the context its row kept, and is sent
-    /// with it (``DeliveryRouter/handOff(_:)``), so the next stage's span joins the payment's own trace. Nil: the
+    /// with it (``DeliveryRouter/handOff(_:now:)``), so the next stage's span joins the payment's own trace. Nil: the
     /// delivery's (``DeliveryTrace/stamped(_:)``), or a new trace for what is published outside any delivery.
     public let trace: TraceContext?
 
@@ -214,6 +215,10 @@ public enum OutboundMessage: Sendable, Equatable {
     /// select without parsing the body.
     case event(exchange: String, type: String, id: String, body: [UInt8], timestamp: Date, mandatory: Bool = false, alsoRoutedAs: [String] = [],
                correlationId: String? = nil, headers: [String: String] = [:])
+    /// A hand-off to another stage, published as a ``StageOutcome/handOff(_:)`` is (``DeliveryRouter/handOff(_:now:)``):
+    /// for a stage whose effect is several messages, some of them hand-offs (operations: an operation's event and its
+    /// payment's closing, both to notify).
+    case handOff(HandOffMessage)
     /// The inbound message's copy for this stage's dead-letter queue, with the code, the reason and its origin.
     case deadLetter(InboundMessage, code: String, reason: String)
     /// The inbound message's copy for its next retry tier after `failure` (or its `retries_exhausted` dead letter once

@@ -111,7 +111,7 @@ public final class StageRuntime<Handler: StageHandler>: Sendable {
             configuration: configuration, logger: logger, metrics: metrics,
             connect: { [self] (database: inout PostgresConnection?) in connectedDatabase(&database) },
             databaseReachable: { [self] in setDatabaseHealthy(true, reason: nil) },
-            publish: { [self] handOffs in publishConfirmed(handOffs.map(router.handOff)) },
+            publish: { [self] handOffs in publishConfirmed(handOffs.map { router.handOff($0) }) },
             isStopRequested: { [self] in isStopRequested })
         let components = ComponentGroup([
             ClosingComponent(name: "observability", start: { [self] in
