@@ -136,6 +136,16 @@ log "SIGKILL RabbitMQ node $leader (leads most stage queues; $(chaos_done_count)
 fault=$(date +%s); scripts/cluster rabbit-kill "$leader"
 recover "RabbitMQ node $leader (stage-queue leader) killed" "$fault"
 scripts/cluster rabbit-start "$leader" >/dev/null; log "RabbitMQ node $leader restarted"
+# CHAOS_LOSE_DLX_WORKERS=1 makes RabbitMQ's dead-letter-worker loss happen on purpose (every node's workers stopped
+# through their supervisor, so none is restarted), to exercise the remedy above: expired retry copies then stay until
+# their tier's leader changes.
+if [ "${CHAOS_LOSE_DLX_WORKERS:-0}" = 1 ]; then
+    for n in 0 1 2; do
+        scripts/cluster rabbitmqctl "$n" eval \
+            '[supervisor:terminate_child(rabbit_fifo_dlx_sup, P) || {_, P, _, _} <- supervisor:which_children(rabbit_fifo_dlx_sup)].' >/dev/null
+    done
+    log "every node's dead-letter workers stopped (CHAOS_LOSE_DLX_WORKERS=1)"
+fi
 
 # Patroni's promotions and re-joins, watched (not made) here: each watcher polls (every 0.5 s, up to 600 s) in the
 # background from the fault on, so a measurement never waits for the probe or the other way round.
@@ -200,13 +210,15 @@ await_rejoin "$standby" rejoin3 "$rewound" "its return"
 
 # RabbitMQ before 3.10.20 (Debian 12 ships 3.10.8) can lose a quorum queue's at-least-once dead-letter worker when the
 # queue's leader moves (fixed upstream by rabbitmq-server commits 08fd7a71dd and d7adbc6c46): expired retry copies then
-# stay in the retry tier (dead-lettered, unconfirmed), untouched by a purge, until its leader changes again. The pipeline does not
-# wait for them (the reconcilers re-drive each payment from its row), but they are real deliveries that must be seen
-# handled. Once every job is done and a tier has held such copies for STALL_GRACE seconds, the remedy of
-# docs/operations.md (alert PayPipeRetryTierStalled) is applied: the node leading that tier is restarted, which starts a
-# new dead-letter worker. The copies then reach their stage as the duplicates they are, and the checks below include
-# them (no double charge, no unexpected dead letter, every queue drained).
-STALL_GRACE="${CHAOS_STALL_GRACE:-30}" STALLS=() stalled_since=""
+# stay in the retry tier (dead-lettered, unconfirmed), untouched by a purge. The pipeline does not wait for them (the
+# reconcilers re-drive each payment from its row), but they are real deliveries that must be seen handled. Once every
+# job is done and tiers have held such copies for STALL_GRACE seconds, the remedy of docs/operations.md (alert
+# PayPipeRetryTierStalled) is applied: each node leading one of them is restarted, and the new leader starts a new
+# dead-letter worker. That worker forwards the copies at once, or after its publisher-confirm timeout (RabbitMQ's
+# dead_letter_worker_publisher_confirm_timeout, 180 s) when its first forward went to the restarted node, so the next
+# remedy waits STALL_SETTLE seconds. The copies then reach their stage as the duplicates they are, and the checks below
+# include them (no double charge, no unexpected dead letter, every queue drained).
+STALL_GRACE="${CHAOS_STALL_GRACE:-30}" STALL_SETTLE="${CHAOS_STALL_SETTLE:-240}" STALLS=() stalled_since="" released_at=0
 # A quorum queue's messages less its ready and unacknowledged ones are its dead-lettered, unforwarded ones
 # (rabbitmqctl 3.10 does not list messages_dlx itself).
 stalled_tiers() {
@@ -214,15 +226,17 @@ stalled_tiers() {
         | awk '$1 ~ /^paypipe\..*\.retry\./ && $2 - $3 - $4 > 0 { print $1 "=" $2 - $3 - $4 }'
 }
 release_stalled() {
-    local tiers="$1" tier node
-    for tier in $tiers; do
+    local tier node nodes=()
+    for tier in $1; do
         node="$(scripts/cluster rabbit-leader-node "${tier%%=*}")"
-        [ -n "$node" ] || continue
-        if [ "$node" = "$RMQ_NODE" ]; then RMQ_NODE=$(( (node + 1) % 3 )); CAPTURE_URL="$(node_url "$RMQ_NODE")"; fi
-        log "RabbitMQ did not forward the expired copies in $tier (its dead-letter worker is lost): restarting node $node, which leads it"
-        scripts/cluster rabbit-kill "$node"; scripts/cluster rabbit-start "$node" >/dev/null
-        STALLS+=("$tier (restarted node $node)")
+        [ -n "$node" ] && [[ " ${nodes[*]} " != *" $node "* ]] && nodes+=("$node")
     done
+    log "RabbitMQ did not forward the expired copies in $(echo $1) (their dead-letter worker is lost): restarting node(s) ${nodes[*]}, which lead them"
+    for node in "${nodes[@]}"; do
+        if [ "$node" = "$RMQ_NODE" ]; then RMQ_NODE=$(( (node + 1) % 3 )); CAPTURE_URL="$(node_url "$RMQ_NODE")"; fi
+        scripts/cluster rabbit-kill "$node"; scripts/cluster rabbit-start "$node" >/dev/null
+    done
+    STALLS+=("$(echo $1) (restarted node(s) ${nodes[*]})")
 }
 
 publish_until "$waves"
@@ -234,8 +248,9 @@ while [ $(( $(date +%s) - started )) -lt "$TIMEOUT" ]; do
         tiers="$(stalled_tiers)"
         if [ -z "$tiers" ]; then stalled_since=""
         elif [ -z "$stalled_since" ]; then stalled_since=$(date +%s)
-        elif [ $(( $(date +%s) - stalled_since )) -ge "$STALL_GRACE" ] && [ "${#STALLS[@]}" -lt 3 ]; then
-            release_stalled "$tiers"; stalled_since=""
+        elif [ $(( $(date +%s) - stalled_since )) -ge "$STALL_GRACE" ] && [ $(( $(date +%s) - released_at )) -ge "$STALL_SETTLE" ] \
+                && [ "${#STALLS[@]}" -lt 3 ]; then
+            release_stalled "$tiers"; stalled_since="" released_at=$(date +%s)
         fi
     fi
     sleep 2
