@@ -201,7 +201,15 @@ extension Integration {
             }
             try publish(try privateWebhooks.map { try builder.job($0) })
             Self.settle("round 3 settled", jobIds: attributable(privateWebhooks), deadLetters: deadLetters.count, connection: connection)
+            // Notify publishes a payment's results event after committing `done`: collect until every payment has one.
+            var resultDeliveries: [AMQPDelivery] = []
+            let notified = Set(try Self.payments().values.filter { $0.stage == "done" }.map(\.id))
+            try TestServices.eventually(timeout: 30, "a results event for every payment notified") {
+                resultDeliveries += try connection.drain(results)
+                return notified.isSubset(of: resultDeliveries.compactMap { $0.properties.headers["paymentId"]?.stringValue?.lowercased() })
+            }
             Thread.sleep(forTimeInterval: 0.5)   // anything extra (a second event, a late request) would arrive now
+            resultDeliveries += try connection.drain(results)
 
             // The decrypt worker took all of it: same process, healthy, no queue holds anything.
             #expect(decrypt.isRunning, "paypipe-decrypt is the process started at the beginning")
@@ -222,7 +230,7 @@ extension Integration {
             }
 
             var events: [String: [(type: String, code: String?, reason: String?)]] = [:]
-            for delivery in try connection.drain(results) {
+            for delivery in resultDeliveries {
                 let event = try #require(try JSONSerialization.jsonObject(with: Data(delivery.body)) as? [String: Any])
                 let data = try #require(event["data"] as? [String: Any])
                 let error = data["error"] as? [String: Any]

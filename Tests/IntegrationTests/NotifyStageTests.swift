@@ -51,7 +51,7 @@ extension Integration {
                 #expect(json["data"]?["card"]?["last4"]?.stringValue == "4242")
                 #expect(json["data"]?["metadata"]?["cart"]?.stringValue == "c-1")
 
-                let results = try harness.drain(harness.resultsQueue)
+                let results = try harness.results(count: 1)
                 #expect(results.count == 1)
                 #expect(results.first?.routingKey == "payment.authorized")
                 #expect(results.first?.properties.messageId == eventId)
@@ -132,7 +132,7 @@ extension Integration {
                 #expect(deliveries.map(\.outcome) == ["retrying", "retrying", "retrying", "delivered"])
                 #expect(deliveries.map(\.attempt) == [1, 2, 3, 4])
                 #expect(deliveries.map(\.statusCode) == [503, 502, 429, 204])
-                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.declined"])
+                #expect(try harness.results(count: 1).map(\.routingKey) == ["payment.declined"])
                 #expect(try harness.drain(Stage.notify.deadLetterQueueName).isEmpty)
             }
         }
@@ -178,7 +178,7 @@ extension Integration {
                 #expect(dead.count == 1)
                 #expect(dead.first?.properties.headers[DeliveryRouter.Header.errorCode] == .string("retries_exhausted"))
                 #expect((try? StageMessage.decode(dead.first?.body ?? [])) == message)
-                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.failed", "webhook.exhausted"])
+                #expect(try harness.results(count: 2).map(\.routingKey) == ["payment.failed", "webhook.exhausted"])
                 // The series the WebhooksExhausted alert uses moved, as Prometheus scrapes it.
                 let scrape = try runtime.scrape()
                 #expect(scrape.value("paypipe_webhooks_exhausted_total", ["stage": "notify"]) == 1, "\(scrape.text)")
@@ -200,7 +200,7 @@ extension Integration {
                 try harness.waitDone(second.paymentId)
                 #expect(receiver.requests.count == 1)
                 #expect(try harness.deliveries(second.paymentId).isEmpty)
-                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey).sorted() == ["payment.authorized", "payment.needs_review"])
+                #expect(try harness.results(count: 2).map(\.routingKey).sorted() == ["payment.authorized", "payment.needs_review"])
             }
         }
 
@@ -263,7 +263,7 @@ extension Integration {
                 let deliveries = try harness.deliveries(message.paymentId)
                 #expect(deliveries.map(\.outcome) == ["failed"])
                 #expect(deliveries.first?.error?.hasPrefix("ssrf_refused") == true)
-                #expect(try harness.drain(harness.resultsQueue).count == 1)
+                #expect(try harness.results(count: 1).count == 1)
             }
         }
 
@@ -290,7 +290,7 @@ extension Integration {
             let deliveries = try harness.deliveries(message.paymentId)
             #expect(deliveries.map(\.outcome) == ["failed"])
             #expect(deliveries.first?.error?.hasPrefix("ssrf_refused: connected to internal address") == true, "\(deliveries)")
-            #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.authorized"])
+            #expect(try harness.results(count: 1).map(\.routingKey) == ["payment.authorized"])
         }
 
         @Test func jobNotifyURLOverridesTheMerchantWebhook() throws {
@@ -406,7 +406,7 @@ extension Integration {
                 try harness.publish([message])
                 try harness.waitDone(message.paymentId)
                 #expect(try harness.deliveries(message.paymentId).isEmpty)
-                #expect(try harness.drain(harness.resultsQueue).map(\.routingKey) == ["payment.declined"])
+                #expect(try harness.results(count: 1).map(\.routingKey) == ["payment.declined"])
             }
         }
 

@@ -360,8 +360,15 @@ extension Integration {
         }
         #expect(!stage.gate.permits(deadURL + "/jwt/"), "the circuit is open")
         #expect(try harness.payment(message.paymentId).status == .prepared)
-        Thread.sleep(forTimeInterval: 1)
-        #expect(try harness.attempts(message.paymentId).count == 2, "no call while the circuit is open")
+        // No call while the circuit is open: with the gateway still down, the next call is the probe once the 2 s have
+        // passed from the second refusal (each attempt starts on the database clock after the gate let it through).
+        var attempts: [GatewayAttempt] = []
+        try TestServices.eventually(timeout: 20, "the probe after the circuit's open time") {
+            attempts = try harness.attempts(message.paymentId).sorted { $0.id < $1.id }
+            return attempts.count >= 3
+        }
+        let closedFor = attempts[2].startedAt.timeIntervalSince(attempts[1].startedAt)
+        #expect(closedFor >= 1.9, "no call while the circuit is open: the probe came \(closedFor) s after the second refusal")
         try harness.useGateway(at: harness.simulator.baseURL)
         try TestServices.eventually(timeout: 20, "authorised once the gateway is back") {
             try harness.payment(message.paymentId).status == .authorized

@@ -28,16 +28,6 @@ extension Integration {
             return try WebhookEndpointStore().list(on: database)
         }
 
-        /// Collects the results queue until `done` holds for what arrived so far.
-        func results(_ harness: NotifyHarness, _ what: String, until done: ([AMQPDelivery]) -> Bool) throws -> [AMQPDelivery] {
-            var seen: [AMQPDelivery] = []
-            try TestServices.eventually(timeout: 30, what) {
-                seen += try harness.drain(harness.resultsQueue)
-                return done(seen)
-            }
-            return seen
-        }
-
         /// With jsonschema available, `body` matches docs/schemas/operational-event.schema.json.
         func expectMatchesSchema(_ body: [UInt8]) throws {
             guard (try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import jsonschema"])) == 0 else { return }
@@ -68,7 +58,7 @@ extension Integration {
             #expect(try #require(row.health.disabledAt).timeIntervalSince(failingSince) >= 1.5)
 
             // The event, and no payment result: nothing was delivered.
-            let events = try results(harness, "endpoint.disabled on paypipe.results") { $0.contains { $0.routingKey == "endpoint.disabled" } }
+            let events = try harness.results("endpoint.disabled on paypipe.results") { $0.contains { $0.routingKey == "endpoint.disabled" } }
             #expect(events.map(\.routingKey) == ["endpoint.disabled"])
             let event = try JSONValue.parse(try #require(events.first).body)
             #expect(event["data"]?["merchantId"]?.stringValue == "m-notify")
@@ -113,7 +103,7 @@ extension Integration {
             let delivered = receiver.requests.filter(\.verified).suffix(2).compactMap { $0.header("webhook-id") }
             #expect(Set(delivered) == [PaymentEvent.id(paymentId: first.paymentId, type: .authorized),
                                        PaymentEvent.id(paymentId: second.paymentId, type: .declined)])
-            let payments = try results(harness, "both results events") { $0.filter { $0.routingKey.hasPrefix("payment.") }.count >= 2 }
+            let payments = try harness.results("both results events") { $0.filter { $0.routingKey.hasPrefix("payment.") }.count >= 2 }
             #expect(Set(payments.map(\.routingKey)) == ["payment.authorized", "payment.declined"])
             let after = try #require(try endpoints(harness).first)
             #expect(!after.health.isDisabled && after.health.failingSince == nil)
@@ -192,7 +182,7 @@ extension Integration {
             #expect(try harness.drain(harness.resultsQueue).isEmpty, "the crash came before the publication")
             let healthy = try harness.startedRuntime(harness.makeStage(gate: Self.openGate(), healthPolicy: policy, resultsTiming: .webhook))
             defer { healthy.stopAndWait() }
-            let events = try results(harness, "endpoint.disabled after the redelivery") { !$0.isEmpty }
+            let events = try harness.results("endpoint.disabled after the redelivery") { !$0.isEmpty }
             #expect(events.map(\.routingKey) == ["endpoint.disabled"])
             #expect(try harness.stage(of: message.paymentId) == .notify)
             #expect(try harness.deliveries(message.paymentId).last?.outcome == "held")
@@ -208,7 +198,7 @@ extension Integration {
             let message = try harness.insertPayment(status: .authorized)
             try harness.publish([message])
             try harness.waitDone(message.paymentId)
-            let seen = try results(harness, "result and webhook.exhausted") { $0.count >= 2 }
+            let seen = try harness.results("result and webhook.exhausted") { $0.count >= 2 }
             #expect(Set(seen.map(\.routingKey)) == ["payment.authorized", "webhook.exhausted"])
             let exhausted = try JSONValue.parse(try #require(seen.first { $0.routingKey == "webhook.exhausted" }).body)
             #expect(exhausted["data"]?["paymentId"]?.stringValue == message.paymentId.uuidString.lowercased())

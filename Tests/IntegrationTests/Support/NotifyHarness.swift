@@ -207,6 +207,22 @@ struct NotifyHarness {
         return try connection.drain(queue)
     }
 
+    /// Collects the results queue until `done` holds for what arrived so far: notify publishes a payment's results
+    /// event after it commits the payment's `done`, so a single drain after ``waitDone(_:timeout:)`` can come too early.
+    func results(_ what: String, until done: ([AMQPDelivery]) -> Bool) throws -> [AMQPDelivery] {
+        var seen: [AMQPDelivery] = []
+        try TestServices.eventually(timeout: 30, what) {
+            seen += try drain(resultsQueue)
+            return done(seen)
+        }
+        return seen
+    }
+
+    /// The results queue once it holds at least `count` messages.
+    func results(count: Int) throws -> [AMQPDelivery] {
+        try results("\(count) results events") { $0.count >= count }
+    }
+
     /// Waits until the payment's stage is `done`.
     func waitDone(_ id: UUID, timeout: Double = 20) throws {
         try TestServices.eventually(timeout: timeout, "payment \(id) done") { try stage(of: id) == .done }
