@@ -145,7 +145,7 @@ enum WebhooksCommand: CLICommand {
         let (enabled, messages, operations) = try connection.transaction { transaction in
             let enabled = try WebhookEndpointStore().enable(merchantId: merchant, url: arguments.value("--url"), on: transaction)
             return (enabled, try WebhookDeliveryStore().releaseHeld(enabled, on: transaction),
-                    try WebhookDeliveryStore().heldOperations(enabled, on: transaction))
+                    try OperationEvents().held(enabled, on: transaction))
         }
         guard !enabled.isEmpty else {
             printError("paypipe: no disabled endpoint of merchant \(merchant) matched")

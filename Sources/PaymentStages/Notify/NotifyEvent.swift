@@ -1,5 +1,6 @@
 import Foundation
 import Pipeline
+import Postgres
 
 /// One event notify delivers, whatever it is about: a payment's result (``PaymentEvent``), one of its operations'
 /// events (``OperationEvent``) or an event of the credential it stored (``CredentialEvent``). The stage's one delivery path — target, secret rules, SSRF guard, endpoint gate,
@@ -42,20 +43,18 @@ public struct NotifyEvent: Sendable, Equatable {
         (paymentId, merchantId, jobId) = (event.paymentId, event.merchantId, event.jobId)
         resultSubject = event.subject
     }
+}
 
-    public init(_ event: OperationEvent) {
-        subject = .operation(event.operation.id)
-        (id, type, body, occurredAt) = (event.id, event.type, event.body, event.occurredAt)
-        (paymentId, merchantId, jobId) = (event.payment.id, event.payment.merchantId, event.payment.jobId)
-        resultSubject = event.subject
-    }
-
-    public init(_ event: CredentialEvent) {
-        subject = .credential(event.event.rowId)
-        (id, type, body, occurredAt) = (event.id, event.type, event.body, event.event.occurredAt)
-        (paymentId, merchantId, jobId) = (event.payment.id, event.event.merchantId, event.payment.jobId)
-        resultSubject = event.subject
-    }
+/// The events of one kind of row a notify hand-off names besides its payment: an operation's
+/// (``OperationEventMessage``) or a credential's (``CredentialEventHandOff``). Each kind lives with what records its
+/// rows (`OperationEvents` in Operations/, `CredentialEvents` in MerchantTokens/): how the row is read, what its
+/// event says, and what settling its webhook marks. Notify's one delivery path sees only the ``NotifyRead`` and
+/// the ``NotifyEvent``, so a new kind of event adds a conformer and a case of ``NotifyRequest``, not a second path.
+public protocol NotifyRowEvents: Sendable {
+    /// One row's read, in the batch's transaction: `nil` for no such row, or one without a payment to deliver for.
+    func read(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead?
+    /// The row's webhook settled: stamps it notified, so a repeated hand-off sends nothing.
+    func settle(_ rowId: Int64, on connection: PostgresConnection) throws
 }
 
 /// Which event a notify message asks for: its payment's result, an operation's event (``OperationEventMessage``) or a
@@ -169,13 +168,6 @@ extension PaymentEvent {
     /// The job's payment: correlated by the job's id.
     public var subject: ResultSubject {
         ResultSubject(merchantId: merchantId, jobId: jobId, paymentId: paymentId.paymentIDText)
-    }
-}
-
-extension OperationEvent {
-    /// The operation on the job's payment: correlated by the operation's id; `jobId` is the payment's job.
-    public var subject: ResultSubject {
-        ResultSubject(merchantId: payment.merchantId, jobId: payment.jobId, paymentId: payment.id.paymentIDText, operationId: operation.operationId)
     }
 }
 

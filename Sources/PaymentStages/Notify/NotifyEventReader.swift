@@ -21,11 +21,15 @@ public struct NotifyRead: Sendable {
 }
 
 /// The notify stage's batch read: every payment result of the batch in one query (``PaymentEventLoader``), and each
-/// operation's event in one statement of its own (operations are rare next to payments). An id without a row is
-/// absent; a row that does not decode fails only its own request.
-/// It also reads where each event goes (``target(for:notifyURL:on:)``: the merchant's webhook and secrets).
+/// operation's or credential's event as its kind reads it (``NotifyRowEvents``: one row at a time, as they are rare
+/// next to payments). An id without a row is absent; a row that does not decode fails only its own request.
+/// It also reads where each event goes (``target(for:notifyURL:on:)``: the merchant's webhook and secrets), and
+/// settles what was delivered (``settle(_:on:)``).
 struct NotifyEventReader: Sendable {
     private let payments = PaymentEventLoader()
+    /// The events a hand-off names by row, each kind with what records its rows.
+    private let operations: any NotifyRowEvents = OperationEvents()
+    private let credentials: any NotifyRowEvents = CredentialEvents()
     let directory: MerchantDirectory
 
     /// Where and how to deliver one event.
@@ -76,14 +80,14 @@ struct NotifyEventReader: Sendable {
         }
         for case .operation(let rowId) in Set(requests) {
             do {
-                if let read = try operation(rowId, on: connection) { reads[.operation(rowId)] = .success(read) }
+                if let read = try operations.read(rowId, on: connection) { reads[.operation(rowId)] = .success(read) }
             } catch {
                 reads[.operation(rowId)] = .failure(error)
             }
         }
         for case .credential(let rowId) in Set(requests) {
             do {
-                if let read = try credential(rowId, on: connection) { reads[.credential(rowId)] = .success(read) }
+                if let read = try credentials.read(rowId, on: connection) { reads[.credential(rowId)] = .success(read) }
             } catch {
                 reads[.credential(rowId)] = .failure(error)
             }
@@ -91,53 +95,15 @@ struct NotifyEventReader: Sendable {
         return reads
     }
 
-    /// A recorded credential event: it, the payment that stored the credential and that payment's `notify_url`, and
-    /// whether the event was notified or attempted before.
-    private func credential(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead? {
-        guard let recorded = try CredentialEventStore().load(rowId, on: connection),
-              let payment = try PaymentStore().load(recorded.paymentId, on: connection) else { return nil }
-        let row = try connection.query(
-            """
-            SELECT p.notify_url, EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.payment_id = p.id AND d.event_id = $2) AS attempted
-            FROM payments p WHERE p.id = $1
-            """, [payment.id, recorded.eventId])[0]
-        return NotifyRead(
-            payment: payment, merchantId: recorded.merchantId, event: NotifyEvent(CredentialEvent(event: recorded, payment: payment)),
-            notifyURL: try row.decode("notify_url", as: String?.self), settled: recorded.notified,
-            attempted: try row.decode("attempted", as: Bool.self), pending: "credential event \(rowId) is recorded")
+    /// Settles an event's webhook: the payment marked done while it still has the delivered status; an operation's or a
+    /// credential's event as its kind settles it (``NotifyRowEvents/settle(_:on:)``: stamped notified).
+    func settle(_ event: NotifyEvent, on connection: PostgresConnection) throws {
+        switch event.subject {
+        case .payment(let paymentId, let deliveredStatus): try PaymentStore().markDone(paymentId, deliveredStatus: deliveredStatus, on: connection)
+        case .operation(let rowId): try operations.settle(rowId, on: connection)
+        case .credential(let rowId): try credentials.settle(rowId, on: connection)
+        }
     }
-
-    /// A finished operation's event, in one statement: the operation (``Pipeline/OperationStore``'s columns, which
-    /// its decoder reads), its payment with the lifecycle after it (``Pipeline/PaymentStore``'s, under the prefix
-    /// `p_`, since the operation's row has its own `id`, `merchant_id`, `payment_id`, error columns), the job's
-    /// metadata and `notify_url`, and whether the event was notified (`notified_at`) or attempted before.
-    private func operation(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead? {
-        guard let row = try connection.query(
-            """
-            SELECT \(OperationStore.columns), o.notified_at,
-                   \(PaymentStore.recordAndMoneyColumns(of: "p", prefixedWith: Self.paymentPrefix)), p.notify_url, p.metadata::text AS metadata,
-                   (SELECT string_agg(DISTINCT event_id, ',') FROM webhook_deliveries WHERE payment_id = p.id) AS attempted_events
-            FROM \(OperationStore.from) WHERE o.id = $1
-            """, [rowId]).first else { return nil }
-        let operation = try OperationStore.operation(row: row)
-        let paymentRow = row.prefixed(Self.paymentPrefix)
-        // An operation refused before naming a payment has none; a payment gone since is unknown too.
-        guard operation.paymentId != nil, try paymentRow.decode("id", as: UUID?.self) != nil else { return nil }
-        let payment = try PaymentRecord(row: paymentRow)
-        let lifecycle = try PaymentStore.money(row: paymentRow).lifecycle
-        let metadata = (try? JSONValue.parse(Array(try row.decode("metadata", as: String.self).utf8))) ?? .object([])
-        let event = OperationEvent(operation: operation, payment: payment, lifecycle: lifecycle, metadata: metadata)
-        // Event ids are `evt_` and hex digits: a comma never occurs in one.
-        let attempted = try row.decode("attempted_events", as: String?.self)?.split(separator: ",").contains { $0 == event.id } ?? false
-        let finished = operation.state == .succeeded || operation.state == .failed
-        return NotifyRead(
-            payment: payment, merchantId: operation.merchantId, event: finished ? NotifyEvent(event) : nil,
-            notifyURL: try row.decode("notify_url", as: String?.self), settled: try row.decode("notified_at", as: Date?.self) != nil,
-            attempted: attempted, pending: "operation \(operation.operationId) is \(operation.state.rawValue)")
-    }
-
-    /// The prefix of the payment's columns in an operation's read.
-    private static let paymentPrefix = "p_"
 }
 
 /// Builds a payment's ``PaymentEvent`` from the database: the payment row, its latest gateway attempt and the time

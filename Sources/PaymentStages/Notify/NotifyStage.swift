@@ -421,10 +421,10 @@ public struct NotifyStage: CallingStageHandler {
         }
     }
 
-    /// Settles the event's webhook (``WebhookDeliveryStore/settle(_:on:)``: the payment marked done, the operation or
+    /// Settles the event's webhook (``NotifyEventReader/settle(_:on:)``: the payment marked done, the operation or
     /// credential event notified) and publishes the results event as the rule says (plus `also`, e.g. a dead letter).
     private func finish(_ event: NotifyEvent, results: NotifyDecision.Results, on database: PostgresConnection, also: [OutboundMessage] = []) throws -> StageOutcome {
-        try deliveries.settle(event, on: database)
+        try reader.settle(event, on: database)
         return NotifyDecision.outcome(of: event, results: results, webhookSettled: true, also: also)
     }
 

@@ -127,43 +127,11 @@ public struct WebhookDeliveryStore: Sendable {
         }, on: connection)
     }
 
-    /// Settles an event's webhook: the payment marked done while it still has the delivered status, the operation or
-    /// the credential event marked notified.
-    func settle(_ event: NotifyEvent, on connection: PostgresConnection) throws {
-        switch event.subject {
-        case .payment(let paymentId, let deliveredStatus): try PaymentStore().markDone(paymentId, deliveredStatus: deliveredStatus, on: connection)
-        case .operation(let rowId): try OperationStore().markNotified(rowId, on: connection)
-        case .credential(let rowId): try CredentialEventStore().markNotified(rowId, on: connection)
-        }
-    }
-
     /// Releases the payments held for `endpoints` (their latest attempt to one of them was `held`) and returns their
     /// hand-offs to publish to `paypipe.notify`. Released payments have `redriven_at` cleared, so if the hand-offs
     /// are never published the reconciler re-drives them after `PAYPIPE_STUCK_AFTER`.
     public func releaseHeld(_ endpoints: [WebhookEndpoint], on connection: PostgresConnection) throws -> [StageMessage] {
         try PaymentStore().releaseHeld(merchantIds: endpoints.map(\.merchantId), urls: endpoints.map(\.url), on: connection)
-    }
-
-    /// The finished operations not yet notified whose payment has a `held` attempt to one of `endpoints`: their
-    /// events were held with the endpoint; their hand-offs are published again when it is re-enabled. Notify settles an
-    /// operation's webhook once (`notified_at`), so a hand-off for one notified meanwhile sends nothing. Each is sent in
-    /// its payment's trace (the row's `trace_parent`/`trace_state`): the operation's own trace is not stored.
-    public func heldOperations(_ endpoints: [WebhookEndpoint], on connection: PostgresConnection) throws -> [OperationEventMessage] {
-        guard !endpoints.isEmpty else { return [] }
-        let rows = try connection.query(
-            """
-            SELECT o.id AS operation, p.id, p.merchant_id, p.job_id, p.trace_parent, p.trace_state
-            FROM payment_operations o JOIN payments p ON p.id = o.payment_id
-            WHERE o.notified_at IS NULL AND o.state = ANY($3::text[])
-              AND EXISTS (SELECT 1 FROM webhook_deliveries d JOIN unnest($1::text[], $2::text[]) AS k(merchant_id, url) ON d.url = k.url
-                          WHERE d.payment_id = p.id AND d.outcome = 'held' AND p.merchant_id = k.merchant_id)
-            ORDER BY o.id
-            """,
-            [PostgresArray(endpoints.map(\.merchantId)), PostgresArray(endpoints.map(\.url)),
-             PostgresArray([OperationStore.State.succeeded.rawValue, OperationStore.State.failed.rawValue])])
-        return try rows.map { row in
-            OperationEventMessage(payment: try PaymentStore.tracedMessage(row: row), operationRowId: try row.decode("operation", as: Int64.self))
-        }
     }
 
     /// How many payments each endpoint holds (for `paypipe webhooks endpoints`).

@@ -34,7 +34,7 @@ public struct WebhookReplay: Sendable {
         return outbound
     }
 
-    /// The persistent hand-off to `paypipe.notify` for one held operation event released (``WebhookDeliveryStore/heldOperations(_:on:)``).
+    /// The persistent hand-off to `paypipe.notify` for one held operation event released (``OperationEvents/held(_:on:)``).
     public func handOff(_ operation: OperationEventMessage) -> AMQPOutboundMessage {
         var outbound = DeliveryRouter(stage: .notify, retrySchedule: .standard).handOff(HandOffMessage(operation))
         outbound.properties.appId = "paypipe-cli"

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Pipeline
+import Postgres
 
 /// A stored credential's event for its merchant (`credential.unlinked`, `credential.updated`), sent like a
 /// payment's result through notify's one delivery path (signed webhook, `paypipe.results`; schema
@@ -35,6 +36,40 @@ public struct CredentialEvent: Sendable, Equatable {
     /// Correlated by the credential's id; `jobId` and `paymentId` are those of the payment that stored it.
     public var subject: ResultSubject {
         ResultSubject(merchantId: event.merchantId, jobId: payment.jobId, paymentId: payment.id.paymentIDText, credentialId: event.credentialId)
+    }
+}
+
+extension NotifyEvent {
+    /// A credential's event: settling it stamps the event `notified_at`.
+    public init(_ event: CredentialEvent) {
+        subject = .credential(event.event.rowId)
+        (id, type, body, occurredAt) = (event.id, event.type, event.body, event.event.occurredAt)
+        (paymentId, merchantId, jobId) = (event.payment.id, event.event.merchantId, event.payment.jobId)
+        resultSubject = event.subject
+    }
+}
+
+/// Credential events as notify reads and settles them (``NotifyRowEvents``): the hand-off
+/// (``CredentialEventHandOff``) names a `credential_events` row.
+struct CredentialEvents: NotifyRowEvents {
+    /// A recorded credential event: it, the payment that stored the credential and that payment's `notify_url`, and
+    /// whether the event was notified or attempted before.
+    func read(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead? {
+        guard let recorded = try CredentialEventStore().load(rowId, on: connection),
+              let payment = try PaymentStore().load(recorded.paymentId, on: connection) else { return nil }
+        let row = try connection.query(
+            """
+            SELECT p.notify_url, EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.payment_id = p.id AND d.event_id = $2) AS attempted
+            FROM payments p WHERE p.id = $1
+            """, [payment.id, recorded.eventId])[0]
+        return NotifyRead(
+            payment: payment, merchantId: recorded.merchantId, event: NotifyEvent(CredentialEvent(event: recorded, payment: payment)),
+            notifyURL: try row.decode("notify_url", as: String?.self), settled: recorded.notified,
+            attempted: try row.decode("attempted", as: Bool.self), pending: "credential event \(rowId) is recorded")
+    }
+
+    func settle(_ rowId: Int64, on connection: PostgresConnection) throws {
+        try CredentialEventStore().markNotified(rowId, on: connection)
     }
 }
 
