@@ -202,8 +202,8 @@ public struct PaymentJob: Sendable, Equatable {
         return job
     }
 
-    /// `storeCredential`, `initiator`, `credentialId` and `mitReason` (issue #44), strictly: unknown members and values
-    /// are refused, and an MIT must name its credential and reason while a CIT names neither.
+    /// `storeCredential`, `initiator`, `credentialId` and `mitReason` (docs/recurring.md), strictly: unknown members
+    /// and values are refused, and an MIT must name its credential and reason while a CIT names neither.
     static func credentialFields(
         _ object: JSONValue, invalid: (String) -> DecodingError
     ) throws(DecodingError) -> (store: CredentialUsage?, merchantInitiated: MerchantInitiated?) {

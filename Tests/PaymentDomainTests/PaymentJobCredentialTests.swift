@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import PaymentDomain
 
-/// The job's stored-credential members (issue #44), decoded strictly: a CIT's `storeCredential`, an MIT's `initiator`,
-/// `credentialId` and `mitReason` with no token, and every mix the contract refuses as `invalid_job`.
+/// The job's stored-credential members (docs/recurring.md), decoded strictly: a CIT's `storeCredential`, an MIT's
+/// `initiator`, `credentialId` and `mitReason` with no token, and every mix the contract refuses as `invalid_job`.
 @Suite struct PaymentJobCredentialTests {
     static let id = "cred_0123456789abcdef01234567"
     static var mit: [String: Any?] { ["applePayToken": nil, "initiator": "merchant", "credentialId": id, "mitReason": "delayed_charge"] }

@@ -35,8 +35,8 @@ import JSON
 
     /// `applicationData` is base64 of the app's exact bytes, part of the content hash; absent leaves the hash of jobs
     /// that never had it unchanged; anything but a base64 string is an invalid job.
-    /// `captureMode` / `captureWithin` (issue 19): decoded and validated on the job's own terms, hashed only when
-    /// present (a job without them keeps the hash it had before the fields existed).
+    /// `captureMode` / `captureWithin` (docs/operations-lifecycle.md): decoded and validated on the job's own terms,
+    /// hashed only when present (a job without them keeps the hash it had before the fields existed).
     @Test func captureModeAndCaptureWithin() throws {
         let plain = try PaymentJob.decode(Self.body())
         #expect(plain.captureMode == nil && plain.captureWithin == nil)

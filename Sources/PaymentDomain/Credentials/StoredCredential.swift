@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 
-/// What kind of network token paid (issue #44): Apple's merchant token (MPAN), a device token (DPAN), or not known
-/// (a processor that decrypts the token itself and does not say).
+/// What kind of network token paid (docs/recurring.md): Apple's merchant token (MPAN), a device token (DPAN), or not
+/// known (a processor that decrypts the token itself and does not say).
 public enum TokenType: String, Sendable, Hashable, CaseIterable, Codable {
     case merchant, device, unknown
 
@@ -177,9 +177,9 @@ public struct StoredCredentialSupport: Sendable, Equatable {
     }
 }
 
-/// The checks of issue #44 made before any gateway call, pure: a storing job (CIT) and a merchant-initiated job (MIT)
-/// against the connector's ``StoredCredentialSupport`` and the stored credential. Each refusal is a documented code
-/// (FailureCatalogue) and never reaches a processor.
+/// The stored-credential checks (docs/recurring.md) made before any gateway call, pure: a storing job (CIT) and a
+/// merchant-initiated job (MIT) against the connector's ``StoredCredentialSupport`` and the stored credential. Each
+/// refusal is a documented code (FailureCatalogue) and never reaches a processor.
 public enum CredentialCheck {
     /// The part of a stored credential the checks read.
     public struct Stored: Sendable, Equatable {

@@ -328,9 +328,9 @@ public protocol ConnectorPlugin: GatewayConnector, OperationConnector {
     /// Whether a stored AUTH request already asks that hold (``CaptureSuspension/asksSuspension(_:)``); false by default.
     static func asksHold(_ request: GatewayRequest) -> Bool
 
-    /// Whether and how it stores credentials for merchant-initiated payments (issue #44): nil for a connector that
-    /// cannot (its storing and MIT jobs fail `credential_not_supported` before any call). Its processor's fields are
-    /// in its folder (`<Name>StoredCredentials.swift`).
+    /// Whether and how it stores credentials for merchant-initiated payments (docs/recurring.md): nil for a connector
+    /// that cannot (its storing and MIT jobs fail `credential_not_supported` before any call). Its processor's fields
+    /// are in its folder (`<Name>StoredCredentials.swift`).
     static var storedCredentials: StoredCredentialSupport? { get }
     /// The references an authorised storing payment's answer gives for its later MITs (sealed with the credential);
     /// empty: none. By default what the answer's parsing put in ``GatewayResult/credentialReferences``.

@@ -287,9 +287,9 @@ public enum ApplicationDataBinding {
     }
 }
 
-/// Decrypt's part of issue #44 for jobs that store a credential (CIT, `storeCredential`) or charge one (MIT,
-/// `initiator` `merchant`): the ``CredentialCheck`` refusals, made here, before any gateway call, with the batch's
-/// credentials read in one statement (none for a batch without MIT jobs).
+/// Decrypt's part of stored credentials (docs/recurring.md) for jobs that store a credential (CIT, `storeCredential`)
+/// or charge one (MIT, `initiator` `merchant`): the ``CredentialCheck`` refusals, made here, before any gateway call,
+/// with the batch's credentials read in one statement (none for a batch without MIT jobs).
 struct CredentialJobs {
     /// The batch's MIT credentials by id (any merchant: ``CredentialCheck`` compares the merchant).
     let credentials: [String: CredentialCheck.Stored]

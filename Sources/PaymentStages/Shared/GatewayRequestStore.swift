@@ -129,8 +129,9 @@ public struct GatewayPaymentDetails: Sendable, Equatable {
     }
 }
 
-/// What a payment asks of its connector about stored credentials (issue #44), in neutral terms; each connector's
-/// folder maps it to its processor's fields (`<Name>StoredCredentials.swift`, docs/recurring.md "Per connector").
+/// What a payment asks of its connector about stored credentials (docs/recurring.md), in neutral terms; each
+/// connector's folder maps it to its processor's fields (`<Name>StoredCredentials.swift`, docs/recurring.md "Per
+/// connector").
 public enum StoredCredentialIntent: Sendable, Equatable, CustomStringConvertible {
     /// A customer-initiated payment (CIT) that stores its credential for `usage`.
     case store(CredentialUsage)

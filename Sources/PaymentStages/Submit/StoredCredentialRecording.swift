@@ -4,9 +4,9 @@ import JSON
 import Pipeline
 import Postgres
 
-/// Submit's part of issue #44: a storing (customer-initiated) payment that ends `authorized` records its credential
-/// in the recording transaction (``CredentialStore/create(_:on:)``: one per storing payment, so a redelivered or
-/// reconciled answer finds it stored and adds nothing).
+/// Submit's part of stored credentials (docs/recurring.md): a storing (customer-initiated) payment that ends
+/// `authorized` records its credential in the recording transaction (``CredentialStore/create(_:on:)``: one per storing
+/// payment, so a redelivered or reconciled answer finds it stored and adds nothing).
 ///
 /// Two steps around the ending statement: ``read(_:on:)`` before it, while the payment's card data still exists (the
 /// terminal purge shreds it in the same statement), takes what the credential shows (network, last four digits,

@@ -3,7 +3,7 @@ import JSON
 import Postgres
 
 /// The `credentials` table (migration 13), its one writer: stored credentials of customer-initiated payments
-/// (issue #44). Stateless apart from the vault; callers own the transactions.
+/// (docs/recurring.md). Stateless apart from the vault; callers own the transactions.
 ///
 /// The secret half (``CredentialSecrets``) is sealed under the data key with the credential id as AAD, so a blob
 /// copied to another row fails to open. It is shredded in the statement that moves a credential out of `active`

@@ -1,5 +1,5 @@
 extension PayPipeSchema {
-    /// Migration 13: stored credentials (issue #44) and what each payment says about its token and credential.
+    /// Migration 13: stored credentials (docs/recurring.md) and what each payment says about its token and credential.
     ///
     /// `credentials` is written only by `CredentialStore`. One row per customer-initiated payment that stored a
     /// credential (`payment_id` unique, so a redelivered CIT cannot store twice). The sealed blob (`key_id`, `nonce`,

@@ -1,6 +1,6 @@
 extension PayPipeSchema {
-    /// Migration 7: the money lifecycle of an authorised payment and the operations that change it (issue 19,
-    /// docs/operations-lifecycle.md).
+    /// Migration 7: the money lifecycle of an authorised payment and the operations that change it
+    /// (docs/operations-lifecycle.md).
     ///
     /// `payments` gains the lifecycle (written only through `PaymentStore`):
     /// - `capture_mode` / `capture_within_seconds`: how the payment's AUTH is captured (the job's `captureMode` over the

@@ -2,7 +2,7 @@ import Pipeline
 
 /// OPP's `result.code` (`ddd.ddd.ddd`) mapped onto ``GatewayOutcome`` with the full pattern table of ACI's "Result
 /// Codes" page (other-gateways.md §2 [doc]: developers.primeiropay.com/result-codes, docs.latam.ppro.com, the same
-/// regex list; group names marked † there are [UNCONFIRMED]), evaluated in this order (issue 21): success, review,
+/// regex list; group names marked † there are [UNCONFIRMED]), evaluated in this order: success, review,
 /// pending, communication and system errors, declines (bank, risk, 3-D Secure), validation, anything else.
 ///
 /// A short prefix would be wrong: `000.400.030` is a communication error, `800.400.5` is pending, `800.5`/`800.6` are

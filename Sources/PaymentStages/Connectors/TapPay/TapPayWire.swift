@@ -220,7 +220,7 @@ public enum TapPayWire {
     }
 }
 
-/// The prime's age rule (issue 21): a prime lives 90 s from when the app obtained it, measured from its job's publish
+/// The prime's age rule: a prime lives 90 s from when the app obtained it, measured from its job's publish
 /// time (an earlier bound than PayPipe's first receipt). A Pay-by-Prime request, first or resent after a confirmed
 /// "not found", is sent only while the prime's age is under 90 s minus the call's timeout, so TapPay cannot receive a
 /// prime that expires during the call; otherwise the payment fails `prime_expired` without sending.
