@@ -49,7 +49,8 @@ public struct NotifyEvent: Sendable, Equatable {
 /// (``OperationEventMessage``) or a credential's (``CredentialEventHandOff``). Each kind lives with what records its
 /// rows (`OperationEvents` in Operations/, `CredentialEvents` in MerchantTokens/): how the row is read, what its
 /// event says, and what settling its webhook marks. Notify's one delivery path sees only the ``NotifyRead`` and
-/// the ``NotifyEvent``, so a new kind of event adds a conformer and a case of ``NotifyRequest``, not a second path.
+/// the ``NotifyEvent``, so a new kind of event adds a conformer (and its cases here and in ``NotifyEventReader``),
+/// never a second path.
 public protocol NotifyRowEvents: Sendable {
     /// One row's read, in the batch's transaction: `nil` for no such row, or one without a payment to deliver for.
     func read(_ rowId: Int64, on connection: PostgresConnection) throws -> NotifyRead?
