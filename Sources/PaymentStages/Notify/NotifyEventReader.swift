@@ -78,21 +78,24 @@ struct NotifyEventReader: Sendable {
                     pending: "payment \(payment.id) is \(payment.status.rawValue)")
             }
         }
-        for case .operation(let rowId) in Set(requests) {
+        for request in Set(requests) {
+            guard let (kind, rowId) = row(request) else { continue }
             do {
-                if let read = try operations.read(rowId, on: connection) { reads[.operation(rowId)] = .success(read) }
+                if let read = try kind.read(rowId, on: connection) { reads[request] = .success(read) }
             } catch {
-                reads[.operation(rowId)] = .failure(error)
-            }
-        }
-        for case .credential(let rowId) in Set(requests) {
-            do {
-                if let read = try credentials.read(rowId, on: connection) { reads[.credential(rowId)] = .success(read) }
-            } catch {
-                reads[.credential(rowId)] = .failure(error)
+                reads[request] = .failure(error)
             }
         }
         return reads
+    }
+
+    /// The kind and row id of a request that names a row; `nil` for a payment's result.
+    private func row(_ request: NotifyRequest) -> (kind: any NotifyRowEvents, rowId: Int64)? {
+        switch request {
+        case .payment: nil
+        case .operation(let rowId): (operations, rowId)
+        case .credential(let rowId): (credentials, rowId)
+        }
     }
 
     /// Settles an event's webhook: the payment marked done while it still has the delivered status; an operation's or a
