@@ -13,22 +13,30 @@ enum JobBody {
         }
     }
 
-    /// Why a message body is not a strict JSON object (the reason of its dead letter).
-    struct NotAnObject: Error {
+    /// Why a body names no job (the reason of its dead letter: nothing can be recorded against it): it is no strict
+    /// JSON object, or it lacks its merchant or its own id.
+    struct Unaddressed: Error {
         let reason: String
     }
 
-    /// A job or operation body as a strict JSON object in UTF-8.
-    static func strictObject(_ body: [UInt8]) throws(NotAnObject) -> JSONValue {
-        guard String(validating: body, as: UTF8.self) != nil else { throw NotAnObject(reason: "body is not valid UTF-8") }
+    /// A job or operation body as a strict JSON object in UTF-8, and its address: the merchant and the body's own id
+    /// under `idKey` (`jobId`, `operationId`), both identifiers (``isIdentifier(_:)``).
+    static func addressed(_ body: [UInt8], idKey: String) throws(Unaddressed) -> (object: JSONValue, merchantId: String, id: String) {
+        guard String(validating: body, as: UTF8.self) != nil else { throw Unaddressed(reason: "body is not valid UTF-8") }
         let object: JSONValue
         do {
             object = try JSONValue.parse(body)
         } catch {
-            throw NotAnObject(reason: "body is not a JSON object: \(error)")
+            throw Unaddressed(reason: "body is not a JSON object: \(error)")
         }
-        guard object.isObject else { throw NotAnObject(reason: "body is not a JSON object") }
-        return object
+        guard object.isObject else { throw Unaddressed(reason: "body is not a JSON object") }
+        func identifier(_ key: String) throws(Unaddressed) -> String {
+            guard let value = object[key]?.stringValue, isIdentifier(value) else {
+                throw Unaddressed(reason: "\(key) is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
+            }
+            return value
+        }
+        return (object, try identifier("merchantId"), try identifier(idKey))
     }
 
     /// Objects' keys sorted recursively, compact, `/` unescaped: the bytes `JSONSerialization` writes with

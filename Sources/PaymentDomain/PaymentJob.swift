@@ -79,17 +79,11 @@ public struct PaymentJob: Sendable, Equatable {
     /// Parsed once with the strict ``JSON/JSONValue`` parser (Foundation's `JSONSerialization` cost half of the decrypt
     /// worker's CPU). Strictness changes one edge: a body with a duplicate key is malformed (it was last-wins).
     public static func decode(_ body: [UInt8]) throws(DecodingError) -> PaymentJob {
-        let object: JSONValue
+        let (object, merchantId, jobId): (JSONValue, String, String)
         do {
-            object = try JobBody.strictObject(body)
+            (object, merchantId, jobId) = try JobBody.addressed(body, idKey: "jobId")
         } catch {
             throw .unaddressed(reason: error.reason)
-        }
-        guard let merchantId = object["merchantId"]?.stringValue, JobBody.isIdentifier(merchantId) else {
-            throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
-        }
-        guard let jobId = object["jobId"]?.stringValue, JobBody.isIdentifier(jobId) else {
-            throw .unaddressed(reason: "jobId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
         }
         let hash = contentHash(object)
         func invalid(_ reason: String) -> DecodingError {

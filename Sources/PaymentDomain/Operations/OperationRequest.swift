@@ -96,19 +96,12 @@ public struct OperationRequest: Sendable, Equatable {
     /// An operation body's strict object and its address (merchant and operation id), shared by every operation job
     /// (``CompletionRequest`` too); without them it is `unaddressed`.
     static func addressed(_ body: [UInt8]) throws(DecodingError) -> (object: JSONValue, merchantId: String, operationId: String) {
-        let object: JSONValue
         do {
-            object = try JobBody.strictObject(body)
+            let (object, merchantId, operationId) = try JobBody.addressed(body, idKey: "operationId")
+            return (object, merchantId, operationId)
         } catch {
             throw .unaddressed(reason: error.reason)
         }
-        guard let merchantId = object["merchantId"]?.stringValue, JobBody.isIdentifier(merchantId) else {
-            throw .unaddressed(reason: "merchantId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
-        }
-        guard let operationId = object["operationId"]?.stringValue, JobBody.isIdentifier(operationId) else {
-            throw .unaddressed(reason: "operationId is missing or not an identifier of 1-128 characters [A-Za-z0-9._:-]")
-        }
-        return (object, merchantId, operationId)
     }
 
     public static func decode(_ body: [UInt8], kind: Kind) throws(DecodingError) -> OperationRequest {
