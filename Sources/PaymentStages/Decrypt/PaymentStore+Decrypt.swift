@@ -30,10 +30,7 @@ extension PaymentStore {
                 continue
             }
             let key = Decrypt.JobKey(merchantId: try row.decode("merchant_id", as: String.self), jobId: try row.decode("job_id", as: String.self))
-            let statusText = try row.decode("status", as: String.self)
-            guard let status = PaymentStatus(rawValue: statusText) else {
-                throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
-            }
+            let status = try row.decodeChoice("status", as: PaymentStatus.self)
             payments[key] = Decrypt.Existing(
                 id: try row.decode("id", as: UUID.self), key: key, jobHash: try row.decode("job_hash", as: [UInt8].self), status: status,
                 firstReceivedAt: try row.decode("first_received_at", as: Date.self))

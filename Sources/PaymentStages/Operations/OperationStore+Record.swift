@@ -174,13 +174,9 @@ extension OperationStore {
 extension OperationStore.Attempt {
     /// The attempt its row stores (``OperationStore/attemptColumns``).
     init(row: PostgresRow) throws {
-        let stateText = try row.decode("state", as: String.self)
-        guard let state = State(rawValue: stateText) else {
-            throw PostgresError.decoding(column: "state", expected: "Attempt.State", reason: "unknown state '\(stateText)'")
-        }
+        state = try row.decodeChoice("state", as: State.self)
         id = try row.decode("id", as: Int64.self)
         requestType = try row.decode("request_type", as: String.self)
-        self.state = state
         outcome = try row.decode("outcome", as: String?.self)
         errorCode = try row.decode("error_code", as: String?.self)
         transactionReference = try row.decode("transaction_reference", as: String?.self)

@@ -215,11 +215,7 @@ public struct GatewayAttempt: Sendable, Equatable {
         id = try row.decode("id", as: Int64.self)
         orderReference = try row.decode("order_reference", as: String.self)
         requestType = try row.decode("request_type", as: String.self)
-        let stateText = try row.decode("state", as: String.self)
-        guard let state = State(rawValue: stateText) else {
-            throw PostgresError.decoding(column: "state", expected: "GatewayAttempt.State", reason: "unknown state '\(stateText)'")
-        }
-        self.state = state
+        state = try row.decodeChoice("state", as: State.self)
         outcome = try row.decode("outcome", as: String?.self)
         errorCode = try row.decode("error_code", as: String?.self)
         startedAt = try row.decode("started_at", as: Date.self)

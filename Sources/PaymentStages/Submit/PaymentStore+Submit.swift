@@ -88,10 +88,7 @@ enum SubmitPlanStatement {
             let request = payment.status == .prepared ? (try? requests.open(row, for: payment.id)) ?? nil : nil
             var latest: SubmitProtocol.Attempt?
             if let id = try row.decode("attempt_id", as: Int64?.self) {
-                let stateText = try row.decode("attempt_state", as: String.self)
-                guard let state = GatewayAttempt.State(rawValue: stateText) else {
-                    throw PostgresError.decoding(column: "attempt_state", expected: "GatewayAttempt.State", reason: "unknown state '\(stateText)'")
-                }
+                let state = try row.decodeChoice("attempt_state", as: GatewayAttempt.State.self)
                 latest = SubmitProtocol.Attempt(id: id, state: state, reconcileAfter: try row.decode("settle_at", as: Date.self))
             }
             rows[payment.id] = Row(

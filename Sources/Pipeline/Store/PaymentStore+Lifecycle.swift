@@ -93,10 +93,7 @@ extension PaymentStore {
     }
 
     package static func money(row: PostgresRow) throws -> MoneyState {
-        let statusText = try row.decode("status", as: String.self)
-        guard let status = PaymentStatus(rawValue: statusText) else {
-            throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
-        }
+        let status = try row.decodeChoice("status", as: PaymentStatus.self)
         let settle = try row.decode("settle_status", as: String?.self).map(SettlementState.init(storedCode:))
         guard let lifecycleText = try row.decode("lifecycle", as: String?.self) else {
             return MoneyState(status: status, lifecycle: nil, settleStatus: settle)

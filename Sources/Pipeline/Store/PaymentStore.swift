@@ -48,16 +48,8 @@ public struct PaymentRecord: Sendable, Equatable {
         orderReference = try row.decode("order_reference", as: String?.self)
         amountMinor = try row.decode("amount_minor", as: Int64?.self)
         currency = try row.decode("currency", as: String?.self)
-        let statusText = try row.decode("status", as: String.self)
-        guard let status = PaymentStatus(rawValue: statusText) else {
-            throw PostgresError.decoding(column: "status", expected: "PaymentStatus", reason: "unknown status '\(statusText)'")
-        }
-        self.status = status
-        let stageText = try row.decode("stage", as: String.self)
-        guard let stage = PaymentStage(rawValue: stageText) else {
-            throw PostgresError.decoding(column: "stage", expected: "PaymentStage", reason: "unknown stage '\(stageText)'")
-        }
-        self.stage = stage
+        status = try row.decodeChoice("status", as: PaymentStatus.self)
+        stage = try row.decodeChoice("stage", as: PaymentStage.self)
         errorCode = try row.decode("error_code", as: String?.self)
         errorMessage = try row.decode("error_message", as: String?.self)
         firstReceivedAt = try row.decode("first_received_at", as: Date.self)
